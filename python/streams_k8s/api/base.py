@@ -1,0 +1,160 @@
+"""Shared building blocks of the CRD models: the base model, metadata, conditions, resources.
+
+Every model speaks the user's camelCase on the wire (``model_validate`` of the YAML a user
+writes, ``to_wire`` for what goes back to the API server) and snake_case in Python.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any, ClassVar, Generic, Literal, Self, TypeVar
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+GROUP = "streams.ibm.com"
+VERSION = "v1"
+API_VERSION = f"{GROUP}/{VERSION}"
+
+
+class CelRule(BaseModel):
+    """A CRD `x-kubernetes-validations` rule that mirrors a model validator."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rule: str
+    message: str
+
+
+class WireModel(BaseModel):
+    """Base of every model: camelCase aliases, unknown fields rejected, enums kept as values.
+
+    ``cel_rules`` lists the CEL rules the CRD carries for this object; each one restates a
+    check done by a model validator, so the API server and the models refuse the same input.
+    """
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        use_enum_values=False,
+        validate_default=True,
+    )
+
+    cel_rules: ClassVar[tuple[CelRule, ...]] = ()
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON-ready dict a user or the API server sees (camelCase, no nulls)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+# Kubernetes resource quantities ("100m", "128Mi", "1.5", 2): same grammar as the API server.
+_QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?\d+))?$")
+
+
+def _check_quantity(value: str | int | float) -> str | int | float:
+    if isinstance(value, str) and not _QUANTITY.match(value):
+        raise ValueError(f"'{value}' is not a Kubernetes quantity (examples: 100m, 0.5, 128Mi, 2Gi)")
+    return value
+
+
+Quantity = Annotated[str | int | float, AfterValidator(_check_quantity)]
+
+
+class ResourceRequirements(WireModel):
+    """Container resources, as core/v1 ResourceRequirements (claims are not used by PEs)."""
+
+    limits: dict[str, Quantity] | None = None
+    requests: dict[str, Quantity] | None = None
+
+
+class ConditionStatus(StrEnum):
+    TRUE = "True"
+    FALSE = "False"
+    UNKNOWN = "Unknown"
+
+
+class Condition(WireModel):
+    """A standard status condition (metav1.Condition)."""
+
+    type: Annotated[str, Field(min_length=1, max_length=316)]
+    status: ConditionStatus
+    reason: Annotated[str, Field(min_length=1, max_length=1024)]
+    message: Annotated[str, Field(max_length=32768)] = ""
+    last_transition_time: datetime
+    observed_generation: Annotated[int, Field(ge=0)] | None = None
+
+
+class Status(WireModel):
+    """Fields every status of ours carries."""
+
+    observed_generation: Annotated[int, Field(ge=0)] | None = None
+    conditions: list[Condition] = Field(default_factory=list)
+
+
+class OwnerReference(WireModel):
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+class ObjectMeta(WireModel):
+    """The metadata fields the project reads and writes; anything else the server adds is kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str | None = None
+    generate_name: str | None = None
+    namespace: str | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+    generation: int | None = None
+    creation_timestamp: datetime | None = None
+    deletion_timestamp: datetime | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    owner_references: list[OwnerReference] = Field(default_factory=list)
+    finalizers: list[str] = Field(default_factory=list)
+
+
+class PrinterColumn(BaseModel):
+    name: str
+    type: Literal["string", "integer", "number", "boolean", "date"]
+    json_path: str
+    description: str = ""
+
+
+SpecT = TypeVar("SpecT", bound=WireModel)
+StatusT = TypeVar("StatusT", bound=Status)
+
+
+class Resource(WireModel, Generic[SpecT, StatusT]):
+    """A namespaced custom resource of group streams.ibm.com/v1.
+
+    Subclasses pin ``spec``/``status`` types and describe the CRD in the ClassVars below.
+    """
+
+    kind_name: ClassVar[str]
+    plural: ClassVar[str]
+    singular: ClassVar[str]
+    short_names: ClassVar[tuple[str, ...]]
+    printer_columns: ClassVar[tuple[PrinterColumn, ...]] = ()
+    # JSON paths of the scale subresource's replicas (spec, status), if the kind scales.
+    scale_paths: ClassVar[tuple[str, str] | None] = None
+    description: ClassVar[str] = ""
+
+    api_version: Literal["streams.ibm.com/v1"] = API_VERSION
+    kind: str
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: SpecT
+    status: StatusT | None = None
+
+    @classmethod
+    def from_wire(cls, obj: dict[str, Any]) -> Self:
+        """Validate a dict as read from YAML or the API server."""
+        return cls.model_validate(obj)

@@ -1,0 +1,125 @@
+"""ConsistentRegion and ConsistentRegionOperator: exactly-once regions and their coordinator."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import Field
+
+from streams_k8s.api.base import PrinterColumn, Resource, Status, WireModel
+from streams_k8s.api.processing_element import ImagePullPolicy, TraceLevel
+
+
+class Trigger(StrEnum):
+    PERIODIC = "periodic"
+    OPERATOR_DRIVEN = "operatorDriven"
+
+
+class RegionState(StrEnum):
+    """States of the consistent-region FSM (ordinal = value of the `state` metric)."""
+
+    STARTED = "STARTED"
+    PROCESSING = "PROCESSING"
+    UNHEALTHY = "UNHEALTHY"
+    DRAINING = "DRAINING"
+    RESETTING = "RESETTING"
+    MAXIMUM_RESET_ATTEMPTS_REACHED = "MAXIMUM_RESET_ATTEMPTS_REACHED"
+    CHECKPOINT_PENDING = "CHECKPOINT_PENDING"
+
+
+class PeCompletion(StrEnum):
+    NONE = "None"
+    CHECKPOINT_DONE = "CheckpointDone"
+    BLOCKING_CHECKPOINT_DONE = "BlockingCheckpointDone"
+    RESET_DONE = "ResetDone"
+
+
+Seconds = Annotated[float, Field(gt=0)]
+
+
+class ConsistentRegionSpec(WireModel):
+    """Static description of a region, from the application's annotations."""
+
+    region_index: Annotated[int, Field(ge=0)]
+    logical_index: Annotated[int, Field(ge=0)] | None = None
+    num_start_operators: Annotated[int, Field(ge=0)] | None = None
+    trigger: Trigger
+    period: Seconds | None = Field(None, description="Seconds between checkpoints (periodic trigger).")
+    drain_timeout: Seconds = 180.0
+    reset_timeout: Seconds = 180.0
+    max_consecutive_reset_attempts: Annotated[int, Field(ge=1)] = 5
+    pes_in_region: list[Annotated[int, Field(ge=0)]] = Field(default_factory=list)
+    operators_to_start_region_map: dict[str, bool] = Field(default_factory=dict)
+    operators_to_trigger_map: dict[str, bool] = Field(default_factory=dict)
+
+
+class ConsistentRegionStatus(Status):
+    """The coordinator's persisted FSM state; written before PEs are notified."""
+
+    state: RegionState = RegionState.STARTED
+    region_healthy: bool = False
+    clean_start: bool = False
+    must_reset: bool = False
+    healthy_first_time: bool = False
+    current_reset_attempt: Annotated[int, Field(ge=0)] = 0
+    current_max_reset_attempts: Annotated[int, Field(ge=0)] | None = None
+    current_seq_id: Annotated[int, Field(ge=0, alias="currentSeqID")] = 1
+    last_completed_seq_id: Annotated[int, Field(ge=0, alias="lastCompletedSeqID")] = 0
+    pending_seq_id: Annotated[int, Field(ge=0, alias="pendingSeqID")] = 0
+    to_retire_seq_id: Annotated[int, Field(ge=0, alias="toRetireSeqID")] = 0
+    current_timer_seq_id: Annotated[int, Field(ge=0)] = 0
+    pe_to_completion: dict[str, PeCompletion] = Field(default_factory=dict)
+    last_consistent_state_time: float | None = None
+    last_reset_time: float | None = None
+    avg_drain_time: float | None = None
+    avg_reset_time: float | None = None
+
+
+class ConsistentRegion(Resource[ConsistentRegionSpec, ConsistentRegionStatus]):
+    kind_name: ClassVar[str] = "ConsistentRegion"
+    plural: ClassVar[str] = "streamscrs"
+    singular: ClassVar[str] = "streamscr"
+    short_names: ClassVar[tuple[str, ...]] = ("stcr",)
+    description: ClassVar[str] = "A consistent region of a job and its coordinator state."
+    printer_columns: ClassVar[tuple[PrinterColumn, ...]] = (
+        PrinterColumn(name="Index", type="integer", json_path=".spec.regionIndex"),
+        PrinterColumn(name="State", type="string", json_path=".status.state"),
+        PrinterColumn(name="Checkpoint", type="integer", json_path=".status.lastCompletedSeqID"),
+    )
+
+    kind: Literal["ConsistentRegion"] = "ConsistentRegion"
+
+
+class CoordinatorMode(StrEnum):
+    DEDICATED = "dedicated"
+    SHARED = "shared"
+
+
+class ConsistentRegionOperatorSpec(WireModel):
+    job_name: Annotated[str, Field(min_length=1)]
+    job_uid: Annotated[str, Field(min_length=1, description="The Job's Kubernetes UID.")]
+    num_regions: Annotated[int, Field(ge=1)]
+    mode: CoordinatorMode = CoordinatorMode.DEDICATED
+    log_level: TraceLevel = TraceLevel.INFO
+    image_pull_policy: ImagePullPolicy = ImagePullPolicy.IF_NOT_PRESENT
+    image_pull_secret: str | None = None
+
+
+class ConsistentRegionOperatorStatus(Status):
+    has_started: bool = False
+    coordinator: str | None = Field(None, description="Pod running this job's coordinator.")
+
+
+class ConsistentRegionOperator(Resource[ConsistentRegionOperatorSpec, ConsistentRegionOperatorStatus]):
+    kind_name: ClassVar[str] = "ConsistentRegionOperator"
+    plural: ClassVar[str] = "streamscros"
+    singular: ClassVar[str] = "streamscro"
+    short_names: ClassVar[tuple[str, ...]] = ("stcro",)
+    description: ClassVar[str] = "The consistent-region coordinator of a job."
+    printer_columns: ClassVar[tuple[PrinterColumn, ...]] = (
+        PrinterColumn(name="Regions", type="integer", json_path=".spec.numRegions"),
+        PrinterColumn(name="Mode", type="string", json_path=".spec.mode"),
+    )
+
+    kind: Literal["ConsistentRegionOperator"] = "ConsistentRegionOperator"

@@ -1,0 +1,85 @@
+"""Import and Export: publish/subscribe of streams between jobs."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import Field
+
+from streams_k8s.api.base import Resource, Status, WireModel
+
+
+class ExportType(StrEnum):
+    BY_NAME = "ByName"
+    BY_PROPERTIES = "ByProperties"
+
+
+class StreamProperty(WireModel):
+    name: Annotated[str, Field(min_length=1)]
+    type: str
+    values: list[str] = Field(default_factory=list)
+
+
+class ExportedStream(WireModel):
+    name: str | None = None
+    properties: list[StreamProperty] | None = None
+    export_oper_name: str
+    allow_filter: bool = True
+    congestion_policy: str | None = None
+
+
+class ExportSpec(WireModel):
+    job_id: Annotated[int, Field(ge=0)]
+    pe_id: Annotated[int, Field(ge=0)]
+    port_id: Annotated[int, Field(ge=0)]
+    type: ExportType
+    stream: ExportedStream
+
+
+class Export(Resource[ExportSpec, Status]):
+    kind_name: ClassVar[str] = "Export"
+    plural: ClassVar[str] = "streamsexports"
+    singular: ClassVar[str] = "streamsexport"
+    short_names: ClassVar[tuple[str, ...]] = ("stx",)
+    description: ClassVar[str] = "A stream a PE output port exports to other jobs."
+
+    kind: Literal["Export"] = "Export"
+
+
+class NameBasedImport(WireModel):
+    application_name: str
+    import_oper_name: str
+    stream_name: str
+    application_scope: str | None = None
+
+
+class PropertyBasedImport(WireModel):
+    subscription: str
+    import_oper_name: str
+    index: Annotated[int, Field(ge=0)]
+    application_scope: str | None = None
+
+
+class ImportedStreams(WireModel):
+    name_based_imports: dict[str, NameBasedImport] = Field(default_factory=dict)
+    property_based_import: PropertyBasedImport | None = None
+    filter: str | None = None
+
+
+class ImportSpec(WireModel):
+    job_id: Annotated[int, Field(ge=0)]
+    pe_id: Annotated[int, Field(ge=0)]
+    port_id: Annotated[int, Field(ge=0)]
+    port_index: Annotated[int, Field(ge=0)]
+    streams: ImportedStreams
+
+
+class Import(Resource[ImportSpec, Status]):
+    kind_name: ClassVar[str] = "Import"
+    plural: ClassVar[str] = "streamsimports"
+    singular: ClassVar[str] = "streamsimport"
+    short_names: ClassVar[tuple[str, ...]] = ("sti",)
+    description: ClassVar[str] = "Streams a PE input port imports from other jobs."
+
+    kind: Literal["Import"] = "Import"

@@ -1,0 +1,232 @@
+"""Job: a Streams application submitted to the cluster."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from streams_k8s.api.base import CelRule, PrinterColumn, Resource, ResourceRequirements, Status, WireModel
+from streams_k8s.api.processing_element import ImagePullPolicy, ProcessingElementTemplate
+
+
+class PullPolicy(StrEnum):
+    ALWAYS = "Always"
+    IF_NOT_PRESENT = "IfNotPresent"
+
+
+class FileSource(WireModel):
+    path: Annotated[str, Field(min_length=1)]
+
+
+class CertificationAuthority(WireModel):
+    """A ConfigMap key holding the PEM CA that is the only trust anchor for the bundle URL."""
+
+    config_map_name: Annotated[str, Field(min_length=1)]
+    sub_path: str | None = Field(None, description="Key in the ConfigMap; default ca.crt.")
+
+
+class HttpSource(WireModel):
+    url: Annotated[str, Field(min_length=1, pattern=r"^https?://")]
+    certification_authority: CertificationAuthority | None = None
+
+
+class GitHubSource(WireModel):
+    """A bundle in a GitHub repository, fetched through API v3 raw content."""
+
+    cel_rules: ClassVar[tuple[CelRule, ...]] = (
+        CelRule(
+            rule="has(self.url)",
+            message="bundle.github.url is required (github.secret is only used with a url)",
+        ),
+    )
+
+    url: Annotated[str, Field(min_length=1, pattern=r"^https?://")] | None = None
+    secret: str | None = Field(None, description="Secret holding the token sent as 'Authorization: token'.")
+
+    @model_validator(mode="after")
+    def _url_required(self) -> GitHubSource:
+        if self.url is None:
+            if self.secret is not None:
+                raise ValueError("bundle.github.secret is set without bundle.github.url: a token needs a url")
+            raise ValueError("bundle.github.url is required")
+        return self
+
+
+_BUNDLE_SOURCES = ("file", "http", "github")
+
+
+class Bundle(WireModel):
+    """The application bundle (.sab): its name and, at most, one place to fetch it from."""
+
+    cel_rules: ClassVar[tuple[CelRule, ...]] = (
+        CelRule(
+            rule="[has(self.file), has(self.http), has(self.github)].filter(x, x).size() <= 1",
+            message="bundle: file, http and github are mutually exclusive; give one source",
+        ),
+    )
+
+    name: Annotated[str, Field(min_length=1)]
+    pull_policy: PullPolicy = PullPolicy.IF_NOT_PRESENT
+    file: FileSource | None = None
+    http: HttpSource | None = None
+    github: GitHubSource | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Bundle:
+        given = [f"bundle.{name}" for name in _BUNDLE_SOURCES if getattr(self, name) is not None]
+        if len(given) > 1:
+            raise ValueError(f"{' and '.join(given)} are mutually exclusive: give one bundle source")
+        return self
+
+
+class FusionType(StrEnum):
+    NO_CHANNEL_INFLUENCE = "noChannelInfluence"
+    CHANNEL_ISOLATION = "channelIsolation"
+    CHANNEL_EXLOCATION = "channelExlocation"
+
+
+class FusionMode(StrEnum):
+    AUTOMATIC = "automatic"
+    LEGACY = "legacy"
+    MANUAL = "manual"
+
+
+class Fusion(WireModel):
+    """How operators are fused into PEs: automatic (the default), legacy, or manual N PEs."""
+
+    cel_rules: ClassVar[tuple[CelRule, ...]] = (
+        CelRule(
+            rule="[has(self.automatic) && self.automatic, has(self.legacy) && self.legacy, "
+            "has(self.manual)].filter(x, x).size() <= 1",
+            message="fusion: automatic, legacy and manual are mutually exclusive; choose one",
+        ),
+    )
+
+    type: FusionType | None = None
+    automatic: bool | None = None
+    legacy: bool | None = None
+    manual: Annotated[int, Field(ge=1)] | None = Field(None, description="Fuse into exactly this many PEs.")
+
+    @model_validator(mode="after")
+    def _one_mode(self) -> Fusion:
+        chosen = [f"fusion.{m.value}" for m in FusionMode if self._chosen(m)]
+        if len(chosen) > 1:
+            raise ValueError(f"{' and '.join(chosen)} are mutually exclusive: choose one fusion mode")
+        return self
+
+    def _chosen(self, mode: FusionMode) -> bool:
+        value = getattr(self, mode.value)
+        return value is not None and value is not False
+
+    @property
+    def mode(self) -> FusionMode:
+        """The fusion mode in force (automatic when none is chosen)."""
+        return next((m for m in FusionMode if self._chosen(m)), FusionMode.AUTOMATIC)
+
+
+class DynamicThreading(WireModel):
+    elastic: bool | None = None
+    thread_count: Annotated[int, Field(ge=1)] | None = None
+
+
+class ThreadingMode(StrEnum):
+    AUTOMATIC = "automatic"
+    DEDICATED = "dedicated"
+    MANUAL = "manual"
+    DYNAMIC = "dynamic"
+
+
+class ThreadingModel(WireModel):
+    """The SPL threading model applied when the main composite has no @threading annotation."""
+
+    cel_rules: ClassVar[tuple[CelRule, ...]] = (
+        CelRule(
+            rule="[has(self.automatic) && self.automatic, has(self.dedicated) && self.dedicated, "
+            "has(self.manual) && self.manual, has(self.dynamic)].filter(x, x).size() <= 1",
+            message="threadingModel: automatic, dedicated, manual and dynamic are mutually exclusive",
+        ),
+    )
+
+    automatic: bool | None = None
+    dedicated: bool | None = None
+    manual: bool | None = None
+    dynamic: DynamicThreading | None = None
+
+    @model_validator(mode="after")
+    def _one_model(self) -> ThreadingModel:
+        chosen = [f"threadingModel.{m.value}" for m in ThreadingMode if self._chosen(m)]
+        if len(chosen) > 1:
+            raise ValueError(f"{' and '.join(chosen)} are mutually exclusive: choose one threading model")
+        return self
+
+    def _chosen(self, mode: ThreadingMode) -> bool:
+        value = getattr(self, mode.value)
+        return value is not None and value is not False
+
+    @property
+    def mode(self) -> ThreadingMode | None:
+        """The chosen threading model, or None to keep the application's own."""
+        return next((m for m in ThreadingMode if self._chosen(m)), None)
+
+
+class ParallelRegionWidth(WireModel):
+    """A width override at submission; ``alias`` may use ``*`` wildcards."""
+
+    alias: Annotated[str, Field(min_length=1)]
+    width: Annotated[int, Field(ge=1)]
+    index: Annotated[int, Field(ge=0)] | None = None
+
+
+class JobSpec(WireModel):
+    bundle: Bundle
+    fusion: Fusion = Field(default_factory=Fusion)
+    image_pull_policy: ImagePullPolicy = ImagePullPolicy.IF_NOT_PRESENT
+    image_pull_secret: str | None = None
+    processing_element: ProcessingElementTemplate = Field(default_factory=ProcessingElementTemplate)
+    submission_time_out_in_seconds: Annotated[int, Field(gt=0)] = 300
+    submission_time_values: dict[str, str] = Field(default_factory=dict)
+    threading_model: ThreadingModel = Field(default_factory=ThreadingModel)
+    transport_certificate_validity_in_days: Annotated[int, Field(gt=0)] = 30
+    resources: ResourceRequirements | None = Field(
+        None, description="Job-wide resources, divided among the job's PEs."
+    )
+    parallel_regions: list[ParallelRegionWidth] = Field(default_factory=list)
+
+
+class JobPhase(StrEnum):
+    SUBMITTING = "Submitting"
+    SUBMITTED = "Submitted"
+    RUNNING = "Running"
+    FAILED = "Failed"
+    DELETING = "Deleting"
+
+
+class JobStatus(Status):
+    phase: JobPhase = JobPhase.SUBMITTING
+    id: Annotated[int, Field(ge=0)] | None = Field(None, description="Numeric job id, unique per namespace.")
+    generation_id: Annotated[int, Field(ge=0)] | None = Field(
+        None, description="0 at submission, +1 at each parallel-width change."
+    )
+    application_name: str | None = None
+    processing_elements: Annotated[int, Field(ge=0)] = 0
+    processing_elements_ready: Annotated[int, Field(ge=0)] = 0
+    pods_ready: Annotated[int, Field(ge=0)] = 0
+    message: str | None = None
+
+
+class Job(Resource[JobSpec, JobStatus]):
+    kind_name: ClassVar[str] = "Job"
+    plural: ClassVar[str] = "streamsjobs"
+    singular: ClassVar[str] = "streamsjob"
+    short_names: ClassVar[tuple[str, ...]] = ("stj",)
+    description: ClassVar[str] = "A Streams application submitted to run on the cluster."
+    printer_columns: ClassVar[tuple[PrinterColumn, ...]] = (
+        PrinterColumn(name="Status", type="string", json_path=".status.phase"),
+        PrinterColumn(name="PEs", type="integer", json_path=".status.processingElements"),
+        PrinterColumn(name="Ready", type="integer", json_path=".status.processingElementsReady"),
+        PrinterColumn(name="Age", type="date", json_path=".metadata.creationTimestamp"),
+    )
+
+    kind: Literal["Job"] = "Job"

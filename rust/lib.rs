@@ -1,0 +1,13 @@
+//! Sans-IO native core of streams-k8s.
+//!
+//! Every module takes plain data and returns plain data; Python owns all I/O.
+//! The Python bindings live in [`python`] behind the `python` feature so that
+//! `cargo test` exercises the pure-Rust core without an interpreter.
+
+pub mod properties;
+
+#[cfg(feature = "python")]
+mod python;
+
+/// Version of the native core, as built.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
