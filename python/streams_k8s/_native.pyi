@@ -1,5 +1,11 @@
 """Sans-IO native core (Rust, PyO3)."""
 
+__all__ = [
+    "PropertiesError",
+    "__version__",
+    "parse_properties",
+]
+
 __version__: str
 
 class PropertiesError(ValueError):

@@ -9,14 +9,16 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any, ClassVar, Generic, Literal, Self, TypeVar
+from typing import Annotated, Any, ClassVar, Final, Generic, Literal, Self, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, GetJsonSchemaHandler
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
-GROUP = "streams.ibm.com"
-VERSION = "v1"
-API_VERSION = f"{GROUP}/{VERSION}"
+GROUP: Final = "streams.ibm.com"
+VERSION: Final = "v1"
+API_VERSION: Final = "streams.ibm.com/v1"
 
 
 class CelRule(BaseModel):
@@ -45,22 +47,33 @@ class WireModel(BaseModel):
 
     cel_rules: ClassVar[tuple[CelRule, ...]] = ()
 
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        json_schema = handler(core_schema)
+        if cls.cel_rules:
+            target = handler.resolve_ref_schema(json_schema)
+            target["x-kubernetes-validations"] = [rule.model_dump() for rule in cls.cel_rules]
+        return json_schema
+
     def to_wire(self) -> dict[str, Any]:
         """The JSON-ready dict a user or the API server sees (camelCase, no nulls)."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 # Kubernetes resource quantities ("100m", "128Mi", "1.5", 2): same grammar as the API server.
-_QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?\d+))?$")
+QUANTITY_PATTERN = r"^[+-]?(\d+(\.\d*)?|\.\d+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?\d+))?$"
+_QUANTITY = re.compile(QUANTITY_PATTERN)
 
 
-def _check_quantity(value: str | int | float) -> str | int | float:
+def _check_quantity(value: str | int) -> str | int:
     if isinstance(value, str) and not _QUANTITY.match(value):
         raise ValueError(f"'{value}' is not a Kubernetes quantity (examples: 100m, 0.5, 128Mi, 2Gi)")
     return value
 
 
-Quantity = Annotated[str | int | float, AfterValidator(_check_quantity)]
+Quantity = Annotated[str | int, AfterValidator(_check_quantity)]
 
 
 class ResourceRequirements(WireModel):
@@ -91,7 +104,10 @@ class Status(WireModel):
     """Fields every status of ours carries."""
 
     observed_generation: Annotated[int, Field(ge=0)] | None = None
-    conditions: list[Condition] = Field(default_factory=list)
+    conditions: list[Condition] = Field(
+        default_factory=list,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
 
 
 class OwnerReference(WireModel):

@@ -172,7 +172,7 @@ class ThreadingModel(WireModel):
 
 
 class ParallelRegionWidth(WireModel):
-    """A width override at submission; ``alias`` may use ``*`` wildcards."""
+    """A parallel-region width set at submission; the alias may use * wildcards."""
 
     alias: Annotated[str, Field(min_length=1)]
     width: Annotated[int, Field(ge=1)]

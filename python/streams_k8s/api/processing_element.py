@@ -93,7 +93,7 @@ def _default_resources() -> ResourceRequirements:
 
 
 class ProcessingElementTemplate(WireModel):
-    """PE settings a user may give once per job (``Job.spec.processingElement``)."""
+    """PE settings given once per job in spec.processingElement; every PE of the job inherits them."""
 
     build_type: BuildType | None = None
     image: str | None = Field(None, description="Full PE image; overrides the registry/buildType default.")
