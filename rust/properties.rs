@@ -7,8 +7,10 @@
 //! a malformed `\u` escape is always an error, and in strict mode so are a
 //! key with no separator and a key given twice.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
 use std::fmt;
+
+use rustc_hash::FxHashMap;
 
 /// One problem found in the input, with the 1-based line it starts on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,19 +25,25 @@ impl fmt::Display for LineError {
     }
 }
 
-/// One key/value pair, with the line its logical line starts on.
+/// One key/value pair, with the line its logical line starts on. Keys and
+/// values borrow from the input unless escapes or continuations changed them.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
-    pub key: String,
-    pub value: String,
+pub struct Entry<'a> {
+    pub key: Cow<'a, str>,
+    pub value: Cow<'a, str>,
     pub line: usize,
 }
 
-fn is_blank(c: char) -> bool {
-    matches!(c, ' ' | '\t' | '\x0c')
+fn is_blank(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | 0x0c)
 }
 
-/// Yields logical lines: (first natural line number, raw text with the
+fn trim_blanks(s: &str) -> &str {
+    let n = s.bytes().take_while(|&b| is_blank(b)).count();
+    &s[n..]
+}
+
+/// Yields logical lines: (first natural line number, text with the
 /// continuation backslashes and the following leading blanks removed).
 struct LogicalLines<'a> {
     rest: &'a str,
@@ -46,10 +54,7 @@ impl<'a> LogicalLines<'a> {
     fn new(text: &'a str) -> Self {
         // A byte-order mark is not part of the first key.
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        LogicalLines {
-            rest: text,
-            line: 0,
-        }
+        LogicalLines { rest: text, line: 0 }
     }
 
     /// Next natural line (terminated by \n, \r or \r\n), without terminator.
@@ -58,14 +63,17 @@ impl<'a> LogicalLines<'a> {
             return None;
         }
         self.line += 1;
-        let end = self.rest.find(['\n', '\r']).unwrap_or(self.rest.len());
+        let bytes = self.rest.as_bytes();
+        let end = bytes
+            .iter()
+            .position(|&b| b == b'\n' || b == b'\r')
+            .unwrap_or(bytes.len());
+        let next = match bytes.get(end) {
+            None => end,
+            Some(b'\r') if bytes.get(end + 1) == Some(&b'\n') => end + 2,
+            Some(_) => end + 1,
+        };
         let line = &self.rest[..end];
-        let mut next = end;
-        if self.rest[end..].starts_with("\r\n") {
-            next += 2;
-        } else if end < self.rest.len() {
-            next += 1;
-        }
         self.rest = &self.rest[next..];
         Some(line)
     }
@@ -76,23 +84,25 @@ fn continues(s: &str) -> bool {
     s.bytes().rev().take_while(|&b| b == b'\\').count() % 2 == 1
 }
 
-impl Iterator for LogicalLines<'_> {
-    type Item = (usize, String);
+impl<'a> Iterator for LogicalLines<'a> {
+    type Item = (usize, Cow<'a, str>);
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            let natural = self.natural()?;
-            let trimmed = natural.trim_start_matches(is_blank);
+            let trimmed = trim_blanks(self.natural()?);
             if trimmed.is_empty() || trimmed.starts_with(['#', '!']) {
                 continue;
             }
             let start = self.line;
-            let mut logical = String::with_capacity(trimmed.len());
+            if !continues(trimmed) {
+                return Some((start, Cow::Borrowed(trimmed)));
+            }
+            let mut logical = String::with_capacity(trimmed.len() * 2);
             let mut piece = trimmed;
             while continues(piece) {
                 logical.push_str(&piece[..piece.len() - 1]);
                 match self.natural() {
-                    Some(more) => piece = more.trim_start_matches(is_blank),
+                    Some(more) => piece = trim_blanks(more),
                     None => {
                         piece = "";
                         break;
@@ -100,27 +110,24 @@ impl Iterator for LogicalLines<'_> {
                 }
             }
             logical.push_str(piece);
-            return Some((start, logical));
+            return Some((start, Cow::Owned(logical)));
         }
     }
 }
 
 /// Splits a logical line into its raw (still escaped) key and value, and
-/// whether a separator was present.
+/// whether a separator or a value was present.
 fn split_key_value(logical: &str) -> (&str, &str, bool) {
     let bytes = logical.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
             b'\\' => i += 2,
-            b'=' | b':' => {
-                let value = logical[i + 1..].trim_start_matches(is_blank);
-                return (&logical[..i], value, true);
-            }
-            b' ' | b'\t' | 0x0c => {
-                let after = logical[i..].trim_start_matches(is_blank);
+            b'=' | b':' => return (&logical[..i], trim_blanks(&logical[i + 1..]), true),
+            b if is_blank(b) => {
+                let after = trim_blanks(&logical[i..]);
                 let (value, explicit) = match after.strip_prefix(['=', ':']) {
-                    Some(v) => (v.trim_start_matches(is_blank), true),
+                    Some(v) => (trim_blanks(v), true),
                     None => (after, !after.is_empty()),
                 };
                 return (&logical[..i], value, explicit);
@@ -131,10 +138,10 @@ fn split_key_value(logical: &str) -> (&str, &str, bool) {
     (logical, "", false)
 }
 
-/// Resolves backslash escapes.
-fn unescape(raw: &str) -> Result<String, String> {
+/// Resolves backslash escapes, borrowing when there are none.
+fn unescape(raw: &str) -> Result<Cow<'_, str>, String> {
     if !raw.contains('\\') {
-        return Ok(raw.to_owned());
+        return Ok(Cow::Borrowed(raw));
     }
     let mut out = String::with_capacity(raw.len());
     let mut chars = raw.chars();
@@ -160,16 +167,12 @@ fn unescape(raw: &str) -> Result<String, String> {
             None => {}
         }
     }
-    Ok(out)
+    Ok(Cow::Owned(out))
 }
 
 /// Pushes a UTF-16 code unit, pairing a high surrogate with a following
 /// `\uDC00..\uDFFF` escape as Java does.
-fn push_code_unit(
-    out: &mut String,
-    code: u32,
-    chars: &mut std::str::Chars<'_>,
-) -> Result<(), String> {
+fn push_code_unit(out: &mut String, code: u32, chars: &mut std::str::Chars<'_>) -> Result<(), String> {
     if let Some(c) = char::from_u32(code) {
         out.push(c);
         return Ok(());
@@ -191,19 +194,34 @@ fn push_code_unit(
     Ok(())
 }
 
+/// Key, value and separator presence of one logical line, owning the text
+/// only when the line itself had to be assembled from continuations.
+fn key_value<'a>(logical: Cow<'a, str>) -> Result<(Cow<'a, str>, Cow<'a, str>, bool), String> {
+    match logical {
+        Cow::Borrowed(text) => {
+            let (key, value, separated) = split_key_value(text);
+            Ok((unescape(key)?, unescape(value)?, separated))
+        }
+        Cow::Owned(text) => {
+            let (key, value, separated) = split_key_value(&text);
+            let owned = |s: Cow<'_, str>| Cow::Owned(s.into_owned());
+            Ok((owned(unescape(key)?), owned(unescape(value)?), separated))
+        }
+    }
+}
+
 /// Parses `text`, returning the entries in file order, or every problem found.
 ///
 /// In strict mode a key without separator or value and a repeated key are
 /// errors; otherwise they behave as in Java (empty value; the last one wins).
-pub fn parse(text: &str, strict: bool) -> Result<Vec<Entry>, Vec<LineError>> {
-    let mut entries: Vec<Entry> = Vec::new();
+pub fn parse(text: &str, strict: bool) -> Result<Vec<Entry<'_>>, Vec<LineError>> {
+    let mut entries: Vec<Entry<'_>> = Vec::new();
     let mut errors = Vec::new();
-    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut seen: FxHashMap<Cow<'_, str>, usize> = FxHashMap::default();
     for (line, logical) in LogicalLines::new(text) {
-        let (raw_key, raw_value, separated) = split_key_value(&logical);
-        let (key, value) = match (unescape(raw_key), unescape(raw_value)) {
-            (Ok(k), Ok(v)) => (k, v),
-            (Err(message), _) | (_, Err(message)) => {
+        let (key, value, separated) = match key_value(logical) {
+            Ok(parts) => parts,
+            Err(message) => {
                 errors.push(LineError { line, message });
                 continue;
             }
@@ -218,10 +236,7 @@ pub fn parse(text: &str, strict: bool) -> Result<Vec<Entry>, Vec<LineError>> {
         match seen.get(&key) {
             Some(&index) if strict => errors.push(LineError {
                 line,
-                message: format!(
-                    "duplicate key '{key}' (first on line {})",
-                    entries[index].line
-                ),
+                message: format!("duplicate key '{key}' (first on line {})", entries[index].line),
             }),
             Some(&index) => entries[index] = Entry { key, value, line },
             None => {
@@ -245,7 +260,7 @@ mod tests {
         parse(text, true)
             .unwrap()
             .into_iter()
-            .map(|e| (e.key, e.value))
+            .map(|e| (e.key.into_owned(), e.value.into_owned()))
             .collect()
     }
 
@@ -322,7 +337,7 @@ mod tests {
         let entries = parse("a=1\nflag\na=2\n", false).unwrap();
         let got: Vec<(&str, &str)> = entries
             .iter()
-            .map(|e| (e.key.as_str(), e.value.as_str()))
+            .map(|e| (&*e.key, &*e.value))
             .collect();
         assert_eq!(got, vec![("a", "2"), ("flag", "")]);
     }
