@@ -1,0 +1,1 @@
+"""Controllers of the instance operator and the pure builders they use."""
