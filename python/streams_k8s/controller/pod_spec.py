@@ -1,0 +1,228 @@
+"""The PE pod, exactly as the Streams runtime expects it (env, mounts, probe, ports, security).
+
+A pure function of the Job, the PE, its launch count and placement; the controller only creates it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from streams_k8s.api.job import Job
+from streams_k8s.api.processing_element import BuildType, ProcessingElement
+from streams_k8s.controller import labels
+from streams_k8s.controller.placement import PodPlacement
+from streams_k8s.naming import PE_PORT_BASE, pe_service_name
+
+RUN_AS_USER = 2098
+RUN_AS_GROUP = 2015
+METRICS_PORT = 9696
+NOTIFICATIONS_PORT = 10000
+CONSISTENT_REGION_PORT = 10001
+PE_CONFIG_DIR = "/etc/config/pe"
+JOB_CONFIG_DIR = "/etc/config/job"
+CHECKPOINT_DIR = "/checkpoint"
+# Exact text the runtime parses for a file-system checkpoint store.
+FILE_SYSTEM_CHECKPOINT_CONFIG = '{ "Dir" : "/checkpoint" }'
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeSettings:
+    """Operator-wide settings of the PE runtime (from the operator's environment)."""
+
+    registry: str = "docker.io"
+    image_namespace: str = "openstreams"
+    build_type: BuildType = BuildType.RELEASE
+    install_dir: str = "/usr/local/streams"
+    data_path: str | None = None
+    checkpoint_path: str | None = None
+
+
+def pod_name(job: str, pe_id: int, pe_uid: str, launch_count: int) -> str:
+    """`<job>-<peId>-<suffix>`, the suffix fixed by PE incarnation and launch so creation is idempotent."""
+    digest = hashlib.sha1(f"{pe_uid}/{launch_count}".encode(), usedforsecurity=False).digest()
+    suffix = "".join("bcdfghjklmnpqrstvwxz2456789"[b % 27] for b in digest[:5])
+    return f"{pe_service_name(job, pe_id)}-{suffix}"
+
+
+def pe_config_map_name(job: str, pe_id: int) -> str:
+    return pe_service_name(job, pe_id)
+
+
+def owner_reference(obj: Job | ProcessingElement) -> dict[str, Any]:
+    return {
+        "apiVersion": obj.api_version,
+        "kind": obj.kind,
+        "name": obj.metadata.name,
+        "uid": obj.metadata.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def _env(name: str, value: str) -> dict[str, str]:
+    return {"name": name, "value": value}
+
+
+def build_pod(
+    *,
+    job: Job,
+    pe: ProcessingElement,
+    generation: int,
+    launch_count: int,
+    input_ports: int,
+    placement: PodPlacement,
+    settings: RuntimeSettings,
+    redis_config: str | None = None,
+) -> dict[str, Any]:
+    """The pod manifest of one launch of one PE."""
+    spec = pe.spec
+    job_name, namespace = str(job.metadata.name), str(job.metadata.namespace)
+    pe_name = pe_service_name(job_name, spec.id)
+    build_type = (spec.effective_build_type or settings.build_type).value.lower()
+    image = spec.image or f"{settings.registry}/{settings.image_namespace}/streams-runtime:6.{build_type}"
+
+    env = [
+        _env("STREAMS_DOMAIN_ID", "kubernetes"),
+        _env("STREAMS_INITIAL_TRACE_LEVEL", spec.runtime_trace_level.value),
+        _env("STREAMS_INSTALL", settings.install_dir),
+        _env("STREAMS_INSTANCE_ID", namespace),
+        _env("STREAMS_JOB_NAME", job_name),
+        _env("STREAMS_NS", "K8S:"),
+        _env("STREAMS_PE_ID", str(spec.id)),
+        _env("STREAMS_PE_LAUNCH_COUNT", str(launch_count)),
+        _env("STREAMS_PE_NAME", pe_name),
+        _env("STREAMS_PE_USE_VALGRIND", "true" if spec.run_with_valgrind else "false"),
+        _env("STREAMS_SAB_NAME", spec.sab_name or job.spec.bundle.name),
+        _env("STREAMS_TRANSPORT_SECURITY_TYPE", spec.transport_security_type.value),
+    ]
+    if spec.app_trace_level is not None:
+        env.append(_env("STREAMS_APP_TRACE_LEVEL", spec.app_trace_level.value))
+
+    volumes: list[dict[str, Any]] = [
+        {"name": "pe-config-volume", "configMap": {"name": pe_config_map_name(job_name, spec.id)}},
+        {"name": "job-config-volume", "configMap": {"name": job_name}},
+    ]
+    mounts: list[dict[str, Any]] = [
+        {"name": "pe-config-volume", "mountPath": PE_CONFIG_DIR},
+        {"name": "job-config-volume", "mountPath": JOB_CONFIG_DIR},
+    ]
+
+    def mount(name: str, path: str, source: dict[str, Any], sub_path: str | None = None) -> None:
+        volumes.append({"name": name, **source})
+        mounts.append({"name": name, "mountPath": path, **({"subPath": sub_path} if sub_path else {})})
+
+    if spec.data_volume_claim is not None:
+        claim = spec.data_volume_claim
+        mount("data-volume", "/data", {"persistentVolumeClaim": {"claimName": claim.name}}, claim.sub_path)
+    elif (data_path := spec.data_path or settings.data_path) is not None:
+        mount("data-volume", "/data", {"hostPath": {"path": data_path, "type": ""}})
+
+    repository = spec.checkpoint_repository
+    if repository is not None and repository.file_system is not None:
+        store = repository.file_system
+        env += [
+            _env("STREAMS_CHECKPOINT_REPOSITORY", "fileSystem"),
+            _env("STREAMS_CHECKPOINT_REPOSITORY_CONFIGURATION", FILE_SYSTEM_CHECKPOINT_CONFIG),
+        ]
+        if store.volume_claim is not None:
+            claim_source = {"persistentVolumeClaim": {"claimName": store.volume_claim.name}}
+            mount("checkpoint-volume", CHECKPOINT_DIR, claim_source, store.volume_claim.sub_path)
+        else:
+            mount("checkpoint-volume", CHECKPOINT_DIR, {"hostPath": {"path": store.path, "type": ""}})
+    elif repository is not None and repository.redis is not None and redis_config is not None:
+        env += [
+            _env("STREAMS_CHECKPOINT_REPOSITORY", "redis"),
+            _env("STREAMS_CHECKPOINT_REPOSITORY_CONFIGURATION", redis_config),
+        ]
+    elif repository is not None and settings.checkpoint_path is not None:
+        env += [
+            _env("STREAMS_CHECKPOINT_REPOSITORY", "fileSystem"),
+            _env("STREAMS_CHECKPOINT_REPOSITORY_CONFIGURATION", FILE_SYSTEM_CHECKPOINT_CONFIG),
+        ]
+        mount(
+            "checkpoint-volume", CHECKPOINT_DIR, {"hostPath": {"path": settings.checkpoint_path, "type": ""}}
+        )
+
+    if spec.app_properties_secret:
+        mount(
+            "app-properties-secret-volume",
+            "/etc/config/app",
+            {"secret": {"secretName": spec.app_properties_secret}},
+        )
+    if spec.restricted_properties_secret:
+        secret = {"secret": {"secretName": spec.restricted_properties_secret}}
+        mount("restricted-properties-secret-volume", "/etc/config/restricted", secret)
+
+    ports = [
+        {"name": f"sys-{i}", "containerPort": PE_PORT_BASE + i, "protocol": "TCP"} for i in range(input_ports)
+    ]
+    ports += [
+        {"name": "sys-metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},
+        {"name": "sys-notifications", "containerPort": NOTIFICATIONS_PORT, "protocol": "UDP"},
+        {"name": "sys-consistentregion", "containerPort": CONSISTENT_REGION_PORT, "protocol": "UDP"},
+    ]
+    container: dict[str, Any] = {
+        "name": "pe",
+        "image": image,
+        "imagePullPolicy": (spec.image_pull_policy or job.spec.image_pull_policy).value,
+        "args": [f"{settings.install_dir}/system/impl/bin/streams-k8s-bootstrap"],
+        "env": env,
+        "ports": ports,
+        "resources": spec.resources.to_wire(),
+        "livenessProbe": {
+            "exec": {"command": ["cat", "/tmp/live"]},
+            "initialDelaySeconds": spec.initial_probe_delay_in_seconds,
+            "periodSeconds": spec.probe_interval_in_seconds,
+            "failureThreshold": spec.probe_failure_threshold,
+        },
+        "volumeMounts": mounts,
+    }
+    if spec.needs_ptrace:
+        container["securityContext"] = {"capabilities": {"add": ["SYS_ADMIN", "SYS_PTRACE"]}}
+
+    pod_spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "securityContext": {"runAsUser": RUN_AS_USER, "runAsGroup": RUN_AS_GROUP},
+        "dnsConfig": {"options": [{"name": "single-request-reopen"}]},
+        "containers": [container],
+        "volumes": volumes,
+    }
+    if pull_secret := spec.image_pull_secret or job.spec.image_pull_secret:
+        pod_spec["imagePullSecrets"] = [{"name": pull_secret}]
+    if placement.node_name is not None:
+        pod_spec["nodeName"] = placement.node_name
+    if placement.affinity:
+        pod_spec["affinity"] = placement.affinity
+    if placement.tolerations:
+        pod_spec["tolerations"] = placement.tolerations
+
+    annotations = {
+        k: v
+        for k, v in pe.metadata.annotations.items()
+        if k in (labels.APPLICATION_NAME, labels.APPLICATION_SCOPE)
+    }
+    if spec.content_id:
+        annotations[labels.CONTENT_ID] = spec.content_id
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": pod_name(job_name, spec.id, str(pe.metadata.uid), launch_count),
+            "namespace": namespace,
+            "labels": {
+                **placement.labels,
+                labels.APP: labels.APP_VALUE,
+                labels.SVC: "pe",
+                labels.JOB: job_name,
+                labels.GENERATION: str(generation),
+                labels.PE: str(spec.id),
+                labels.LAUNCH_COUNT: str(launch_count),
+                labels.CR: "true" if spec.regions else "false",
+            },
+            "annotations": annotations,
+            "ownerReferences": [owner_reference(pe)],
+        },
+        "spec": pod_spec,
+    }
