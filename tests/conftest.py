@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED_TESTDATA = REPO.parent / "shared" / "testdata" / "open-streams"
+from repo_paths import SHARED_TESTDATA
 
 
 @pytest.fixture

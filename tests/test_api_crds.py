@@ -13,12 +13,11 @@ import yaml
 from click.testing import CliRunner
 from openapi_schema_validator import OAS30Validator
 
+from api_documents import INVALID_JOB_SPECS, USER_DOCUMENTS, invalid_job
+from repo_paths import REPO
 from streams_k8s.api import KINDS, Job, Resource
 from streams_k8s.api.crd import crd_files, crd_manifest
 from streams_k8s.cli import main
-
-from .conftest import REPO
-from .test_api_models import INVALID_JOB_SPECS, USER_DOCUMENTS, invalid_job
 
 CRD_DIR = REPO / "crds"
 
