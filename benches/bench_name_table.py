@@ -22,7 +22,10 @@ ENTRIES = 100_000
 def _table_text() -> str:
     # A job of 20,000 operators with 5 input ports each, fused into 1,000 PEs.
     table = NameTable(
-        {OperatorPortLabel(7, i // 5, i % 5): PePortLabel(i % 1000, (i // 1000) % 100, 7) for i in range(ENTRIES)}
+        {
+            OperatorPortLabel(7, i // 5, i % 5): PePortLabel(i % 1000, (i // 1000) % 100, 7)
+            for i in range(ENTRIES)
+        }
     )
     return table.to_text()
 
