@@ -10,7 +10,7 @@ from streams_k8s.api import Job, ProcessingElement
 from streams_k8s.api.base import ResourceRequirements
 from streams_k8s.api.processing_element import BuildType
 from streams_k8s.controller.placement import PodPlacement
-from streams_k8s.controller.pod_spec import RuntimeSettings, build_pod, pod_name
+from streams_k8s.controller.pod_spec import PeRuntimeSettings, build_pod, pod_name
 from streams_k8s.controller.resources import divide_quantity, divide_resources
 
 
@@ -50,7 +50,7 @@ def pod(job: Job | None = None, pe: ProcessingElement | None = None, **kwargs: A
         "launch_count": 1,
         "input_ports": 2,
         "placement": PodPlacement(),
-        "settings": RuntimeSettings(),
+        "settings": PeRuntimeSettings(),
         **kwargs,
     }
     return build_pod(**arguments)
@@ -165,7 +165,7 @@ def test_valgrind_forces_debug_image_and_capabilities() -> None:
 
 
 def test_explicit_image_and_settings() -> None:
-    settings = RuntimeSettings(registry="icr.io", image_namespace="streams", build_type=BuildType.DEBUG)
+    settings = PeRuntimeSettings(registry="icr.io", image_namespace="streams", build_type=BuildType.DEBUG)
     assert (
         pod(settings=settings)["spec"]["containers"][0]["image"] == "icr.io/streams/streams-runtime:6.debug"
     )
@@ -197,7 +197,7 @@ def test_data_volume_claim_wins_over_paths() -> None:
     ]
     host = pod(pe=make_pe(dataPath="/host"))
     assert {"name": "data-volume", "hostPath": {"path": "/host", "type": ""}} in host["spec"]["volumes"]
-    fallback = pod(settings=RuntimeSettings(data_path="/srv"))
+    fallback = pod(settings=PeRuntimeSettings(data_path="/srv"))
     assert {"name": "data-volume", "hostPath": {"path": "/srv", "type": ""}} in fallback["spec"]["volumes"]
 
 

@@ -28,7 +28,7 @@ FILE_SYSTEM_CHECKPOINT_CONFIG = '{ "Dir" : "/checkpoint" }'
 
 
 @dataclass(frozen=True, slots=True)
-class RuntimeSettings:
+class PeRuntimeSettings:
     """Operator-wide settings of the PE runtime (from the operator's environment)."""
 
     registry: str = "docker.io"
@@ -73,7 +73,7 @@ def build_pod(
     launch_count: int,
     input_ports: int,
     placement: PodPlacement,
-    settings: RuntimeSettings,
+    settings: PeRuntimeSettings,
     redis_config: str | None = None,
 ) -> dict[str, Any]:
     """The pod manifest of one launch of one PE."""
