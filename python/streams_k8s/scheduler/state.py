@@ -1,0 +1,195 @@
+"""The scheduler's view of the cluster: free capacity per pod and where every vpod sits.
+
+Built once from a snapshot plus the scheduler's reservations, then updated in place one
+vreplica at a time (`set_vreplicas`), so a scheduling pass never rescans the cluster.
+Upstream rebuilt this from the listers for every single vreplica placed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from streams_k8s.scheduler.model import (
+    UNKNOWN_ZONE,
+    ClusterSnapshot,
+    Placement,
+    VPod,
+    ordinal_of,
+    pod_name,
+)
+
+# Reservations: vpod key -> pod name -> vreplicas placed but not yet seen in the vpod's status.
+Reservations = dict[str, dict[str, int]]
+
+
+class State:
+    """Capacity, schedulable pods, topology and per-vpod spread of one StatefulSet.
+
+    `placements[key]` is each vpod's *effective* placement: its committed placements with its
+    reservations laid over them. Free capacity counts effective placements on every pod,
+    schedulable or not (a placement on a lost pod still holds its slot until it is moved);
+    the spreads count schedulable pods only.
+    """
+
+    def __init__(self, snapshot: ClusterSnapshot) -> None:
+        self.statefulset_name = snapshot.statefulset_name
+        self.namespace = snapshot.namespace
+        self.capacity = snapshot.capacity
+        self.replicas = snapshot.replicas
+
+        self.node_zone: dict[str, str] = {
+            node.name: node.zone or UNKNOWN_ZONE for node in snapshot.nodes if node.accepts_vreplicas
+        }
+        self.zones: tuple[str, ...] = tuple(sorted(set(self.node_zone.values())))
+        self.nodes: tuple[str, ...] = tuple(sorted(self.node_zone))
+
+        pods = {pod.name: pod for pod in snapshot.pods}
+        self.pod_node: dict[int, str] = {}
+        self.pod_zone: dict[int, str] = {}
+        # Pods annotated unschedulable, by ordinal (the autoscaler clears the mark on emptied pods).
+        self.marked: dict[int, str] = {}
+        for ordinal in range(self.replicas):
+            pod = pods.get(pod_name(self.statefulset_name, ordinal))
+            if pod is None:
+                continue
+            if pod.marked_unschedulable:
+                self.marked[ordinal] = pod.name
+                continue
+            if pod.node in self.node_zone:  # Pending pods (no node) and pods on bad nodes are out
+                self.pod_node[ordinal] = pod.node
+                self.pod_zone[ordinal] = self.node_zone[pod.node]
+        self.schedulable: list[int] = sorted(self.pod_node)
+
+        self.vpods: dict[str, VPod] = {}
+        self.placements: dict[str, dict[int, int]] = {}
+        self.pod_spread: dict[str, dict[int, int]] = {}
+        self.node_spread: dict[str, dict[str, int]] = {}
+        self.zone_spread: dict[str, dict[str, int]] = {}
+        self._free: list[int] = [self.capacity] * self.replicas
+        self.last_ordinal = self.schedulable[-1] if self.schedulable else -1
+
+    @classmethod
+    def build(cls, snapshot: ClusterSnapshot, reserved: Mapping[str, Mapping[str, int]]) -> State:
+        state = cls(snapshot)
+        for vpod in snapshot.vpods:
+            state.add_vpod(vpod, reserved.get(vpod.key, {}))
+        return state
+
+    # -- vpods ---------------------------------------------------------------------------------
+
+    def add_vpod(self, vpod: VPod, reserved: Mapping[str, int]) -> None:
+        """Add (or replace) a vpod with its committed placements and its reservations."""
+        if vpod.key in self.vpods:
+            self.remove_vpod(vpod.key)
+        self.vpods[vpod.key] = vpod
+        self.placements[vpod.key] = {}
+        self.pod_spread[vpod.key] = {}
+        self.node_spread[vpod.key] = {}
+        self.zone_spread[vpod.key] = {}
+        effective = self.ordinal_map(vpod.placements)
+        for name, vreplicas in reserved.items():
+            ordinal = ordinal_of(self.statefulset_name, name)
+            if ordinal is not None:
+                effective[ordinal] = vreplicas
+        for ordinal, vreplicas in effective.items():
+            self.set_vreplicas(vpod.key, ordinal, vreplicas)
+
+    def remove_vpod(self, key: str) -> None:
+        for ordinal in list(self.placements.get(key, {})):
+            self.set_vreplicas(key, ordinal, 0)
+        for table in (self.vpods, self.placements, self.pod_spread, self.node_spread, self.zone_spread):
+            table.pop(key, None)  # type: ignore[attr-defined]
+
+    def ordinal_map(self, placements: tuple[Placement, ...] | list[Placement]) -> dict[int, int]:
+        """Placements as ordinal -> vreplicas, ignoring pods that are not of this StatefulSet."""
+        out: dict[int, int] = {}
+        for p in placements:
+            ordinal = ordinal_of(self.statefulset_name, p.pod_name)
+            if ordinal is not None and p.vreplicas > 0:
+                out[ordinal] = out.get(ordinal, 0) + p.vreplicas
+        return out
+
+    def set_vreplicas(self, key: str, ordinal: int, vreplicas: int) -> None:
+        """Set how many vreplicas of `key` sit on pod `ordinal`, keeping every count current."""
+        placed = self.placements[key]
+        delta = vreplicas - placed.get(ordinal, 0)
+        if delta == 0:
+            return
+        if ordinal >= len(self._free):
+            self._free.extend([self.capacity] * (ordinal + 1 - len(self._free)))
+        self._free[ordinal] -= delta
+        if vreplicas:
+            placed[ordinal] = vreplicas
+            self.last_ordinal = max(self.last_ordinal, ordinal)
+        else:
+            del placed[ordinal]
+        node = self.pod_node.get(ordinal)
+        if node is None:
+            return
+        bump(self.pod_spread[key], ordinal, delta)
+        bump(self.node_spread[key], node, delta)
+        bump(self.zone_spread[key], self.pod_zone[ordinal], delta)
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def free(self, ordinal: int) -> int:
+        return self._free[ordinal] if ordinal < len(self._free) else self.capacity
+
+    def is_schedulable(self, ordinal: int) -> bool:
+        return ordinal in self.pod_node
+
+    def free_capacity(self) -> int:
+        """Free slots on schedulable pods."""
+        return sum(self.free(o) for o in self.schedulable)
+
+    def used(self, ordinal: int) -> int:
+        return self.capacity - self.free(ordinal)
+
+    def placements_of(self, key: str) -> list[Placement]:
+        """The effective placements of `key`, sorted by ordinal."""
+        return [
+            Placement(pod_name(self.statefulset_name, o), n) for o, n in sorted(self.placements[key].items())
+        ]
+
+    def pending(self, key: str) -> int:
+        """Vreplicas of `key` not in its committed placements."""
+        vpod = self.vpods[key]
+        return max(0, vpod.vreplicas - sum(p.vreplicas for p in vpod.placements))
+
+    def total_pending(self) -> int:
+        return sum(self.pending(key) for key in self.vpods)
+
+    def total_expected(self) -> int:
+        return sum(vpod.vreplicas for vpod in self.vpods.values())
+
+    def to_json(self) -> dict[str, Any]:
+        """The state as upstream logs it (pod spreads keyed by pod name), plus the free-capacity sum."""
+        name = self.statefulset_name
+        return {
+            "statefulSetName": name,
+            "capacity": self.capacity,
+            "replicas": self.replicas,
+            "freeCap": list(self._free),
+            "freeCapacity": self.free_capacity(),
+            "schedulablePods": list(self.schedulable),
+            "lastOrdinal": self.last_ordinal,
+            "numZones": len(self.zones),
+            "numNodes": len(self.nodes),
+            "nodeToZoneMap": dict(sorted(self.node_zone.items())),
+            "podSpread": {
+                k: {pod_name(name, o): n for o, n in sorted(v.items())} for k, v in sorted(self.pod_spread.items())
+            },
+            "nodeSpread": {k: dict(sorted(v.items())) for k, v in sorted(self.node_spread.items())},
+            "zoneSpread": {k: dict(sorted(v.items())) for k, v in sorted(self.zone_spread.items())},
+            "pending": {k: self.pending(k) for k in sorted(self.vpods)},
+        }
+
+
+def bump(table: dict[Any, int], key: Any, delta: int) -> None:
+    """Add `delta` to a count, dropping the entry when it reaches zero."""
+    value = table.get(key, 0) + delta
+    if value:
+        table[key] = value
+    else:
+        del table[key]
