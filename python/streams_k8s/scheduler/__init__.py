@@ -27,7 +27,7 @@ from streams_k8s.scheduler.model import (
 )
 from streams_k8s.scheduler.plugins import default_registry
 from streams_k8s.scheduler.policy import MAXFILLUP, PluginSpec, Policy, policy_from_configmap
-from streams_k8s.scheduler.scheduler import NotEnoughReplicas, ScheduleResult, Scheduler
+from streams_k8s.scheduler.scheduler import NotEnoughReplicas, Scheduler, ScheduleResult
 from streams_k8s.scheduler.state import State
 
 __all__ = [

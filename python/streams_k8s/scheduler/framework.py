@@ -4,9 +4,9 @@ A plugin is built from its parsed arguments by a factory registered under its na
 deployment can register its own next to the built-in ones (`default_registry()`).
 
 Scores are exact signed integers, higher is better, summed as `Σ weight·score`. Upstream
-scored `MaxUint64 − penalty` and summed in wrapping uint64 arithmetic, which inverted the
+scored `MaxUint64 - penalty` and summed in wrapping uint64 arithmetic, which inverted the
 descheduler's choice whenever an ordinal term pushed a sum past 2^64; exact arithmetic with
-`−penalty` orders pods the same way wherever upstream did not wrap.
+`-penalty` orders pods the same way wherever upstream did not wrap.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The built-in filter and score plugins (upstream's core and kafka plugins).
 
-Penalties are sums of absolute skews; a score plugin returns `−penalty` (see framework.py).
+Penalties are sums of absolute skews; a score plugin returns `-penalty` (see framework.py).
 Every spread plugin scores 0 on a StatefulSet scaled to zero, as upstream did.
 """
 
@@ -60,7 +60,10 @@ class EvenPodSpread(FilterPlugin, ScorePlugin):
         if fits is None:
             after = view.pod_spread.get(ordinal, 0) + 1
             others = view.other_pod_values(ordinal)
-            fits = int(not others or (others[-1][0] - after <= self.max_skew and after - others[0][0] <= self.max_skew))
+            fits = int(
+                not others
+                or (others[-1][0] - after <= self.max_skew and after - others[0][0] <= self.max_skew)
+            )
             view.memo[memo_key] = fits
         return None if fits else "pod will cause an uneven spread"
 
@@ -152,7 +155,9 @@ class RemoveWithAvailabilityNodePriority(ScorePlugin):
             return 0
         node = view.state.pod_node.get(ordinal)
         if node is None:
-            raise PluginError(f"RemoveWithAvailabilityNodePriority: node does not exist for pod ordinal {ordinal}")
+            raise PluginError(
+                f"RemoveWithAvailabilityNodePriority: node does not exist for pod ordinal {ordinal}"
+            )
         after = view.node_spread.get(node, 0) - 1
         return -sum(abs(after - n) for other, n in view.node_spread.items() if other != node)
 
@@ -168,7 +173,9 @@ class RemoveWithAvailabilityZonePriority(ScorePlugin):
             return 0
         zone = view.state.pod_zone.get(ordinal)
         if zone is None:
-            raise PluginError(f"RemoveWithAvailabilityZonePriority: zone does not exist for pod ordinal {ordinal}")
+            raise PluginError(
+                f"RemoveWithAvailabilityZonePriority: zone does not exist for pod ordinal {ordinal}"
+            )
         after = view.zone_spread.get(zone, 0) - 1
         return -sum(abs(after - n) for other, n in view.zone_spread.items() if other != zone)
 

@@ -79,13 +79,17 @@ def compile_policy(policy: Policy, registry: PluginRegistry) -> CompiledPolicy:
     for i, spec in enumerate(policy.predicates):
         factory = registry.filters.get(spec.name)
         if factory is None:
-            raise PolicyError(f"predicates[{i}]: unknown predicate {spec.name!r} (known: {_known(registry.filters)})")
+            raise PolicyError(
+                f"predicates[{i}]: unknown predicate {spec.name!r} (known: {_known(registry.filters)})"
+            )
         filters.append(_instantiate(f"predicates[{i}]", spec, factory))
     scores = []
     for i, spec in enumerate(policy.priorities):
         score_factory = registry.scores.get(spec.name)
         if score_factory is None:
-            raise PolicyError(f"priorities[{i}]: unknown priority {spec.name!r} (known: {_known(registry.scores)})")
+            raise PolicyError(
+                f"priorities[{i}]: unknown priority {spec.name!r} (known: {_known(registry.scores)})"
+            )
         if not MIN_WEIGHT <= spec.weight <= MAX_WEIGHT:
             raise PolicyError(
                 f"priorities[{i}] {spec.name}: weight {spec.weight} is outside {MIN_WEIGHT}..{MAX_WEIGHT}"

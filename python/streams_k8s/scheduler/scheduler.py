@@ -65,7 +65,9 @@ class Scheduler:
         registry: PluginRegistry | None = None,
     ) -> None:
         if isinstance(policy, str) and policy != MAXFILLUP:
-            raise ValueError(f"unknown scheduler policy type {policy!r} (expected {MAXFILLUP} or a plugin policy)")
+            raise ValueError(
+                f"unknown scheduler policy type {policy!r} (expected {MAXFILLUP} or a plugin policy)"
+            )
         registry = registry or default_registry()
         self.policy = policy
         self.descheduler_policy = descheduler_policy
@@ -186,14 +188,20 @@ class Scheduler:
                 view.set_vreplicas(ordinal, vreplicas)
         return left, reason
 
-    def _deschedule(self, view: SpreadView, placed: dict[int, int], excess: int, policy: CompiledPolicy) -> None:
+    def _deschedule(
+        self, view: SpreadView, placed: dict[int, int], excess: int, policy: CompiledPolicy
+    ) -> None:
         """Take `excess` vreplicas off, one at a time, from the pods the vpod still occupies."""
         for _ in range(excess):
             candidates = _feasible(view, [o for o in sorted(placed) if placed[o] > 0], policy)
             if not candidates:
                 return
             try:
-                chosen = candidates[0] if len(candidates) == 1 else _best(view, candidates, policy, prefer_high=True)
+                chosen = (
+                    candidates[0]
+                    if len(candidates) == 1
+                    else _best(view, candidates, policy, prefer_high=True)
+                )
             except PluginError:
                 return
             placed[chosen] -= 1

@@ -99,7 +99,7 @@ class State:
         for ordinal in list(self.placements.get(key, {})):
             self.set_vreplicas(key, ordinal, 0)
         for table in (self.vpods, self.placements, self.pod_spread, self.node_spread, self.zone_spread):
-            table.pop(key, None)  # type: ignore[attr-defined]
+            table.pop(key, None)
 
     def ordinal_map(self, placements: tuple[Placement, ...] | list[Placement]) -> dict[int, int]:
         """Placements as ordinal -> vreplicas, ignoring pods that are not of this StatefulSet."""
@@ -136,6 +136,10 @@ class State:
     def free(self, ordinal: int) -> int:
         return self._free[ordinal] if ordinal < len(self._free) else self.capacity
 
+    def free_table(self) -> list[int]:
+        """Free slots per ordinal (index = ordinal; negative when overcommitted)."""
+        return list(self._free)
+
     def is_schedulable(self, ordinal: int) -> bool:
         return ordinal in self.pod_node
 
@@ -170,7 +174,7 @@ class State:
             "statefulSetName": name,
             "capacity": self.capacity,
             "replicas": self.replicas,
-            "freeCap": list(self._free),
+            "freeCap": self.free_table(),
             "freeCapacity": self.free_capacity(),
             "schedulablePods": list(self.schedulable),
             "lastOrdinal": self.last_ordinal,
@@ -178,7 +182,8 @@ class State:
             "numNodes": len(self.nodes),
             "nodeToZoneMap": dict(sorted(self.node_zone.items())),
             "podSpread": {
-                k: {pod_name(name, o): n for o, n in sorted(v.items())} for k, v in sorted(self.pod_spread.items())
+                k: {pod_name(name, o): n for o, n in sorted(v.items())}
+                for k, v in sorted(self.pod_spread.items())
             },
             "nodeSpread": {k: dict(sorted(v.items())) for k, v in sorted(self.node_spread.items())},
             "zoneSpread": {k: dict(sorted(v.items())) for k, v in sorted(self.zone_spread.items())},
