@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from streams_k8s.scheduler import ClusterSnapshot, Node, Placement, PluginSpec, Pod, Policy, VPod
 
 STS = "sts"
@@ -48,3 +50,28 @@ HA_PROFILE = policy(
 
 def as_dict(placements: tuple[Placement, ...] | None) -> dict[str, int] | None:
     return None if placements is None else {p.pod_name: p.vreplicas for p in placements}
+
+
+# The shipped defaults of eventing-kafka / eventing-kafka-broker (spec §4).
+SHIPPED_SCHEDULER = {
+    "predicates": json.dumps(
+        [{"Name": "PodFitsResources"}, {"Name": "NoMaxResourceCount", "Args": '{"NumPartitions": 100}'}]
+    ),
+    "priorities": json.dumps(
+        [
+            {"Name": "AvailabilityZonePriority", "Weight": 10, "Args": '{"MaxSkew": 2}'},
+            {"Name": "LowestOrdinalPriority", "Weight": 2},
+            {"Name": "EvenPodSpread", "Weight": 2, "Args": '{"MaxSkew": 2}'},
+        ]
+    ),
+}
+SHIPPED_DESCHEDULER = {
+    "predicates": "[]",
+    "priorities": json.dumps(
+        [
+            {"Name": "RemoveWithEvenPodSpreadPriority", "Weight": 10, "Args": '{"MaxSkew": 2}'},
+            {"Name": "RemoveWithAvailabilityZonePriority", "Weight": 10, "Args": '{"MaxSkew": 2}'},
+            {"Name": "RemoveWithHighestOrdinalPriority", "Weight": 2},
+        ]
+    ),
+}

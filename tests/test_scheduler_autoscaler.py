@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from scheduler_fixtures import HA_PROFILE, nodes_in_zones, pods_on, policy, snapshot, vpod
-
 from streams_k8s.scheduler import (
     MAXFILLUP,
     UNSCHEDULABLE_ANNOTATION,

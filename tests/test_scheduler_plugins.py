@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from scheduler_fixtures import nodes_in_zones, pods_on, snapshot, vpod
-
 from streams_k8s.scheduler import PolicyError, SpreadView, State, default_registry
 
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
+from scheduler_fixtures import SHIPPED_DESCHEDULER, SHIPPED_SCHEDULER
 from streams_k8s.scheduler import (
     PluginSpec,
     PolicyError,
@@ -13,28 +12,6 @@ from streams_k8s.scheduler import (
     default_registry,
     policy_from_configmap,
 )
-
-# The shipped defaults of eventing-kafka / eventing-kafka-broker (spec §4).
-SHIPPED_SCHEDULER = {
-    "predicates": '[{"Name": "PodFitsResources"}, {"Name": "NoMaxResourceCount", "Args": "{\\"NumPartitions\\": 100}"}]',
-    "priorities": json.dumps(
-        [
-            {"Name": "AvailabilityZonePriority", "Weight": 10, "Args": '{"MaxSkew": 2}'},
-            {"Name": "LowestOrdinalPriority", "Weight": 2},
-            {"Name": "EvenPodSpread", "Weight": 2, "Args": '{"MaxSkew": 2}'},
-        ]
-    ),
-}
-SHIPPED_DESCHEDULER = {
-    "predicates": "[]",
-    "priorities": json.dumps(
-        [
-            {"Name": "RemoveWithEvenPodSpreadPriority", "Weight": 10, "Args": '{"MaxSkew": 2}'},
-            {"Name": "RemoveWithAvailabilityZonePriority", "Weight": 10, "Args": '{"MaxSkew": 2}'},
-            {"Name": "RemoveWithHighestOrdinalPriority", "Weight": 2},
-        ]
-    ),
-}
 
 
 def test_shipped_configmaps_parse() -> None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from scheduler_fixtures import HA_PROFILE, as_dict, nodes_in_zones, pods_on, policy, snapshot, vpod
 
+from scheduler_fixtures import HA_PROFILE, as_dict, nodes_in_zones, pods_on, policy, snapshot, vpod
 from streams_k8s.scheduler import MAXFILLUP, NotEnoughReplicas, Scheduler
 
 # §2.11 (upstream test S30): 3 pods in zones 0-2, node3-5 in the same zones, node6 unlabelled.
