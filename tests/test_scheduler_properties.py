@@ -90,3 +90,36 @@ def test_ha_profile_keeps_zone_skew_within_max_skew(
     spread = [state.zone_spread["ns/ha"].get(f"z{z}", 0) for z in range(zones)]
     assert sum(spread) == want
     assert max(spread) - min(spread) <= 2
+
+
+@st.composite
+def native_policies(draw: st.DrawFn) -> Policy:
+    filters = draw(
+        st.lists(
+            st.sampled_from(
+                [
+                    ("PodFitsResources", {}),
+                    ("NoMaxResourceCount", {"NumPartitions": draw(st.integers(0, 4))}),
+                    ("EvenPodSpread", {"MaxSkew": draw(st.integers(0, 3))}),
+                ]
+            ),
+            max_size=3,
+        )
+    )
+    names = ["EvenPodSpread", "AvailabilityNodePriority", "AvailabilityZonePriority", "LowestOrdinalPriority"]
+    priorities = [
+        (name, draw(st.integers(0, 10)), {}) for name in draw(st.lists(st.sampled_from(names), max_size=4))
+    ]
+    return policy(filters, priorities)
+
+
+@settings(max_examples=200, deadline=None)
+@given(clusters(), native_policies())
+def test_native_placement_loop_matches_the_python_plugins(snapshot: ClusterSnapshot, chosen: Policy) -> None:
+    native, python = Scheduler(chosen, native=True), Scheduler(chosen, native=False)
+    for vpod in snapshot.vpods:
+        fast = native.schedule(native.state(snapshot), vpod.key)
+        slow = python.schedule(python.state(snapshot), vpod.key)
+        assert fast.placements == slow.placements
+        assert str(fast.error) == str(slow.error)
+        assert native.reserved == python.reserved

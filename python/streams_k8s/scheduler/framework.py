@@ -85,6 +85,10 @@ class FilterPlugin(ABC):
     def filter(self, view: SpreadView, ordinal: int) -> str | None:
         """None when the pod fits, otherwise the reason it does not."""
 
+    def native(self) -> tuple[str, int] | None:
+        """(name, argument) when the native placement loop implements this plugin."""
+        return None
+
 
 class ScorePlugin(ABC):
     """A priority: how good is pod `ordinal` for this vpod (higher is better)."""
@@ -92,6 +96,10 @@ class ScorePlugin(ABC):
     @abstractmethod
     def score(self, view: SpreadView, ordinal: int) -> int:
         """The pod's score; raises PluginError when it cannot be scored."""
+
+    def native(self) -> tuple[str, int] | None:
+        """(name, argument) when the native placement loop implements this plugin."""
+        return None
 
 
 FilterFactory = Callable[[Mapping[str, Any]], FilterPlugin]

@@ -25,6 +25,9 @@ class PodFitsResources(FilterPlugin):
     def __init__(self, args: Mapping[str, Any]) -> None:
         read_args("PodFitsResources", args, {})
 
+    def native(self) -> tuple[str, int] | None:
+        return ("PodFitsResources", 0)
+
     def filter(self, view: SpreadView, ordinal: int) -> str | None:
         return None if view.state.free(ordinal) > 0 else "pod at full capacity"
 
@@ -34,6 +37,9 @@ class NoMaxResourceCount(FilterPlugin):
 
     def __init__(self, args: Mapping[str, Any]) -> None:
         self.num_partitions = read_args("NoMaxResourceCount", args, {"NumPartitions": 0})["NumPartitions"]
+
+    def native(self) -> tuple[str, int] | None:
+        return ("NoMaxResourceCount", self.num_partitions)
 
     def filter(self, view: SpreadView, ordinal: int) -> str | None:
         if ordinal not in view.pod_spread and len(view.pod_spread) + 1 > self.num_partitions:
@@ -51,6 +57,9 @@ class EvenPodSpread(FilterPlugin, ScorePlugin):
 
     def __init__(self, args: Mapping[str, Any]) -> None:
         self.max_skew = read_args("EvenPodSpread", args, {"MaxSkew": 0})["MaxSkew"]
+
+    def native(self) -> tuple[str, int] | None:
+        return ("EvenPodSpread", self.max_skew)
 
     def filter(self, view: SpreadView, ordinal: int) -> str | None:
         if view.state.replicas <= 0:
@@ -85,6 +94,9 @@ class AvailabilityNodePriority(ScorePlugin):
     def __init__(self, args: Mapping[str, Any]) -> None:
         self.max_skew = read_args("AvailabilityNodePriority", args, {"MaxSkew": 0})["MaxSkew"]
 
+    def native(self) -> tuple[str, int] | None:
+        return ("AvailabilityNodePriority", self.max_skew)
+
     def score(self, view: SpreadView, ordinal: int) -> int:
         if view.state.replicas <= 0:
             return 0
@@ -107,6 +119,9 @@ class AvailabilityZonePriority(ScorePlugin):
     def __init__(self, args: Mapping[str, Any]) -> None:
         self.max_skew = read_args("AvailabilityZonePriority", args, {"MaxSkew": 0})["MaxSkew"]
 
+    def native(self) -> tuple[str, int] | None:
+        return ("AvailabilityZonePriority", self.max_skew)
+
     def score(self, view: SpreadView, ordinal: int) -> int:
         if view.state.replicas <= 0:
             return 0
@@ -126,6 +141,9 @@ class AvailabilityZonePriority(ScorePlugin):
 class LowestOrdinalPriority(ScorePlugin):
     def __init__(self, args: Mapping[str, Any]) -> None:
         read_args("LowestOrdinalPriority", args, {})
+
+    def native(self) -> tuple[str, int] | None:
+        return ("LowestOrdinalPriority", 0)
 
     def score(self, view: SpreadView, ordinal: int) -> int:
         return -ordinal

@@ -72,6 +72,15 @@ class CompiledPolicy:
     filters: tuple[FilterPlugin, ...]
     scores: tuple[tuple[ScorePlugin, int], ...]
 
+    def native(self) -> tuple[list[tuple[str, int]], list[tuple[str, int]]] | None:
+        """(filters, (priority, weight)) for the native placement loop; None when a plugin has
+        no native implementation (a deployment's own plugins run in Python)."""
+        filters = [f.native() for f in self.filters]
+        scores = [(s.native(), weight) for s, weight in self.scores]
+        if any(f is None for f in filters) or any(s is None for s, _ in scores):
+            return None
+        return [f for f in filters if f], [(s[0], weight) for s, weight in scores if s]
+
 
 def compile_policy(policy: Policy, registry: PluginRegistry) -> CompiledPolicy:
     """Instantiate every plugin of `policy`; raises PolicyError naming the first bad entry."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from streams_k8s._native import place_vreplicas
 from streams_k8s.scheduler.framework import PluginError, PluginRegistry, SpreadView
 from streams_k8s.scheduler.model import ClusterSnapshot, Placement, pod_name
 from streams_k8s.scheduler.plugins import default_registry
@@ -63,6 +64,8 @@ class Scheduler:
         policy: Policy | str,
         descheduler_policy: Policy | None = None,
         registry: PluginRegistry | None = None,
+        *,
+        native: bool = True,
     ) -> None:
         if isinstance(policy, str) and policy != MAXFILLUP:
             raise ValueError(
@@ -74,6 +77,8 @@ class Scheduler:
         self._compiled = compile_policy(policy, registry) if isinstance(policy, Policy) else None
         self._descheduler = compile_policy(descheduler_policy, registry) if descheduler_policy else None
         self.reserved: Reservations = {}
+        # The plugin policy's placement loop runs natively when every plugin has a native twin.
+        self._native = self._compiled.native() if native and self._compiled else None
 
     # -- reservations --------------------------------------------------------------------------
 
@@ -169,7 +174,23 @@ class Scheduler:
             view.set_vreplicas(ordinal, 0)
         rebalanced: dict[int, int] = {}
         left, reason = want, None
-        while left and state.replicas > 0:
+        if self._native is not None and state.replicas > 0:
+            filters, priorities = self._native
+            placements, left = place_vreplicas(
+                state.schedulable,
+                state.free_table(copy=False),
+                state.schedulable_node_index,
+                state.schedulable_zone_index,
+                len(state.nodes),
+                len(state.zones),
+                want,
+                filters,
+                priorities,
+            )
+            rebalanced = dict(placements)
+            for ordinal, vreplicas in placements:
+                view.set_vreplicas(ordinal, vreplicas)
+        while left and state.replicas > 0 and self._native is None:
             feasible = _feasible(view, state.schedulable, policy)
             if not feasible:
                 break

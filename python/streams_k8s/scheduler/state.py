@@ -60,12 +60,18 @@ class State:
                 self.pod_node[ordinal] = pod.node
                 self.pod_zone[ordinal] = self.node_zone[pod.node]
         self.schedulable: list[int] = sorted(self.pod_node)
+        # Node / zone index of each schedulable pod (positions in `nodes` / `zones`).
+        node_index = {node: i for i, node in enumerate(self.nodes)}
+        zone_index = {zone: i for i, zone in enumerate(self.zones)}
+        self.schedulable_node_index = [node_index[self.pod_node[o]] for o in self.schedulable]
+        self.schedulable_zone_index = [zone_index[self.pod_zone[o]] for o in self.schedulable]
 
         self.vpods: dict[str, VPod] = {}
         self.placements: dict[str, dict[int, int]] = {}
         self.pod_spread: dict[str, dict[int, int]] = {}
         self.node_spread: dict[str, dict[str, int]] = {}
         self.zone_spread: dict[str, dict[str, int]] = {}
+        # Free slots by ordinal; never shorter than the replicas (the native loop relies on it).
         self._free: list[int] = [self.capacity] * self.replicas
         self.last_ordinal = self.schedulable[-1] if self.schedulable else -1
 
@@ -136,9 +142,9 @@ class State:
     def free(self, ordinal: int) -> int:
         return self._free[ordinal] if ordinal < len(self._free) else self.capacity
 
-    def free_table(self) -> list[int]:
+    def free_table(self, *, copy: bool = True) -> list[int]:
         """Free slots per ordinal (index = ordinal; negative when overcommitted)."""
-        return list(self._free)
+        return list(self._free) if copy else self._free
 
     def is_schedulable(self, ordinal: int) -> bool:
         return ordinal in self.pod_node
