@@ -7,6 +7,7 @@ from streams_k8s.scheduler import (
     MAXFILLUP,
     UNSCHEDULABLE_ANNOTATION,
     Autoscaler,
+    AutoscaleResult,
     Eviction,
     Placement,
     Pod,
@@ -153,3 +154,18 @@ def test_placements_beyond_the_replicas_are_evicted() -> None:
     result = leader(MAXFILLUP).autoscale(state, attempt_scale_down=True, now=0.0)
     assert result is not None
     assert result.evictions == (Eviction("ns/a", "sts-5", 2),)
+
+
+def test_a_triggered_run_keeps_the_mark_on_a_pod_being_drained() -> None:
+    """Compaction marked sts-2 and its vreplicas moved; a scale-up trigger must not unmark it."""
+    marked = {UNSCHEDULABLE_ANNOTATION: "true"}
+    pods = (Pod("sts-0", "node0"), Pod("sts-1", "node0"), Pod("sts-2", "node0", marked))
+    state = State.build(snapshot(3, nodes_in_zones("a"), pods, (vpod("ns/a", 12, p0=6, p1=6),)), {})
+    autoscaler = leader(policy([("PodFitsResources", {})], []))
+    triggered = autoscaler.autoscale(state, attempt_scale_down=False, now=0.0)
+    assert triggered == AutoscaleResult(3)
+    periodic = autoscaler.autoscale(state, attempt_scale_down=True, now=0.0)
+    assert periodic == AutoscaleResult(2)
+    busy = State.build(snapshot(3, nodes_in_zones("a"), pods, (vpod("ns/a", 25, p0=10, p1=10),)), {})
+    grown = autoscaler.autoscale(busy, attempt_scale_down=False, now=0.0)
+    assert grown == AutoscaleResult(3, (), ("sts-2",))  # needed again: unmark instead of adding a pod

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from scheduler_fixtures import HA_PROFILE, as_dict, nodes_in_zones, pods_on, policy, snapshot, vpod
-from streams_k8s.scheduler import MAXFILLUP, NotEnoughReplicas, Scheduler
+from streams_k8s.scheduler import MAXFILLUP, NotEnoughReplicas, Pod, Scheduler
 
 # §2.11 (upstream test S30): 3 pods in zones 0-2, node3-5 in the same zones, node6 unlabelled.
 S30_NODES = nodes_in_zones("zone0", "zone1", "zone2", "zone0", "zone1", "zone2", None)
@@ -74,6 +74,15 @@ def test_placements_on_unschedulable_pods_are_replaced() -> None:
     result, state = Scheduler(MAXFILLUP).schedule_snapshot(snap, "ns/a")
     assert as_dict(result.placements) == {"sts-0": 4}
     assert state.free(1) == 10
+
+
+def test_maxfillup_never_picks_missing_or_pending_pods() -> None:
+    nodes = nodes_in_zones("a", "b")
+    pods = (Pod("sts-1", ""), Pod("sts-2", "node1"))  # sts-0 missing, sts-1 Pending
+    result, _ = Scheduler(MAXFILLUP).schedule_snapshot(snapshot(3, nodes, pods, (vpod("ns/a", 14),)), "ns/a")
+    assert as_dict(result.placements) == {"sts-2": 10}
+    assert result.error is not None
+    assert result.error.left == 4
 
 
 def test_overcommitted_pod_gives_back_its_excess() -> None:

@@ -13,7 +13,7 @@ Fixes against upstream:
 - the top pods are counted from the StatefulSet's replicas, not from a last ordinal that
   included pods already gone (eventing#8388), and placements left on pods beyond the
   replicas are evicted so their vpods get re-placed;
-- an emptied pod still annotated unschedulable below the new size is reported in
+- an emptied pod still annotated unschedulable below the size the vpods need is reported in
   `clear_annotations`, so it takes vreplicas again instead of idling in the middle of the
   set forever (eventing#6866).
 """
@@ -101,16 +101,17 @@ class Autoscaler:
         if not self.is_leader:
             return None
         current = state.replicas
-        replicas = self.desired_replicas(state)
-        if not attempt_scale_down:
-            replicas = max(replicas, current)
+        needed = self.desired_replicas(state)
+        replicas = needed if attempt_scale_down else max(needed, current)
         evictions: tuple[Eviction, ...] = ()
         if replicas == current and attempt_scale_down:
             evictions = self._compact(state, now)
+        # Below the size the vpods need, an emptied pod must take vreplicas again; at or above
+        # it, the mark stays so the pod is drained until the periodic run removes it.
         emptied = tuple(
             name
             for ordinal, name in sorted(state.marked.items())
-            if ordinal < replicas and state.used(ordinal) == 0
+            if ordinal < needed and state.used(ordinal) == 0
         )
         return AutoscaleResult(replicas, evictions, emptied)
 

@@ -147,7 +147,15 @@ def simulate_schedule(document: Any) -> dict[str, Any]:
     return {
         "placements": placements,
         "error": None if result.error is None else str(result.error),
-        "state": {**state.to_json(), "reserved": scheduler.reserved},
+        "state": {
+            **state.to_json(),
+            "schedulerPolicy": scheduler.policy if isinstance(scheduler.policy, str) else "",
+            "schedPolicy": scheduler.policy.to_json() if isinstance(scheduler.policy, Policy) else None,
+            "deschedPolicy": None
+            if scheduler.descheduler_policy is None
+            else scheduler.descheduler_policy.to_json(),
+            "reserved": scheduler.reserved,
+        },
     }
 
 
