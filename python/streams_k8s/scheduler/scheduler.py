@@ -169,39 +169,15 @@ class Scheduler:
         self, view: SpreadView, placed: dict[int, int], want: int, policy: CompiledPolicy
     ) -> tuple[int, str | None]:
         """Re-place all `want` vreplicas from scratch; on a shortfall restore `placed`."""
-        state = view.state
         for ordinal in placed:
             view.set_vreplicas(ordinal, 0)
-        rebalanced: dict[int, int] = {}
-        left, reason = want, None
-        if self._native is not None and state.replicas > 0:
-            filters, priorities = self._native
-            placements, left = place_vreplicas(
-                state.schedulable,
-                state.free_table(copy=False),
-                state.schedulable_node_index,
-                state.schedulable_zone_index,
-                len(state.nodes),
-                len(state.zones),
-                want,
-                filters,
-                priorities,
-            )
-            rebalanced = dict(placements)
-            for ordinal, vreplicas in placements:
-                view.set_vreplicas(ordinal, vreplicas)
-        while left and state.replicas > 0 and self._native is None:
-            feasible = _feasible(view, state.schedulable, policy)
-            if not feasible:
-                break
-            try:
-                chosen = _best(view, feasible, policy, prefer_high=False)
-            except PluginError as err:
-                reason = str(err)
-                break
-            rebalanced[chosen] = rebalanced.get(chosen, 0) + 1
-            view.set_vreplicas(chosen, rebalanced[chosen])
-            left -= 1
+        rebalanced: dict[int, int]
+        if view.state.replicas <= 0:
+            rebalanced, left, reason = {}, want, None
+        elif self._native is not None:
+            rebalanced, left, reason = _place_natively(view, want, *self._native)
+        else:
+            rebalanced, left, reason = _place(view, want, policy)
         if left:
             for ordinal in rebalanced:
                 view.set_vreplicas(ordinal, 0)
@@ -232,6 +208,43 @@ class Scheduler:
         """Schedule one vpod of a fresh snapshot; returns the result and the resulting state."""
         state = self.state(snapshot)
         return self.schedule(state, key), state
+
+
+def _place(view: SpreadView, want: int, policy: CompiledPolicy) -> tuple[dict[int, int], int, str | None]:
+    """Place `want` vreplicas one at a time with the Python plugins: (placed, left, error)."""
+    placed: dict[int, int] = {}
+    for done in range(want):
+        feasible = _feasible(view, view.state.schedulable, policy)
+        if not feasible:
+            return placed, want - done, None
+        try:
+            chosen = _best(view, feasible, policy, prefer_high=False)
+        except PluginError as err:
+            return placed, want - done, str(err)
+        placed[chosen] = placed.get(chosen, 0) + 1
+        view.set_vreplicas(chosen, placed[chosen])
+    return placed, 0, None
+
+
+def _place_natively(
+    view: SpreadView, want: int, filters: list[tuple[str, int]], priorities: list[tuple[str, int]]
+) -> tuple[dict[int, int], int, None]:
+    """The same as `_place`, for built-in plugins only, in the native loop."""
+    state = view.state
+    placements, left = place_vreplicas(
+        state.schedulable,
+        state.free_table(copy=False),
+        state.schedulable_node_index,
+        state.schedulable_zone_index,
+        len(state.nodes),
+        len(state.zones),
+        want,
+        filters,
+        priorities,
+    )
+    for ordinal, vreplicas in placements:
+        view.set_vreplicas(ordinal, vreplicas)
+    return dict(placements), left, None
 
 
 def _feasible(view: SpreadView, ordinals: list[int], policy: CompiledPolicy) -> list[int]:
