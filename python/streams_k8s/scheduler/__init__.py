@@ -1,8 +1,29 @@
 """Multi-tenant vreplica scheduler: many vpods share the pods of one StatefulSet.
 
-Pure core, no I/O: an adapter feeds it a `ClusterSnapshot` and applies what comes back
-(placements for each vpod's status, StatefulSet replicas, evictions, annotation removals).
-Faithful to the plugin-era Knative Eventing scheduler, minus its known defects.
+Pure core, no I/O. An adapter feeds it a `ClusterSnapshot` (`Scheduler.state`), calls
+`Scheduler.schedule(state, key)` per vpod and writes the placements to the vpod's status
+(requeueing after `NotEnoughReplicas.requeue_after` on an error), runs `Autoscaler.autoscale`
+on the same kind of state (on demand after a shortfall, and periodically with scale-down),
+then applies the replicas, the evictions (through its evictor callback) and the annotation
+removals.
+
+Faithful to the plugin-era Knative Eventing scheduler (knative/eventing v0.43), except for
+its known defects, which are fixed here:
+- scores are exact integers; upstream's wrapping uint64 sum inverted descheduler choices;
+- ties are broken deterministically (lowest ordinal when adding, highest when removing)
+  instead of at random;
+- the state is built once per snapshot and updated per vreplica instead of being rebuilt
+  from the listers for every vreplica;
+- a reservation is the vpod's whole intended placement, dropped once its status shows it or
+  the vpod is gone (upstream merged passes into it and leaked capacity);
+- the descheduler only considers pods the vpod still occupies; the even-spread filter and
+  score treat full pods alike; MAXFILLUP never picks a missing or unschedulable pod;
+- a malformed pod name is not one of our pods (upstream mapped it to ordinal 2^31-1), and
+  a pod whose node is unknown is unschedulable instead of failing the whole state;
+- policies are validated when loaded: unknown plugins, weights outside 0..10 and bad
+  arguments are errors, never a skipped plugin or an empty policy;
+- compaction counts the top pods from the replicas and evicts placements left on pods past
+  them; emptied pods still annotated unschedulable below the needed size are unmarked.
 """
 
 from streams_k8s.scheduler.autoscaler import Autoscaler, AutoscaleResult, Eviction, Evictor

@@ -85,6 +85,12 @@ class ClusterSnapshot:
     vpods: tuple[VPod, ...] = ()
     namespace: str = ""
 
+    def __post_init__(self) -> None:
+        if self.capacity < 1:
+            raise ValueError(f"pod capacity must be at least 1, got {self.capacity}")
+        if self.replicas < 0:
+            raise ValueError(f"replicas must not be negative, got {self.replicas}")
+
 
 def pod_name(statefulset_name: str, ordinal: int) -> str:
     return f"{statefulset_name}-{ordinal}"

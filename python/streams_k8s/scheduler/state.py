@@ -56,7 +56,9 @@ class State:
             if pod.marked_unschedulable:
                 self.marked[ordinal] = pod.name
                 continue
-            if pod.node in self.node_zone:  # Pending pods (no node) and pods on bad nodes are out
+            # Pending pods (no node) and pods on bad nodes are out; so is a pod whose node is not
+            # in the snapshot (upstream failed the whole state on that lookup).
+            if pod.node in self.node_zone:
                 self.pod_node[ordinal] = pod.node
                 self.pod_zone[ordinal] = self.node_zone[pod.node]
         self.schedulable: list[int] = sorted(self.pod_node)
