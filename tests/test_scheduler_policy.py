@@ -104,3 +104,20 @@ def test_deployments_can_register_their_own_plugins() -> None:
         )
     with pytest.raises(ValueError, match="already registered"):
         registry.register_score("PreferOdd", PreferOdd)
+
+
+def test_readme_example_configmap_with_even_spread_as_predicate() -> None:
+    data = {
+        "predicates": (
+            '[{"Name": "PodFitsResources"},'
+            ' {"Name": "NoMaxResourceCount", "Args": "{\\"NumPartitions\\": 100}"},'
+            ' {"Name": "EvenPodSpread", "Args": "{\\"MaxSkew\\": 2}"}]'
+        ),
+        "priorities": (
+            '[{"Name": "AvailabilityZonePriority", "Weight": 10, "Args": "{\\"MaxSkew\\": 2}"},'
+            ' {"Name": "LowestOrdinalPriority", "Weight": 2}]'
+        ),
+    }
+    policy = policy_from_configmap(data, default_registry())
+    assert policy.has_predicate("EvenPodSpread")
+    assert policy.to_json()["predicates"][2] == {"name": "EvenPodSpread", "args": {"MaxSkew": 2}}

@@ -90,3 +90,15 @@ def test_state_json_has_upstream_keys() -> None:
     } <= set(out)
     assert out["podSpread"] == {"ns/a": {"sts-0": 1}}
     assert out["pending"] == {"ns/a": 1}
+
+
+def test_vpods_can_be_replaced_and_removed_in_place() -> None:
+    state = State.build(
+        snapshot(2, nodes_in_zones("a", "b"), pods_on("node0", "node1"), (vpod("ns/a", 4, p0=4),)), {}
+    )
+    state.add_vpod(vpod("ns/a", 4, p0=1, p1=3), {})
+    assert state.free_table() == [9, 7]
+    assert state.zone_spread["ns/a"] == {"a": 1, "b": 3}
+    state.remove_vpod("ns/a")
+    assert state.free_table() == [10, 10]
+    assert "ns/a" not in state.pod_spread
