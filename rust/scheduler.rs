@@ -1,6 +1,6 @@
 //! Hot loop of the vreplica scheduler's plugin policy: place one vpod's vreplicas one at a
-//! time over the schedulable pods (filter, score, take the best; ties go to the lowest
-//! ordinal), for policies made of built-in plugins only.
+//! time over the schedulable pods with a free slot (filter, score, take the best; ties go to
+//! the lowest ordinal), for policies made of built-in plugins only.
 //!
 //! The vpod starts with no vreplicas placed (the plugin policy re-places all of them), so the
 //! input is just the pods' free slots and topology. Per vreplica the work is O(pods) plus
@@ -187,6 +187,10 @@ impl<'a> Pass<'a> {
         let mut even: Vec<[Option<(i64, i64)>; 2]> = vec![[None, None]; self.histogram.len() + 1];
         let mut best: Option<(usize, i128)> = None;
         for i in 0..self.pods.ordinals.len() {
+            // A full pod never takes another vreplica, whatever the policy's predicates say.
+            if self.free[i] <= 0 {
+                continue;
+            }
             let cur = self.spread[i];
             let counted = self.counted(i);
             let mut even_of = || -> (i64, i64) {
@@ -311,6 +315,14 @@ mod tests {
         let p = pods(&[0, 0, 0], &[0, 1, 5], 1);
         let placed = place(&p, 2, &[Filter::PodFitsResources], &[]);
         assert_eq!(placed.placements, vec![(1, 1), (2, 1)]);
+    }
+
+    #[test]
+    fn capacity_holds_without_pod_fits_resources() {
+        let p = pods(&[0, 0], &[1, 0], 1);
+        let placed = place(&p, 3, &[], &[(Priority::LowestOrdinal, 1)]);
+        assert_eq!(placed.placements, vec![(0, 1)]);
+        assert_eq!(placed.left, 2);
     }
 
     #[test]

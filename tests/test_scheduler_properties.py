@@ -39,7 +39,9 @@ def used_per_pod(scheduler: Scheduler, snapshot: ClusterSnapshot) -> dict[int, i
 
 
 @settings(max_examples=150, deadline=None)
-@given(clusters(), st.sampled_from([MAXFILLUP, FILL, HA_PROFILE]))
+@given(
+    clusters(), st.sampled_from([MAXFILLUP, FILL, HA_PROFILE, policy([], [("LowestOrdinalPriority", 1, {})])])
+)
 def test_no_pod_gets_more_than_its_capacity(snapshot: ClusterSnapshot, chosen: Policy | str) -> None:
     """Whatever the input's overcommit, scheduling never adds to a full pod, across vpods and reservations."""
     scheduler = Scheduler(chosen)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from scheduler_fixtures import HA_PROFILE, as_dict, nodes_in_zones, pods_on, policy, snapshot, vpod
-from streams_k8s.scheduler import MAXFILLUP, NotEnoughReplicas, Pod, Scheduler
+from streams_k8s.scheduler import MAXFILLUP, NotEnoughReplicas, Pod, Scheduler, SpreadView, default_registry
 
 # §2.11 (upstream test S30): 3 pods in zones 0-2, node3-5 in the same zones, node6 unlabelled.
 S30_NODES = nodes_in_zones("zone0", "zone1", "zone2", "zone0", "zone1", "zone2", None)
@@ -135,6 +135,23 @@ def test_descheduler_never_picks_a_pod_the_vpod_already_left() -> None:
     snap = snapshot(3, S30_NODES, pods_on("node0", "node1", "node2"), (vpod("ns/a", 1, p0=2, p2=1),))
     result, _ = Scheduler(S30_POLICY, desched).schedule_snapshot(snap, "ns/a")
     assert as_dict(result.placements) == {"sts-0": 1}
+
+
+def test_capacity_holds_even_without_pod_fits_resources() -> None:
+    vps = (vpod("ns/a", 3), vpod("ns/b", 9, p0=9))
+    snap = snapshot(2, S30_NODES, pods_on("node0", "node1"), vps)
+    result, _ = Scheduler(policy([], [("LowestOrdinalPriority", 1, {})])).schedule_snapshot(snap, "ns/a")
+    assert as_dict(result.placements) == {"sts-0": 1, "sts-1": 2}
+
+
+def test_even_spread_ignores_overcommitted_pods_like_full_ones() -> None:
+    """Upstream's score skipped only pods with exactly 0 free; an overcommitted one skewed it."""
+    vps = (vpod("ns/a", 1), vpod("ns/b", 12, p0=12))  # sts-0 is overcommitted (free -2)
+    snap = snapshot(3, S30_NODES, pods_on("node0", "node1", "node2"), vps)
+    scheduler = Scheduler(policy([], [("EvenPodSpread", 1, {})]), native=False)
+    state = scheduler.state(snap)
+    view = SpreadView(state, "ns/a")
+    assert default_registry().scores["EvenPodSpread"]({}).score(view, 1) == -1  # only sts-2 counts
 
 
 def test_ties_go_to_the_lowest_ordinal() -> None:

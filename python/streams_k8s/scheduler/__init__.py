@@ -20,6 +20,7 @@ its known defects, which are fixed here:
   score treat full pods alike; MAXFILLUP never picks a missing or unschedulable pod;
 - a malformed pod name is not one of our pods (upstream mapped it to ordinal 2^31-1), and
   a pod whose node is unknown is unschedulable instead of failing the whole state;
+- no policy can put a vreplica on a full pod, with or without PodFitsResources;
 - policies are validated when loaded: unknown plugins, weights outside 0..10 and bad
   arguments are errors, never a skipped plugin or an empty policy;
 - compaction counts the top pods from the replicas and evicts placements left on pods past

@@ -9,9 +9,10 @@ Policies:
 - MAXFILLUP fills the vpod's existing pods, then the lowest schedulable ordinals, and
   scales down by taking vreplicas off its highest ordinals.
 - A plugin policy re-places all the vpod's vreplicas one at a time (the rebalance): filter
-  the schedulable pods, score the survivors, take the best; ties go to the **lowest
-  ordinal**. Scale-down goes through the descheduler policy one vreplica at a time over the
-  pods still holding the vpod; ties go to the **highest ordinal**.
+  the schedulable pods that have a free slot, score the survivors, take the best; ties go
+  to the **lowest ordinal**. (Upstream enforced capacity only through PodFitsResources; here
+  no policy can overfill a pod.) Scale-down goes through the descheduler policy one
+  vreplica at a time over the pods still holding the vpod; ties go to the **highest ordinal**.
 
 When not every vreplica finds a slot the result carries `NotEnoughReplicas` (requeue after
 5 s and let the autoscaler add pods): MAXFILLUP returns the partial placements, the plugin
@@ -212,9 +213,11 @@ class Scheduler:
 
 def _place(view: SpreadView, want: int, policy: CompiledPolicy) -> tuple[dict[int, int], int, str | None]:
     """Place `want` vreplicas one at a time with the Python plugins: (placed, left, error)."""
+    state = view.state
     placed: dict[int, int] = {}
     for done in range(want):
-        feasible = _feasible(view, view.state.schedulable, policy)
+        # A full pod never takes another vreplica, whatever the policy's predicates say.
+        feasible = _feasible(view, [o for o in state.schedulable if state.free(o) > 0], policy)
         if not feasible:
             return placed, want - done, None
         try:
