@@ -116,25 +116,27 @@ class Autoscaler:
         return AutoscaleResult(replicas, evictions, emptied)
 
     def _compact(self, state: State, now: float) -> tuple[Eviction, ...]:
+        """Evict committed placements from the top pods (when the rest has room) and from pods
+        past the replicas, through the evictor."""
         if now < self.last_compact_attempt + self.refresh_period:
             return ()
-        factor = self.scale_up_factor(state) if isinstance(self.policy, Policy) else 1
-        top = set(range(max(0, state.replicas - factor), state.replicas))
-        vacate = self._vacating(state, top, factor)
-        evict = {o for vpod in state.vpods.values() for o in state.ordinal_map(vpod.placements)}
-        evict = {o for o in evict if o >= state.replicas or o in vacate}
-        if not evict:
-            return ()
-        self.last_compact_attempt = now
-        evictions = []
-        for key in sorted(state.vpods):
-            vpod = state.vpods[key]
-            for ordinal, vreplicas in sorted(state.ordinal_map(vpod.placements).items(), reverse=True):
-                if ordinal in evict:
-                    placement = Placement(pod_name(state.statefulset_name, ordinal), vreplicas)
-                    if self.evictor is not None:
-                        self.evictor(placement.pod_name, key, placement)
-                    evictions.append(Eviction(key, placement.pod_name, vreplicas))
+        factor = self.scale_up_factor(state)
+        vacate = self._vacating(state, set(range(max(0, state.replicas - factor), state.replicas)), factor)
+        evictions = [
+            Eviction(key, pod_name(state.statefulset_name, ordinal), vreplicas)
+            for key in sorted(state.vpods)
+            for ordinal, vreplicas in sorted(
+                state.ordinal_map(state.vpods[key].placements).items(), reverse=True
+            )
+            if ordinal >= state.replicas or ordinal in vacate
+        ]
+        if evictions:
+            self.last_compact_attempt = now
+        for eviction in evictions:
+            if self.evictor is not None:
+                self.evictor(
+                    eviction.pod_name, eviction.vpod, Placement(eviction.pod_name, eviction.vreplicas)
+                )
         return tuple(evictions)
 
     def _vacating(self, state: State, top: set[int], factor: int) -> set[int]:
