@@ -143,7 +143,7 @@ def test_emptied_annotated_pods_below_the_size_are_unmarked() -> None:
     state = State.build(snapshot(4, nodes_in_zones("a"), pods, vps), {})
     result = leader(policy([("PodFitsResources", {})], [])).autoscale(state, attempt_scale_down=True, now=0.0)
     assert result is not None
-    # sts-3 is empty and above the last schedulable pod: the set shrinks past it (plus 1 pod for 5 pending).
+    # sts-2 is the last pod holding vreplicas; 5 pending need one more pod: the emptied sts-3.
     assert result.replicas == 4
     assert result.clear_annotations == ("sts-1", "sts-3")
 

@@ -29,7 +29,7 @@ def test_schedulable_pods_exclude_pending_annotated_and_bad_nodes() -> None:
     state = State.build(snapshot(9, nodes, pods), {})
     assert state.schedulable == [0, 6, 7]
     assert state.node_zone == {"ok": "z1", "not-ready": "z2"}
-    assert state.last_ordinal == 7
+    assert state.last_ordinal == -1  # no pod holds a vreplica
 
 
 def test_nodes_without_zone_count_as_unknown_zone() -> None:
@@ -46,7 +46,7 @@ def test_free_capacity_counts_every_placement_but_spreads_only_schedulable_pods(
     assert state.free_capacity() == 7 + 10
     assert state.pod_spread["ns/a"] == {0: 3}
     assert state.zone_spread["ns/a"] == {"a": 3}
-    assert state.last_ordinal == 5
+    assert state.last_ordinal == 1  # sts-5 is past the replicas
     assert state.pending("ns/a") == 0
 
 

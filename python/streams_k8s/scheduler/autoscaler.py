@@ -10,6 +10,8 @@ ordinals, and a later periodic run scales down.
 Only the leader acts. Everything here is pure: time comes in as `now` (seconds).
 
 Fixes against upstream:
+- in plugin mode the set shrinks to the last pod holding vreplicas (see
+  `State.last_ordinal`) instead of never going below the last schedulable pod;
 - the top pods are counted from the StatefulSet's replicas, not from a last ordinal that
   included pods already gone (eventing#8388), and placements left on pods beyond the
   replicas are evicted so their vpods get re-placed;

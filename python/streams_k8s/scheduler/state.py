@@ -75,7 +75,6 @@ class State:
         self.zone_spread: dict[str, dict[str, int]] = {}
         # Free slots by ordinal; never shorter than the replicas (the native loop relies on it).
         self._free: list[int] = [self.capacity] * self.replicas
-        self.last_ordinal = self.schedulable[-1] if self.schedulable else -1
 
     @classmethod
     def build(cls, snapshot: ClusterSnapshot, reserved: Mapping[str, Mapping[str, int]]) -> State:
@@ -129,7 +128,6 @@ class State:
         self._free[ordinal] -= delta
         if vreplicas:
             placed[ordinal] = vreplicas
-            self.last_ordinal = max(self.last_ordinal, ordinal)
         else:
             del placed[ordinal]
         node = self.pod_node.get(ordinal)
@@ -147,6 +145,22 @@ class State:
     def free_table(self, *, copy: bool = True) -> list[int]:
         """Free slots per ordinal (index = ordinal; negative when overcommitted)."""
         return list(self._free) if copy else self._free
+
+    @property
+    def last_ordinal(self) -> int:
+        """The highest ordinal below the replicas that holds a vreplica (committed or reserved),
+        -1 if none.
+
+        Upstream (since 2023) counted every schedulable pod too, so in plugin mode the
+        autoscaler, which never goes below `last_ordinal + 1`, could only shrink the set by
+        annotating pods unschedulable: empty pods at the top stayed forever (eventing#6866).
+        Placements on pods past the replicas are not counted either: those pods are gone and
+        their vreplicas get re-placed, they must not bring the pods back.
+        """
+        for ordinal in range(min(self.replicas, len(self._free)) - 1, -1, -1):
+            if self._free[ordinal] != self.capacity:
+                return ordinal
+        return -1
 
     def is_schedulable(self, ordinal: int) -> bool:
         return ordinal in self.pod_node
