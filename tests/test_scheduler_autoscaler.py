@@ -9,10 +9,12 @@ from streams_k8s.scheduler import (
     Autoscaler,
     AutoscaleResult,
     Eviction,
+    Node,
     Placement,
     Pod,
     Policy,
     State,
+    Taint,
 )
 
 
@@ -169,3 +171,22 @@ def test_a_triggered_run_keeps_the_mark_on_a_pod_being_drained() -> None:
     busy = State.build(snapshot(3, nodes_in_zones("a"), pods, (vpod("ns/a", 25, p0=10, p1=10),)), {})
     grown = autoscaler.autoscale(busy, attempt_scale_down=False, now=0.0)
     assert grown == AutoscaleResult(3, (), ("sts-2",))  # needed again: unmark instead of adding a pod
+
+
+def test_plugin_mode_shrinks_to_the_last_pod_holding_vreplicas() -> None:
+    """Spec §9.11: upstream never went below the last *schedulable* pod, keeping idle pods forever."""
+    nodes = nodes_in_zones("a", "b", "c")
+    pods = pods_on(*[f"node{i % 3}" for i in range(6)])
+    state = State.build(snapshot(6, nodes, pods, (vpod("ns/a", 4, p0=2, p1=2),)), {})
+    autoscaler = leader(HA_PROFILE)
+    assert autoscaler.autoscale(state, attempt_scale_down=False, now=0.0) == AutoscaleResult(6)
+    assert autoscaler.autoscale(state, attempt_scale_down=True, now=0.0) == AutoscaleResult(2)
+
+
+def test_maxfillup_does_not_count_pods_on_lost_nodes() -> None:
+    nodes = (
+        Node("node0", "a", taints=(Taint("node.kubernetes.io/unreachable", "NoExecute"),)),
+        Node("node1", "b"),
+    )
+    state = State.build(snapshot(3, nodes, pods_on("node0", "node1", "node1"), (vpod("ns/a", 25),)), {})
+    assert leader(MAXFILLUP).desired_replicas(state) == 4  # ceil(25/10) = 3 usable pods, sts-0 is stranded

@@ -24,17 +24,19 @@ from streams_k8s.scheduler import (
     Pod,
     Policy,
     Scheduler,
+    Taint,
     VPod,
 )
 
 CAPACITY = 10
-NODES = tuple(Node(f"n{i}", f"z{i % 3}") for i in range(6))
+UNREACHABLE = (Taint("node.kubernetes.io/unreachable", "NoExecute"),)
 
 
 class Cluster:
     def __init__(self, policy: Policy | str) -> None:
         self.replicas = 0
         self.annotated: set[str] = set()
+        self.lost_nodes: set[str] = set()
         self.vpods: dict[str, VPod] = {}
         self.scheduler = Scheduler(policy)
         self.autoscaler = Autoscaler(policy, refresh_period=60.0, evictor=self.evict)
@@ -50,7 +52,11 @@ class Cluster:
             )
             for o in range(self.replicas)
         )
-        return ClusterSnapshot("sts", self.replicas, CAPACITY, NODES, pods, tuple(self.vpods.values()), "ns")
+        nodes = tuple(
+            Node(f"n{i}", f"z{i % 3}", taints=UNREACHABLE if f"n{i}" in self.lost_nodes else ())
+            for i in range(6)
+        )
+        return ClusterSnapshot("sts", self.replicas, CAPACITY, nodes, pods, tuple(self.vpods.values()), "ns")
 
     def evict(self, pod: str, key: str, placement: Placement) -> None:
         self.annotated.add(pod)
@@ -121,3 +127,16 @@ def test_grow_shrink_and_grow_again(policy: Policy | str, floor: int) -> None:
     assert cluster.replicas >= 6
     cluster.periodic()
     cluster.check()
+
+
+@pytest.mark.parametrize("policy", [MAXFILLUP, HA_PROFILE])
+def test_vreplicas_leave_a_lost_node(policy: Policy | str) -> None:
+    cluster = Cluster(policy)
+    cluster.vpods = {f"ns/v{i}": VPod(f"ns/v{i}", 4) for i in range(10)}
+    cluster.reconcile()
+    cluster.lost_nodes = {"n0"}  # sts-0 and sts-6 sit on it
+    cluster.reconcile()
+    cluster.periodic()
+    cluster.check()
+    on_lost = {f"sts-{o}" for o in range(cluster.replicas) if o % 6 == 0}
+    assert not any(p.pod_name in on_lost for v in cluster.vpods.values() for p in v.placements)

@@ -23,6 +23,7 @@ its known defects, which are fixed here:
 - no policy can put a vreplica on a full pod, with or without PodFitsResources;
 - policies are validated when loaded: unknown plugins, weights outside 0..10 and bad
   arguments are errors, never a skipped plugin or an empty policy;
+- MAXFILLUP sizing does not count pods stranded on lost or cordoned nodes as capacity;
 - in plugin mode the autoscaler shrinks the set down to the last pod holding vreplicas,
   where upstream never went below the last schedulable pod (idle pods kept forever);
 - compaction counts the top pods from the replicas and evicts placements left on pods past

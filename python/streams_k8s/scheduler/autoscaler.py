@@ -10,6 +10,7 @@ ordinals, and a later periodic run scales down.
 Only the leader acts. Everything here is pure: time comes in as `now` (seconds).
 
 Fixes against upstream:
+- MAXFILLUP sizing skips pods stranded on lost or cordoned nodes;
 - in plugin mode the set shrinks to the last pod holding vreplicas (see
   `State.last_ordinal`) instead of never going below the last schedulable pod;
 - the top pods are counted from the StatefulSet's replicas, not from a last ordinal that
@@ -85,7 +86,7 @@ class Autoscaler:
         ordinal + 1 plus enough pods for the pending vreplicas, rounded up to the factor.
         """
         if not isinstance(self.policy, Policy):
-            return math.ceil(state.total_expected() / state.capacity)
+            return self._fill_up_replicas(state)
         replicas = state.last_ordinal + 1
         pending = state.total_pending()
         if pending > 0:
@@ -96,6 +97,19 @@ class Autoscaler:
                 per_pod = min(partly_free, default=state.capacity)
             factor = self.scale_up_factor(state)
             replicas += math.ceil(math.ceil(pending / per_pod) / factor) * factor
+        return replicas
+
+    @staticmethod
+    def _fill_up_replicas(state: State) -> int:
+        """`ceil(expected / capacity)` pods, not counting pods stranded on lost or cordoned
+        nodes: upstream counted them, so after a node loss the vreplicas they held found no
+        room and the set never grew."""
+        needed = math.ceil(state.total_expected() / state.capacity)
+        replicas = 0
+        while needed > 0:
+            if replicas not in state.stranded:
+                needed -= 1
+            replicas += 1
         return replicas
 
     def autoscale(self, state: State, *, attempt_scale_down: bool, now: float) -> AutoscaleResult | None:

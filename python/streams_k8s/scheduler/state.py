@@ -49,6 +49,8 @@ class State:
         self.pod_zone: dict[int, str] = {}
         # Pods annotated unschedulable, by ordinal (the autoscaler clears the mark on emptied pods).
         self.marked: dict[int, str] = {}
+        # Pods on a cordoned, unreachable or unknown node: they give no capacity until they move.
+        self.stranded: set[int] = set()
         for ordinal in range(self.replicas):
             pod = pods.get(pod_name(self.statefulset_name, ordinal))
             if pod is None:
@@ -61,6 +63,8 @@ class State:
             if pod.node in self.node_zone:
                 self.pod_node[ordinal] = pod.node
                 self.pod_zone[ordinal] = self.node_zone[pod.node]
+            elif pod.node:
+                self.stranded.add(ordinal)
         self.schedulable: list[int] = sorted(self.pod_node)
         # Node / zone index of each schedulable pod (positions in `nodes` / `zones`).
         node_index = {node: i for i, node in enumerate(self.nodes)}
