@@ -104,12 +104,12 @@ class Autoscaler:
         """`ceil(expected / capacity)` pods, not counting pods stranded on lost or cordoned
         nodes: upstream counted them, so after a node loss the vreplicas they held found no
         room and the set never grew."""
-        needed = math.ceil(state.total_expected() / state.capacity)
-        replicas = 0
-        while needed > 0:
-            if replicas not in state.stranded:
-                needed -= 1
-            replicas += 1
+        replicas = math.ceil(state.total_expected() / state.capacity)
+        if replicas == 0:
+            return 0
+        for ordinal in sorted(state.stranded):
+            if ordinal < replicas:  # each stranded pod below the size pushes it up by one
+                replicas += 1
         return replicas
 
     def autoscale(self, state: State, *, attempt_scale_down: bool, now: float) -> AutoscaleResult | None:
