@@ -42,7 +42,9 @@ def test_nodes_without_zone_count_as_unknown_zone() -> None:
 def test_free_capacity_counts_every_placement_but_spreads_only_schedulable_pods() -> None:
     vp = vpod("ns/a", 9, p0=3, p1=4, p5=2)  # sts-1 is Pending, sts-5 is beyond the replicas
     state = State.build(snapshot(3, nodes_in_zones("a", "b"), pods_on("node0", "", "node1"), (vp,)), {})
-    assert state.free_table() == [7, 6, 10, 10, 10, 8]
+    assert state.free_table() == [7, 6, 10]
+    assert state.free(5) == 8
+    assert state.to_json()["freeCapPastReplicas"] == {"sts-5": 8}
     assert state.free_capacity() == 7 + 10
     assert state.pod_spread["ns/a"] == {0: 3}
     assert state.zone_spread["ns/a"] == {"a": 3}
@@ -67,6 +69,13 @@ def test_pod_names_of_other_workloads_are_ignored() -> None:
     state = State.build(snapshot(1, nodes_in_zones("a"), pods_on("node0"), (vp,)), {})
     assert state.placements["ns/a"] == {0: 1}
     assert state.free_table() == [9]
+
+
+def test_a_huge_ordinal_costs_nothing() -> None:
+    vp = VPod("ns/a", 1, (Placement("sts-999999999", 1),))
+    state = State.build(snapshot(1, nodes_in_zones("a"), pods_on("node0"), (vp,)), {})
+    assert state.free_table() == [10]
+    assert state.free(999999999) == 9
 
 
 def test_overcommitted_pod_has_negative_free_capacity() -> None:

@@ -77,8 +77,11 @@ class State:
         self.pod_spread: dict[str, dict[int, int]] = {}
         self.node_spread: dict[str, dict[str, int]] = {}
         self.zone_spread: dict[str, dict[str, int]] = {}
-        # Free slots by ordinal; never shorter than the replicas (the native loop relies on it).
+        # Free slots by ordinal below the replicas (the native loop indexes it directly), and of
+        # pods past the replicas that still hold placements: sparse, a stale placement on
+        # `sts-999999999` must not allocate a billion entries.
         self._free: list[int] = [self.capacity] * self.replicas
+        self._used_beyond: dict[int, int] = {}
 
     @classmethod
     def build(cls, snapshot: ClusterSnapshot, reserved: Mapping[str, Mapping[str, int]]) -> State:
@@ -127,9 +130,10 @@ class State:
         delta = vreplicas - placed.get(ordinal, 0)
         if delta == 0:
             return
-        if ordinal >= len(self._free):
-            self._free.extend([self.capacity] * (ordinal + 1 - len(self._free)))
-        self._free[ordinal] -= delta
+        if ordinal < self.replicas:
+            self._free[ordinal] -= delta
+        else:
+            bump(self._used_beyond, ordinal, delta)
         if vreplicas:
             placed[ordinal] = vreplicas
         else:
@@ -144,10 +148,12 @@ class State:
     # -- reading -------------------------------------------------------------------------------
 
     def free(self, ordinal: int) -> int:
-        return self._free[ordinal] if ordinal < len(self._free) else self.capacity
+        if ordinal < self.replicas:
+            return self._free[ordinal]
+        return self.capacity - self._used_beyond.get(ordinal, 0)
 
     def free_table(self, *, copy: bool = True) -> list[int]:
-        """Free slots per ordinal (index = ordinal; negative when overcommitted)."""
+        """Free slots of the pods below the replicas (index = ordinal; negative when overcommitted)."""
         return list(self._free) if copy else self._free
 
     @property
@@ -161,7 +167,7 @@ class State:
         Placements on pods past the replicas are not counted either: those pods are gone and
         their vreplicas get re-placed, they must not bring the pods back.
         """
-        for ordinal in range(min(self.replicas, len(self._free)) - 1, -1, -1):
+        for ordinal in range(self.replicas - 1, -1, -1):
             if self._free[ordinal] != self.capacity:
                 return ordinal
         return -1
@@ -201,6 +207,7 @@ class State:
             "capacity": self.capacity,
             "replicas": self.replicas,
             "freeCap": self.free_table(),
+            "freeCapPastReplicas": {pod_name(name, o): self.free(o) for o in sorted(self._used_beyond)},
             "freeCapacity": self.free_capacity(),
             "schedulablePods": list(self.schedulable),
             "lastOrdinal": self.last_ordinal,
