@@ -8,6 +8,7 @@ from streams_k8s import __version__
 from streams_k8s._native import __version__ as native_version
 from streams_k8s.cli.crds import crds
 from streams_k8s.cli.resolve import resolve
+from streams_k8s.cli.schedule import schedule
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -18,5 +19,7 @@ def main() -> None:
 
 main.add_command(crds)
 main.add_command(resolve)
+main.add_command(schedule)
+
 
 __all__ = ["main"]
