@@ -54,7 +54,10 @@ impl<'a> LogicalLines<'a> {
     fn new(text: &'a str) -> Self {
         // A byte-order mark is not part of the first key.
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        LogicalLines { rest: text, line: 0 }
+        LogicalLines {
+            rest: text,
+            line: 0,
+        }
     }
 
     /// Next natural line (terminated by \n, \r or \r\n), without terminator.
@@ -172,7 +175,11 @@ fn unescape(raw: &str) -> Result<Cow<'_, str>, String> {
 
 /// Pushes a UTF-16 code unit, pairing a high surrogate with a following
 /// `\uDC00..\uDFFF` escape as Java does.
-fn push_code_unit(out: &mut String, code: u32, chars: &mut std::str::Chars<'_>) -> Result<(), String> {
+fn push_code_unit(
+    out: &mut String,
+    code: u32,
+    chars: &mut std::str::Chars<'_>,
+) -> Result<(), String> {
     if let Some(c) = char::from_u32(code) {
         out.push(c);
         return Ok(());
@@ -236,7 +243,10 @@ pub fn parse(text: &str, strict: bool) -> Result<Vec<Entry<'_>>, Vec<LineError>>
         match seen.get(&key) {
             Some(&index) if strict => errors.push(LineError {
                 line,
-                message: format!("duplicate key '{key}' (first on line {})", entries[index].line),
+                message: format!(
+                    "duplicate key '{key}' (first on line {})",
+                    entries[index].line
+                ),
             }),
             Some(&index) => entries[index] = Entry { key, value, line },
             None => {
@@ -335,10 +345,7 @@ mod tests {
     #[test]
     fn lenient_mode_follows_java() {
         let entries = parse("a=1\nflag\na=2\n", false).unwrap();
-        let got: Vec<(&str, &str)> = entries
-            .iter()
-            .map(|e| (&*e.key, &*e.value))
-            .collect();
+        let got: Vec<(&str, &str)> = entries.iter().map(|e| (&*e.key, &*e.value)).collect();
         assert_eq!(got, vec![("a", "2"), ("flag", "")]);
     }
 }
