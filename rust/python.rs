@@ -7,6 +7,8 @@ use pyo3::types::PyDict;
 
 use crate::properties;
 
+mod cr_fsm;
+
 create_exception!(
     _native,
     PropertiesError,
@@ -48,5 +50,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", crate::VERSION)?;
     m.add("PropertiesError", m.py().get_type::<PropertiesError>())?;
     m.add_function(wrap_pyfunction!(parse_properties, m)?)?;
+    cr_fsm::register(m)?;
     Ok(())
 }
