@@ -93,6 +93,13 @@ class ReferenceRegion:
         del self._out
         return out
 
+    def try_step(self, event: tuple[Any, ...]) -> Actions | str:
+        """The actions, or the rejection kind."""
+        try:
+            return self.step(event)
+        except Refused as refused:
+            return refused.kind
+
     # ---- helpers ----
 
     def _notify(self, kind: str, message: str) -> None:

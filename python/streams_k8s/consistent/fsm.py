@@ -239,6 +239,10 @@ class RegionMachine:
         wire.update(self._native.status())
         return ConsistentRegionStatus.model_validate(wire)
 
+    def snapshot(self) -> dict[str, Any]:
+        """The FSM's own fields, camelCase, without building a model (cheap, for logs and tools)."""
+        return self._native.status()
+
     def gauges(self) -> dict[str, float]:
         return dict(zip(GAUGE_NAMES, self._native.gauges(), strict=True))
 
