@@ -15,7 +15,6 @@ from typing import Annotated, Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
-from pydantic.alias_generators import to_camel
 
 from streams_k8s._native import CrInvalidRegion
 from streams_k8s.api.consistent_region import ConsistentRegionSpec
@@ -39,6 +38,7 @@ from streams_k8s.consistent.fsm import (
 REPLAY_NOW_MS = 0
 
 Id = Annotated[int, Field(ge=0, le=2**64 - 1)]
+SeqId = Annotated[int, Field(ge=0, le=2**64 - 1, alias="seqId")]
 
 
 class RegionFileError(ValueError):
@@ -46,38 +46,38 @@ class RegionFileError(ValueError):
 
 
 class _Line(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
 class HealthLine(_Line):
     type: Literal["health"]
     healthy: bool
-    clean_start: bool
+    clean_start: bool = Field(alias="cleanStart")
 
 
 class CheckpointLine(_Line):
     type: Literal["checkpoint"]
     pe: Id
-    seq_id: Id
+    seq_id: SeqId
 
 
 class BlockingCheckpointLine(_Line):
     type: Literal["blockingCheckpoint"]
     pe: Id
-    seq_id: Id
+    seq_id: SeqId
 
 
 class ResetDoneLine(_Line):
     type: Literal["resetDone"]
     pe: Id
-    seq_id: Id
-    reset_attempt: Id
+    seq_id: SeqId
+    reset_attempt: Id = Field(alias="resetAttempt")
 
 
 class DrainLine(_Line):
     type: Literal["drain"]
     operator: str
-    seq_id: Id
+    seq_id: SeqId
 
 
 class ResetLine(_Line):
@@ -88,7 +88,9 @@ class ResetLine(_Line):
 class TimerLine(_Line):
     type: Literal["timer"]
     timer: Literal["DrainPeriod", "DrainTimeout", "ResetTimeout"]
-    timer_seq_id: Id | None = Field(None, description="Defaults to the region's current one.")
+    timer_seq_id: Id | None = Field(
+        None, alias="timerSeqId", description="Defaults to the region's current one."
+    )
 
 
 EventLine = Annotated[
