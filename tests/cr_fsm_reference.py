@@ -1,15 +1,14 @@
 """A straightforward pure-Python implementation of the consistent-region transition table.
 
 It is the differential-test oracle of the native FSM and the baseline of its benchmark, so it
-is written for obviousness, not speed: one method per event, plain attributes, a deep copy to
-roll back a refused event. Events are tuples: ("health", healthy, clean_start),
-("checkpoint", pe, seq), ("blockingCheckpoint", pe, seq), ("resetDone", pe, seq, attempt),
-("drain", operator, seq), ("reset", force), ("timer", name, timer_seq), ("restarted",).
+is written for obviousness, not speed: one method per event, plain attributes, f-string
+messages. Events are tuples: ("health", healthy, clean_start), ("checkpoint", pe, seq),
+("blockingCheckpoint", pe, seq), ("resetDone", pe, seq, attempt), ("drain", operator, seq),
+("reset", force), ("timer", name, timer_seq), ("restarted",).
 """
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,18 +79,11 @@ class ReferenceRegion:
     # ---- entry point ----
 
     def step(self, event: tuple[Any, ...]) -> Actions:
-        """Applies the event, or raises Refused and leaves the region as it was."""
-        saved = copy.deepcopy(self.__dict__)
+        """Applies the event, or raises Refused and leaves the region as it was (every
+        handler checks before it changes anything)."""
         self._out = Actions()
-        try:
-            getattr(self, "_on_" + event[0])(*event[1:])
-        except Refused:
-            self.__dict__.clear()
-            self.__dict__.update(saved)
-            raise
-        out = self._out
-        del self._out
-        return out
+        getattr(self, "_on_" + event[0])(*event[1:])
+        return self._out
 
     def try_step(self, event: tuple[Any, ...]) -> Actions | str:
         """The actions, or the rejection kind."""
