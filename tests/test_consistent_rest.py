@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import random
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -292,3 +294,47 @@ async def test_a_restarted_coordinator_resets_every_region() -> None:
         assert await api.get("/region/0/state") == (200, "RESETTING")
     with pytest.raises(UnknownRegion):
         coordinator.submit(2, Health(True, True))
+
+
+def random_json(rng: random.Random, depth: int = 0) -> Any:
+    roll = rng.random()
+    if depth < 3 and roll < 0.3:
+        keys = ["request", "progress", "seqId", "resetAttempt", "operator", "force", "x"]
+        return {rng.choice(keys): random_json(rng, depth + 1) for _ in range(rng.randint(0, 3))}
+    if depth < 3 and roll < 0.4:
+        return [random_json(rng, depth + 1) for _ in range(rng.randint(0, 2))]
+    return rng.choice(
+        [
+            rng.randint(-5, 2**64 + 5),
+            str(rng.randint(-5, 10)),
+            rng.random() * 10,
+            rng.choice(["true", "false", "TRUE", "", " 7 ", "Beacon", "\u0663"]),
+            rng.choice([True, False, None]),
+        ]
+    )
+
+
+async def test_random_bodies_never_break_the_api() -> None:
+    rng = random.Random(8)
+    paths = [
+        "/region/0/pe/3/checkpoint",
+        "/region/0/pe/5/blockingcheckpoint",
+        "/region/0/pe/3/reset",
+        "/region/0/drain",
+        "/region/0/reset",
+    ]
+    coordinator = LocalCoordinator([RegionMachine(spec(0, "operatorDriven", None))])
+    seen: set[int] = set()
+    async with serving(coordinator) as api:
+        for i in range(400):
+            body = json.dumps(random_json(rng)).encode() if i % 7 else rng.randbytes(8)
+            status, doc = await api.put(rng.choice(paths), body)
+            seen.add(status)
+            assert status in (204, 400), (body, status, doc)
+            if status == 400:
+                assert doc["status"] == 400
+                assert doc["message"]
+        await coordinator.idle()
+    assert seen == {204, 400}
+    # Whatever got through was an event the FSM could judge; it is still running.
+    assert coordinator.regions[0].state in set(RegionState)
