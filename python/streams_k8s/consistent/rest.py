@@ -27,9 +27,12 @@ from streams_k8s.consistent.fsm import (
     ResetDone,
 )
 from streams_k8s.consistent.notifications import NotificationBoard, encode_board, encode_entry
+from streams_k8s.consistent.openapi import document
 
 BASE_PATH = "/api/consistentregion"
 API_PORT = 10000
+# Where PEs reach a job's coordinator (the headless Service of the job).
+SERVER_URL = f"http://streams-{{job}}-consistentregion-api.{{namespace}}:{API_PORT}{BASE_PATH}"
 _MAX_ID = 2**64 - 1
 _DIGITS = re.compile(r"\s*[0-9]+\s*")
 _PATH_ID = re.compile(r"[0-9]+")
@@ -221,6 +224,12 @@ def consistent_region_api(host: RegionHost) -> web.Application:
     """The API as a sub-application: ``app.add_subapp(BASE_PATH, consistent_region_api(host))``."""
     api = _Api(host)
     app = web.Application(middlewares=[_json_errors])
+    openapi = orjson.dumps(document(SERVER_URL))
+
+    async def openapi_json(request: web.Request) -> web.Response:
+        return web.Response(body=openapi, content_type="application/json")
+
+    app.router.add_get("/openapi.json", openapi_json)
     app.router.add_get("/pe/{pe}", api.pe_board)
     app.router.add_get("/pe/{pe}/region/{region}", api.pe_region_entry)
     app.router.add_get("/region/{region}/{field}", api.region_field)
