@@ -546,6 +546,24 @@ fn reset_request_while_unhealthy_waits_for_health() {
 }
 
 #[test]
+fn forced_reset_while_unhealthy_raises_the_limit_and_waits_for_health() {
+    let mut r = max_reached();
+    ok(&mut r, UNHEALTHY);
+    ok(&mut r, Event::Reset { force: true });
+    assert_eq!(state(&r), State::Unhealthy);
+    // The limit is recomputed from the current attempt, it does not accumulate: asking
+    // again changes nothing, so there is nothing to write.
+    let out = ok(&mut r, Event::Reset { force: true });
+    assert_eq!(out, Outcome::default());
+    assert_eq!(r.dynamic().current_max_reset_attempts, 2);
+    let out = ok(&mut r, HEALTHY);
+    assert_eq!(
+        message(&out),
+        ("triggerReset", "seqId=0;resetAttempt=1".into())
+    );
+}
+
+#[test]
 fn max_attempts_reached_then_only_a_forced_reset_recovers() {
     let mut r = max_reached();
     assert_eq!(
