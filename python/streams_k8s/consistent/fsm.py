@@ -220,6 +220,7 @@ class RegionMachine:
             operators_to_trigger_map=spec.operators_to_trigger_map,
             status=None if status is None else status.model_dump(mode="json", by_alias=True),
         )
+        self.pes: tuple[int, ...] = tuple(self._native.pes)  # sorted, distinct
 
     @property
     def region_index(self) -> int:
@@ -268,4 +269,5 @@ class RegionMachine:
         clone.spec = self.spec
         clone._base_status = self._base_status
         clone._native = self._native.copy()
+        clone.pes = self.pes
         return clone

@@ -117,7 +117,7 @@ class LocalCoordinator:
             self.rejected += 1
             log.info("region %d refused %s: %s", region_index, event, err)
             return
-        pes = machine.spec.pes_in_region
+        pes = machine.pes
         for action in result.actions:
             match action:
                 case ClearBoard():

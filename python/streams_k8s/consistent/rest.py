@@ -126,7 +126,7 @@ class _Api:
     def region_pe(self, request: web.Request) -> tuple[int, int]:
         index, machine = self.region(request)
         pe = _path_id(request, "pe", "PE id")
-        if pe not in machine.spec.pes_in_region:
+        if pe not in machine.pes:
             raise web.HTTPNotFound(text=f"PE {pe} is not in consistent region {index}")
         return index, pe
 
