@@ -1,5 +1,6 @@
 """Property tests of the native FSM over random event sequences, with the pure-Python table
-implementation (tests/cr_fsm_reference.py) as a differential oracle."""
+implementation (tests/cr_fsm_reference.py) as a differential oracle. Along the way the region is
+now and then rebuilt from its persisted status alone, as a restarted coordinator would."""
 
 from __future__ import annotations
 
@@ -155,6 +156,10 @@ def test_random_sequences_keep_the_invariants_and_match_the_reference(
     resets_since_success = 0
     for now in range(80):
         before = native.status()
+        if data.draw(st.integers(0, 9)) == 0:
+            # A new coordinator process continues from the persisted status alone.
+            native = CrRegion(region_index=0, status=before, **config)
+            assert native.status() == before
         event = plausible_event(data.draw, before, pes)
         try:
             step: CrStep | None = native.step(native_event(event), now)
