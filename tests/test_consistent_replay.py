@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 from typing import Any
@@ -160,6 +161,11 @@ def test_a_restarted_coordinator_resets_on_first_health(tmp_path: Path) -> None:
         ({**REGION, "pesInRegion": []}, "pesInRegion must not be empty"),
         ({**REGION, "period": None}, "period must be a positive number of seconds"),
         ({**REGION, "colour": "blue"}, "colour: Extra inputs are not permitted"),
+        (
+            json.dumps({**REGION, "maxConsecutiveResetAttempts": 2**70}).encode(),
+            "maxConsecutiveResetAttempts: ",
+        ),
+        ({**REGION, "regionIndex": 2**40}, "a number is out of range"),
         ({k: v for k, v in REGION.items() if k != "trigger"}, "trigger: Field required"),
     ],
 )

@@ -25,6 +25,10 @@ pub use types::{
 };
 pub use window::{Window, WINDOW};
 
+/// Upper bound of persisted counters (they are exported as i64 gauges). A region would need
+/// 2^63 checkpoints to reach it, so only corrupt input does.
+pub const MAX_COUNTER: u64 = i64::MAX as u64;
+
 /// Prometheus names of the eight gauges, in the order of [`Gauges::values`].
 pub const GAUGE_NAMES: [&str; 8] = [
     "average_drain_time_milliseconds",
@@ -72,6 +76,11 @@ impl Config {
         }
         positive("drainTimeout", config.drain_timeout)?;
         positive("resetTimeout", config.reset_timeout)?;
+        if config.max_consecutive_reset_attempts > MAX_COUNTER {
+            return Err(InvalidRegion(format!(
+                "maxConsecutiveResetAttempts must be at most {MAX_COUNTER}"
+            )));
+        }
         if config.max_consecutive_reset_attempts == 0 {
             return Err(InvalidRegion(
                 "maxConsecutiveResetAttempts must be at least 1".into(),
@@ -174,6 +183,21 @@ impl Region {
         let mut region = Region::new(config)?;
         if dynamic.current_seq_id == 0 {
             return Err(InvalidRegion("currentSeqID must be at least 1".into()));
+        }
+        let counters = [
+            ("currentSeqID", dynamic.current_seq_id),
+            ("lastCompletedSeqID", dynamic.last_completed_seq_id),
+            ("pendingSeqID", dynamic.pending_seq_id),
+            ("toRetireSeqID", dynamic.to_retire_seq_id),
+            ("currentTimerSeqId", dynamic.current_timer_seq_id),
+            ("currentResetAttempt", dynamic.current_reset_attempt),
+            (
+                "currentMaxResetAttempts",
+                dynamic.current_max_reset_attempts,
+            ),
+        ];
+        if let Some((name, _)) = counters.iter().find(|(_, v)| *v >= MAX_COUNTER) {
+            return Err(InvalidRegion(format!("{name} must be below {MAX_COUNTER}")));
         }
         if dynamic.state == State::Resetting && dynamic.current_reset_attempt == 0 {
             return Err(InvalidRegion(
@@ -454,7 +478,7 @@ impl Step<'_> {
         d.pending_seq_id = d.current_seq_id;
         d.last_completed_drain_seq_id = d.last_completed_seq_id as i64;
         d.last_consistent_state_time_ms = now;
-        let took = now - d.drain_start_time_ms;
+        let took = now.saturating_sub(d.drain_start_time_ms);
         d.drain_times_ms.push(took);
         self.notify(n);
         self.clear_timers();
@@ -467,7 +491,7 @@ impl Step<'_> {
         d.current_seq_id += 1;
         d.last_completed_reset_seq_id = d.last_completed_seq_id as i64;
         d.last_reset_time_ms = now;
-        let took = now - d.reset_start_time_ms;
+        let took = now.saturating_sub(d.reset_start_time_ms);
         d.reset_times_ms.push(took);
         let n = Notification::ResumeSubmission {
             seq_id: d.current_seq_id,
@@ -671,7 +695,7 @@ impl Step<'_> {
         if force {
             let max = self.region.config.max_consecutive_reset_attempts;
             let d = self.d();
-            d.current_max_reset_attempts = d.current_reset_attempt + max;
+            d.current_max_reset_attempts = d.current_reset_attempt.saturating_add(max);
         }
         match state {
             State::Started => self.d().must_reset = true,

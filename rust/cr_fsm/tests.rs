@@ -798,9 +798,15 @@ fn invalid_regions_are_refused() {
     assert!(Region::new(c.clone()).is_ok());
     c.max_consecutive_reset_attempts = 0;
     assert!(Region::new(c.clone()).is_err());
+    c.max_consecutive_reset_attempts = u64::MAX;
+    assert!(Region::new(c.clone()).is_err());
     c.max_consecutive_reset_attempts = 1;
     let d = Dynamic::initial(&c);
     assert!(Region::restore(c.clone(), d, &[(2, Completion::CheckpointDone)]).is_err());
+    let mut huge = d;
+    huge.current_seq_id = MAX_COUNTER;
+    let err = Region::restore(c.clone(), huge, &[]).unwrap_err();
+    assert_eq!(err.0, format!("currentSeqID must be below {MAX_COUNTER}"));
     let r = Region::restore(c, d, &[(3, Completion::BlockingCheckpointDone)]).unwrap();
     assert_eq!(
         r.completion().collect::<Vec<_>>(),

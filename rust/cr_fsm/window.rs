@@ -43,8 +43,9 @@ impl Window {
         if self.len == 0 {
             return 0.0;
         }
-        let total: i64 = self.buf[..self.len].iter().sum();
-        total as f64 / self.len as f64
+        // Summed as floats: extreme samples (a clock jump) must not overflow.
+        let total: f64 = self.buf[..self.len].iter().map(|&s| s as f64).sum();
+        total / self.len as f64
     }
 }
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from streams_k8s._native import CrEvent, CrRegion, CrRejected, CrStep, cr_gauge_names
+from streams_k8s._native import CrEvent, CrInvalidRegion, CrRegion, CrRejected, CrStep, cr_gauge_names
 from streams_k8s.api.consistent_region import (
     ConsistentRegionSpec,
     ConsistentRegionStatus,
@@ -208,7 +208,15 @@ class RegionMachine:
     def __init__(self, spec: ConsistentRegionSpec, status: ConsistentRegionStatus | None = None) -> None:
         self.spec = spec
         self._base_status = status or ConsistentRegionStatus()
-        self._native = CrRegion(
+        try:
+            self._native = self._build(spec, status)
+        except OverflowError as err:
+            raise CrInvalidRegion(f"region {spec.region_index}: a number is out of range ({err})") from None
+        self.pes: tuple[int, ...] = tuple(self._native.pes)  # sorted, distinct
+
+    @staticmethod
+    def _build(spec: ConsistentRegionSpec, status: ConsistentRegionStatus | None) -> CrRegion:
+        return CrRegion(
             region_index=spec.region_index,
             trigger=spec.trigger.value,
             period=spec.period or 0.0,
@@ -220,7 +228,6 @@ class RegionMachine:
             operators_to_trigger_map=spec.operators_to_trigger_map,
             status=None if status is None else status.model_dump(mode="json", by_alias=True),
         )
-        self.pes: tuple[int, ...] = tuple(self._native.pes)  # sorted, distinct
 
     @property
     def region_index(self) -> int:
