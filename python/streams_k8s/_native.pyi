@@ -111,8 +111,8 @@ class CrRegion:
         reset_timeout: float,
         max_consecutive_reset_attempts: int,
         pes_in_region: collections.abc.Sequence[int],
-        operators_to_start_region_map: collections.abc.Mapping[str, bool],
-        operators_to_trigger_map: collections.abc.Mapping[str, bool],
+        operators_to_start_region_map: dict[str, bool],
+        operators_to_trigger_map: dict[str, bool],
         status: dict[str, typing.Any] | None = None,
     ) -> CrRegion: ...
     @property
