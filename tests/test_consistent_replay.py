@@ -12,6 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from streams_k8s.cli import main
+from streams_k8s.consistent.fsm import Health, TimerFired, TimerKind
+from streams_k8s.consistent.replay import load_region
 from tests.cr_fsm_reference import ReferenceRegion
 
 REGION: dict[str, Any] = {
@@ -176,6 +178,24 @@ def test_a_bad_region_file_exits_with_one_line(tmp_path: Path, region: Any, mess
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert message in lines[0]
+
+
+def test_replay_can_start_from_a_persisted_status(tmp_path: Path) -> None:
+    live = load_region(orjson.dumps(REGION))
+    live.step(Health(True, True), 0)
+    live.step(TimerFired(TimerKind.DRAIN_PERIOD, 0), 0)
+    (tmp_path / "status.json").write_bytes(orjson.dumps(live.status().to_wire()))
+    (tmp_path / "region.json").write_bytes(orjson.dumps(REGION))
+    (tmp_path / "events.jsonl").write_bytes(b'{"type":"checkpoint","pe":0,"seqId":1}\n')
+    args = ["cr-replay", "--region", str(tmp_path / "region.json"), "--status", str(tmp_path / "status.json")]
+    out = records(CliRunner().invoke(main, [*args, str(tmp_path / "events.jsonl")]))
+    assert out[0]["state"] == "DRAINING"
+    assert out[0]["error"] is None
+    (tmp_path / "status.json").write_bytes(b'{"state":"SLEEPING"}')
+    result = CliRunner().invoke(main, [*args, str(tmp_path / "events.jsonl")])
+    assert result.exit_code == 1
+    assert result.stderr.strip().startswith(f"Error: {tmp_path / 'status.json'}: state: Input should be")
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_missing_files_exit_with_one_line(tmp_path: Path) -> None:

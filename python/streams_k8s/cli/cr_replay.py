@@ -9,7 +9,7 @@ from typing import BinaryIO
 import click
 import orjson
 
-from streams_k8s.consistent.replay import RegionFileError, load_region, replay
+from streams_k8s.consistent.replay import RegionFileError, load_region, load_status, replay
 
 
 def _open(path: Path) -> BinaryIO:
@@ -29,19 +29,31 @@ def _open(path: Path) -> BinaryIO:
     type=click.Path(dir_okay=False, path_type=Path),
     help='REGION.json: the ConsistentRegion spec\'s fields, optionally "restarted": true.',
 )
+@click.option(
+    "--status",
+    "status_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Start from this persisted status, e.g. kubectl get stcr NAME -o jsonpath='{.status}'.",
+)
 @click.argument("events", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
-def cr_replay(region_path: Path, events: Path) -> None:
+def cr_replay(region_path: Path, status_path: Path | None, events: Path) -> None:
     """Replay EVENTS (JSON lines, '-' for stdin) through the region's FSM.
 
     Prints one JSON line per event: the region's state and sequence ids after it, the
     notifications and timers it caused, and "error" when the line or the event was refused.
     """
+    status = None
+    if status_path is not None:
+        with _open(status_path) as f:
+            try:
+                status = load_status(f.read())
+            except RegionFileError as err:
+                raise click.ClickException(f"{status_path}: {err}") from None
     with _open(region_path) as f:
-        data = f.read()
-    try:
-        machine = load_region(data)
-    except RegionFileError as err:
-        raise click.ClickException(f"{region_path}: {err}") from None
+        try:
+            machine = load_region(f.read(), status)
+        except RegionFileError as err:
+            raise click.ClickException(f"{region_path}: {err}") from None
     out = sys.stdout.buffer
     with _open(events) as lines:
         for record in replay(machine, lines):

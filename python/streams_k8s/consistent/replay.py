@@ -2,7 +2,8 @@
 region and for tests.
 
 REGION.json holds the ConsistentRegion spec's static fields (camelCase) and optionally
-``"restarted": true`` to start as a restarted coordinator would. Each event line is one JSON
+``"restarted": true`` to start as a restarted coordinator would; a persisted status (a live
+region's ``.status``) may be given to start from instead of the initial state. Each event line is one JSON
 object (see :data:`EventLine`); each produces one output record with the region's counters
 after the event, the notifications and timers it caused, and ``error`` (null, or why the line
 or the event was refused). A bad line never stops the replay.
@@ -17,7 +18,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from streams_k8s._native import CrInvalidRegion
-from streams_k8s.api.consistent_region import ConsistentRegionSpec
+from streams_k8s.api.consistent_region import ConsistentRegionSpec, ConsistentRegionStatus
 from streams_k8s.consistent.fsm import (
     BlockingCheckpointDone,
     CheckpointDone,
@@ -111,20 +112,34 @@ def _one_line(err: ValidationError) -> str:
     return f"{where}: {first['msg']}{more}" if where else f"{first['msg']}{more}"
 
 
-def load_region(data: bytes | str) -> RegionMachine:
-    """A region in its initial state (restarted if REGION.json says so)."""
+def _object(data: bytes | str, what: str) -> dict[str, Any]:
     try:
         doc: Any = orjson.loads(data)
     except orjson.JSONDecodeError as err:
         raise RegionFileError(f"not JSON: {err}") from None
     if not isinstance(doc, dict):
-        raise RegionFileError("expected a JSON object with the ConsistentRegion spec's fields")
+        raise RegionFileError(f"expected a JSON object with {what}")
+    return doc
+
+
+def load_status(data: bytes | str) -> ConsistentRegionStatus:
+    """A persisted status to start from (a ConsistentRegion's ``.status``)."""
+    try:
+        return ConsistentRegionStatus.model_validate(_object(data, "the ConsistentRegion status fields"))
+    except ValidationError as err:
+        raise RegionFileError(_one_line(err)) from None
+
+
+def load_region(data: bytes | str, status: ConsistentRegionStatus | None = None) -> RegionMachine:
+    """The region of REGION.json, in its initial state or in `status`, then restarted if
+    REGION.json says so."""
+    doc = _object(data, "the ConsistentRegion spec's fields")
     restarted = doc.pop("restarted", False)
     if not isinstance(restarted, bool):
         raise RegionFileError("restarted: must be true or false")
     try:
         spec = ConsistentRegionSpec.model_validate(doc)
-        machine = RegionMachine(spec)
+        machine = RegionMachine(spec, status)
     except ValidationError as err:
         raise RegionFileError(_one_line(err)) from None
     except CrInvalidRegion as err:
