@@ -9,6 +9,7 @@ from streams_k8s._native import __version__ as native_version
 from streams_k8s.cli.crds import crds
 from streams_k8s.cli.resolve import resolve
 from streams_k8s.cli.schedule import schedule
+from streams_k8s.cli.cr_replay import cr_replay
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -21,5 +22,6 @@ main.add_command(crds)
 main.add_command(resolve)
 main.add_command(schedule)
 
+main.add_command(cr_replay)
 
 __all__ = ["main"]
