@@ -49,6 +49,7 @@ def place_vreplicas(
     `filters` are (name, MaxSkew or NumPartitions), `priorities` (name, weight), built-in
     plugins only. Returns ([(ordinal, vreplicas)], vreplicas left unplaced).
     """
+
 # ---- consistent-region FSM (rust/cr_fsm, rust/python/cr_fsm.rs) ----
 
 class CrRejected(ValueError):

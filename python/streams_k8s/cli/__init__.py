@@ -6,10 +6,10 @@ import click
 
 from streams_k8s import __version__
 from streams_k8s._native import __version__ as native_version
+from streams_k8s.cli.cr_replay import cr_replay
 from streams_k8s.cli.crds import crds
 from streams_k8s.cli.resolve import resolve
 from streams_k8s.cli.schedule import schedule
-from streams_k8s.cli.cr_replay import cr_replay
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
