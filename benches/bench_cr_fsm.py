@@ -16,7 +16,7 @@ import pytest
 from streams_k8s._native import CrEvent, CrRegion
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.cr_fsm_reference import ReferenceRegion
+from cr_fsm_reference import ReferenceRegion
 
 PES = 16
 EVENTS = 100_000

@@ -10,8 +10,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cr_fsm_reference import ReferenceRegion
 from streams_k8s._native import CrEvent, CrRegion, CrRejected, CrStep
-from tests.cr_fsm_reference import ReferenceRegion
 
 OPERATORS = ("src", "mid", "ghost")
 

@@ -12,7 +12,7 @@ from streams_k8s.consistent.fsm import Health, RegionMachine
 from streams_k8s.consistent.local import LocalCoordinator
 from streams_k8s.consistent.openapi import document
 from streams_k8s.consistent.rest import SERVER_URL, consistent_region_api
-from tests.test_consistent_rest import serving, spec
+from test_consistent_rest import serving, spec
 
 DOC = document(SERVER_URL)
 

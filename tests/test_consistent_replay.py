@@ -11,10 +11,10 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
+from cr_fsm_reference import ReferenceRegion
 from streams_k8s.cli import main
 from streams_k8s.consistent.fsm import Health, TimerFired, TimerKind
 from streams_k8s.consistent.replay import load_region
-from tests.cr_fsm_reference import ReferenceRegion
 
 REGION: dict[str, Any] = {
     "regionIndex": 0,
