@@ -9,6 +9,7 @@ use crate::properties;
 use crate::scheduler;
 
 mod cr_fsm;
+mod name_table;
 
 create_exception!(
     _native,
@@ -109,5 +110,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_properties, m)?)?;
     m.add_function(wrap_pyfunction!(place_vreplicas, m)?)?;
     cr_fsm::register(m)?;
+    name_table::register(m)?;
     Ok(())
 }
