@@ -7,6 +7,7 @@ import click
 from streams_k8s import __version__
 from streams_k8s._native import __version__ as native_version
 from streams_k8s.cli.crds import crds
+from streams_k8s.cli.run import run
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -16,5 +17,6 @@ def main() -> None:
 
 
 main.add_command(crds)
+main.add_command(run)
 
 __all__ = ["main"]
