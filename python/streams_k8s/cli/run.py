@@ -49,7 +49,9 @@ async def _serve(settings: RuntimeSettings, setups: list[Setup]) -> int:
 
 
 @click.command()
-@click.option("--kubeconfig", type=click.Path(dir_okay=False), help="kubeconfig file (default: in-cluster)")
+@click.option(
+    "--kubeconfig", type=click.Path(exists=True, dir_okay=False), help="kubeconfig file (default: in-cluster)"
+)
 @click.option("--context", help="kubeconfig context")
 @click.option("--namespace", "-n", help="watch only this namespace (default: all namespaces)")
 @click.option("--health-port", type=click.IntRange(0, 65535), help="/healthz and /readyz port [8081]")

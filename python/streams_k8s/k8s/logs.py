@@ -40,3 +40,5 @@ def configure_logging(level: str = "INFO", fmt: str = "json") -> None:
     root.handlers[:] = [handler]
     root.setLevel(level)
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    # Its config loader warns about what we report ourselves as one clear error.
+    logging.getLogger("kubernetes_asyncio").setLevel(logging.ERROR)
