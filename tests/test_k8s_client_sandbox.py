@@ -33,7 +33,8 @@ async def client(sandbox: Sandbox) -> AsyncIterator[KubeClient]:
 
 async def test_crud_round_trip(client: KubeClient) -> None:
     created = await client.create(CONFIGMAPS, configmap("a", x="1"), "default")
-    assert created["metadata"]["uid"] and created["data"] == {"x": "1"}
+    assert created["metadata"]["uid"]
+    assert created["data"] == {"x": "1"}
     got = await client.get(CONFIGMAPS, "a", "default")
     assert got["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
 
@@ -42,7 +43,8 @@ async def test_crud_round_trip(client: KubeClient) -> None:
     assert replaced["data"] == {"x": "2"}
     with pytest.raises(ApiError) as stale:
         await client.replace(CONFIGMAPS, got)  # the old resourceVersion
-    assert stale.value.conflict and not stale.value.already_exists
+    assert stale.value.conflict
+    assert not stale.value.already_exists
 
     merged = await client.patch(CONFIGMAPS, "a", {"data": {"y": "3"}}, "default")
     assert merged["data"] == {"x": "2", "y": "3"}
