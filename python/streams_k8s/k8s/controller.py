@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from streams_k8s.k8s.backoff import RetryLimiter
+from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.informer import EventType, Informer
 from streams_k8s.k8s.metrics import RuntimeMetrics
 from streams_k8s.k8s.objects import Object, ObjectKey, meta, object_key
@@ -174,16 +175,15 @@ class Controller:
             result = await self._reconcile(key)
         except asyncio.CancelledError:
             raise
-        except Exception:
+        except Exception as exc:
             self._m_errors.inc()
             self._m_result["error"].inc()
-            log.exception(
-                "controller %s: reconcile of %s failed (retry %d)",
-                self.name,
-                key,
-                self.queue.retries(key) + 1,
-                extra={"controller": self.name, "key": str(key)},
-            )
+            retry = self.queue.retries(key) + 1
+            extra = {"controller": self.name, "key": str(key), "retry": retry}
+            if isinstance(exc, ApiError):  # expected now and then (409 on a stale cache, throttling)
+                log.warning("controller %s: reconcile of %s: %s", self.name, key, exc, extra=extra)
+            else:
+                log.exception("controller %s: reconcile of %s failed", self.name, key, extra=extra)
             self.queue.add_rate_limited(key)
             return
         finally:
