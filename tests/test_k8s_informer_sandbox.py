@@ -170,9 +170,7 @@ async def test_410_relists_with_synthetic_deletes_and_no_reconcile_storm(
     assert sample("streams_k8s_watch_errors_total", {"watch": informer.name, "reason": "gone"}) >= 1
     # Only what changed while away was reconciled again: no storm over the unchanged objects.
     assert reconciler.runs == Counter({f"cm{i}": 2 if i in (3, 5, 7) else 1 for i in range(10)})
-    assert sorted(k.name for k in informer.store) == sorted(
-        f"cm{i}" for i in range(10) if i not in (3, 7)
-    )
+    assert sorted(k.name for k in informer.store) == sorted(f"cm{i}" for i in range(10) if i not in (3, 7))
 
 
 async def test_a_dropped_watch_reconnects_and_keeps_every_event(
