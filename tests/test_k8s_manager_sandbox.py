@@ -23,7 +23,7 @@ from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.settings import RuntimeSettings
 from streams_k8s.sandbox import Sandbox
 from tests import k8s_example
-from tests.k8s_support import eventually
+from tests.k8s_support import eventually, eventually_async
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
@@ -95,29 +95,21 @@ async def test_example_controller_end_to_end(sandbox: Sandbox, client: KubeClien
     run = await start(sandbox, "solo")
     try:
         await client.create(CONFIGMAPS, parent("app", greeting="hello"))
-        children: list[dict[str, Any] | None] = [None]
 
-        async def refresh() -> None:
-            children[0] = await child_data(client, "app")
+        async def child_has(data: dict[str, str]) -> bool:
+            child = await child_data(client, "app")
+            return child is not None and child.get("data") == data
 
-        async def child_has(data: dict[str, str]) -> None:
-            async with asyncio.timeout(10):
-                while True:
-                    await refresh()
-                    if children[0] is not None and children[0].get("data") == data:
-                        return
-                    await asyncio.sleep(0.05)
-
-        await child_has({"greeting": "hello"})
-        child = children[0]
+        await eventually_async(lambda: child_has({"greeting": "hello"}))
+        child = await child_data(client, "app")
         assert child is not None
         assert child["metadata"]["annotations"][k8s_example.WRITER] == "solo"
         assert child["metadata"]["ownerReferences"][0]["name"] == "app"
 
         await client.patch(CONFIGMAPS, "app", {"data": {"greeting": "bonjour"}}, "default")
-        await child_has({"greeting": "bonjour"})
+        await eventually_async(lambda: child_has({"greeting": "bonjour"}))
         await client.delete(CONFIGMAPS, "app-echo", "default")  # behind the controller's back
-        await child_has({"greeting": "bonjour"})
+        await eventually_async(lambda: child_has({"greeting": "bonjour"}))
 
         events, _ = await client.list_all(EVENTS, "default")
         echoed = [e for e in events if e.get("reason") == "Echoed"]
@@ -154,13 +146,11 @@ async def test_healthz_is_red_while_a_watch_is_stalled_and_green_after(sandbox: 
             assert stalled == 2
             codes: list[int] = []
 
-            async def observe() -> None:
-                async with asyncio.timeout(10):
-                    while not (503 in codes and codes[-1] == 200):
-                        codes.append(await get_status(http, url))
-                        await asyncio.sleep(0.1)
+            async def red_then_green() -> bool:
+                codes.append(await get_status(http, url))
+                return 503 in codes and codes[-1] == 200
 
-            await observe()
+            await eventually_async(red_then_green, every=0.1)
             async with http.get(url) as response:
                 assert (await response.json()) == {"status": "ok"}
         red = codes.index(503)
@@ -188,9 +178,7 @@ async def test_two_managers_exactly_one_reconciles(sandbox: Sandbox, client: Kub
                 writers.add(child["metadata"]["annotations"][k8s_example.WRITER])
             return True
 
-        async with asyncio.timeout(10):
-            while not await all_children():
-                await asyncio.sleep(0.05)
+        await eventually_async(all_children)
         assert writers == {"first"}
         await eventually(lambda: all(i.synced.is_set() for i in second.manager.informers))
         sample = second.manager.metrics.registry.get_sample_value
@@ -239,9 +227,11 @@ async def holder(client: KubeClient) -> str | None:
 
 async def wait_for_holder(client: KubeClient, wanted: str | None, within: float) -> float:
     started = time.monotonic()
-    async with asyncio.timeout(within):
-        while await holder(client) != wanted:
-            await asyncio.sleep(0.05)
+
+    async def held_by_wanted() -> bool:
+        return await holder(client) == wanted
+
+    await eventually_async(held_by_wanted, within=within)
     return time.monotonic() - started
 
 
@@ -254,9 +244,13 @@ async def test_killed_leader_hands_over_within_the_lease_and_sigterm_releases(
         await wait_for_holder(client, "replica-a", within=20)
         b = spawn(sandbox, "replica-b")
         await client.create(CONFIGMAPS, parent("ha", v="1"))
-        async with asyncio.timeout(15):
-            while (child := await child_data(client, "ha")) is None:
-                await asyncio.sleep(0.05)
+
+        async def child_written(data: dict[str, str]) -> bool:
+            return ((await child_data(client, "ha")) or {}).get("data") == data
+
+        await eventually_async(lambda: child_written({"v": "1"}), within=15)
+        child = await child_data(client, "ha")
+        assert child is not None
         assert child["metadata"]["annotations"][k8s_example.WRITER] == "replica-a"
         await asyncio.sleep(1.5)  # b is up and campaigning
         assert await holder(client) == "replica-a"
@@ -266,9 +260,7 @@ async def test_killed_leader_hands_over_within_the_lease_and_sigterm_releases(
         assert handover <= 3.0 + 2 * 0.5 + 0.5  # lease duration plus retry periods and jitter
 
         await client.patch(CONFIGMAPS, "ha", {"data": {"v": "2"}}, "default")
-        async with asyncio.timeout(10):
-            while ((await child_data(client, "ha")) or {}).get("data") != {"v": "2"}:
-                await asyncio.sleep(0.05)
+        await eventually_async(lambda: child_written({"v": "2"}))
         child = await child_data(client, "ha")
         assert child is not None
         assert child["metadata"]["annotations"][k8s_example.WRITER] == "replica-b"
