@@ -6,6 +6,7 @@ import click
 
 from streams_k8s import __version__
 from streams_k8s._native import __version__ as native_version
+from streams_k8s.cli.sandbox import sandbox as sandbox_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -13,5 +14,7 @@ from streams_k8s._native import __version__ as native_version
 def main() -> None:
     """IBM Streams applications, run natively on Kubernetes."""
 
+
+main.add_command(sandbox_command)
 
 __all__ = ["main"]
