@@ -11,8 +11,8 @@ from pathlib import Path
 import orjson
 import pytest
 import yaml
-from sandbox_crds import widget, widget_crd
 
+from sandbox_crds import widget, widget_crd
 from streams_k8s.sandbox import Sandbox
 
 KUBECTL = shutil.which("kubectl")
