@@ -15,6 +15,9 @@ from sandbox_clients import JSONPATCH, MERGE, STRATEGIC, Client, KubeAsyncio, Ra
 from sandbox_crds import GROUP, WIDGETS, widget, widget_crd
 from streams_k8s.sandbox import Sandbox
 
+# The API server alone: no simulated scheduler or kubelet moving pods around.
+pytestmark = pytest.mark.sandbox(simulate=False)
+
 CMS = "/api/v1/namespaces/default/configmaps"
 PODS = "/api/v1/namespaces/default/pods"
 

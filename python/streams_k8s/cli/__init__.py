@@ -8,6 +8,7 @@ from streams_k8s import __version__
 from streams_k8s._native import __version__ as native_version
 from streams_k8s.cli.crds import crds
 from streams_k8s.cli.run import run
+from streams_k8s.cli.sandbox import sandbox as sandbox_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -18,5 +19,6 @@ def main() -> None:
 
 main.add_command(crds)
 main.add_command(run)
+main.add_command(sandbox_command)
 
 __all__ = ["main"]

@@ -24,8 +24,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest_asyncio.fixture
 async def sandbox(request: pytest.FixtureRequest) -> AsyncIterator[Sandbox]:
-    marker = request.node.get_closest_marker("sandbox")
-    options: dict[str, Any] = dict(marker.kwargs) if marker else {}
+    options: dict[str, Any] = {}
+    for marker in reversed(list(request.node.iter_markers("sandbox"))):  # closest marker wins
+        options.update(marker.kwargs)
     async with Sandbox(**options) as sb:
         yield sb
 

@@ -14,10 +14,18 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from streams_k8s.sandbox.cluster import SimulatedCluster
 from streams_k8s.sandbox.errors import ApiError
 from streams_k8s.sandbox.faults import Faults
 from streams_k8s.sandbox.gc import GarbageCollector
 from streams_k8s.sandbox.kubeconfig import write_kubeconfig
+from streams_k8s.sandbox.nodes import NodeSpec, load_nodes, make_nodes
+from streams_k8s.sandbox.pe_runtime import (
+    HttpConnectivityReporter,
+    Reporter,
+    RuntimeHooks,
+    SimulatedPeRuntime,
+)
 from streams_k8s.sandbox.registry import CRD_KEY, Registry
 from streams_k8s.sandbox.server import ApiServer, RequestRecord, json_response
 from streams_k8s.sandbox.store import WatchEvent
@@ -50,6 +58,15 @@ class Sandbox:
         history_size: int = 10_000,
         object_history: int = 50,
         bookmark_interval: float = 1.0,
+        simulate: bool = True,
+        nodes: int | Sequence[NodeSpec] | Path = 3,
+        zones: Sequence[str] | None = None,
+        start_delay: float = 0.0,
+        termination_delay: float = 0.0,
+        pe_runtime: bool = True,
+        controller_url: str | None = None,
+        pe_reporter: Reporter | None = None,
+        pe_hooks: RuntimeHooks | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -64,6 +81,22 @@ class Sandbox:
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
         self._runner: web.AppRunner | None = None
         self.workers: list[Worker[Any]] = list(self.gc.workers)
+        self.cluster: SimulatedCluster | None = None
+        self.pe_runtime: SimulatedPeRuntime | None = None
+        if simulate:
+            self.cluster = SimulatedCluster(
+                self.registry,
+                _node_specs(nodes, list(zones or [])),
+                start_delay=start_delay,
+                termination_delay=termination_delay,
+            )
+            self.workers += self.cluster.workers
+            if pe_runtime:
+                reporter = pe_reporter or (
+                    HttpConnectivityReporter(controller_url) if controller_url else None
+                )
+                self.pe_runtime = SimulatedPeRuntime(self.registry, reporter, hooks=pe_hooks)
+                self.workers.append(self.pe_runtime.worker)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -94,6 +127,8 @@ class Sandbox:
                 watcher.signal("end")
         for worker in self.workers:
             await worker.stop()
+        if self.pe_runtime is not None:
+            await self.pe_runtime.close()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -159,6 +194,23 @@ class Sandbox:
             if loop.time() > deadline:
                 raise TimeoutError("the sandbox did not settle")
 
+    def delete_behind(
+        self, resource: str, name: str, namespace: str | None = None, group: str = "", force: bool = False
+    ) -> None:
+        """Delete an object directly (no HTTP, no faults, not in the request log), as another actor
+        would behind the controller's back. `force` first drops its finalizers."""
+        rt = self.registry.types.get((group, resource))
+        if rt is None:
+            raise KeyError(f"unknown resource {resource!r} in group {group!r}")
+        if force:
+            obj = self.registry.get(rt, namespace, name)
+            if obj["metadata"].get("finalizers"):
+                stripped = {**obj, "metadata": {**obj["metadata"], "finalizers": []}}
+                self.registry.update(rt, rt.storage_version, namespace, name, stripped)
+            if self.registry.find(rt, namespace, name) is None:
+                return
+        self.registry.delete(rt, namespace, name, {"gracePeriodSeconds": 0} if force else None)
+
     def install_crd(self, crd: dict[str, Any]) -> None:
         """Create (or replace) a CustomResourceDefinition, as `kubectl apply` of its manifest would."""
         rt = self.registry.types[CRD_KEY]
@@ -188,6 +240,18 @@ class Sandbox:
         if path == "faults" and request.method == "DELETE":
             self.faults.clear()
             return json_response({"rules": 0})
+        if path == "cluster" and request.method == "POST" and self.cluster is not None:
+            return json_response(self.cluster.apply(await request.json()) or {})
+        if path == "delete" and request.method == "POST":
+            spec = await request.json()
+            self.delete_behind(
+                spec["resource"],
+                spec["name"],
+                spec.get("namespace"),
+                spec.get("group", ""),
+                bool(spec.get("force")),
+            )
+            return json_response({"deleted": spec["name"]})
         if path == "requests" and request.method == "GET":
             return json_response(
                 [
@@ -203,6 +267,14 @@ class Sandbox:
                 ]
             )
         raise ApiError(404, f"unknown sandbox control endpoint /_sandbox/{path}")
+
+
+def _node_specs(nodes: int | Sequence[NodeSpec] | Path, zones: list[str]) -> list[NodeSpec]:
+    if isinstance(nodes, int):
+        return make_nodes(nodes, zones)
+    if isinstance(nodes, Path):
+        return load_nodes(nodes, zones)
+    return list(nodes)
 
 
 def _crd_documents(docs: Iterable[Any]) -> Iterable[dict[str, Any]]:
