@@ -191,15 +191,19 @@ class Informer:
                     chunk = await content.readany()
                     if not chunk:
                         break
-                    lines = (pending + chunk).split(b"\n")
-                    pending = lines.pop()
-                    for line in lines:
-                        if line.strip():
-                            self.apply_event(orjson.loads(line))
-                            received = True
+                    pending = self.apply_chunk(pending + chunk)
+                    received = received or self.last_activity >= started
         except TimeoutError as exc:
             raise WatchStalled from exc
         return received or time.monotonic() - started >= 1.0
+
+    def apply_chunk(self, data: bytes) -> bytes:
+        """Apply every complete newline-delimited event in ``data``; return the incomplete rest."""
+        lines = data.split(b"\n")
+        for line in lines[:-1]:
+            if line:
+                self.apply_event(orjson.loads(line))
+        return lines[-1]
 
     def apply_event(self, event: Object) -> None:
         """Fold one decoded watch event into the store and tell the handlers."""
