@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from streams_k8s.api.job import Job
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.informer import Informer
@@ -17,6 +20,7 @@ from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.kubeconfig import write_kubeconfig
 from tests.k8s_support import eventually
 
+REPO = Path(__file__).resolve().parents[1]
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 STATEFULSETS = Resource("apps", "v1", "statefulsets", "StatefulSet")
 
@@ -85,6 +89,16 @@ async def test_server_side_apply(client: KubeClient) -> None:
         CONFIGMAPS, configmap("ssa", k="w"), field_manager="streams-test", namespace="default"
     )
     assert again["data"] == {"k": "w"}
+
+
+async def test_custom_resources_decode_into_the_api_models(client: KubeClient) -> None:
+    jobs = Resource("streams.ibm.com", "v1", "streamsjobs", "Job")
+    manifest = yaml.safe_load((REPO / "examples" / "jobs" / "apps-parallel.yaml").read_text())
+    await client.create(jobs, manifest, "default")
+    job = await client.get_model(Job, jobs, "apps-parallel", "default")
+    assert isinstance(job, Job)
+    assert job.metadata.name == "apps-parallel"
+    assert [j.metadata.name for j in await client.list_models(Job, jobs, "default")] == ["apps-parallel"]
 
 
 async def test_paginated_list_returns_everything_and_a_resource_version(client: KubeClient) -> None:

@@ -18,12 +18,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 import aiohttp
 import orjson
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config import load_incluster_config, load_kube_config
+from pydantic import BaseModel
 
 from streams_k8s.k8s.backoff import TokenBucket
 from streams_k8s.k8s.errors import ApiError
@@ -41,6 +42,7 @@ _PATCH_CONTENT_TYPES: Final[dict[str, str]] = {
 }
 _APPLY_CONTENT_TYPE: Final = "application/apply-patch+yaml"  # JSON is valid YAML
 _MAX_RETRY_AFTER: Final = 60.0
+M = TypeVar("M", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -313,6 +315,23 @@ class KubeClient:
     ) -> Object:
         path = resource.path(self._namespace(resource, namespace), name, subresource)
         return await self.request("GET", resource, path, verb="get")
+
+    async def get_model(
+        self, model: type[M], resource: Resource, name: str, namespace: str | None = None
+    ) -> M:
+        """GET decoded by orjson, then validated into ``model`` (a pydantic model of the kind)."""
+        return model.model_validate(await self.get(resource, name, namespace))
+
+    async def list_models(
+        self,
+        model: type[M],
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+    ) -> list[M]:
+        items, _ = await self.list_all(resource, namespace, label_selector=label_selector)
+        return [model.model_validate(item) for item in items]
 
     async def list_pages(
         self,

@@ -121,7 +121,7 @@ class Manager:
             if i.age() > budget
         ]
         if self.loop_monitor.stalled(self.settings.loop_lag_budget):
-            problems.append(f"event loop stalled ({self.loop_monitor.lag:.1f}s late)")
+            problems.append(f"event loop stalled ({self.loop_monitor.worst_recent_lag:.1f}s late)")
         return problems
 
     def readiness(self) -> list[str]:

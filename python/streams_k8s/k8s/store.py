@@ -22,8 +22,12 @@ class Store:
     def get(self, key: ObjectKey) -> Object | None:
         return self._objects.get(key)
 
-    def keys(self) -> Iterator[ObjectKey]:
+    def __iter__(self) -> Iterator[ObjectKey]:
+        """The keys, as a snapshot (safe while the store changes)."""
         return iter(list(self._objects))
+
+    def keys(self) -> Iterator[ObjectKey]:
+        return iter(self)
 
     def select(
         self, namespace: str | None = None, where: Callable[[Object], bool] | None = None
