@@ -274,3 +274,32 @@ async def test_killed_leader_hands_over_within_the_lease_and_sigterm_releases(
             if process is not None and process.poll() is None:
                 process.kill()
                 process.wait()
+
+
+async def test_a_leader_that_cannot_renew_stops_reconciling_and_fails(
+    sandbox: Sandbox, client: KubeClient
+) -> None:
+    run = await start(sandbox, "deposed")
+    await eventually(lambda: run.manager.leader is not None and run.manager.leader.is_leader, within=10)
+    # Another writer takes the Lease (as after a network partition): renewals now fail.
+    lease = await client.get(LEASES, "streams-k8s-controller", "default")
+    lease["spec"].update(holderIdentity="usurper", leaseDurationSeconds=60)
+    await client.replace(LEASES, lease)
+    async with aiohttp.ClientSession() as http:
+        health = run.base + "/healthz"
+        assert await asyncio.wait_for(run.task, 10) == 1  # exits rather than reconcile without the lease
+        assert run.manager.leader is not None
+        assert not run.manager.leader.is_leader
+        assert any("leader election" in p for p in run.manager.liveness())
+        with pytest.raises(aiohttp.ClientConnectionError):
+            await get_status(http, health)  # the servers are down: the pod gets restarted
+    assert await holder(client) == "usurper"  # a deposed leader never releases someone else's lease
+
+
+async def test_caches_that_never_sync_fail_the_manager(sandbox: Sandbox) -> None:
+    sandbox.faults.fail(403, None, verb="list", resource="configmaps", message="forbidden by RBAC")
+    run = await start(sandbox, "unsynced", cache_sync_timeout=1.0)
+    async with aiohttp.ClientSession() as http:
+        assert await get_status(http, run.base + "/readyz") == 503
+    assert await asyncio.wait_for(run.task, 10) == 1
+    assert run.manager.liveness() == ["caches not synced within 1s"]

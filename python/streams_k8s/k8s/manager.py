@@ -163,7 +163,10 @@ class Manager:
                 self._failure = f"{what} stopped: {exc!r}" if exc else f"{what} stopped"
                 log.error("supervised task ended: %s", self._failure, exc_info=exc)
                 return False
-        return target is not None and target in done
+        if target is not None and target in done:
+            target.result()  # re-raise its failure (e.g. TimeoutError)
+            return True
+        return False
 
     async def _lead(self) -> None:
         assert self.leader is not None
@@ -203,27 +206,15 @@ class Manager:
             for informer in self._informers.values():
                 self._supervise(informer.run(), f"watch {informer.name}")
             synced = asyncio.gather(*(i.synced.wait() for i in self._informers.values()))
-            if not await self._until(asyncio.wait_for(synced, s.cache_sync_timeout)):
-                if not self._stop.is_set() and self._failure is None:
-                    self._failure = f"caches not synced within {s.cache_sync_timeout:.0f}s"
-            elif s.leader_election:
-                self.leader = LeaderElector(
-                    self.client,
-                    s.effective_lease_namespace(),
-                    s.lease_name,
-                    s.identity,
-                    lease_duration=s.lease_duration,
-                    renew_deadline=s.renew_deadline,
-                    retry_period=s.retry_period,
-                    metrics=self.metrics,
-                )
-                self._supervise(self._lead(), "leader election")
-                await self._until()
-            else:
-                self._start_controllers()
-                await self._until()
+            try:
+                caches_ready = await self._until(asyncio.wait_for(synced, s.cache_sync_timeout))
+            except TimeoutError:
+                self._failure = f"caches not synced within {s.cache_sync_timeout:.0f}s"
+                caches_ready = False
+            if caches_ready:
+                await self._reconcile_while_running()
         except Exception as exc:
-            self._failure = f"startup failed: {exc}"
+            self._failure = f"manager failed: {exc!r}"
             log.error("manager failed: %s", exc, exc_info=exc)
         finally:
             await self._shutdown()
@@ -235,6 +226,25 @@ class Manager:
             return 1
         log.info("manager stopped cleanly")
         return 0
+
+    async def _reconcile_while_running(self) -> None:
+        """Start the controllers (as leader when leader election is on) and wait for the end."""
+        s = self.settings
+        if s.leader_election:
+            self.leader = LeaderElector(
+                self.client,
+                s.effective_lease_namespace(),
+                s.lease_name,
+                s.identity,
+                lease_duration=s.lease_duration,
+                renew_deadline=s.renew_deadline,
+                retry_period=s.retry_period,
+                metrics=self.metrics,
+            )
+            self._supervise(self._lead(), "leader election")
+        else:
+            self._start_controllers()
+        await self._until()
 
     async def _shutdown(self) -> None:
         await asyncio.gather(*(c.shutdown(self.settings.shutdown_grace) for c in self.controllers))
