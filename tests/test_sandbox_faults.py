@@ -160,3 +160,18 @@ async def test_request_log_and_object_history(sandbox: Sandbox, sandbox_api: Api
     history = sandbox.history("configmaps", "h", "default")
     assert [e.type for e in history] == ["ADDED", "MODIFIED", "DELETED"]
     assert history[1].obj["data"] == {"k": "w"}
+
+
+@pytest.mark.sandbox(disabled_apis=["events.k8s.io/v1"])
+async def test_discovery_can_fail_and_api_groups_can_be_switched_off(sandbox: Sandbox) -> None:
+    async with aiohttp.ClientSession() as session:
+        async with session.get(sandbox.url + "/apis") as r:
+            groups = {g["name"] for g in (await r.json())["groups"]}
+        assert "events.k8s.io" not in groups
+        async with session.get(sandbox.url + "/apis/events.k8s.io/v1") as r:
+            assert r.status == 404
+        sandbox.faults.fail(503, 1, path="/apis/apps/v1")
+        async with session.get(sandbox.url + "/apis/apps/v1") as r:
+            assert r.status == 503
+        async with session.get(sandbox.url + "/apis/apps/v1") as r:
+            assert r.status == 200

@@ -83,7 +83,7 @@ def parse_path(method: str, path: str, query: Any) -> RequestInfo | None:
         verb = "deletecollection"
     elif watch and verb == "get":
         verb = "watch"
-    return RequestInfo(verb, group, version, rest[0], sub, namespace, name)
+    return RequestInfo(verb, group, version, rest[0], sub, namespace, name, path)
 
 
 class ApiServer:
@@ -146,13 +146,13 @@ class ApiServer:
         path = request.path.rstrip("/") or "/"
         if path.startswith("/_sandbox/") and self.control is not None:
             return await self.control(path.removeprefix("/_sandbox/"), request)
-        if info is None:
-            return self._non_resource(path, request.headers.get("Accept", ""))
-        latency, error = self.faults.take(info)
+        latency, error = self.faults.take(info or RequestInfo(request.method.lower(), path=path))
         if latency:
             await asyncio.sleep(latency)
         if error is not None:
             raise error
+        if info is None:
+            return self._non_resource(path, request.headers.get("Accept", ""))
         return await self._resource(request, info, body)
 
     def _non_resource(self, path: str, accept: str) -> web.Response:
