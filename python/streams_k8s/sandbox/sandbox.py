@@ -187,7 +187,8 @@ class Sandbox:
         rt = self.registry.types.get((group, resource))
         if rt is None:
             raise KeyError(f"unknown resource {resource!r} in group {group!r}")
-        return list(self.registry.store.object_history.get((rt.key, (namespace or "", name)), ()))
+        limit = self.registry.store.object_history_size
+        return self.registry.store.object_history.get((rt.key, (namespace or "", name)), [])[-limit:]
 
     async def settle(self, max_wait: float = 10.0) -> None:
         """Wait until the garbage collector and simulated controllers have nothing left to do."""

@@ -260,7 +260,21 @@ class ApiServer:
             assert name is not None
             options = self._delete_options(request, body)
             obj, gone = registry.delete(rt, ns, name, options, version)
-            return json_response(obj, 200 if gone or options.get("dryRun") else 202)
+            # Like the API server: 202 only when orphanDependents=false did not delete at once.
+            accepted = not gone and options.get("orphanDependents") is False and not options.get("dryRun")
+            if gone and not rt.return_deleted_object:
+                meta = obj["metadata"]
+                details = {"name": meta["name"], "group": rt.group, "kind": rt.plural, "uid": meta["uid"]}
+                return json_response(
+                    {
+                        "kind": "Status",
+                        "apiVersion": "v1",
+                        "metadata": {},
+                        "status": "Success",
+                        "details": details,
+                    }
+                )
+            return json_response(obj, 202 if accepted else 200)
         if info.verb == "deletecollection":
             options = self._delete_options(request, body)
             labels, fields = self._selectors(request, rt)
