@@ -24,6 +24,7 @@ class RequestInfo:
     subresource: str | None = None
     namespace: str | None = None
     name: str | None = None
+    path: str = ""
 
 
 @dataclass
@@ -39,10 +40,12 @@ class RequestFault:
     name: str | None = None
     retry_after: int | None = None
     message: str | None = None
+    path: str | None = None
 
     def matches(self, info: RequestInfo) -> bool:
         return (
-            (self.verb is None or self.verb == info.verb)
+            (self.path is None or self.path == info.path)
+            and (self.verb is None or self.verb == info.verb)
             and (
                 self.resource is None
                 or self.resource in (info.resource, f"{info.resource}/{info.subresource}")
@@ -78,13 +81,15 @@ class Faults:
         resource: str | None = None,
         namespace: str | None = None,
         name: str | None = None,
+        path: str | None = None,
         retry_after: int | None = None,
         message: str | None = None,
     ) -> RequestFault:
-        """Answer the next `count` matching requests with `status` (409, 429 + Retry-After, 500, ...)."""
+        """Answer the next `count` matching requests with `status` (409, 429 + Retry-After, 500, ...).
+        Discovery and other non-resource requests match on `path` (and verb "get")."""
         if status == 429 and retry_after is None:
             retry_after = 1
-        rule = RequestFault(status, 0.0, count, verb, resource, namespace, name, retry_after, message)
+        rule = RequestFault(status, 0.0, count, verb, resource, namespace, name, retry_after, message, path)
         self.rules.append(rule)
         return rule
 
@@ -97,9 +102,10 @@ class Faults:
         resource: str | None = None,
         namespace: str | None = None,
         name: str | None = None,
+        path: str | None = None,
     ) -> RequestFault:
         """Add `seconds` of latency to matching requests."""
-        rule = RequestFault(None, seconds, count, verb, resource, namespace, name)
+        rule = RequestFault(None, seconds, count, verb, resource, namespace, name, path=path)
         self.rules.append(rule)
         return rule
 
@@ -157,7 +163,7 @@ class Faults:
     def apply(self, spec: dict[str, Any]) -> dict[str, Any]:
         """The HTTP form: `{"action": "fail"|"delay"|"dropWatches"|..., ...}` (see the README)."""
         action = spec.get("action")
-        where = {k: spec.get(k) for k in ("verb", "resource", "namespace", "name")}
+        where = {k: spec.get(k) for k in ("verb", "resource", "namespace", "name", "path")}
         if action == "fail":
             self.fail(
                 int(spec["status"]),

@@ -115,6 +115,7 @@ class SimulatedPeRuntime:
         self.worker: Worker[tuple[str, str]] = Worker("pe-runtime", self._sync)
         self.reported: dict[str, PeIdentity] = {}  # pod uid -> identity, once connectivity was accepted
         self.failures: list[tuple[PeIdentity, str]] = []
+        self._stopped: list[PeIdentity] = []
         registry.store.listeners.append(self._on_event)
 
     def _on_event(self, rt: ResourceType, event: WatchEvent) -> None:
@@ -123,12 +124,14 @@ class SimulatedPeRuntime:
         key = (event.obj["metadata"]["namespace"], event.obj["metadata"]["name"])
         if event.type == "DELETED" or not is_ready(event.obj):
             pe = self.reported.pop(event.obj["metadata"]["uid"], None)
-            if pe is not None:
-                asyncio.get_running_loop().create_task(self.hooks.pe_stopped(pe))
-            return
+            if pe is None:
+                return
+            self._stopped.append(pe)
         self.worker.add(key)
 
     async def _sync(self, key: tuple[str, str]) -> None:
+        while self._stopped:
+            await self.hooks.pe_stopped(self._stopped.pop(0))
         pod = self.registry.find(self.pods_rt, *key)
         if pod is None or not is_ready(pod) or pod["metadata"]["uid"] in self.reported:
             return

@@ -42,6 +42,8 @@ class ResourceType:
     extra_subresources: tuple[str, ...] = ()
     # The version objects are stored in (CRDs: the `storage: true` one).
     storage_version: str = ""
+    # DELETE answers with the deleted object (else a Status), as the kind's real storage does.
+    return_deleted_object: bool = False
 
     def __post_init__(self) -> None:
         self.storage_version = self.storage_version or self.versions[0]
@@ -115,6 +117,7 @@ def builtin_types() -> list[ResourceType]:
             status_subresource=True,
             field_selectors=("status.phase",),
             extra_subresources=("finalize",),
+            return_deleted_object=True,
         ),
         ResourceType(
             core,
@@ -147,9 +150,19 @@ def builtin_types() -> list[ResourceType]:
                 "status.podIP",
             ),
             extra_subresources=("binding", "eviction"),
+            return_deleted_object=True,
         ),
         ResourceType(
-            core, ["v1"], "services", "service", "Service", True, ["svc"], ["all"], status_subresource=True
+            core,
+            ["v1"],
+            "services",
+            "service",
+            "Service",
+            True,
+            ["svc"],
+            ["all"],
+            status_subresource=True,
+            return_deleted_object=True,
         ),
         ResourceType(core, ["v1"], "endpoints", "endpoints", "Endpoints", True, ["ep"]),
         ResourceType(core, ["v1"], "configmaps", "configmap", "ConfigMap", True, ["cm"]),
@@ -233,6 +246,7 @@ def builtin_types() -> list[ResourceType]:
             ["api-extensions"],
             status_subresource=True,
             generation=True,
+            return_deleted_object=True,
         ),
     ]
 
@@ -297,6 +311,7 @@ def type_from_crd(crd: dict[str, Any]) -> ResourceType:
         scale=scale,
         builtin=False,
         generation=True,
+        return_deleted_object=True,
         field_selectors=tuple(
             f["jsonPath"].lstrip(".") for v in versions for f in v.get("selectableFields") or []
         ),

@@ -67,12 +67,18 @@ class Sandbox:
         controller_url: str | None = None,
         pe_reporter: Reporter | None = None,
         pe_hooks: RuntimeHooks | None = None,
+        disabled_apis: Sequence[str] = (),
     ) -> None:
         self.host = host
         self.port = port
         self.token = token
         self.crd_dirs = [default_crd_dir()] if crd_dirs is None else list(crd_dirs)
         self.registry = Registry(history_size, object_history)
+        for group_version in disabled_apis:  # e.g. "events.k8s.io/v1", to emulate an older cluster
+            group, _, version = group_version.rpartition("/")
+            for rt in list(self.registry.types.values()):
+                if rt.group == group and version in rt.versions and group:
+                    self.registry.unregister(rt.key)
         self.faults = Faults(self.registry)
         self.gc = GarbageCollector(self.registry)
         self.server = ApiServer(self.registry, self.faults, token=token, bookmark_interval=bookmark_interval)
@@ -181,7 +187,8 @@ class Sandbox:
         rt = self.registry.types.get((group, resource))
         if rt is None:
             raise KeyError(f"unknown resource {resource!r} in group {group!r}")
-        return list(self.registry.store.object_history.get((rt.key, (namespace or "", name)), ()))
+        limit = self.registry.store.object_history_size
+        return self.registry.store.object_history.get((rt.key, (namespace or "", name)), [])[-limit:]
 
     async def settle(self, max_wait: float = 10.0) -> None:
         """Wait until the garbage collector and simulated controllers have nothing left to do."""

@@ -83,7 +83,7 @@ def parse_path(method: str, path: str, query: Any) -> RequestInfo | None:
         verb = "deletecollection"
     elif watch and verb == "get":
         verb = "watch"
-    return RequestInfo(verb, group, version, rest[0], sub, namespace, name)
+    return RequestInfo(verb, group, version, rest[0], sub, namespace, name, path)
 
 
 class ApiServer:
@@ -146,13 +146,13 @@ class ApiServer:
         path = request.path.rstrip("/") or "/"
         if path.startswith("/_sandbox/") and self.control is not None:
             return await self.control(path.removeprefix("/_sandbox/"), request)
-        if info is None:
-            return self._non_resource(path, request.headers.get("Accept", ""))
-        latency, error = self.faults.take(info)
+        latency, error = self.faults.take(info or RequestInfo(request.method.lower(), path=path))
         if latency:
             await asyncio.sleep(latency)
         if error is not None:
             raise error
+        if info is None:
+            return self._non_resource(path, request.headers.get("Accept", ""))
         return await self._resource(request, info, body)
 
     def _non_resource(self, path: str, accept: str) -> web.Response:
@@ -260,7 +260,21 @@ class ApiServer:
             assert name is not None
             options = self._delete_options(request, body)
             obj, gone = registry.delete(rt, ns, name, options, version)
-            return json_response(obj, 200 if gone or options.get("dryRun") else 202)
+            # Like the API server: 202 only when orphanDependents=false did not delete at once.
+            accepted = not gone and options.get("orphanDependents") is False and not options.get("dryRun")
+            if gone and not rt.return_deleted_object:
+                meta = obj["metadata"]
+                details = {"name": meta["name"], "group": rt.group, "kind": rt.plural, "uid": meta["uid"]}
+                return json_response(
+                    {
+                        "kind": "Status",
+                        "apiVersion": "v1",
+                        "metadata": {},
+                        "status": "Success",
+                        "details": details,
+                    }
+                )
+            return json_response(obj, 202 if accepted else 200)
         if info.verb == "deletecollection":
             options = self._delete_options(request, body)
             labels, fields = self._selectors(request, rt)

@@ -15,6 +15,7 @@ from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.selectors import FieldMatcher, LabelSelector
 
 ObjKey = tuple[str, str]  # (namespace or "", name)
+_TRACKED_OBJECTS = 100_000
 
 
 class WatchEvent:
@@ -142,7 +143,8 @@ class Store:
         self.by_uid: dict[str, tuple[tuple[str, str], ObjKey]] = {}
         self.dependents: dict[str, set[str]] = {}  # owner uid -> dependent uids
         self.listeners: list[Listener] = []
-        self.object_history: dict[tuple[tuple[str, str], ObjKey], deque[WatchEvent]] = {}
+        # Per-object change lists for assertions, for at most _TRACKED_OBJECTS objects (oldest dropped).
+        self.object_history: dict[tuple[tuple[str, str], ObjKey], list[WatchEvent]] = {}
 
     def collection(self, rt: ResourceType) -> Collection:
         coll = self.collections.get(rt.key)
@@ -190,8 +192,12 @@ class Store:
         if self.object_history_size:
             hist = self.object_history.get((rt.key, key))
             if hist is None:
-                hist = self.object_history[(rt.key, key)] = deque(maxlen=self.object_history_size)
+                hist = self.object_history[(rt.key, key)] = []
+                if len(self.object_history) > _TRACKED_OBJECTS:
+                    del self.object_history[next(iter(self.object_history))]
             hist.append(event)
+            if len(hist) > 2 * self.object_history_size:  # trim in batches: amortised O(1)
+                del hist[: -self.object_history_size]
         for listener in self.listeners:
             listener(rt, event)
         return event
