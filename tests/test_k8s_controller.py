@@ -196,3 +196,23 @@ async def test_watched_events_enqueue_owner_keys_through_predicates(client: Kube
     status_only = {**job, "metadata": {**job["metadata"], "resourceVersion": "3"}, "status": {"x": 1}}
     jobs.apply_event({"type": "MODIFIED", "object": status_only})
     assert len(controller.queue) == 0  # filtered by generation
+
+
+async def test_watching_a_filled_cache_enqueues_what_it_already_holds(client: KubeClient) -> None:
+    jobs = Informer(client, Resource("streams.ibm.com", "v1", "streamsjobs", "Job"))
+    for name in ("a", "b"):
+        jobs.apply_event(
+            {
+                "type": "ADDED",
+                "object": {"metadata": {"name": name, "namespace": "ns", "resourceVersion": "1"}},
+            }
+        )
+
+    async def noop(key: ObjectKey) -> None:
+        return None
+
+    controller = Controller("late", noop).watch(jobs)
+    assert sorted([await controller.queue.get(), await controller.queue.get()]) == [
+        ObjectKey("ns", "a"),
+        ObjectKey("ns", "b"),
+    ]

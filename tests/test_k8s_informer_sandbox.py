@@ -197,3 +197,19 @@ async def test_list_failures_are_retried_until_the_cache_syncs(
     assert ObjectKey("default", "x") in informer.store
     sample = client.metrics.registry.get_sample_value
     assert sample("streams_k8s_watch_errors_total", {"watch": informer.name, "reason": "http"}) == 3
+
+
+async def test_objects_leave_and_join_a_label_scoped_cache_when_relabelled(
+    client: KubeClient, running: Running
+) -> None:
+    await client.create(CONFIGMAPS, configmap("moving", app="streams"))
+    informer = fast_informer(client, label_selector="app=streams")
+    kinds: list[str] = []
+    informer.add_handler(lambda kind, old, new: kinds.append(kind))
+    running.start(informer.run())
+    await asyncio.wait_for(informer.synced.wait(), 5)
+    await client.patch(CONFIGMAPS, "moving", {"metadata": {"labels": {"app": "other"}}}, "default")
+    await eventually(lambda: len(informer.store) == 0)
+    await client.patch(CONFIGMAPS, "moving", {"metadata": {"labels": {"app": "streams"}}}, "default")
+    await eventually(lambda: len(informer.store) == 1)
+    assert kinds == ["add", "delete", "add"]

@@ -122,6 +122,11 @@ class Controller:
 
         informer.add_handler(handler)
         self.informers.append(informer)
+        # Watching a cache that is already filled: what it holds was never announced to us.
+        for obj in informer.store.select():
+            if all(p(None, obj) for p in predicates):
+                for key in mapper(obj):
+                    queue.add(key)
         return self
 
     def owns(
