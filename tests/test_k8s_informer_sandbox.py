@@ -132,7 +132,7 @@ async def test_a_stalled_watch_is_detected_and_nothing_is_lost(
         within=6,
     )
     recovered_in = loop.time() - stalled_at
-    assert recovered_in < 1.5 + 1.5  # inactivity timeout plus reconnect and processing time
+    assert recovered_in < 1.5 + 2.5  # inactivity timeout, then backoff, reconnect and processing
     sample = client.metrics.registry.get_sample_value
     assert sample("streams_k8s_watch_errors_total", {"watch": informer.name, "reason": "stalled"}) >= 1
     assert sample("streams_k8s_watch_relists_total", {"watch": informer.name}) == 1  # resumed, not relisted
@@ -213,3 +213,24 @@ async def test_objects_leave_and_join_a_label_scoped_cache_when_relabelled(
     await client.patch(CONFIGMAPS, "moving", {"metadata": {"labels": {"app": "streams"}}}, "default")
     await eventually(lambda: len(informer.store) == 1)
     assert kinds == ["add", "delete", "add"]
+
+
+async def test_a_bug_in_a_transform_is_counted_and_the_watcher_carries_on(
+    client: KubeClient, running: Running
+) -> None:
+    await client.create(CONFIGMAPS, configmap("x"))
+    calls = 0
+
+    def flaky_transform(obj: dict[str, Any]) -> dict[str, Any]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("bug")
+        return obj
+
+    informer = fast_informer(client, transform=flaky_transform)
+    running.start(informer.run())
+    await asyncio.wait_for(informer.synced.wait(), 5)
+    assert ObjectKey("default", "x") in informer.store
+    sample = client.metrics.registry.get_sample_value
+    assert sample("streams_k8s_watch_errors_total", {"watch": informer.name, "reason": "unexpected"}) == 1

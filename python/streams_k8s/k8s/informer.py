@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Literal, NoReturn
 
+import aiohttp
 import orjson
 
 from streams_k8s.k8s.backoff import Backoff
@@ -118,16 +119,17 @@ class Informer:
                     continue
                 reason = "http"
                 self._error(reason, "API error: %s", exc)
-            except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
+            except (aiohttp.ClientError, OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
                 reason = "connection"
                 self._error(reason, "connection failed: %r", exc)
             except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
                 reason = "decode"
                 self._error(reason, "undecodable watch data: %r", exc)
-            except Exception as exc:
-                # aiohttp client errors and anything unforeseen: never let the watcher die.
-                reason = "connection" if "aiohttp" in type(exc).__module__ else "unexpected"
-                self._error(reason, "watch failed: %r", exc)
+            except Exception:
+                # Anything unforeseen (a bug in a transform, ...): count it, never let the watcher die.
+                reason = "unexpected"
+                log.exception("watch %s: unexpected failure", self.name)
+                self._m_errors.labels(self.name, reason).inc()
             delay = self.backoff.next_delay()
             log.debug("%s: %s; retrying in %.2fs", self.name, reason, delay)
             await asyncio.sleep(delay)
