@@ -182,11 +182,9 @@ class Informer:
         path = self.resource.path(self.namespace)
         started, received = time.monotonic(), False
         loop = asyncio.get_running_loop()
+        idle = asyncio.timeout_at(loop.time() + self.inactivity_timeout)
         try:
-            async with (
-                asyncio.timeout_at(loop.time() + self.inactivity_timeout) as idle,
-                self.client.stream(self.resource, path, query, self.connect_timeout) as response,
-            ):
+            async with idle, self.client.stream(self.resource, path, query, self.connect_timeout) as response:
                 content, pending = response.content, b""
                 while True:
                     idle.reschedule(loop.time() + self.inactivity_timeout)
@@ -196,7 +194,9 @@ class Informer:
                     pending = self.apply_chunk(pending + chunk)
                     received = received or self.last_activity >= started
         except TimeoutError as exc:
-            raise WatchStalled from exc
+            if idle.expired():
+                raise WatchStalled from exc
+            raise  # a connect timeout: a connection failure, not a stall
         return received or time.monotonic() - started >= 1.0
 
     def apply_chunk(self, data: bytes) -> bytes:
