@@ -46,6 +46,17 @@ async def test_repeats_become_one_event_with_a_series(client: KubeClient, subjec
     assert sample("streams_k8s_events_total", {"outcome": "aggregated"}) == 2
 
 
+async def test_an_expired_event_is_started_afresh(client: KubeClient, subject: dict[str, Any]) -> None:
+    recorder = EventRecorder(client, "streams-controller", "replica-1")
+    await recorder.record(subject, "Normal", "Submitted", "job submitted")
+    events, _ = await client.list_all(EVENTS, "default")
+    await client.delete(EVENTS, events[0]["metadata"]["name"], "default")  # the API server's TTL
+    await recorder.record(subject, "Normal", "Submitted", "job submitted")
+    events, _ = await client.list_all(EVENTS, "default")
+    assert len(events) == 1
+    assert "series" not in events[0]
+
+
 async def test_a_flood_on_one_object_is_throttled(client: KubeClient, subject: dict[str, Any]) -> None:
     recorder = EventRecorder(client, "streams-controller", "replica-1", burst=5)
     for i in range(8):
