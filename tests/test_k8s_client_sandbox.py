@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -204,3 +205,16 @@ async def test_401_reloads_credentials_without_killing_open_watches(sandbox: San
             assert reopened == []
         finally:
             task.cancel()
+
+
+async def test_an_unreachable_server_is_an_api_error_with_status_0(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    write_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{port}", None)
+    async with await KubeClient.connect(str(tmp_path / "kubeconfig"), max_retries=1) as client:
+        with pytest.raises(ApiError) as raised:
+            await client.get(CONFIGMAPS, "x", "default")
+    assert raised.value.status == 0
+    assert raised.value.retryable
+    assert raised.value.message  # says what failed (connection refused)
