@@ -12,7 +12,14 @@ from kubernetes_asyncio.client import Configuration
 
 from streams_k8s.k8s.backoff import ItemBackoff, RetryLimiter, TokenBucket
 from streams_k8s.k8s.client import KubeClient, Resource
-from streams_k8s.k8s.controller import Controller, Requeue, generation_changed, owner_mapper
+from streams_k8s.k8s.controller import (
+    Controller,
+    Requeue,
+    any_of,
+    generation_changed,
+    labels_changed,
+    owner_mapper,
+)
 from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.objects import ObjectKey
 from tests.k8s_support import eventually
@@ -139,6 +146,17 @@ def test_generation_predicate_skips_status_only_updates() -> None:
     assert generation_changed(None, old)
     assert generation_changed(old, None)
     assert generation_changed({"metadata": {}}, {"metadata": {}})  # kinds without generation
+
+
+def test_predicates_combine() -> None:
+    old = {"metadata": {"generation": 1, "labels": {"a": "1"}}}
+    relabelled = {"metadata": {"generation": 1, "labels": {"a": "2"}}}
+    status_only = {"metadata": {"generation": 1, "labels": {"a": "1"}}, "status": {"x": 1}}
+    assert labels_changed(old, relabelled)
+    assert not labels_changed(old, status_only)
+    either = any_of(generation_changed, labels_changed)
+    assert either(old, relabelled)
+    assert not either(old, status_only)
 
 
 def test_owner_mapper_finds_the_controlling_owner_of_the_kind() -> None:

@@ -234,3 +234,18 @@ async def test_a_bug_in_a_transform_is_counted_and_the_watcher_carries_on(
     assert ObjectKey("default", "x") in informer.store
     sample = client.metrics.registry.get_sample_value
     assert sample("streams_k8s_watch_errors_total", {"watch": informer.name, "reason": "unexpected"}) == 1
+
+
+async def test_a_throttled_watch_waits_as_long_as_the_server_asks(
+    sandbox: Sandbox, client: KubeClient, running: Running
+) -> None:
+    informer = fast_informer(client)
+    running.start(informer.run())
+    await asyncio.wait_for(informer.synced.wait(), 5)
+    sandbox.faults.fail(429, 1, verb="watch", resource="configmaps", retry_after=2)
+    sandbox.faults.drop_watches("configmaps")
+    loop = asyncio.get_running_loop()
+    dropped_at = loop.time()
+    await client.create(CONFIGMAPS, configmap("late"))
+    await eventually(lambda: ObjectKey("default", "late") in informer.store, within=6)
+    assert loop.time() - dropped_at >= 1.9  # Retry-After: 2, not the 0.05 s backoff

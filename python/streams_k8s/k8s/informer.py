@@ -99,6 +99,7 @@ class Informer:
 
     async def run(self) -> NoReturn:
         while True:
+            server_delay = 0.0  # what a 429/503 asked for in Retry-After
             try:
                 if not self.resource_version:
                     await self.relist()
@@ -118,6 +119,7 @@ class Informer:
                     self.resource_version = ""
                     continue
                 reason = "http"
+                server_delay = exc.retry_after or 0.0
                 self._error(reason, "API error: %s", exc)
             except (aiohttp.ClientError, OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
                 reason = "connection"
@@ -130,7 +132,7 @@ class Informer:
                 reason = "unexpected"
                 log.exception("watch %s: unexpected failure", self.name)
                 self._m_errors.labels(self.name, reason).inc()
-            delay = self.backoff.next_delay()
+            delay = max(self.backoff.next_delay(), server_delay)
             log.debug("%s: %s; retrying in %.2fs", self.name, reason, delay)
             await asyncio.sleep(delay)
 
