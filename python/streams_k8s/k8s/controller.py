@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from streams_k8s.k8s.backoff import RetryLimiter
 from streams_k8s.k8s.errors import ApiError
-from streams_k8s.k8s.informer import EventType, Informer
+from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.metrics import RuntimeMetrics
 from streams_k8s.k8s.objects import Object, ObjectKey, meta, object_key
 from streams_k8s.k8s.workqueue import QueueShutDown, WorkQueue
@@ -113,20 +113,18 @@ class Controller:
         """Enqueue ``mapper(obj)`` for every event of ``informer`` that passes all ``predicates``."""
         queue = self.queue
 
-        def handler(kind: EventType, old: Object | None, new: Object | None) -> None:
+        def enqueue(old: Object | None, new: Object | None) -> None:
             if all(p(old, new) for p in predicates):
                 obj = new if new is not None else old
                 if obj is not None:
                     for key in mapper(obj):
                         queue.add(key)
 
-        informer.add_handler(handler)
+        informer.add_handler(lambda kind, old, new: enqueue(old, new))
         self.informers.append(informer)
         # Watching a cache that is already filled: what it holds was never announced to us.
         for obj in informer.store.select():
-            if all(p(None, obj) for p in predicates):
-                for key in mapper(obj):
-                    queue.add(key)
+            enqueue(None, obj)
         return self
 
     def owns(
