@@ -48,6 +48,10 @@ def _nodes(value: str) -> int | Path:
 )
 @click.option("--token", help="Require this bearer token from clients (written into the kubeconfig).")
 @click.option("--controller-url", help="Base URL of the controller REST API the simulated PEs report to.")
+@click.option(
+    "--consistent-region-url",
+    help="Base URL of the consistent-region API the simulated PEs poll and answer ({job}, {namespace}).",
+)
 @click.option("--no-cluster", is_flag=True, help="Serve the API only: no nodes, scheduler or kubelet.")
 @click.option("--duration", type=float, help="Stop after this many seconds (default: run until interrupted).")
 def sandbox(
@@ -60,6 +64,7 @@ def sandbox(
     tls: bool,
     token: str | None,
     controller_url: str | None,
+    consistent_region_url: str | None,
     no_cluster: bool,
     duration: float | None,
 ) -> None:
@@ -77,6 +82,7 @@ def sandbox(
             nodes=nodes,
             zones=[z.strip() for z in zones.split(",") if z.strip()],
             controller_url=controller_url,
+            consistent_region_url=consistent_region_url,
         )
         asyncio.run(_serve(sb, duration))
     except (OSError, ValueError, RuntimeError, yaml.YAMLError, ApiError) as exc:

@@ -15,6 +15,7 @@ import yaml
 from aiohttp import web
 
 from streams_k8s.sandbox.cluster import SimulatedCluster
+from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
 from streams_k8s.sandbox.errors import ApiError
 from streams_k8s.sandbox.faults import Faults
 from streams_k8s.sandbox.gc import GarbageCollector
@@ -68,6 +69,7 @@ class Sandbox:
         controller_url: str | None = None,
         pe_reporter: Reporter | None = None,
         pe_hooks: RuntimeHooks | None = None,
+        consistent_region_url: str | None = None,
         disabled_apis: Sequence[str] = (),
         tls: bool = False,
         tls_cert: Path | None = None,
@@ -107,6 +109,8 @@ class Sandbox:
                 reporter = pe_reporter or (
                     HttpConnectivityReporter(controller_url) if controller_url else None
                 )
+                if pe_hooks is None and consistent_region_url:
+                    pe_hooks = ConsistentRegionParticipant(consistent_region_url)
                 self.pe_runtime = SimulatedPeRuntime(self.registry, reporter, hooks=pe_hooks)
                 self.workers.append(self.pe_runtime.worker)
 
