@@ -15,6 +15,7 @@ import yaml
 from aiohttp import web
 
 from streams_k8s.sandbox.cluster import SimulatedCluster
+from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
 from streams_k8s.sandbox.errors import ApiError
 from streams_k8s.sandbox.faults import Faults
 from streams_k8s.sandbox.gc import GarbageCollector
@@ -29,6 +30,7 @@ from streams_k8s.sandbox.pe_runtime import (
 from streams_k8s.sandbox.registry import CRD_KEY, Registry
 from streams_k8s.sandbox.server import ApiServer, RequestRecord, json_response
 from streams_k8s.sandbox.store import WatchEvent
+from streams_k8s.sandbox.tls import TlsFiles, self_signed
 from streams_k8s.sandbox.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -67,7 +69,11 @@ class Sandbox:
         controller_url: str | None = None,
         pe_reporter: Reporter | None = None,
         pe_hooks: RuntimeHooks | None = None,
+        consistent_region_url: str | None = None,
         disabled_apis: Sequence[str] = (),
+        tls: bool = False,
+        tls_cert: Path | None = None,
+        tls_key: Path | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -84,6 +90,8 @@ class Sandbox:
         self.server = ApiServer(self.registry, self.faults, token=token, bookmark_interval=bookmark_interval)
         self.server.control = self._control
         self._kubeconfig_path = kubeconfig_path
+        self.tls = tls or tls_cert is not None
+        self._tls_files = TlsFiles(tls_cert, tls_key or tls_cert) if tls_cert is not None else None
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
         self._runner: web.AppRunner | None = None
         self.workers: list[Worker[Any]] = list(self.gc.workers)
@@ -101,6 +109,8 @@ class Sandbox:
                 reporter = pe_reporter or (
                     HttpConnectivityReporter(controller_url) if controller_url else None
                 )
+                if pe_hooks is None and consistent_region_url:
+                    pe_hooks = ConsistentRegionParticipant(consistent_region_url)
                 self.pe_runtime = SimulatedPeRuntime(self.registry, reporter, hooks=pe_hooks)
                 self.workers.append(self.pe_runtime.worker)
 
@@ -111,18 +121,22 @@ class Sandbox:
             self.install_crds(directory)
         for worker in self.workers:
             worker.start()
+        self._tmpdir = tempfile.TemporaryDirectory(prefix="streams-sandbox-")
+        if self.tls and self._tls_files is None:
+            self._tls_files = self_signed(Path(self._tmpdir.name), self.host)
+        context = self._tls_files.server_context() if self._tls_files is not None else None
         self._runner = web.AppRunner(self.server.app(), access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=context)
         await site.start()
         server = site._server
         assert isinstance(server, asyncio.base_events.Server)
         self.port = server.sockets[0].getsockname()[1]
         self.server.address = f"{self.host}:{self.port}"
         if self._kubeconfig_path is None:
-            self._tmpdir = tempfile.TemporaryDirectory(prefix="streams-sandbox-")
             self._kubeconfig_path = Path(self._tmpdir.name) / "kubeconfig"
-        write_kubeconfig(self._kubeconfig_path, self.url, self.token)
+        ca = self._tls_files.cert if self._tls_files is not None else None
+        write_kubeconfig(self._kubeconfig_path, self.url, self.token, ca)
         log.info("sandbox API server on %s (kubeconfig %s)", self.url, self._kubeconfig_path)
         return self
 
@@ -154,7 +168,7 @@ class Sandbox:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
 
     @property
     def kubeconfig_path(self) -> Path:
