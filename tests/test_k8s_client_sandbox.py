@@ -218,3 +218,17 @@ async def test_an_unreachable_server_is_an_api_error_with_status_0(tmp_path: Pat
     assert raised.value.status == 0
     assert raised.value.retryable
     assert raised.value.message  # says what failed (connection refused)
+
+
+@pytest.mark.sandbox(tls=True, token="secret")
+async def test_tls_and_bearer_token_from_the_kubeconfig(sandbox: Sandbox) -> None:
+    assert sandbox.url.startswith("https://")
+    async with await KubeClient.connect(str(sandbox.kubeconfig_path)) as client:
+        informer = Informer(client, CONFIGMAPS, namespace="default")
+        task = asyncio.create_task(informer.run())
+        try:
+            await asyncio.wait_for(informer.synced.wait(), 5)
+            await client.create(CONFIGMAPS, configmap("secure"), "default")
+            await eventually(lambda: ObjectKey("default", "secure") in informer.store)
+        finally:
+            task.cancel()
