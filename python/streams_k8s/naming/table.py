@@ -60,7 +60,8 @@ class NameTable(Mapping[OperatorPortLabel, PePortLabel]):
         return (OperatorPortLabel(j, o, p) for j, o, p, *_ in self._index.entries())
 
     def _pairs(self) -> Iterator[tuple[OperatorPortLabel, PePortLabel]]:
-        return ((OperatorPortLabel(j, o, p), PePortLabel(e, i, k)) for j, o, p, e, i, k in self._index.entries())
+        entries = self._index.entries()
+        return ((OperatorPortLabel(j, o, p), PePortLabel(e, i, k)) for j, o, p, e, i, k in entries)
 
     def __len__(self) -> int:
         return len(self._index)
