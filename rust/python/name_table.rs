@@ -4,7 +4,7 @@ use pyo3::prelude::*;
 
 use crate::name_table::{self, NameTable, OperatorPort, PePort};
 
-use super::PropertiesError;
+use super::properties_error;
 
 type Entry = (u64, u64, u64, u64, u64, u64);
 
@@ -31,16 +31,7 @@ impl NameTableIndex {
     fn parse(py: Python<'_>, text: &str) -> PyResult<Self> {
         match py.detach(|| name_table::parse(text)) {
             Ok(table) => Ok(NameTableIndex { table }),
-            Err(errors) => {
-                let summary = errors
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; ");
-                let details: Vec<(usize, String)> =
-                    errors.into_iter().map(|e| (e.line, e.message)).collect();
-                Err(PropertiesError::new_err((summary, details)))
-            }
+            Err(errors) => Err(properties_error(errors)),
         }
     }
 
