@@ -1,0 +1,342 @@
+"""Logical model → topology: parallel regions expanded into channels, connections made physical.
+
+Each primitive operator becomes one node per channel combination of the regions around it
+(nested regions multiply). Channel 0 keeps the ADL index; replicas get fresh indices above every
+primitive index, or, on re-fusion, the index their name had before (so unchanged operators keep
+their index and their PE's AADL does not change). Names follow the runtime: each path component
+is the last ``.``-segment of the ADL name, and a parallel operator's component carries
+``[<global channel>]``, e.g. ``Result.Region1[3]`` or ``P1[1].H2[5].F2[17]``.
+
+Connections between replicas: channels of the regions both ends share must be equal; regions
+only the consumer is in are entered through a splitter on the producer's output port (fan out
+to every channel); regions only the producer is in are left through a merger (fan in).
+Import and Export operators are not nodes: they become imported/exported streams on ports.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+
+from streams_k8s.app.model import (
+    Application,
+    ExportSpec,
+    HostPlacement,
+    ImportSpec,
+    Operator,
+    OperatorKind,
+    ParallelRegion,
+    Partitions,
+    SplitterKind,
+)
+
+
+class TopologyError(ValueError):
+    """The application's connections or regions cannot be turned into a topology."""
+
+
+@dataclass(frozen=True, slots=True)
+class Channel:
+    """A node's position in one enclosing parallel region."""
+
+    region: int
+    local: int
+    local_max: int
+    global_: int
+    global_max: int
+
+
+@dataclass(frozen=True, slots=True)
+class SplitterUse:
+    """The splitter an edge goes through: on the producer's port, entering ``region``."""
+
+    region: int
+    kind: SplitterKind
+    channel: int  # the consumer's local channel in ``region``
+    iport: int
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    src: int
+    src_port: int
+    dst: int
+    dst_port: int
+    splitter: SplitterUse | None = None
+
+
+@dataclass(slots=True)
+class Node:
+    index: int
+    name: str
+    operator: Operator
+    channels: tuple[Channel, ...]
+    placement: HostPlacement
+    partitions: Partitions
+    consistent_region: int | None
+    imports: dict[int, tuple[ImportSpec, ...]] = field(default_factory=dict)  # by input port
+    exports: dict[int, tuple[tuple[str, ExportSpec], ...]] = field(default_factory=dict)  # by output port
+
+    @property
+    def channel_key(self) -> tuple[tuple[int, int], ...]:
+        return tuple((c.region, c.local) for c in self.channels)
+
+
+@dataclass(slots=True)
+class Topology:
+    app: Application
+    widths: dict[int, int]
+    nodes: dict[int, Node]
+    edges: list[Edge]
+
+    def by_name(self) -> dict[str, Node]:
+        return {n.name: n for n in self.nodes.values()}
+
+
+_BY_CHANNEL = re.compile(r"byChannel\(\s*([^,()]+?)\s*,\s*(\d+)\s*\)")
+
+
+def _substitute(token: str, channels: tuple[Channel, ...]) -> str:
+    """Replace the channel intrinsics in a placement or partition id (innermost region last)."""
+    if "(" not in token:
+        return token
+    inner = channels[-1] if channels else None
+
+    def by_channel(m: re.Match[str]) -> str:
+        level = int(m.group(2))
+        if level >= len(channels):
+            raise TopologyError(
+                f"'{token}': byChannel level {level} but only {len(channels)} enclosing regions"
+            )
+        return f"{m.group(1)}_{channels[len(channels) - 1 - level].global_}"
+
+    out = _BY_CHANNEL.sub(by_channel, token)
+    replacements = {
+        "getChannel()": str(inner.global_ if inner else -1),
+        "getLocalChannel()": str(inner.local if inner else -1),
+        "getMaxChannels()": str(inner.global_max if inner else 0),
+        "getLocalMaxChannels()": str(inner.local_max if inner else 0),
+        "getAllChannels()": "[" + ",".join(str(c.global_) for c in reversed(channels)) + "]",
+        "getAllMaxChannels()": "[" + ",".join(str(c.global_max) for c in reversed(channels)) + "]",
+    }
+    for intrinsic, value in replacements.items():
+        out = out.replace(intrinsic, value)
+    return out
+
+
+def _sub_all(tokens: tuple[str, ...], channels: tuple[Channel, ...]) -> tuple[str, ...]:
+    return tuple(_substitute(t, channels) for t in tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class _Hop:
+    """A primitive-to-primitive logical connection, with the composite input ports it crosses."""
+
+    src: int
+    src_port: int
+    dst: int
+    dst_port: int
+    entered: tuple[tuple[int, int], ...]  # (composite index, input port index), outermost first
+
+
+class _Flattener:
+    """Follows connections through composite ports down to primitive input ports."""
+
+    def __init__(self, app: Application) -> None:
+        self.app = app
+
+    def targets(
+        self, oper: int, port: int, kind: str, entered: tuple[tuple[int, int], ...], depth: int = 0
+    ) -> Iterator[tuple[int, int, tuple[tuple[int, int], ...]]]:
+        if depth > 10_000:
+            raise TopologyError("connections through composites form a cycle")
+        if oper in self.app.operators:
+            if kind != "input":
+                raise TopologyError(f"connection into output port {port} of operator {oper}")
+            yield oper, port, entered
+            return
+        comp = self.app.composites.get(oper)
+        if comp is None:
+            raise TopologyError(f"connection to unknown operator index {oper}")
+        ports = comp.input_ports if kind == "input" else comp.output_ports
+        cport = next((p for p in ports if p.index == port), None)
+        if cport is None:
+            raise TopologyError(f"composite {comp.name} has no {kind} port {port}")
+        now = (*entered, (oper, port)) if kind == "input" else entered
+        for ref in cport.outgoing:
+            yield from self.targets(ref.oper_index, ref.port_index, ref.kind, now, depth + 1)
+
+    def hops(self) -> list[_Hop]:
+        hops = []
+        for op in sorted(self.app.operators.values(), key=lambda o: o.index):
+            for port in op.output_ports:
+                for ref in port.connections:
+                    for dst, dst_port, entered in self.targets(ref.oper_index, ref.port_index, ref.kind, ()):
+                        hops.append(_Hop(op.index, port.index, dst, dst_port, entered))
+        return hops
+
+
+def _region_chain(app: Application, op: Operator) -> list[ParallelRegion]:
+    """Regions enclosing ``op``, outermost first."""
+    by_oper = {r.oper_index: r for r in app.parallel_regions}
+    chain = [by_oper[op.index]] if op.index in by_oper else []
+    comp: int | None = op.composite
+    while comp is not None:
+        if comp in by_oper:
+            chain.append(by_oper[comp])
+        comp = app.composites[comp].parent
+    return list(reversed(chain))
+
+
+def _name(app: Application, op: Operator, chain_channels: dict[int, int]) -> str:
+    """Physical name: path components with ``[global channel]`` after parallel operators."""
+    parts: list[tuple[int, str]] = [(op.index, op.name)]
+    comp: int | None = op.composite
+    while comp is not None and comp != app.main_composite and app.composites[comp].parent is not None:
+        parts.append((comp, app.composites[comp].name))
+        comp = app.composites[comp].parent
+    out = []
+    for index, full in reversed(parts):
+        last = full.rsplit(".", 1)[-1]
+        out.append(f"{last}[{chain_channels[index]}]" if index in chain_channels else last)
+    return ".".join(out)
+
+
+def _channels(
+    chain: list[ParallelRegion], locals_: tuple[int, ...], widths: Mapping[int, int]
+) -> tuple[Channel, ...]:
+    out = []
+    for depth, region in enumerate(chain):
+        # global channel of this region: its local channel, then outer ones scaled (innermost first)
+        g, scale, gmax = 0, 1, 1
+        for d in range(depth, -1, -1):
+            w = widths[chain[d].index]
+            g += locals_[d] * scale
+            scale *= w
+            gmax *= w
+        out.append(Channel(region.index, locals_[depth], widths[region.index], g, gmax))
+    return tuple(out)
+
+
+def _consistent_region(op: Operator) -> int | None:
+    entry = op.annotation("consistentRegionEntry")
+    index = entry.get("index") if entry else None
+    return int(index) if index is not None else None
+
+
+def build_topology(
+    app: Application, widths: Mapping[int, int], previous_indices: Mapping[str, int] | None = None
+) -> Topology:
+    """Expand ``app`` with the given region widths.
+
+    ``previous_indices`` (node name → index from an earlier topology of the same application)
+    keeps the indices of nodes that still exist, for a stable re-fusion.
+    """
+    primitives = sorted(
+        (op for op in app.operators.values() if op.kind is OperatorKind.PRIMITIVE), key=lambda o: o.index
+    )
+    previous = dict(previous_indices or {})
+    taken = set(previous.values())
+    next_index = max([op.index for op in primitives] + list(taken)) + 1
+    nodes: dict[int, Node] = {}
+    replicas: dict[int, list[Node]] = {}
+    chains: dict[int, list[ParallelRegion]] = {}
+    for op in primitives:
+        chain = _region_chain(app, op)
+        chains[op.index] = chain
+        replicas[op.index] = []
+        for locals_ in itertools.product(*(range(widths[r.index]) for r in chain)):
+            channels = _channels(chain, locals_, widths)
+            name = _name(app, op, {r.oper_index: c.global_ for r, c in zip(chain, channels, strict=True)})
+            if name in previous:
+                index = previous[name]
+            elif not any(locals_) and op.index not in taken:
+                index = op.index
+            else:
+                while next_index in taken:
+                    next_index += 1
+                index = next_index
+            taken.add(index)
+            p, q = op.placement, op.partitions
+            node = Node(
+                index=index,
+                name=name,
+                operator=op,
+                channels=channels,
+                placement=replace(
+                    p,
+                    host=_substitute(p.host, channels) if p.host else None,
+                    colocations=_sub_all(p.colocations, channels),
+                    exlocations=_sub_all(p.exlocations, channels),
+                ),
+                partitions=replace(
+                    q,
+                    colocations=_sub_all(q.colocations, channels),
+                    exlocations=_sub_all(q.exlocations, channels),
+                ),
+                consistent_region=_consistent_region(op),
+            )
+            nodes[index] = node
+            replicas[op.index].append(node)
+    edges = _edges(app, widths, replicas, chains)
+    return Topology(app=app, widths=dict(widths), nodes=nodes, edges=edges)
+
+
+def _edges(
+    app: Application,
+    widths: Mapping[int, int],
+    replicas: dict[int, list[Node]],
+    chains: dict[int, list[ParallelRegion]],
+) -> list[Edge]:
+    edges: list[Edge] = []
+    for hop in _Flattener(app).hops():
+        src_op, dst_op = app.operators[hop.src], app.operators[hop.dst]
+        if src_op.kind is OperatorKind.IMPORT and dst_op.kind is OperatorKind.PRIMITIVE:
+            assert src_op.import_spec is not None
+            for node in replicas[hop.dst]:
+                node.imports[hop.dst_port] = (*node.imports.get(hop.dst_port, ()), src_op.import_spec)
+            continue
+        if dst_op.kind is OperatorKind.EXPORT and src_op.kind is OperatorKind.PRIMITIVE:
+            assert dst_op.export_spec is not None
+            for node in replicas[hop.src]:
+                entry = (dst_op.name, dst_op.export_spec)
+                node.exports[hop.src_port] = (*node.exports.get(hop.src_port, ()), entry)
+            continue
+        if src_op.kind is not OperatorKind.PRIMITIVE or dst_op.kind is not OperatorKind.PRIMITIVE:
+            continue  # import → export passthrough carries no tuples between our PEs
+        src_regions = {r.index for r in chains[hop.src]}
+        shared = [r.index for r in chains[hop.dst] if r.index in src_regions]
+        entered = [r for r in chains[hop.dst] if r.index not in src_regions]
+        splitter_region = entered[0] if entered else None
+        # consumers grouped by their channels in the shared regions: a producer feeds its own group
+        groups: dict[tuple[int, ...], list[Node]] = {}
+        for dst in replicas[hop.dst]:
+            key = tuple(c.local for c in dst.channels if c.region in shared)
+            groups.setdefault(key, []).append(dst)
+        for src in replicas[hop.src]:
+            key = tuple(c.local for c in src.channels if c.region in shared)
+            for dst in groups.get(key, ()):
+                use = None
+                if splitter_region is not None:
+                    outer = next(c for c in dst.channels if c.region == splitter_region.index)
+                    use = SplitterUse(
+                        region=splitter_region.index,
+                        kind=_splitter_kind(splitter_region, hop),
+                        channel=outer.local,
+                        iport=_entry_port(splitter_region, hop),
+                    )
+                edges.append(Edge(src.index, hop.src_port, dst.index, hop.dst_port, use))
+    return edges
+
+
+def _entry_port(region: ParallelRegion, hop: _Hop) -> int:
+    if region.oper_index == hop.dst:
+        return hop.dst_port
+    return next((port for comp, port in hop.entered if comp == region.oper_index), 0)
+
+
+def _splitter_kind(region: ParallelRegion, hop: _Hop) -> SplitterKind:
+    port = _entry_port(region, hop)
+    return next((s.kind for s in region.splitters if s.iport_index == port), SplitterKind.ROUND_ROBIN)
