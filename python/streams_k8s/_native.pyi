@@ -11,3 +11,47 @@ def parse_properties(text: str, *, strict: bool = True) -> dict[str, str]:
     Strict mode (the default) also rejects keys without a separator and repeated keys.
     Raises PropertiesError listing every problem with its line number.
     """
+
+# --- fusion (application pipeline) ---
+
+class FusionError(ValueError):
+    """Operators that must share a PE cannot; args: (constraint, (node, node))."""
+
+_NodeTuple = tuple[
+    list[int],
+    list[int],
+    bool,
+    list[int],
+    list[int],
+    bool,
+    int,
+    int | None,
+    bool,
+    bool,
+    int | None,
+    int | None,
+]
+
+def fuse(
+    nodes: list[_NodeTuple],
+    edges: list[tuple[int, int]],
+    *,
+    manual: int | None = None,
+    channel_policy: str = "noChannelInfluence",
+) -> tuple[list[list[int]], list[tuple[str, int, int, str | None, tuple[int, int] | None]]]:
+    """Partition interned topology nodes into PEs; ``manual=None`` is legacy (one PE per unit).
+
+    Node tuple: (colocations, exlocations, isolated, host_colocations, host_exlocations,
+    host_isolated, host_key, consistent_region, restartable, relocatable, jvm, channel).
+    Returns (PEs as sorted node positions, notices ``(kind, asked, got, constraint, nodes)``).
+    """
+
+def automatic_pe_count(
+    operators: int,
+    min_threads: int,
+    max_threads: int,
+    cpu_request_millis: int,
+    cpu_limit_millis: int | None = None,
+    nodes: int | None = None,
+) -> int:
+    """The automatic PE count: clamp(ceil(min_threads/limit), 1, ceil(max_threads/request)), ≤ nodes."""

@@ -76,7 +76,7 @@ class Node:
     placement: HostPlacement
     partitions: Partitions
     consistent_region: int | None
-    imports: dict[int, tuple[ImportSpec, ...]] = field(default_factory=dict)  # by input port
+    imports: dict[int, tuple[tuple[str, int, ImportSpec], ...]] = field(default_factory=dict)  # by input port
     exports: dict[int, tuple[tuple[str, ExportSpec], ...]] = field(default_factory=dict)  # by output port
 
     @property
@@ -91,8 +91,25 @@ class Topology:
     nodes: dict[int, Node]
     edges: list[Edge]
 
+    _into: dict[int, list[Edge]] | None = None
+    _from: dict[int, list[Edge]] | None = None
+
     def by_name(self) -> dict[str, Node]:
         return {n.name: n for n in self.nodes.values()}
+
+    def _index(self) -> tuple[dict[int, list[Edge]], dict[int, list[Edge]]]:
+        if self._into is None or self._from is None:
+            self._into, self._from = {}, {}
+            for e in self.edges:
+                self._into.setdefault(e.dst, []).append(e)
+                self._from.setdefault(e.src, []).append(e)
+        return self._into, self._from
+
+    def edges_into(self, node: int) -> list[Edge]:
+        return self._index()[0].get(node, [])
+
+    def edges_from(self, node: int) -> list[Edge]:
+        return self._index()[1].get(node, [])
 
 
 _BY_CHANNEL = re.compile(r"byChannel\(\s*([^,()]+?)\s*,\s*(\d+)\s*\)")
@@ -296,7 +313,8 @@ def _edges(
         if src_op.kind is OperatorKind.IMPORT and dst_op.kind is OperatorKind.PRIMITIVE:
             assert src_op.import_spec is not None
             for node in replicas[hop.dst]:
-                node.imports[hop.dst_port] = (*node.imports.get(hop.dst_port, ()), src_op.import_spec)
+                imported = (src_op.name, src_op.index, src_op.import_spec)
+                node.imports[hop.dst_port] = (*node.imports.get(hop.dst_port, ()), imported)
             continue
         if dst_op.kind is OperatorKind.EXPORT and src_op.kind is OperatorKind.PRIMITIVE:
             assert dst_op.export_spec is not None
