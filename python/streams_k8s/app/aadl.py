@@ -94,10 +94,10 @@ def _oper_instance(
         if pl.inpool_index is not None:
             attrs["inpoolIndex"] = str(pl.inpool_index)
         _el(res, BASE, "poolLocation", **attrs)
-    for c in pl.colocations:
-        _el(res, BASE, "coLocation", colocId=c)
-    for c in pl.exlocations:
-        _el(res, BASE, "exLocation", exlocId=c)
+    for coloc in pl.colocations:
+        _el(res, BASE, "coLocation", colocId=coloc)
+    for exloc in pl.exlocations:
+        _el(res, BASE, "exLocation", exlocId=exloc)
     if pl.isolation:
         res.set("isolation", "true")
     if op.checkpointing is not None:
@@ -274,21 +274,21 @@ def _pe_ports(
         static = _el(el, AUG, "staticConnections")
         for src_pe, edge in sorted(p.senders, key=lambda s: (s[0], s[1].src, s[1].src_port)):
             channel = (edge.splitter.region, edge.splitter.channel) if edge.splitter else None
-            oport = ports.outputs[(edge.src, edge.src_port, channel)][1]
-            _el(static, AUG, "staticConnection", peId=str(src_pe), oportId=str(oport), oportIndex=str(oport))
+            sender = ports.outputs[(edge.src, edge.src_port, channel)][1]
+            _el(static, AUG, "staticConnection", peId=str(src_pe), oportId=str(sender), oportIndex=str(sender))
         _el(el, AUG, "operInstanceConnection", operInstanceIndex=str(p.node), iportIndex=str(p.port))
     outputs = _el(root, AUG, "outputPorts")
-    for p in pe.outputs:
-        port = topo.nodes[p.node].operator.output_ports[p.port]
-        el = _el(outputs, AUG, "outputPort", id=str(p.id), index=str(p.id), peId=str(pe.id))
-        el.set("encoding", port.encoding)
-        el.set("transport", port.transport)
+    for out in pe.outputs:
+        oport = topo.nodes[out.node].operator.output_ports[out.port]
+        el = _el(outputs, AUG, "outputPort", id=str(out.id), index=str(out.id), peId=str(pe.id))
+        el.set("encoding", oport.encoding)
+        el.set("transport", oport.transport)
         el.set("singleThreadedOnOutput", "true")
-        _tuple_type(el, AUG, app, port.tuple_type_index)
-        if p.exports:
-            _el(el, AUG, "exportedStream", exportOperName=p.exports[0], name=port.stream_name)
+        _tuple_type(el, AUG, app, oport.tuple_type_index)
+        if out.exports:
+            _el(el, AUG, "exportedStream", exportOperName=out.exports[0], name=oport.stream_name)
         static = _el(el, AUG, "staticConnections")
-        for dst_pe, edge in sorted(p.receivers, key=lambda r: (r[0], r[1].dst, r[1].dst_port)):
+        for dst_pe, edge in sorted(out.receivers, key=lambda r: (r[0], r[1].dst, r[1].dst_port)):
             iport = ports.inputs[(edge.dst, edge.dst_port)][1]
             _el(
                 static,
@@ -300,10 +300,10 @@ def _pe_ports(
                 iOperInstanceIndex=str(edge.dst),
                 iOperInstancePortIndex=str(edge.dst_port),
             )
-        conn = _el(el, AUG, "operInstanceConnection", operInstanceIndex=str(p.node), oportIndex=str(p.port))
-        if p.channel is not None:
-            conn.set("splitterIndex", str(p.channel[0]))
-            conn.set("channelIndex", str(p.channel[1]))
+        conn = _el(el, AUG, "operInstanceConnection", operInstanceIndex=str(out.node), oportIndex=str(out.port))
+        if out.channel is not None:
+            conn.set("splitterIndex", str(out.channel[0]))
+            conn.set("channelIndex", str(out.channel[1]))
 
 
 def pe_aadl(topo: Topology, pe: PlannedPe, pes: Sequence[PlannedPe], *, job_name: str, job_id: int) -> str:
@@ -314,7 +314,7 @@ def pe_aadl(topo: Topology, pe: PlannedPe, pes: Sequence[PlannedPe], *, job_name
     members = [topo.nodes[n] for n in pe.nodes]
     runtimes = {d.index: d.runtime_type for d in app.definitions}
     cpp = any(runtimes.get(n.operator.definition_index, "SPL_CPlusPlus") == "SPL_CPlusPlus" for n in members)
-    root = etree.Element(f"{{{AUG}}}augmentedPE", nsmap=_NSMAP)  # type: ignore[dict-item]
+    root = etree.Element(f"{{{AUG}}}augmentedPE", nsmap=_NSMAP)  # type: ignore[arg-type]
     attrs = {
         "id": str(pe.id),
         "jobId": str(job_id),
