@@ -275,7 +275,9 @@ def _pe_ports(
         for src_pe, edge in sorted(p.senders, key=lambda s: (s[0], s[1].src, s[1].src_port)):
             channel = (edge.splitter.region, edge.splitter.channel) if edge.splitter else None
             sender = ports.outputs[(edge.src, edge.src_port, channel)][1]
-            _el(static, AUG, "staticConnection", peId=str(src_pe), oportId=str(sender), oportIndex=str(sender))
+            _el(
+                static, AUG, "staticConnection", peId=str(src_pe), oportId=str(sender), oportIndex=str(sender)
+            )
         _el(el, AUG, "operInstanceConnection", operInstanceIndex=str(p.node), iportIndex=str(p.port))
     outputs = _el(root, AUG, "outputPorts")
     for out in pe.outputs:
@@ -300,7 +302,9 @@ def _pe_ports(
                 iOperInstanceIndex=str(edge.dst),
                 iOperInstancePortIndex=str(edge.dst_port),
             )
-        conn = _el(el, AUG, "operInstanceConnection", operInstanceIndex=str(out.node), oportIndex=str(out.port))
+        conn = _el(
+            el, AUG, "operInstanceConnection", operInstanceIndex=str(out.node), oportIndex=str(out.port)
+        )
         if out.channel is not None:
             conn.set("splitterIndex", str(out.channel[0]))
             conn.set("channelIndex", str(out.channel[1]))

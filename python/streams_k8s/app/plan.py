@@ -22,7 +22,7 @@ from streams_k8s.api.job import Fusion, ParallelRegionWidth
 from streams_k8s.api.processing_element import Placement, PoolLocation
 from streams_k8s.app.fusion import fuse_topology
 from streams_k8s.app.model import Application
-from streams_k8s.app.submission import WidthOverride, resolve_values, resolve_widths
+from streams_k8s.app.submission import WidthOverride, apply_overrides, resolve_values, resolve_widths
 from streams_k8s.app.topology import Edge, Topology, build_topology
 
 _LAST = 2**63  # sort key of ports with no peer PE (imports, exports)
@@ -255,16 +255,7 @@ def refuse_with_widths(
 ) -> tuple[Plan, PlanDiff]:
     """Re-fuse after width changes; node indices and PE ids are kept where operators survive."""
     topo = previous.topology
-    new_widths = (
-        resolve_widths(
-            topo.app,
-            {},
-            [WidthOverride(topo.app.parallel_regions[i].name, w) for i, w in topo.widths.items()]
-            + [WidthOverride(w.alias, w.width) for w in widths],
-        )
-        if topo.app.parallel_regions
-        else {}
-    )
+    new_widths = apply_overrides(topo.app, topo.widths, [WidthOverride(w.alias, w.width) for w in widths])
     indices = {n.name: n.index for n in topo.nodes.values()}
     new_topo = build_topology(topo.app, new_widths, indices)
     plan = plan_topology(

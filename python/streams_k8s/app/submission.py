@@ -94,7 +94,14 @@ def resolve_widths(
     app: Application, values: Mapping[int, str], overrides: Sequence[WidthOverride] = ()
 ) -> dict[int, int]:
     """Width of every parallel region (by region index); the last matching override wins."""
-    widths = {r.index: _width_of(r, values, app) for r in app.parallel_regions}
+    return apply_overrides(app, {r.index: _width_of(r, values, app) for r in app.parallel_regions}, overrides)
+
+
+def apply_overrides(
+    app: Application, widths: Mapping[int, int], overrides: Sequence[WidthOverride]
+) -> dict[int, int]:
+    """``widths`` with the overrides applied (alias patterns, last match wins), all checked ≥ 1."""
+    widths = dict(widths)
     for override in overrides:
         pattern = _pattern(override.alias)
         hits = [r for r in app.parallel_regions if pattern.match(r.name)]

@@ -14,4 +14,8 @@ def main() -> None:
     """IBM Streams applications, run natively on Kubernetes."""
 
 
+from streams_k8s.cli.plan import plan  # noqa: E402
+
+main.add_command(plan)
+
 __all__ = ["main"]
