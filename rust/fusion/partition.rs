@@ -270,17 +270,21 @@ fn place(
     };
     let mut overflow = None;
     let mut current: Option<u32> = None;
+    let mut left = total;
     for &unit in order {
         pl.neighbour_weights(unit);
-        let choice = match current.filter(|&c| pl.fits(c, unit, cap)) {
+        // While PEs are still to be opened, the current one takes its share of what is left.
+        let opened = pl.pes.len();
+        let share = |c: u32| {
+            let ahead = (k + 1).saturating_sub(opened).max(1) as u32;
+            (left + pl.pes[c as usize].nodes).div_ceil(ahead).clamp(1, cap)
+        };
+        let choice = match current.filter(|&c| pl.fits(c, unit, if opened < k { share(c) } else { cap })) {
             Some(c) => c,
+            None if opened < k => opened as u32,
             None => match pl.best_neighbour(unit, cap, NONE) {
                 Some((p, _)) => p,
-                None if pl.pes.len() < k => pl.pes.len() as u32,
-                None => match pl
-                    .emptiest(unit, cap)
-                    .or_else(|| pl.emptiest(unit, u32::MAX))
-                {
+                None => match pl.emptiest(unit, cap).or_else(|| pl.emptiest(unit, u32::MAX)) {
                     Some(p) => p,
                     None => {
                         if overflow.is_none() {
@@ -291,6 +295,7 @@ fn place(
                 },
             },
         };
+        left -= aggs[unit as usize].nodes;
         pl.assign(unit, choice);
         current = Some(choice);
     }

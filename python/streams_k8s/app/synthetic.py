@@ -100,9 +100,11 @@ class _Writer:
                 f'<value key="index" type="int32">{c}</value>{start}</splAnnotation>'
             )
         partitions = []
-        if s.colocate_pairs and j % 2 == 0 and j + 1 < s.length:
+        # an isolated chain head is never part of a colocated pair (that would be unsatisfiable)
+        paired = s.colocate_pairs and not (c < s.isolate_heads and j < 2)
+        if paired and j % 2 == 0 and j + 1 < s.length:
             partitions.append(f'<coLocation colocId="co_{c}_{j}"/>')
-        if s.colocate_pairs and j % 2 == 1:
+        if paired and j % 2 == 1:
             partitions.append(f'<coLocation colocId="co_{c}_{j - 1}"/>')
         if s.exlocate_chain_ends and j in (0, s.length - 1):
             partitions.append(f'<exLocation exlocId="ex_{c}"/>')

@@ -35,7 +35,7 @@ def _fusion(text: str | None) -> Fusion | None:
     if text is None:
         return None
     if text in ("legacy", "automatic"):
-        return Fusion(**{text: True})
+        return Fusion(legacy=True) if text == "legacy" else Fusion(automatic=True)
     if text.startswith("manual="):
         return Fusion(manual=int(text.removeprefix("manual=")))
     raise click.BadParameter("use manual=N, legacy or automatic", param_hint="--fusion")
