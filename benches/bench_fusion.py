@@ -20,14 +20,18 @@ from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl
 from streams_k8s.app.topology import Topology
 
 # 100 chains x 100 Functors + source/sink, 20 parallel regions of width 4: 10,062 topology nodes
-BIG = SyntheticSpec(chains=100, length=100, regions=20, width=4, pools=2, colocate_pairs=True, consistent_chains=5)
+BIG = SyntheticSpec(
+    chains=100, length=100, regions=20, width=4, pools=2, colocate_pairs=True, consistent_chains=5
+)
 
 
 def _inputs(topo: Topology) -> tuple[list[Any], list[tuple[int, int]]]:
     order = sorted(topo.nodes.values(), key=lambda n: n.index)
     position = {n.index: i for i, n in enumerate(order)}
     ids = _Interner()
-    return [_node_tuple(topo, n, ids) for n in order], [(position[e.src], position[e.dst]) for e in topo.edges]
+    return [_node_tuple(topo, n, ids) for n in order], [
+        (position[e.src], position[e.dst]) for e in topo.edges
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +57,9 @@ def test_whole_plan_10k(benchmark: Any) -> None:
     plan = run()
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    print(f"\nplan: {len(plan.topology.nodes)} nodes, {len(plan.pes)} PEs, peak traced memory {peak / 2**20:.1f} MiB")
+    print(
+        f"\nplan: {len(plan.topology.nodes)} nodes, {len(plan.pes)} PEs, peak traced memory {peak / 2**20:.1f} MiB"  # noqa: E501
+    )
     benchmark.pedantic(run, rounds=3, iterations=1)
 
 
@@ -61,7 +67,9 @@ def test_refusion_after_width_change_10k(benchmark: Any, big_plan: Any) -> None:
     region = big_plan.topology.app.parallel_regions[0].name
     change = [ParallelRegionWidth(alias=region, width=5)]
     _, diff = refuse_with_widths(big_plan, change)
-    print(f"\nre-fusion diff: {len(diff.unchanged)} unchanged, {len(diff.changed)} changed, {len(diff.added)} added")
+    print(
+        f"\nre-fusion diff: {len(diff.unchanged)} unchanged, {len(diff.changed)} changed, {len(diff.added)} added"  # noqa: E501
+    )
     benchmark.pedantic(lambda: refuse_with_widths(big_plan, change), rounds=3, iterations=1)
 
 
@@ -73,7 +81,9 @@ def _cut(parts: list[int], edges: list[tuple[int, int]]) -> int:
 def test_against_metis(operators: int) -> None:
     pymetis = pytest.importorskip("pymetis")
     chains = max(5, operators // 100)
-    spec = SyntheticSpec(chains=chains, length=max(1, (operators - 2) // chains), regions=chains // 5, width=3)
+    spec = SyntheticSpec(
+        chains=chains, length=max(1, (operators - 2) // chains), regions=chains // 5, width=3
+    )
     topo = plan_topology_only(spec)
     nodes, edges = _inputs(topo)
     k = max(2, len(nodes) // 100)
@@ -93,7 +103,7 @@ def test_against_metis(operators: int) -> None:
     theirs = time.perf_counter() - t0
     ours_cut, metis_cut = _cut(part, edges), _cut(list(metis_parts), edges)
     print(
-        f"\n{len(nodes)} nodes, {len(edges)} edges, k={k}: ours {ours * 1000:.1f} ms cut {ours_cut} ({len(pes)} PEs); "
+        f"\n{len(nodes)} nodes, {len(edges)} edges, k={k}: ours {ours * 1000:.1f} ms cut {ours_cut} ({len(pes)} PEs); "  # noqa: E501
         f"METIS {theirs * 1000:.1f} ms cut {metis_cut}; time ratio {ours / theirs:.2f}, "
         f"cut ratio {ours_cut / max(metis_cut, 1):.2f}"
     )

@@ -139,7 +139,7 @@ class _Writer:
             f"<inputPorts>{''.join(ins) if op in self.inputs else ''}</inputPorts>"
             f"<outputPorts>{''.join(outs) if op in self.outputs else ''}</outputPorts>"
             f'<resources><poolLocation poolIndex="{self.pool_of(op)}"/></resources><runtimeConstants/>'
-            f"<sharedObject class={quoteattr(name)}><wrapper>none</wrapper><uri>bin/{name}.so</uri></sharedObject>"
+            f"<sharedObject class={quoteattr(name)}><wrapper>none</wrapper><uri>bin/{name}.so</uri></sharedObject>"  # noqa: E501
             f"{self.extra.get(-op, '')}</primitiveOperInstance>"
         )
 
@@ -147,17 +147,17 @@ class _Writer:
         s = self.spec
         main = max(self.names) + 1
         pools = ['<hostpool index="0" membershipMode="shared" name="$default"/>'] + [
-            f'<hostpool index="{p + 1}" membershipMode="shared" name="pool{p}"><tag name="pool{p}"/></hostpool>'
+            f'<hostpool index="{p + 1}" membershipMode="shared" name="pool{p}"><tag name="pool{p}"/></hostpool>'  # noqa: E501
             for p in range(s.pools)
         ]
         regions = "".join(
-            f'<parallelRegion index="{i}" name={quoteattr(self.names[op])}><parallelOperator operIndex="{op}">'
+            f'<parallelRegion index="{i}" name={quoteattr(self.names[op])}><parallelOperator operIndex="{op}">'  # noqa: E501
             f'<splitter iportIndex="0" kind="RoundRobin"/></parallelOperator>'
             f"<parallelWidth><constantWidth>{s.width}</constantWidth></parallelWidth></parallelRegion>"
             for i, op in enumerate(self.region_ops)
         )
         consistent = "".join(
-            f'<splAnnotation internal="true" tag="consistentRegion"><value key="index" type="int64">{c}</value>'
+            f'<splAnnotation internal="true" tag="consistentRegion"><value key="index" type="int64">{c}</value>'  # noqa: E501
             f'<value key="trigger" type="enum{{periodic,operatorDriven}}">operatorDriven</value>'
             f'<value key="drainTimeout" type="float64">180</value>'
             f'<value key="resetTimeout" type="float64">180</value>'
@@ -166,20 +166,20 @@ class _Writer:
         )
         ops = "".join(self.operator(op) for op in sorted(self.names))
         return (
-            f'<?xml version="1.0" encoding="UTF-8"?>\n<applicationSet xmlns="{NS}" name={quoteattr(s.name + ".appset")}>'
+            f'<?xml version="1.0" encoding="UTF-8"?>\n<applicationSet xmlns="{NS}" name={quoteattr(s.name + ".appset")}>'  # noqa: E501
             f'<splApplication adlPath="app/app.adl" applicationDirectory="app" applicationScope="Default" '
             f'avoidRuntimeYield="auto" buildId="synthetic" bundle="./app.sab" name={quoteattr(s.name)} '
             f'outputDirectory="output" productVersion="4.3.0.0" version="1.0.0">'
             f"<libraries/><hostpools>{''.join(pools)}</hostpools>"
             f'<tupleTypes><tupleType index="0"><attribute name="i" type="uint64"/></tupleType></tupleTypes>'
             f"<primitiveOperDefinitions>"
-            f'<primitiveOperDefinition index="0" kind="spl.relational::Functor" runtimeType="SPL_CPlusPlus" toolkitIndex="0"/>'
-            f'<primitiveOperDefinition index="1" kind="spl.utility::Beacon" runtimeType="SPL_CPlusPlus" toolkitIndex="0"/>'
-            f'<primitiveOperDefinition index="2" kind="spl.utility::Custom" runtimeType="SPL_CPlusPlus" toolkitIndex="0"/>'
+            f'<primitiveOperDefinition index="0" kind="spl.relational::Functor" runtimeType="SPL_CPlusPlus" toolkitIndex="0"/>'  # noqa: E501
+            f'<primitiveOperDefinition index="1" kind="spl.utility::Beacon" runtimeType="SPL_CPlusPlus" toolkitIndex="0"/>'  # noqa: E501
+            f'<primitiveOperDefinition index="2" kind="spl.utility::Custom" runtimeType="SPL_CPlusPlus" toolkitIndex="0"/>'  # noqa: E501
             f"</primitiveOperDefinitions><composites><sourceUris/><compositeOperDefinitions>"
-            f'<compositeOperDefinition index="0" kind={quoteattr(s.name)} numberOfInputPorts="0" numberOfOutputPorts="0"/>'
+            f'<compositeOperDefinition index="0" kind={quoteattr(s.name)} numberOfInputPorts="0" numberOfOutputPorts="0"/>'  # noqa: E501
             f"</compositeOperDefinitions><compositeOperInstances>"
-            f'<compositeOperInstance definitionIndex="0" index="{main}" name={quoteattr(s.name)}>{ops}{consistent}'
+            f'<compositeOperInstance definitionIndex="0" index="{main}" name={quoteattr(s.name)}>{ops}{consistent}'  # noqa: E501
             f"</compositeOperInstance></compositeOperInstances></composites>"
             f'<toolkits><toolkit index="0" name="spl" uri="file:///spl" version="1.4.0"/></toolkits>'
             f"{'<parallelRegions>' + regions + '</parallelRegions>' if regions else ''}"
