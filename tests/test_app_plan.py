@@ -122,12 +122,12 @@ def test_refusion_matches_the_original_width_change_outcome() -> None:
     app = _real("apps.parallel.Parallel.sab")
     values = {"width1": "2", "width2": "5", "width3": "4"}
     before = plan_application(app, Fusion(legacy=True), job_name="j", submission_values=values)
-    after, diff = refuse_with_widths(before, [ParallelRegionWidth(alias="Result.Region1", width=10)])
+    _, diff = refuse_with_widths(before, [ParallelRegionWidth(alias="Result.Region1", width=10)])
     assert diff.unchanged == [1, 4, 10, 11, 12]
     assert diff.changed == [0, 2, 3, 5, 6, 7, 8, 9]
     assert diff.added == list(range(13, 21))
     assert diff.removed == []
-    shrink, diff2 = refuse_with_widths(before, [ParallelRegionWidth(alias="Result.Region3", width=2)])
+    _, diff2 = refuse_with_widths(before, [ParallelRegionWidth(alias="Result.Region3", width=2)])
     assert diff2.removed == [11, 12]
 
 

@@ -1,5 +1,15 @@
 """Sans-IO native core (Rust, PyO3)."""
 
+__all__ = [
+    "__version__",
+    "PropertiesError",
+    "parse_properties",
+    # fusion (application pipeline)
+    "FusionError",
+    "fuse",
+    "automatic_pe_count",
+]
+
 __version__: str
 
 class PropertiesError(ValueError):

@@ -277,24 +277,30 @@ fn place(
         let opened = pl.pes.len();
         let share = |c: u32| {
             let ahead = (k + 1).saturating_sub(opened).max(1) as u32;
-            (left + pl.pes[c as usize].nodes).div_ceil(ahead).clamp(1, cap)
+            (left + pl.pes[c as usize].nodes)
+                .div_ceil(ahead)
+                .clamp(1, cap)
         };
-        let choice = match current.filter(|&c| pl.fits(c, unit, if opened < k { share(c) } else { cap })) {
-            Some(c) => c,
-            None if opened < k => opened as u32,
-            None => match pl.best_neighbour(unit, cap, NONE) {
-                Some((p, _)) => p,
-                None => match pl.emptiest(unit, cap).or_else(|| pl.emptiest(unit, u32::MAX)) {
-                    Some(p) => p,
-                    None => {
-                        if overflow.is_none() {
-                            overflow = Some((unit, 0));
+        let choice =
+            match current.filter(|&c| pl.fits(c, unit, if opened < k { share(c) } else { cap })) {
+                Some(c) => c,
+                None if opened < k => opened as u32,
+                None => match pl.best_neighbour(unit, cap, NONE) {
+                    Some((p, _)) => p,
+                    None => match pl
+                        .emptiest(unit, cap)
+                        .or_else(|| pl.emptiest(unit, u32::MAX))
+                    {
+                        Some(p) => p,
+                        None => {
+                            if overflow.is_none() {
+                                overflow = Some((unit, 0));
+                            }
+                            pl.pes.len() as u32
                         }
-                        pl.pes.len() as u32
-                    }
+                    },
                 },
-            },
-        };
+            };
         left -= aggs[unit as usize].nodes;
         pl.assign(unit, choice);
         current = Some(choice);
