@@ -134,11 +134,12 @@ class _Writer:
         ]
         return (
             f'<primitiveOperInstance definitionIndex="{definition}" index="{op}" name={quoteattr(name)} '
-            f'optimized="true" relocatable="true" restartable="true" singleThreadedOnOutputs="true">'
+            f'optimized="true" relocatable="true" restartable="true" singleThreadedOnOutputs="true"'
+            f' sourceIndex="0" startLine="1" endLine="1">'
             f"{self.extra.get(op, '')}"
-            f"<inputPorts>{''.join(ins) if op in self.inputs else ''}</inputPorts>"
-            f"<outputPorts>{''.join(outs) if op in self.outputs else ''}</outputPorts>"
-            f'<resources><poolLocation poolIndex="{self.pool_of(op)}"/></resources><runtimeConstants/>'
+            f"{'<inputPorts>' + ''.join(ins) + '</inputPorts>' if op in self.inputs else ''}"
+            f"{'<outputPorts>' + ''.join(outs) + '</outputPorts>' if op in self.outputs else ''}"
+            f'<envVars/><resources><poolLocation poolIndex="{self.pool_of(op)}"/></resources><runtimeConstants/>'
             f"<sharedObject class={quoteattr(name)}><wrapper>none</wrapper><uri>bin/{name}.so</uri></sharedObject>"  # noqa: E501
             f"{self.extra.get(-op, '')}</primitiveOperInstance>"
         )
@@ -162,7 +163,7 @@ class _Writer:
             f'<value key="drainTimeout" type="float64">180</value>'
             f'<value key="resetTimeout" type="float64">180</value>'
             f'<value key="maxConsecutiveResetAttempts" type="int32">5</value></splAnnotation>'
-            for c in range(s.consistent_chains)
+            for c in range(min(s.consistent_chains, s.chains))
         )
         ops = "".join(self.operator(op) for op in sorted(self.names))
         return (
@@ -176,10 +177,13 @@ class _Writer:
             f'<primitiveOperDefinition index="0" kind="spl.relational::Functor" runtimeType="SPL_CPlusPlus" toolkitIndex="0"/>'  # noqa: E501
             f'<primitiveOperDefinition index="1" kind="spl.utility::Beacon" runtimeType="SPL_CPlusPlus" toolkitIndex="0"/>'  # noqa: E501
             f'<primitiveOperDefinition index="2" kind="spl.utility::Custom" runtimeType="SPL_CPlusPlus" toolkitIndex="0"/>'  # noqa: E501
-            f"</primitiveOperDefinitions><composites><sourceUris/><compositeOperDefinitions>"
-            f'<compositeOperDefinition index="0" kind={quoteattr(s.name)} numberOfInputPorts="0" numberOfOutputPorts="0"/>'  # noqa: E501
+            f'</primitiveOperDefinitions><composites><sourceUris><uri index="0" path="file:///app.spl"/></sourceUris>'
+            f"<compositeOperDefinitions>"
+            f'<compositeOperDefinition index="0" kind={quoteattr(s.name)} numberOfInputPorts="0" numberOfOutputPorts="0"'
+            f' sourceIndex="0" startLine="1" endLine="1" toolkitIndex="0"/>'  # noqa: E501
             f"</compositeOperDefinitions><compositeOperInstances>"
-            f'<compositeOperInstance definitionIndex="0" index="{main}" name={quoteattr(s.name)}>{ops}{consistent}'  # noqa: E501
+            f'<compositeOperInstance definitionIndex="0" index="{main}" name={quoteattr(s.name)} sourceIndex="0"'
+            f' startLine="1" endLine="1">{ops}{consistent}'  # noqa: E501
             f"</compositeOperInstance></compositeOperInstances></composites>"
             f'<toolkits><toolkit index="0" name="spl" uri="file:///spl" version="1.4.0"/></toolkits>'
             f"{'<parallelRegions>' + regions + '</parallelRegions>' if regions else ''}"
