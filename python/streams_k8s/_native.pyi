@@ -1,13 +1,13 @@
 """Sans-IO native core (Rust, PyO3)."""
 
 __all__ = [
-    "__version__",
-    "PropertiesError",
-    "parse_properties",
     # fusion (application pipeline)
     "FusionError",
-    "fuse",
+    "PropertiesError",
+    "__version__",
     "automatic_pe_count",
+    "fuse",
+    "parse_properties",
 ]
 
 __version__: str

@@ -139,8 +139,9 @@ class _Writer:
             f"{self.extra.get(op, '')}"
             f"{'<inputPorts>' + ''.join(ins) + '</inputPorts>' if op in self.inputs else ''}"
             f"{'<outputPorts>' + ''.join(outs) + '</outputPorts>' if op in self.outputs else ''}"
-            f'<envVars/><resources><poolLocation poolIndex="{self.pool_of(op)}"/></resources><runtimeConstants/>'
-            f"<sharedObject class={quoteattr(name)}><wrapper>none</wrapper><uri>bin/{name}.so</uri></sharedObject>"  # noqa: E501
+            f'<envVars/><resources><poolLocation poolIndex="{self.pool_of(op)}"/></resources>'
+            f"<runtimeConstants/><sharedObject class={quoteattr(name)}><wrapper>none</wrapper>"
+            f"<uri>bin/{name}.so</uri></sharedObject>"
             f"{self.extra.get(-op, '')}</primitiveOperInstance>"
         )
 
@@ -148,47 +149,63 @@ class _Writer:
         s = self.spec
         main = max(self.names) + 1
         pools = ['<hostpool index="0" membershipMode="shared" name="$default"/>'] + [
-            f'<hostpool index="{p + 1}" membershipMode="shared" name="pool{p}"><tag name="pool{p}"/></hostpool>'  # noqa: E501
+            f'<hostpool index="{p + 1}" membershipMode="shared" name="pool{p}">'
+            f'<tag name="pool{p}"/></hostpool>'
             for p in range(s.pools)
         ]
         regions = "".join(
-            f'<parallelRegion index="{i}" name={quoteattr(self.names[op])}><parallelOperator operIndex="{op}">'  # noqa: E501
-            f'<splitter iportIndex="0" kind="RoundRobin"/></parallelOperator>'
+            f'<parallelRegion index="{i}" name={quoteattr(self.names[op])}>'
+            f'<parallelOperator operIndex="{op}">'
+            '<splitter iportIndex="0" kind="RoundRobin"/></parallelOperator>'
             f"<parallelWidth><constantWidth>{s.width}</constantWidth></parallelWidth></parallelRegion>"
             for i, op in enumerate(self.region_ops)
         )
         consistent = "".join(
-            f'<splAnnotation internal="true" tag="consistentRegion"><value key="index" type="int64">{c}</value>'  # noqa: E501
-            f'<value key="trigger" type="enum{{periodic,operatorDriven}}">operatorDriven</value>'
-            f'<value key="drainTimeout" type="float64">180</value>'
-            f'<value key="resetTimeout" type="float64">180</value>'
-            f'<value key="maxConsecutiveResetAttempts" type="int32">5</value></splAnnotation>'
-            for c in range(min(s.consistent_chains, s.chains))
+            _CONSISTENT_REGION.format(index=c) for c in range(min(s.consistent_chains, s.chains))
         )
         ops = "".join(self.operator(op) for op in sorted(self.names))
+        name = quoteattr(s.name)
+        where = 'sourceIndex="0" startLine="1" endLine="1"'
         return (
-            f'<?xml version="1.0" encoding="UTF-8"?>\n<applicationSet xmlns="{NS}" name={quoteattr(s.name + ".appset")}>'  # noqa: E501
-            f'<splApplication adlPath="app/app.adl" applicationDirectory="app" applicationScope="Default" '
-            f'avoidRuntimeYield="auto" buildId="synthetic" bundle="./app.sab" name={quoteattr(s.name)} '
-            f'outputDirectory="output" productVersion="4.3.0.0" version="1.0.0">'
-            f"<libraries/><hostpools>{''.join(pools)}</hostpools>"
-            f'<tupleTypes><tupleType index="0"><attribute name="i" type="uint64"/></tupleType></tupleTypes>'
-            f"<primitiveOperDefinitions>"
-            f'<primitiveOperDefinition index="0" kind="spl.relational::Functor" runtimeType="SPL_CPlusPlus" toolkitIndex="0"/>'  # noqa: E501
-            f'<primitiveOperDefinition index="1" kind="spl.utility::Beacon" runtimeType="SPL_CPlusPlus" toolkitIndex="0"/>'  # noqa: E501
-            f'<primitiveOperDefinition index="2" kind="spl.utility::Custom" runtimeType="SPL_CPlusPlus" toolkitIndex="0"/>'  # noqa: E501
-            f'</primitiveOperDefinitions><composites><sourceUris><uri index="0" path="file:///app.spl"/></sourceUris>'
-            f"<compositeOperDefinitions>"
-            f'<compositeOperDefinition index="0" kind={quoteattr(s.name)} numberOfInputPorts="0" numberOfOutputPorts="0"'
-            f' sourceIndex="0" startLine="1" endLine="1" toolkitIndex="0"/>'  # noqa: E501
-            f"</compositeOperDefinitions><compositeOperInstances>"
-            f'<compositeOperInstance definitionIndex="0" index="{main}" name={quoteattr(s.name)} sourceIndex="0"'
-            f' startLine="1" endLine="1">{ops}{consistent}'  # noqa: E501
+            '<?xml version="1.0" encoding="UTF-8"?>\n'
+            f'<applicationSet xmlns="{NS}" name={quoteattr(s.name + ".appset")}>'
+            f"<splApplication {_APPLICATION_ATTRS} name={name}>"
+            f"<libraries/><hostpools>{''.join(pools)}</hostpools>{_TYPES_AND_DEFINITIONS}"
+            f'<composites><sourceUris><uri index="0" path="file:///app.spl"/></sourceUris><compositeOperDefinitions>'
+            f'<compositeOperDefinition index="0" kind={name} numberOfInputPorts="0" numberOfOutputPorts="0" '
+            f'{where} toolkitIndex="0"/></compositeOperDefinitions><compositeOperInstances>'
+            f'<compositeOperInstance definitionIndex="0" index="{main}" name={name} {where}>{ops}{consistent}'
             f"</compositeOperInstance></compositeOperInstances></composites>"
             f'<toolkits><toolkit index="0" name="spl" uri="file:///spl" version="1.4.0"/></toolkits>'
             f"{'<parallelRegions>' + regions + '</parallelRegions>' if regions else ''}"
             f"</splApplication></applicationSet>\n"
         )
+
+
+_APPLICATION_ATTRS = (
+    'adlPath="app/app.adl" applicationDirectory="app" applicationScope="Default" avoidRuntimeYield="auto" '
+    'buildId="synthetic" bundle="./app.sab" outputDirectory="output" productVersion="4.3.0.0" version="1.0.0"'
+)
+_TYPES_AND_DEFINITIONS = "".join(
+    [
+        '<tupleTypes><tupleType index="0"><attribute name="i" type="uint64"/></tupleType></tupleTypes>',
+        "<primitiveOperDefinitions>",
+        *(
+            f'<primitiveOperDefinition index="{i}" kind="{kind}" runtimeType="SPL_CPlusPlus" '
+            'toolkitIndex="0"/>'
+            for i, kind in enumerate(
+                ("spl.relational::Functor", "spl.utility::Beacon", "spl.utility::Custom")
+            )
+        ),
+        "</primitiveOperDefinitions>",
+    ]
+)
+_CONSISTENT_REGION = (
+    '<splAnnotation internal="true" tag="consistentRegion"><value key="index" type="int64">{index}</value>'
+    '<value key="trigger" type="enum{{periodic,operatorDriven}}">operatorDriven</value>'
+    '<value key="drainTimeout" type="float64">180</value><value key="resetTimeout" type="float64">180</value>'
+    '<value key="maxConsecutiveResetAttempts" type="int32">5</value></splAnnotation>'
+)
 
 
 def synthetic_adl(spec: SyntheticSpec) -> bytes:
