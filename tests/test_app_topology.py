@@ -10,7 +10,7 @@ from streams_k8s.app.adl import parse_adl
 from streams_k8s.app.bundle import read_bundle
 from streams_k8s.app.model import Application
 from streams_k8s.app.submission import SubmissionError, WidthOverride, resolve_values, resolve_widths
-from streams_k8s.app.topology import build_topology
+from streams_k8s.app.topology import Edge, build_topology
 
 APPS = Path(__file__).resolve().parents[1] / ".." / "shared" / "testdata" / "open-streams" / "apps"
 
@@ -73,7 +73,18 @@ def test_previous_indices_are_kept_on_rebuild() -> None:
     app = _app("apps.parallel.Parallel.sab")
     first = build_topology(app, {0: 2, 1: 2, 2: 2})
     before = {n.name: n.index for n in first.nodes.values()}
-    second = build_topology(app, {0: 5, 1: 2, 2: 2}, before)
+    second = build_topology(app, {0: 5, 1: 2, 2: 2}, first)
     after = {n.name: n.index for n in second.nodes.values()}
     assert all(after[name] == index for name, index in before.items())
     assert len(set(after.values())) == len(after)
+    assert min(after[f"Result.Region1[{c}]"] for c in (2, 3, 4)) > max(before.values())
+    # the incremental rebuild equals a fresh expansion with the same indices
+    fresh = build_topology(app, {0: 5, 1: 2, 2: 2})
+    assert {n.name for n in fresh.nodes.values()} == set(after)
+    rename = {n.index: n.name for n in second.nodes.values()}
+    fresh_names = {n.index: n.name for n in fresh.nodes.values()}
+
+    def named(topo_edges: list[Edge], names: dict[int, str]) -> set[tuple[str, str]]:
+        return {(names[e.src], names[e.dst]) for e in topo_edges}
+
+    assert named(second.edges, rename) == named(fresh.edges, fresh_names)

@@ -256,8 +256,7 @@ def refuse_with_widths(
     """Re-fuse after width changes; node indices and PE ids are kept where operators survive."""
     topo = previous.topology
     new_widths = apply_overrides(topo.app, topo.widths, [WidthOverride(w.alias, w.width) for w in widths])
-    indices = {n.name: n.index for n in topo.nodes.values()}
-    new_topo = build_topology(topo.app, new_widths, indices)
+    new_topo = build_topology(topo.app, new_widths, topo)
     plan = plan_topology(
         new_topo,
         previous.fusion,

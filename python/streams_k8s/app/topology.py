@@ -90,6 +90,11 @@ class Topology:
     widths: dict[int, int]
     nodes: dict[int, Node]
     edges: list[Edge]
+    # how it was built, kept so a width change rebuilds only what it touches
+    replicas: dict[int, list[Node]] = field(default_factory=dict)  # by ADL operator index
+    chains: dict[int, list[ParallelRegion]] = field(default_factory=dict)  # enclosing regions, outermost first
+    hops: list[_Hop] = field(default_factory=list)
+    hop_edges: list[list[Edge]] = field(default_factory=list)
 
     _into: dict[int, list[Edge]] | None = None
     _from: dict[int, list[Edge]] | None = None
@@ -243,42 +248,39 @@ def _consistent_region(op: Operator) -> int | None:
     return int(index) if index is not None else None
 
 
-def build_topology(
-    app: Application, widths: Mapping[int, int], previous_indices: Mapping[str, int] | None = None
-) -> Topology:
-    """Expand ``app`` with the given region widths.
+class _Indexer:
+    """Node indices: channel 0 keeps the ADL index, replicas and new nodes go above every index seen."""
 
-    ``previous_indices`` (node name → index from an earlier topology of the same application)
-    keeps the indices of nodes that still exist, for a stable re-fusion.
-    """
-    primitives = sorted(
-        (op for op in app.operators.values() if op.kind is OperatorKind.PRIMITIVE), key=lambda o: o.index
-    )
-    previous = dict(previous_indices or {})
-    taken = set(previous.values())
-    next_index = max([op.index for op in primitives] + list(taken)) + 1
-    nodes: dict[int, Node] = {}
-    replicas: dict[int, list[Node]] = {}
-    chains: dict[int, list[ParallelRegion]] = {}
-    for op in primitives:
-        chain = _region_chain(app, op)
-        chains[op.index] = chain
-        replicas[op.index] = []
-        for locals_ in itertools.product(*(range(widths[r.index]) for r in chain)):
-            channels = _channels(chain, locals_, widths)
-            name = _name(app, op, {r.oper_index: c.global_ for r, c in zip(chain, channels, strict=True)})
-            if name in previous:
-                index = previous[name]
-            elif not any(locals_) and op.index not in taken:
-                index = op.index
-            else:
-                while next_index in taken:
-                    next_index += 1
-                index = next_index
-            taken.add(index)
-            p, q = op.placement, op.partitions
-            node = Node(
-                index=index,
+    def __init__(self, primitives: list[Operator], previous: Topology | None) -> None:
+        self.previous = {n.name: n.index for n in previous.nodes.values()} if previous else {}
+        self.taken: set[int] = set()
+        seen = [op.index for op in primitives] + list(self.previous.values())
+        self.next = max(seen) + 1
+
+    def index(self, op: Operator, name: str, channel_zero: bool) -> int:
+        if name in self.previous:
+            index = self.previous[name]
+        elif channel_zero and op.index not in self.taken and op.index not in self.previous.values():
+            index = op.index
+        else:
+            while self.next in self.taken:
+                self.next += 1
+            index = self.next
+        self.taken.add(index)
+        return index
+
+
+def _replicate(
+    app: Application, op: Operator, chain: list[ParallelRegion], widths: Mapping[int, int], indexer: _Indexer
+) -> list[Node]:
+    out = []
+    for locals_ in itertools.product(*(range(widths[r.index]) for r in chain)):
+        channels = _channels(chain, locals_, widths)
+        name = _name(app, op, {r.oper_index: c.global_ for r, c in zip(chain, channels, strict=True)})
+        p, q = op.placement, op.partitions
+        out.append(
+            Node(
+                index=indexer.index(op, name, not any(locals_)),
                 name=name,
                 operator=op,
                 channels=channels,
@@ -295,57 +297,97 @@ def build_topology(
                 ),
                 consistent_region=_consistent_region(op),
             )
-            nodes[index] = node
-            replicas[op.index].append(node)
-    edges = _edges(app, widths, replicas, chains)
-    return Topology(app=app, widths=dict(widths), nodes=nodes, edges=edges)
+        )
+    return out
 
 
-def _edges(
-    app: Application,
-    widths: Mapping[int, int],
-    replicas: dict[int, list[Node]],
-    chains: dict[int, list[ParallelRegion]],
+def build_topology(app: Application, widths: Mapping[int, int], previous: Topology | None = None) -> Topology:
+    """Expand ``app`` with the given region widths.
+
+    With ``previous`` (an earlier topology of the same application), only the operators inside
+    regions whose width changed are rebuilt, with the connections that touch them; every other
+    node and connection is reused, and surviving node names keep their index (stable re-fusion).
+    """
+    if previous is not None and previous.app is not app:
+        raise TopologyError("a topology can only be rebuilt from one of the same application")
+    primitives = sorted(
+        (op for op in app.operators.values() if op.kind is OperatorKind.PRIMITIVE), key=lambda o: o.index
+    )
+    changed = {r for r, w in widths.items() if previous is None or previous.widths.get(r) != w}
+    chains = previous.chains if previous else {op.index: _region_chain(app, op) for op in primitives}
+    affected = {op.index for op in primitives if any(r.index in changed for r in chains[op.index])}
+    indexer = _Indexer(primitives, previous)
+    replicas: dict[int, list[Node]] = {}
+    for op in primitives:
+        if previous is not None and op.index not in affected:
+            replicas[op.index] = previous.replicas[op.index]
+            indexer.taken.update(n.index for n in replicas[op.index])
+    for op in primitives:
+        if op.index not in replicas:
+            replicas[op.index] = _replicate(app, op, chains[op.index], widths, indexer)
+    hops = previous.hops if previous else _Flattener(app).hops()
+    hop_edges = [
+        previous.hop_edges[i]
+        if previous is not None and hop.src not in affected and hop.dst not in affected
+        else _hop_edges(app, hop, replicas, chains)
+        for i, hop in enumerate(hops)
+    ]
+    nodes = {n.index: n for nodes_ in replicas.values() for n in nodes_}
+    edges = [e for group in hop_edges for e in group]
+    return Topology(
+        app=app,
+        widths=dict(widths),
+        nodes=nodes,
+        edges=edges,
+        replicas=replicas,
+        chains=chains,
+        hops=hops,
+        hop_edges=hop_edges,
+    )
+
+
+def _hop_edges(
+    app: Application, hop: _Hop, replicas: dict[int, list[Node]], chains: dict[int, list[ParallelRegion]]
 ) -> list[Edge]:
-    edges: list[Edge] = []
-    for hop in _Flattener(app).hops():
-        src_op, dst_op = app.operators[hop.src], app.operators[hop.dst]
-        if src_op.kind is OperatorKind.IMPORT and dst_op.kind is OperatorKind.PRIMITIVE:
-            assert src_op.import_spec is not None
-            for node in replicas[hop.dst]:
-                imported = (src_op.name, src_op.index, src_op.import_spec)
-                node.imports[hop.dst_port] = (*node.imports.get(hop.dst_port, ()), imported)
-            continue
-        if dst_op.kind is OperatorKind.EXPORT and src_op.kind is OperatorKind.PRIMITIVE:
-            assert dst_op.export_spec is not None
-            for node in replicas[hop.src]:
-                entry = (dst_op.name, dst_op.export_spec)
-                node.exports[hop.src_port] = (*node.exports.get(hop.src_port, ()), entry)
-            continue
-        if src_op.kind is not OperatorKind.PRIMITIVE or dst_op.kind is not OperatorKind.PRIMITIVE:
-            continue  # import → export passthrough carries no tuples between our PEs
-        src_regions = {r.index for r in chains[hop.src]}
-        shared = [r.index for r in chains[hop.dst] if r.index in src_regions]
-        entered = [r for r in chains[hop.dst] if r.index not in src_regions]
-        splitter_region = entered[0] if entered else None
-        # consumers grouped by their channels in the shared regions: a producer feeds its own group
-        groups: dict[tuple[int, ...], list[Node]] = {}
-        for dst in replicas[hop.dst]:
-            key = tuple(c.local for c in dst.channels if c.region in shared)
-            groups.setdefault(key, []).append(dst)
-        for src in replicas[hop.src]:
-            key = tuple(c.local for c in src.channels if c.region in shared)
-            for dst in groups.get(key, ()):
-                use = None
-                if splitter_region is not None:
-                    outer = next(c for c in dst.channels if c.region == splitter_region.index)
-                    use = SplitterUse(
-                        region=splitter_region.index,
-                        kind=_splitter_kind(splitter_region, hop),
-                        channel=outer.local,
-                        iport=_entry_port(splitter_region, hop),
-                    )
-                edges.append(Edge(src.index, hop.src_port, dst.index, hop.dst_port, use))
+    """The physical connections of one logical connection (imports/exports are recorded on nodes)."""
+    src_op, dst_op = app.operators[hop.src], app.operators[hop.dst]
+    if src_op.kind is OperatorKind.IMPORT and dst_op.kind is OperatorKind.PRIMITIVE:
+        assert src_op.import_spec is not None
+        for node in replicas[hop.dst]:
+            imported = (src_op.name, src_op.index, src_op.import_spec)
+            node.imports[hop.dst_port] = (*node.imports.get(hop.dst_port, ()), imported)
+        return []
+    if dst_op.kind is OperatorKind.EXPORT and src_op.kind is OperatorKind.PRIMITIVE:
+        assert dst_op.export_spec is not None
+        for node in replicas[hop.src]:
+            entry = (dst_op.name, dst_op.export_spec)
+            node.exports[hop.src_port] = (*node.exports.get(hop.src_port, ()), entry)
+        return []
+    if src_op.kind is not OperatorKind.PRIMITIVE or dst_op.kind is not OperatorKind.PRIMITIVE:
+        return []  # import → export passthrough carries no tuples between our PEs
+    src_regions = {r.index for r in chains[hop.src]}
+    shared = [r.index for r in chains[hop.dst] if r.index in src_regions]
+    entered = [r for r in chains[hop.dst] if r.index not in src_regions]
+    splitter_region = entered[0] if entered else None
+    # consumers grouped by their channels in the shared regions: a producer feeds its own group
+    groups: dict[tuple[int, ...], list[Node]] = {}
+    for dst in replicas[hop.dst]:
+        key = tuple(c.local for c in dst.channels if c.region in shared)
+        groups.setdefault(key, []).append(dst)
+    edges = []
+    for src in replicas[hop.src]:
+        key = tuple(c.local for c in src.channels if c.region in shared)
+        for dst in groups.get(key, ()):
+            use = None
+            if splitter_region is not None:
+                outer = next(c for c in dst.channels if c.region == splitter_region.index)
+                use = SplitterUse(
+                    region=splitter_region.index,
+                    kind=_splitter_kind(splitter_region, hop),
+                    channel=outer.local,
+                    iport=_entry_port(splitter_region, hop),
+                )
+            edges.append(Edge(src.index, hop.src_port, dst.index, hop.dst_port, use))
     return edges
 
 
