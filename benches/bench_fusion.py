@@ -14,7 +14,7 @@ import pytest
 from streams_k8s._native import fuse
 from streams_k8s.api.job import Fusion, ParallelRegionWidth
 from streams_k8s.app.adl import parse_adl
-from streams_k8s.app.fusion import _Interner, _node_tuple
+from streams_k8s.app.fusion import FusionInputs
 from streams_k8s.app.plan import plan_application, refuse_with_widths
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl
 from streams_k8s.app.topology import Topology

@@ -96,13 +96,14 @@ fn node_spec(t: NodeTuple) -> fusion::NodeSpec {
 
 /// Partitions interned topology nodes into PEs (see `fusion` module docs).
 #[pyfunction]
-#[pyo3(signature = (nodes, edges, *, manual = None, channel_policy = "noChannelInfluence"))]
+#[pyo3(signature = (nodes, edges, *, manual = None, channel_policy = "noChannelInfluence", previous = None))]
 fn fuse(
     py: Python<'_>,
     nodes: Vec<NodeTuple>,
     edges: Vec<(u32, u32)>,
     manual: Option<usize>,
     channel_policy: &str,
+    previous: Option<Vec<Option<u32>>>,
 ) -> PyResult<(Vec<Vec<u32>>, Vec<NoticeTuple>)> {
     let policy = match channel_policy {
         "noChannelInfluence" => fusion::ChannelPolicy::NoInfluence,
@@ -125,8 +126,16 @@ fn fuse(
             "edge ({a}, {b}) names a node beyond {count}"
         )));
     }
+    if previous.as_ref().is_some_and(|p| p.len() != nodes.len()) {
+        return Err(PyValueError::new_err(
+            "previous must give one entry per node",
+        ));
+    }
     let specs: Vec<fusion::NodeSpec> = nodes.into_iter().map(node_spec).collect();
-    let result = py.detach(|| fusion::fuse(&specs, &edges, mode, policy));
+    let result = py.detach(|| match &previous {
+        Some(prev) => fusion::refuse(&specs, &edges, mode, policy, prev),
+        None => fusion::fuse(&specs, &edges, mode, policy),
+    });
     match result {
         Ok(f) => {
             let notices = f

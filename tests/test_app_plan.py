@@ -205,3 +205,22 @@ def test_generated_aadl_validates(schema: etree.XMLSchema) -> None:
         chains=3, length=4, regions=2, width=3, pools=2, colocate_pairs=True, consistent_chains=1
     )
     _check(plan_application(parse_adl(synthetic_adl(spec)), Fusion(manual=4), job_name="j"), schema)
+
+
+def test_incremental_refusion_renders_what_a_full_render_would() -> None:
+    from streams_k8s.app.aadl import pe_aadl
+    from streams_k8s.app.plan import PortIndex
+
+    spec = SyntheticSpec(chains=6, length=8, regions=3, width=2, pools=2, colocate_pairs=True)
+    app = parse_adl(synthetic_adl(spec))
+    before = plan_application(app, Fusion(manual=5), job_name="j", job_id=1)
+    for width in (4, 1, 3):
+        after, diff = refuse_with_widths(
+            before, [ParallelRegionWidth(alias=app.parallel_regions[1].name, width=width)]
+        )
+        _check(after)
+        ports = PortIndex.of(after.pes)
+        for pe in after.pes:
+            assert pe_aadl(after.topology, pe, ports, job_name="j", job_id=1) == pe.aadl
+        # PEs away from the resized region keep their id and content
+        assert diff.unchanged

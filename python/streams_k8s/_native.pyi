@@ -48,8 +48,12 @@ def fuse(
     *,
     manual: int | None = None,
     channel_policy: str = "noChannelInfluence",
+    previous: list[int | None] | None = None,
 ) -> tuple[list[list[int]], list[tuple[str, int, int, str | None, tuple[int, int] | None]]]:
     """Partition interned topology nodes into PEs; ``manual=None`` is legacy (one PE per unit).
+
+    ``previous`` (re-fusion): the earlier PE of each node, None for new nodes; units that stay
+    whole keep their PE and only the others are placed.
 
     Node tuple: (colocations, exlocations, isolated, host_colocations, host_exlocations,
     host_isolated, host_key, consistent_region, restartable, relocatable, jvm, channel).

@@ -38,7 +38,7 @@
 mod agg;
 mod partition;
 
-pub use partition::fuse;
+pub use partition::{fuse, refuse};
 
 /// One topology node, with every string interned by the caller.
 #[derive(Clone, Debug, Default)]

@@ -309,6 +309,68 @@ fn place(
     (pl.pe_of, overflow)
 }
 
+fn place_sticky(
+    aggs: &[Agg],
+    graph: &UnitGraph,
+    order: &[u32],
+    k: usize,
+    units: &[Vec<u32>],
+    previous: &[Option<u32>],
+) -> (Vec<u32>, Option<(u32, u32)>) {
+    let total: u32 = order.iter().map(|&u| aggs[u as usize].nodes).sum();
+    let balanced = total.div_ceil(k.max(1) as u32).max(1);
+    let cap = balanced + (balanced * 3 / 100).max(1);
+    let mut pl = Placement {
+        aggs,
+        graph,
+        pe_of: vec![NONE; aggs.len()],
+        pes: Vec::new(),
+        scratch: Vec::new(),
+        touched: Vec::new(),
+    };
+    // Previous PEs, densely renumbered in dataflow order of their first kept unit.
+    let mut dense: HashMap<u32, u32> = HashMap::new();
+    let mut unplaced = Vec::new();
+    for &unit in order {
+        let members = &units[unit as usize];
+        let group = previous[members[0] as usize];
+        let kept = group.filter(|g| members.iter().all(|&n| previous[n as usize] == Some(*g)));
+        let Some(g) = kept else {
+            unplaced.push(unit);
+            continue;
+        };
+        let next = dense.len() as u32;
+        let pe = *dense.entry(g).or_insert(next);
+        if pe as usize == pl.pes.len() || pl.fits(pe, unit, u32::MAX) {
+            pl.assign(unit, pe);
+        } else {
+            unplaced.push(unit);
+        }
+    }
+    let mut overflow = None;
+    for unit in unplaced {
+        pl.neighbour_weights(unit);
+        let choice = match pl.best_neighbour(unit, cap, NONE) {
+            Some((p, _)) => p,
+            None if pl.pes.len() < k => pl.pes.len() as u32,
+            None => match pl
+                .emptiest(unit, cap)
+                .or_else(|| pl.emptiest(unit, u32::MAX))
+            {
+                Some(p) => p,
+                None => {
+                    if overflow.is_none() {
+                        overflow = Some((unit, 0));
+                    }
+                    pl.pes.len() as u32
+                }
+            },
+        };
+        pl.assign(unit, choice);
+    }
+    (pl.pe_of, overflow)
+}
+
 fn refine(pl: &mut Placement<'_>, order: &[u32], max_size: u32) {
     for _ in 0..REFINE_PASSES {
         let mut moved = false;
@@ -347,6 +409,30 @@ pub fn fuse(
     mode: Mode,
     policy: ChannelPolicy,
 ) -> Result<Fusion, Unsatisfiable> {
+    partition(nodes, edges, mode, policy, None)
+}
+
+/// Re-fusion after a change: `previous[n]` is the PE node `n` was in (`None` for new nodes).
+/// A fusable unit whose nodes all shared one previous PE stays there; the others are placed, in
+/// dataflow order, with the PE they have most connections with (within 3% of the balanced size),
+/// else in the emptiest compatible PE. Nothing else moves, so untouched PEs keep their operators.
+pub fn refuse(
+    nodes: &[NodeSpec],
+    edges: &[(u32, u32)],
+    mode: Mode,
+    policy: ChannelPolicy,
+    previous: &[Option<u32>],
+) -> Result<Fusion, Unsatisfiable> {
+    partition(nodes, edges, mode, policy, Some(previous))
+}
+
+fn partition(
+    nodes: &[NodeSpec],
+    edges: &[(u32, u32)],
+    mode: Mode,
+    policy: ChannelPolicy,
+    previous: Option<&[Option<u32>]>,
+) -> Result<Fusion, Unsatisfiable> {
     let units = fusable_units(nodes, policy);
     let aggs = unit_aggs(nodes, &units, policy)?;
     let mut unit_of = vec![0u32; nodes.len()];
@@ -364,7 +450,10 @@ pub fn fuse(
             let order = dataflow_order(&graph, &isolated);
             let alone = isolated.iter().filter(|&&i| i).count();
             let k = asked.saturating_sub(alone).max(1).min(order.len().max(1));
-            let (mut pe_of, overflow) = place(&aggs, &graph, &order, k);
+            let (mut pe_of, overflow) = match previous {
+                None => place(&aggs, &graph, &order, k),
+                Some(prev) => place_sticky(&aggs, &graph, &order, k, &units, prev),
+            };
             let shared = pe_of
                 .iter()
                 .filter(|&&p| p != NONE)

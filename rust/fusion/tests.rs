@@ -197,3 +197,34 @@ fn automatic_formula() {
         1
     );
 }
+
+#[test]
+fn refusion_keeps_untouched_pes_and_places_new_nodes_by_connections() {
+    // two chains of 10 (0..10 and 10..20) into 2 PEs, then a third chain appended to chain 0
+    let nodes = vec![node(); 20];
+    let mut edges: Vec<(u32, u32)> = (1..10).map(|i| (i - 1, i)).collect();
+    edges.extend((11..20).map(|i| (i - 1, i)));
+    let first = fuse(&nodes, &edges, Mode::Manual(2), ChannelPolicy::NoInfluence).unwrap();
+    assert_eq!(
+        first.pes,
+        vec![(0..10).collect::<Vec<u32>>(), (10..20).collect()]
+    );
+    let mut previous: Vec<Option<u32>> = vec![None; 21];
+    for (pe, members) in first.pes.iter().enumerate() {
+        for &n in members {
+            previous[n as usize] = Some(pe as u32 + 7);
+        }
+    }
+    let nodes = vec![node(); 21];
+    edges.push((19, 20));
+    let again = refuse(
+        &nodes,
+        &edges,
+        Mode::Manual(2),
+        ChannelPolicy::NoInfluence,
+        &previous,
+    )
+    .unwrap();
+    assert_eq!(again.pes[0], (0..10).collect::<Vec<u32>>());
+    assert_eq!(again.pes[1], (10..21).collect::<Vec<u32>>());
+}

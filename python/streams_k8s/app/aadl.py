@@ -6,12 +6,10 @@ the same PE always gives the same bytes and its sha256 is a stable content id.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from lxml import etree
 
 from streams_k8s.app.model import Application
-from streams_k8s.app.plan import PlannedPe
+from streams_k8s.app.plan import PlannedPe, PortIndex
 from streams_k8s.app.topology import Node, Topology
 
 AUG = "http://www.ibm.com/xmlns/prod/streams/application/augmented"
@@ -58,9 +56,7 @@ def _tuple_type(parent: etree._Element, ns: str, app: Application, index: int) -
         _el(el, BASE, "attribute", name=name, type=type_)
 
 
-def _oper_instance(
-    parent: etree._Element, topo: Topology, node: Node, pe_of: dict[int, int], ports: _PortIds
-) -> None:
+def _oper_instance(parent: etree._Element, topo: Topology, node: Node, ports: PortIndex) -> None:
     op = node.operator
     definition = next((d for d in topo.app.definitions if d.index == op.definition_index), None)
     el = _el(
@@ -107,8 +103,8 @@ def _oper_instance(
     rcs = _el(el, BASE, "runtimeConstants")
     for rc in op.runtime_constants:
         _el(rcs, BASE, "runtimeConstant", name=rc.name, value=rc.value)
-    _input_ports(el, topo, node, pe_of, ports)
-    _output_ports(el, topo, node, pe_of, ports)
+    _input_ports(el, topo, node, ports)
+    _output_ports(el, topo, node, ports)
     for a in op.annotations:
         ann = _el(el, PHYS, "splAnnotation", tag=a.tag)
         for key, type_, value in a.values:
@@ -132,21 +128,11 @@ def _oper_instance(
             )
 
 
-class _PortIds:
-    """PE port ids of every (node, port) across the plan, for pePortIndex attributes."""
-
-    def __init__(self, pes: Sequence[PlannedPe]) -> None:
-        self.inputs = {(p.node, p.port): (pe.id, p.id) for pe in pes for p in pe.inputs}
-        self.outputs = {(p.node, p.port, p.channel): (pe.id, p.id) for pe in pes for p in pe.outputs}
-
-
-def _input_ports(
-    el: etree._Element, topo: Topology, node: Node, pe_of: dict[int, int], ports: _PortIds
-) -> None:
+def _input_ports(el: etree._Element, topo: Topology, node: Node, ports: PortIndex) -> None:
     container = _el(el, BASE, "inputPorts")
     incoming: dict[int, list[tuple[bool, dict[str, str]]]] = {}
-    for edge in topo.edges_into(node.index):
-        inter = pe_of[edge.src] != pe_of[node.index]
+    for edge in sorted(topo.edges_into(node.index), key=lambda e: (e.dst_port, e.src, e.src_port)):
+        inter = ports.pe_of[edge.src] != ports.pe_of[node.index]
         attrs = {"operInstanceIndex": str(edge.src), "oportIndex": str(edge.src_port)}
         if edge.splitter:
             attrs["splitterIndex"] = str(edge.splitter.region)
@@ -185,9 +171,7 @@ def _input_ports(
                 tp.set("queueSize", str(port.threaded_port.queue_size))
 
 
-def _output_ports(
-    el: etree._Element, topo: Topology, node: Node, pe_of: dict[int, int], ports: _PortIds
-) -> None:
+def _output_ports(el: etree._Element, topo: Topology, node: Node, ports: PortIndex) -> None:
     container = _el(el, BASE, "outputPorts")
     for port in node.operator.output_ports:
         p = _el(
@@ -206,10 +190,10 @@ def _output_ports(
         direct: list[tuple[bool, dict[str, str]]] = []
         split: dict[int, dict[int, list[tuple[bool, dict[str, str]]]]] = {}
         kinds: dict[int, tuple[str, int]] = {}
-        for edge in topo.edges_from(node.index):
+        for edge in sorted(topo.edges_from(node.index), key=lambda e: (e.src_port, e.dst, e.dst_port)):
             if edge.src_port != port.index:
                 continue
-            inter = pe_of[edge.dst] != pe_of[node.index]
+            inter = ports.pe_of[edge.dst] != ports.pe_of[node.index]
             attrs = {"operInstanceIndex": str(edge.dst), "iportIndex": str(edge.dst_port)}
             if inter:
                 attrs["pePortIndex"] = str(ports.inputs[(edge.dst, edge.dst_port)][1])
@@ -244,9 +228,7 @@ def _output_ports(
                     _el(ch, BASE, tag, **attrs)
 
 
-def _pe_ports(
-    root: etree._Element, topo: Topology, pe: PlannedPe, pe_of: dict[int, int], ports: _PortIds
-) -> None:
+def _pe_ports(root: etree._Element, topo: Topology, pe: PlannedPe, ports: PortIndex) -> None:
     app = topo.app
     inputs = _el(root, AUG, "inputPorts")
     for p in pe.inputs:
@@ -310,11 +292,9 @@ def _pe_ports(
             conn.set("channelIndex", str(out.channel[1]))
 
 
-def pe_aadl(topo: Topology, pe: PlannedPe, pes: Sequence[PlannedPe], *, job_name: str, job_id: int) -> str:
+def pe_aadl(topo: Topology, pe: PlannedPe, ports: PortIndex, *, job_name: str, job_id: int) -> str:
     """The AADL document of ``pe`` as a single-line string."""
     app = topo.app
-    pe_of = {n: p.id for p in pes for n in p.nodes}
-    ports = _PortIds(pes)
     members = [topo.nodes[n] for n in pe.nodes]
     runtimes = {d.index: d.runtime_type for d in app.definitions}
     cpp = any(runtimes.get(n.operator.definition_index, "SPL_CPlusPlus") == "SPL_CPlusPlus" for n in members)
@@ -360,8 +340,8 @@ def pe_aadl(topo: Topology, pe: PlannedPe, pes: Sequence[PlannedPe], *, job_name
     _el(exe, BASE, "dependencies")
     opers = _el(root, AUG, "operInstances")
     for node in members:
-        _oper_instance(opers, topo, node, pe_of, ports)
-    _pe_ports(root, topo, pe, pe_of, ports)
+        _oper_instance(opers, topo, node, ports)
+    _pe_ports(root, topo, pe, ports)
     defs = _el(root, AUG, "operDefinitions")
     used = sorted({n.operator.definition_index for n in members})
     for d in app.definitions:

@@ -7,7 +7,7 @@ selection, the automatic PE count inputs and readable errors live here too.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 from streams_k8s._native import FusionError, automatic_pe_count, fuse
@@ -25,6 +25,7 @@ class FusionResult:
     pes: list[list[int]]  # node indices per PE, PEs ordered by smallest node index
     target: int | None  # the PE count asked for (None in legacy mode)
     notices: list[str]
+    inputs: FusionInputs
 
 
 class _Interner:
@@ -33,6 +34,38 @@ class _Interner:
 
     def __call__(self, value: Hashable) -> int:
         return self._ids.setdefault(value, len(self._ids))
+
+
+_NodeTuple = tuple[
+    list[int],
+    list[int],
+    bool,
+    list[int],
+    list[int],
+    bool,
+    int,
+    int | None,
+    bool,
+    bool,
+    int | None,
+    int | None,
+]
+
+
+class FusionInputs:
+    """Interned node specs, kept across re-fusions: a node reused by a rebuilt topology is not redone."""
+
+    def __init__(self) -> None:
+        self.ids = _Interner()
+        self._specs: dict[int, tuple[Node, _NodeTuple]] = {}
+
+    def spec(self, topo: Topology, node: Node) -> _NodeTuple:
+        cached = self._specs.get(node.index)
+        if cached is not None and cached[0] is node:
+            return cached[1]
+        spec = _node_tuple(topo, node, self.ids)
+        self._specs[node.index] = (node, spec)
+        return spec
 
 
 def host_spec(topo: Topology, node: Node) -> tuple[str | None, int | None, int | None]:
@@ -126,17 +159,24 @@ def fuse_topology(
     *,
     resources: ResourceRequirements | None = None,
     nodes: int | None = None,
+    inputs: FusionInputs | None = None,
+    previous: Mapping[str, int] | None = None,
 ) -> FusionResult:
-    """Partition ``topo`` into PEs as ``fusion`` says. Raises FusionConstraintError."""
+    """Partition ``topo`` into PEs as ``fusion`` says. Raises FusionConstraintError.
+
+    ``previous`` (node name → earlier PE id) asks for a re-fusion that moves as little as it can;
+    ``inputs`` reuses the interned specs of an earlier fusion of the same application.
+    """
+    inputs = inputs or FusionInputs()
     order: Sequence[Node] = sorted(topo.nodes.values(), key=lambda n: n.index)
     position = {n.index: i for i, n in enumerate(order)}
-    ids = _Interner()
-    tuples = [_node_tuple(topo, n, ids) for n in order]
+    tuples = [inputs.spec(topo, n) for n in order]
     edges = [(position[e.src], position[e.dst]) for e in topo.edges]
     target = target_pe_count(topo, fusion, resources, nodes)
     policy = fusion.type.value if fusion.type is not None else "noChannelInfluence"
+    before = [previous.get(n.name) for n in order] if previous is not None and target is not None else None
     try:
-        pes, raw_notices = fuse(tuples, edges, manual=target, channel_policy=policy)
+        pes, raw_notices = fuse(tuples, edges, manual=target, channel_policy=policy, previous=before)
     except FusionError as err:
         constraint, (a, b) = err.args
         raise FusionConstraintError(
@@ -155,4 +195,6 @@ def fuse_topology(
             notices.append(f"{got} PEs instead of the {asked} asked for: {why}")
         else:
             notices.append(f"{got} PEs instead of the {asked} asked for: only {got} fusable units")
-    return FusionResult(pes=[[order[i].index for i in pe] for pe in pes], target=target, notices=notices)
+    return FusionResult(
+        pes=[[order[i].index for i in pe] for pe in pes], target=target, notices=notices, inputs=inputs
+    )

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from streams_k8s.api.base import ResourceRequirements
 from streams_k8s.api.job import Fusion, ParallelRegionWidth
 from streams_k8s.api.processing_element import Placement, PoolLocation
-from streams_k8s.app.fusion import fuse_topology
+from streams_k8s.app.fusion import FusionInputs, fuse_topology
 from streams_k8s.app.model import Application
 from streams_k8s.app.submission import WidthOverride, apply_overrides, resolve_values, resolve_widths
 from streams_k8s.app.topology import Edge, Topology, build_topology
@@ -59,6 +59,60 @@ class PlannedPe:
     placement: Placement = field(default_factory=Placement)
     regions: list[int] = field(default_factory=list)
     restartable: bool = True
+    signature: tuple[object, ...] = ()  # inputs of the AADL; equal signatures render equal AADL
+
+
+@dataclass(slots=True)
+class PortIndex:
+    """Where every node and PE port ended up, for rendering connections."""
+
+    pe_of: dict[int, int]  # node index → PE id
+    inputs: dict[tuple[int, int], tuple[int, int]]  # (node, port) → (PE id, PE port id)
+    outputs: dict[tuple[int, int, tuple[int, int] | None], tuple[int, int]]  # (node, port, channel) → ...
+
+    @classmethod
+    def of(cls, pes: Sequence[PlannedPe]) -> PortIndex:
+        return cls(
+            pe_of={n: pe.id for pe in pes for n in pe.nodes},
+            inputs={(p.node, p.port): (pe.id, p.id) for pe in pes for p in pe.inputs},
+            outputs={(p.node, p.port, p.channel): (pe.id, p.id) for pe in pes for p in pe.outputs},
+        )
+
+
+def _signature(topo: Topology, pe: PlannedPe, ports: PortIndex) -> tuple[object, ...]:
+    """Everything a PE's AADL depends on beyond the (immutable, shared) nodes and connections.
+
+    Nodes are compared by identity: a rebuilt topology reuses the node objects it did not touch.
+    """
+
+    def channel(e: Edge) -> tuple[int, int] | None:
+        return (e.splitter.region, e.splitter.channel) if e.splitter else None
+
+    return (
+        pe.id,
+        pe.index,
+        tuple(id(topo.nodes[n]) for n in pe.nodes),
+        tuple(
+            (
+                p.id,
+                p.node,
+                p.port,
+                tuple((s, id(e), ports.outputs[(e.src, e.src_port, channel(e))]) for s, e in p.senders),
+            )
+            for p in pe.inputs
+        ),
+        tuple(
+            (
+                p.id,
+                p.node,
+                p.port,
+                p.channel,
+                p.exports,
+                tuple((r, id(e), ports.inputs[(e.dst, e.dst_port)]) for r, e in p.receivers),
+            )
+            for p in pe.outputs
+        ),
+    )
 
 
 @dataclass(slots=True)
@@ -70,6 +124,7 @@ class Plan:
     notices: list[str]
     name_table: dict[str, str]
     fusion: Fusion
+    fusion_inputs: FusionInputs
 
     def pe_of_node(self) -> dict[int, int]:
         return {n: pe.id for pe in self.pes for n in pe.nodes}
@@ -191,7 +246,16 @@ def plan_topology(
     """Fuse ``topo`` and build every PE with its ports and AADL."""
     from streams_k8s.app.aadl import pe_aadl  # aadl renders PlannedPe: import late to avoid a cycle
 
-    result = fuse_topology(topo, fusion, resources=resources, nodes=nodes)
+    result = fuse_topology(
+        topo,
+        fusion,
+        resources=resources,
+        nodes=nodes,
+        inputs=previous.fusion_inputs if previous else None,
+        previous={topo_name: pe.id for pe in previous.pes for topo_name in pe.operators}
+        if previous
+        else None,
+    )
     operator_sets = [[topo.nodes[n].name for n in pe] for pe in result.pes]
     prev = {pe.id: pe.operators for pe in previous.pes} if previous else None
     ids = assign_pe_ids(operator_sets, prev)
@@ -200,14 +264,20 @@ def plan_topology(
         for i, (pe_id, nodes_, ops) in enumerate(zip(ids, result.pes, operator_sets, strict=True))
     ]
     _ports(topo, pes)
+    ports = PortIndex.of(pes)
+    rendered = {pe.signature: (pe.aadl, pe.content_id) for pe in previous.pes} if previous else {}
     isolated = sorted(n.name for n in topo.nodes.values() if n.placement.isolation)
     for pe in pes:
         members = [topo.nodes[n] for n in pe.nodes]
         pe.placement = _placement(topo, pe.nodes, isolated)
         pe.regions = sorted({c.region for n in members for c in n.channels})
         pe.restartable = all(n.operator.restartable for n in members)
-        pe.aadl = pe_aadl(topo, pe, pes, job_name=job_name, job_id=job_id)
-        pe.content_id = content_id(pe.aadl)
+        pe.signature = (job_name, job_id, *_signature(topo, pe, ports))
+        if pe.signature in rendered:
+            pe.aadl, pe.content_id = rendered[pe.signature]
+        else:
+            pe.aadl = pe_aadl(topo, pe, ports, job_name=job_name, job_id=job_id)
+            pe.content_id = content_id(pe.aadl)
     pes.sort(key=lambda p: p.id)
     return Plan(
         job_name=job_name,
@@ -217,6 +287,7 @@ def plan_topology(
         notices=result.notices,
         name_table=name_table(job_id, pes),
         fusion=fusion,
+        fusion_inputs=result.inputs,
     )
 
 

@@ -92,9 +92,14 @@ class Topology:
     edges: list[Edge]
     # how it was built, kept so a width change rebuilds only what it touches
     replicas: dict[int, list[Node]] = field(default_factory=dict)  # by ADL operator index
-    chains: dict[int, list[ParallelRegion]] = field(default_factory=dict)  # enclosing regions, outermost first
+    chains: dict[int, list[ParallelRegion]] = field(
+        default_factory=dict
+    )  # enclosing regions, outermost first
     hops: list[_Hop] = field(default_factory=list)
     hop_edges: list[list[Edge]] = field(default_factory=list)
+    region_ops: dict[int, list[int]] = field(default_factory=dict)  # operators inside each region
+    op_hops: dict[int, list[int]] = field(default_factory=dict)  # hops touching each operator
+    max_index: int = 0  # highest node index ever given: removed indices are not reused
 
     _into: dict[int, list[Edge]] | None = None
     _from: dict[int, list[Edge]] | None = None
@@ -109,6 +114,33 @@ class Topology:
                 self._into.setdefault(e.dst, []).append(e)
                 self._from.setdefault(e.src, []).append(e)
         return self._into, self._from
+
+    def patch_edge_index(
+        self, previous: Topology, removed: list[list[Edge]], added: list[list[Edge]]
+    ) -> None:
+        """Derive this topology's edge index from ``previous``'s, changing only the given edges."""
+        into, from_ = (dict(d) for d in previous._index())
+        copied: set[tuple[str, int]] = set()
+
+        def own(table: dict[int, list[Edge]], side: str, node: int) -> list[Edge]:
+            if (side, node) not in copied:
+                copied.add((side, node))
+                table[node] = list(table.get(node, ()))
+            return table[node]
+
+        gone = {id(e) for group in removed for e in group}
+        for group in removed:
+            for e in group:
+                for table, side, node in ((into, "in", e.dst), (from_, "out", e.src)):
+                    own(table, side, node)
+        for side, node in copied:
+            table = into if side == "in" else from_
+            table[node] = [e for e in table[node] if id(e) not in gone]
+        for group in added:
+            for e in group:
+                own(into, "in", e.dst).append(e)
+                own(from_, "out", e.src).append(e)
+        self._into, self._from = into, from_
 
     def edges_into(self, node: int) -> list[Edge]:
         return self._index()[0].get(node, [])
@@ -249,18 +281,20 @@ def _consistent_region(op: Operator) -> int | None:
 
 
 class _Indexer:
-    """Node indices: channel 0 keeps the ADL index, replicas and new nodes go above every index seen."""
+    """Node indices: channel 0 keeps the ADL index; replicas and new nodes go above every index seen.
 
-    def __init__(self, primitives: list[Operator], previous: Topology | None) -> None:
-        self.previous = {n.name: n.index for n in previous.nodes.values()} if previous else {}
-        self.taken: set[int] = set()
-        seen = [op.index for op in primitives] + list(self.previous.values())
-        self.next = max(seen) + 1
+    On a rebuild, a name that existed keeps its index, and indices of removed nodes are never reused.
+    """
+
+    def __init__(self, ceiling: int, previous_names: Mapping[str, int]) -> None:
+        self.previous = previous_names
+        self.taken: set[int] = set(previous_names.values())
+        self.next = ceiling + 1
 
     def index(self, op: Operator, name: str, channel_zero: bool) -> int:
         if name in self.previous:
-            index = self.previous[name]
-        elif channel_zero and op.index not in self.taken and op.index not in self.previous.values():
+            return self.previous[name]
+        if channel_zero and op.index not in self.taken:
             index = op.index
         else:
             while self.next in self.taken:
@@ -308,41 +342,72 @@ def build_topology(app: Application, widths: Mapping[int, int], previous: Topolo
     regions whose width changed are rebuilt, with the connections that touch them; every other
     node and connection is reused, and surviving node names keep their index (stable re-fusion).
     """
-    if previous is not None and previous.app is not app:
+    if previous is None:
+        return _fresh(app, widths)
+    if previous.app is not app:
         raise TopologyError("a topology can only be rebuilt from one of the same application")
+    changed = [r for r, w in widths.items() if previous.widths.get(r) != w]
+    affected = sorted({op for r in changed for op in previous.region_ops.get(r, ())})
+    names = {n.name: n.index for op in affected for n in previous.replicas[op]}
+    indexer = _Indexer(previous.max_index, names)
+    replicas = dict(previous.replicas)
+    nodes = dict(previous.nodes)
+    for op in affected:
+        for old in replicas[op]:
+            del nodes[old.index]
+        replicas[op] = _replicate(app, app.operators[op], previous.chains[op], widths, indexer)
+        nodes.update((n.index, n) for n in replicas[op])
+    hop_edges = list(previous.hop_edges)
+    redone = sorted({i for op in affected for i in previous.op_hops.get(op, ())})
+    for i in redone:
+        hop_edges[i] = _hop_edges(app, previous.hops[i], replicas, previous.chains)
+    topo = Topology(
+        app=app,
+        widths=dict(widths),
+        nodes=nodes,
+        edges=[e for group in hop_edges for e in group],
+        replicas=replicas,
+        chains=previous.chains,
+        hops=previous.hops,
+        hop_edges=hop_edges,
+        region_ops=previous.region_ops,
+        op_hops=previous.op_hops,
+        max_index=max([previous.max_index] + [n.index for op in affected for n in replicas[op]]),
+    )
+    topo.patch_edge_index(previous, [previous.hop_edges[i] for i in redone], [hop_edges[i] for i in redone])
+    return topo
+
+
+def _fresh(app: Application, widths: Mapping[int, int]) -> Topology:
     primitives = sorted(
         (op for op in app.operators.values() if op.kind is OperatorKind.PRIMITIVE), key=lambda o: o.index
     )
-    changed = {r for r, w in widths.items() if previous is None or previous.widths.get(r) != w}
-    chains = previous.chains if previous else {op.index: _region_chain(app, op) for op in primitives}
-    affected = {op.index for op in primitives if any(r.index in changed for r in chains[op.index])}
-    indexer = _Indexer(primitives, previous)
-    replicas: dict[int, list[Node]] = {}
-    for op in primitives:
-        if previous is not None and op.index not in affected:
-            replicas[op.index] = previous.replicas[op.index]
-            indexer.taken.update(n.index for n in replicas[op.index])
-    for op in primitives:
-        if op.index not in replicas:
-            replicas[op.index] = _replicate(app, op, chains[op.index], widths, indexer)
-    hops = previous.hops if previous else _Flattener(app).hops()
-    hop_edges = [
-        previous.hop_edges[i]
-        if previous is not None and hop.src not in affected and hop.dst not in affected
-        else _hop_edges(app, hop, replicas, chains)
-        for i, hop in enumerate(hops)
-    ]
-    nodes = {n.index: n for nodes_ in replicas.values() for n in nodes_}
-    edges = [e for group in hop_edges for e in group]
+    chains = {op.index: _region_chain(app, op) for op in primitives}
+    indexer = _Indexer(max(op.index for op in primitives), {})
+    replicas = {op.index: _replicate(app, op, chains[op.index], widths, indexer) for op in primitives}
+    hops = _Flattener(app).hops()
+    hop_edges = [_hop_edges(app, hop, replicas, chains) for hop in hops]
+    region_ops: dict[int, list[int]] = {}
+    for op, chain in chains.items():
+        for region in chain:
+            region_ops.setdefault(region.index, []).append(op)
+    op_hops: dict[int, list[int]] = {}
+    for i, hop in enumerate(hops):
+        op_hops.setdefault(hop.src, []).append(i)
+        op_hops.setdefault(hop.dst, []).append(i)
+    nodes = {n.index: n for group in replicas.values() for n in group}
     return Topology(
         app=app,
         widths=dict(widths),
         nodes=nodes,
-        edges=edges,
+        edges=[e for group in hop_edges for e in group],
         replicas=replicas,
         chains=chains,
         hops=hops,
         hop_edges=hop_edges,
+        region_ops=region_ops,
+        op_hops=op_hops,
+        max_index=max(nodes),
     )
 
 
