@@ -28,10 +28,8 @@ BIG = SyntheticSpec(
 def _inputs(topo: Topology) -> tuple[list[Any], list[tuple[int, int]]]:
     order = sorted(topo.nodes.values(), key=lambda n: n.index)
     position = {n.index: i for i, n in enumerate(order)}
-    ids = _Interner()
-    return [_node_tuple(topo, n, ids) for n in order], [
-        (position[e.src], position[e.dst]) for e in topo.edges
-    ]
+    inputs = FusionInputs()
+    return [inputs.spec(topo, n) for n in order], [(position[e.src], position[e.dst]) for e in topo.edges]
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +68,7 @@ def test_refusion_after_width_change_10k(benchmark: Any, big_plan: Any) -> None:
     print(
         f"\nre-fusion diff: {len(diff.unchanged)} unchanged, {len(diff.changed)} changed, {len(diff.added)} added"  # noqa: E501
     )
-    benchmark.pedantic(lambda: refuse_with_widths(big_plan, change), rounds=3, iterations=1)
+    benchmark.pedantic(lambda: refuse_with_widths(big_plan, change), rounds=15, iterations=1)
 
 
 def _cut(parts: list[int], edges: list[tuple[int, int]]) -> int:

@@ -22,16 +22,26 @@
 //! - automatic: manual with N from [`automatic_target`].
 //!
 //! # Algorithm (manual)
-//! 1. Isolated FUs get their own PEs; the others share `k = N - isolated` PEs of capacity
+//! 1. Isolated FUs get their own PEs; the others share `k = N - isolated` PEs of balanced size
 //!    `T = ceil(nodes / k)`.
-//! 2. FUs are visited depth-first along the dataflow (downstream first), which lays chains and
-//!    parallel channels out contiguously. Each FU goes to the current PE if it fits and is
-//!    compatible, else to the compatible neighbouring PE it has most connections with, else to a
-//!    new PE while fewer than `k` exist, else to the emptiest compatible PE; if none is compatible
-//!    a PE beyond N is opened and the constraint is reported.
-//! 3. Refinement: a few passes move boundary FUs to the neighbouring PE they talk to most when
-//!    that lowers the inter-PE connection count, keeps every PE non-empty and within 3% of `T`,
-//!    and breaks no constraint.
+//! 2. FUs are ordered depth-first along the dataflow, in topological order (a unit after all its
+//!    upstream units, the most recently readied first), which lays each chain out to its end and
+//!    brings a parallel region's channels together before their merge; feedback loops are broken at
+//!    their lowest unit.
+//! 3. Greedy placement in that order. While fewer than `k` PEs are open, the current PE takes its
+//!    share of what is left (`ceil((left + in current) / PEs still to open)`), may overshoot it by
+//!    3% to finish a short run rather than cut it off, and does not start a run it cannot finish
+//!    when nearly full; then a new PE opens. Once `k` are open, an FU goes to the compatible PE it
+//!    has most connections with (within `T`), else the emptiest compatible PE; when no PE is
+//!    compatible a PE beyond N is opened and the constraint is reported.
+//! 4. Refinement: a few passes move single FUs to the neighbouring PE they talk to most when that
+//!    lowers the inter-PE connection count, keeps every PE non-empty and within 3% of `T`, and
+//!    breaks no constraint.
+//!
+//! # Re-fusion ([`refuse`])
+//! Given each node's previous PE, an FU whose nodes all shared one previous PE stays there; the
+//! other FUs are placed with the PE they talk to most (within 3% of `T`), else the emptiest
+//! compatible one. Untouched PEs keep exactly their operators, so their ids and AADL survive.
 //!
 //! Deterministic: every choice breaks ties by the lowest index.
 

@@ -157,29 +157,44 @@ fn unit_graph(unit_of: &[u32], units: usize, edges: &[(u32, u32)]) -> UnitGraph 
     UnitGraph { out, inn }
 }
 
-/// Depth-first along the dataflow from the sources, downstream before upstream.
+/// Depth-first topological order: a unit comes after all its upstream units, and the most recently
+/// readied unit goes next, so a chain is laid out to its end and the channels of a parallel region
+/// come together before the merge. Cycles (feedback loops) are broken at the lowest pending unit.
 fn dataflow_order(graph: &UnitGraph, skip: &[bool]) -> Vec<u32> {
     let units = graph.out.len();
-    let mut seen = vec![false; units];
+    let mut pending: Vec<u32> = graph.inn.iter().map(|up| up.len() as u32).collect();
+    let mut done = vec![false; units];
     let mut order = Vec::with_capacity(units);
-    let mut stack = Vec::new();
-    let starts = (0..units)
-        .filter(|&u| graph.inn[u].is_empty())
-        .chain(0..units);
-    for start in starts {
-        if seen[start] {
+    let mut stack: Vec<u32> = (0..units as u32)
+        .rev()
+        .filter(|&u| pending[u as usize] == 0)
+        .collect();
+    let mut next_unvisited = 0usize;
+    let mut emitted = 0usize;
+    while emitted < units {
+        let u = match stack.pop() {
+            Some(u) => u,
+            None => {
+                // a cycle: start it at its lowest unit
+                while done[next_unvisited] {
+                    next_unvisited += 1;
+                }
+                next_unvisited as u32
+            }
+        };
+        if std::mem::replace(&mut done[u as usize], true) {
             continue;
         }
-        stack.push(start as u32);
-        while let Some(u) = stack.pop() {
-            if std::mem::replace(&mut seen[u as usize], true) {
-                continue;
+        emitted += 1;
+        if !skip[u as usize] {
+            order.push(u);
+        }
+        for &(v, _) in graph.out[u as usize].iter().rev() {
+            let p = &mut pending[v as usize];
+            *p = p.saturating_sub(1);
+            if *p == 0 && !done[v as usize] {
+                stack.push(v);
             }
-            if !skip[u as usize] {
-                order.push(u);
-            }
-            stack.extend(graph.inn[u as usize].iter().rev().map(|&(v, _)| v));
-            stack.extend(graph.out[u as usize].iter().rev().map(|&(v, _)| v));
         }
     }
     order
@@ -268,10 +283,11 @@ fn place(
         scratch: Vec::new(),
         touched: Vec::new(),
     };
+    let runs = run_lengths(graph, aggs, order);
     let mut overflow = None;
     let mut current: Option<u32> = None;
     let mut left = total;
-    for &unit in order {
+    for (pos, &unit) in order.iter().enumerate() {
         pl.neighbour_weights(unit);
         // While PEs are still to be opened, the current one takes its share of what is left.
         let opened = pl.pes.len();
@@ -281,32 +297,70 @@ fn place(
                 .div_ceil(ahead)
                 .clamp(1, cap)
         };
-        let choice =
-            match current.filter(|&c| pl.fits(c, unit, if opened < k { share(c) } else { cap })) {
-                Some(c) => c,
-                None if opened < k => opened as u32,
-                None => match pl.best_neighbour(unit, cap, NONE) {
-                    Some((p, _)) => p,
-                    None => match pl
-                        .emptiest(unit, cap)
-                        .or_else(|| pl.emptiest(unit, u32::MAX))
-                    {
-                        Some(p) => p,
-                        None => {
-                            if overflow.is_none() {
-                                overflow = Some((unit, 0));
-                            }
-                            pl.pes.len() as u32
+        let limit = |c: u32| if opened < k { share(c) } else { cap };
+        // A short rest of a chain may overshoot the share by 3% rather than be cut off alone.
+        let finishes_run = |c: u32| {
+            let size = pl.pes[c as usize].nodes + aggs[unit as usize].nodes + runs[pos];
+            pl.scratch[c as usize] > 0 && size <= with_slack(limit(c)) && pl.fits(c, unit, u32::MAX)
+        };
+        // ... and a nearly full PE does not start a run it cannot finish.
+        let starts_run_late = |c: u32| {
+            let have = pl.pes[c as usize].nodes;
+            let run = aggs[unit as usize].nodes + runs[pos];
+            pl.scratch[c as usize] == 0 && have + run > limit(c) && with_slack(have) >= limit(c)
+        };
+        let keep = |c: u32| (pl.fits(c, unit, limit(c)) && !starts_run_late(c)) || finishes_run(c);
+        let choice = match current.filter(|&c| keep(c)) {
+            Some(c) => c,
+            None if opened < k => opened as u32,
+            None => match pl.best_neighbour(unit, cap, NONE) {
+                Some((p, _)) => p,
+                None => match pl
+                    .emptiest(unit, cap)
+                    .or_else(|| pl.emptiest(unit, u32::MAX))
+                {
+                    Some(p) => p,
+                    None => {
+                        if overflow.is_none() {
+                            overflow = Some((unit, 0));
                         }
-                    },
+                        pl.pes.len() as u32
+                    }
                 },
-            };
+            },
+        };
         left -= aggs[unit as usize].nodes;
         pl.assign(unit, choice);
         current = Some(choice);
     }
-    refine(&mut pl, order, cap + (cap * 3 / 100).max(1));
+    refine(&mut pl, order, with_slack(cap));
     (pl.pe_of, overflow)
+}
+
+fn with_slack(size: u32) -> u32 {
+    size + (size * 3 / 100).max(1)
+}
+
+/// For each position in `order`, the nodes of the units right after it that continue its run
+/// (connected to the unit before them, or fed by the same upstream unit, like parallel channels).
+fn run_lengths(graph: &UnitGraph, aggs: &[Agg], order: &[u32]) -> Vec<u32> {
+    let connected = |a: u32, b: u32| {
+        graph.out[a as usize].iter().any(|&(v, _)| v == b)
+            || graph.inn[a as usize].iter().any(|&(v, _)| v == b)
+    };
+    let siblings = |a: u32, b: u32| {
+        graph.inn[b as usize]
+            .first()
+            .is_some_and(|&(up, _)| graph.inn[a as usize].iter().any(|&(v, _)| v == up))
+    };
+    let mut runs = vec![0u32; order.len()];
+    for i in (0..order.len().saturating_sub(1)).rev() {
+        let (a, b) = (order[i], order[i + 1]);
+        if connected(a, b) || siblings(a, b) {
+            runs[i] = aggs[b as usize].nodes + runs[i + 1];
+        }
+    }
+    runs
 }
 
 fn place_sticky(
@@ -318,8 +372,7 @@ fn place_sticky(
     previous: &[Option<u32>],
 ) -> (Vec<u32>, Option<(u32, u32)>) {
     let total: u32 = order.iter().map(|&u| aggs[u as usize].nodes).sum();
-    let balanced = total.div_ceil(k.max(1) as u32).max(1);
-    let cap = balanced + (balanced * 3 / 100).max(1);
+    let cap = with_slack(total.div_ceil(k.max(1) as u32).max(1));
     let mut pl = Placement {
         aggs,
         graph,

@@ -228,3 +228,34 @@ fn refusion_keeps_untouched_pes_and_places_new_nodes_by_connections() {
     assert_eq!(again.pes[0], (0..10).collect::<Vec<u32>>());
     assert_eq!(again.pes[1], (10..21).collect::<Vec<u32>>());
 }
+
+#[test]
+fn feedback_loops_are_fused_without_hanging() {
+    // 0 -> 1 -> 2 -> 3 -> 1 (a control loop) and 3 -> 4
+    let nodes = vec![node(); 5];
+    let edges = vec![(0, 1), (1, 2), (2, 3), (3, 1), (3, 4)];
+    let f = fuse(&nodes, &edges, Mode::Manual(2), ChannelPolicy::NoInfluence).unwrap();
+    assert_eq!(f.pes.len(), 2);
+    assert_eq!(f.pes.iter().map(Vec::len).sum::<usize>(), 5);
+}
+
+#[test]
+fn parallel_channels_stay_with_their_chain() {
+    // source 0 -> 1 -> {2, 3, 4} (three channels) -> 5 -> 6, and a second chain 7 -> 8 -> 9 -> 10
+    let nodes = vec![node(); 11];
+    let edges = vec![
+        (0, 1),
+        (1, 2),
+        (1, 3),
+        (1, 4),
+        (2, 5),
+        (3, 5),
+        (4, 5),
+        (5, 6),
+        (7, 8),
+        (8, 9),
+        (9, 10),
+    ];
+    let f = fuse(&nodes, &edges, Mode::Manual(2), ChannelPolicy::NoInfluence).unwrap();
+    assert_eq!(f.pes, vec![(0..7).collect::<Vec<u32>>(), (7..11).collect()]);
+}
