@@ -333,12 +333,14 @@ fn place(
         pl.assign(unit, choice);
         current = Some(choice);
     }
-    refine(&mut pl, order, with_slack(cap));
+    refine(&mut pl, order, cap + (cap * 3 / 100).max(1));
     (pl.pe_of, overflow)
 }
 
+/// `size` plus the 3% imbalance a PE may take to keep a run whole (none below 34 nodes, where
+/// one node is already more than 3%).
 fn with_slack(size: u32) -> u32 {
-    size + (size * 3 / 100).max(1)
+    size + size * 3 / 100
 }
 
 /// For each position in `order`, the nodes of the units right after it that continue its run
