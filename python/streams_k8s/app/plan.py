@@ -13,8 +13,10 @@ id (import/export-only ports last, ties by operator index and port).
 
 from __future__ import annotations
 
+import gc
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from streams_k8s.api.base import ResourceRequirements
@@ -324,20 +326,37 @@ def refuse_with_widths(
     resources: ResourceRequirements | None = None,
     nodes: int | None = None,
 ) -> tuple[Plan, PlanDiff]:
-    """Re-fuse after width changes; node indices and PE ids are kept where operators survive."""
+    """Re-fuse after width changes; node indices and PE ids are kept where operators survive.
+
+    This is the time-sensitive path (a resize): only what the change touches is rebuilt and
+    re-rendered, and the cyclic garbage collector is paused meanwhile, because its full passes
+    over the previous plan's objects would cost more than the re-fusion (nothing here makes cycles).
+    """
     topo = previous.topology
     new_widths = apply_overrides(topo.app, topo.widths, [WidthOverride(w.alias, w.width) for w in widths])
-    new_topo = build_topology(topo.app, new_widths, topo)
-    plan = plan_topology(
-        new_topo,
-        previous.fusion,
-        job_name=previous.job_name,
-        job_id=previous.job_id,
-        resources=resources,
-        nodes=nodes,
-        previous=previous,
-    )
+    with _collector_paused():
+        new_topo = build_topology(topo.app, new_widths, topo)
+        plan = plan_topology(
+            new_topo,
+            previous.fusion,
+            job_name=previous.job_name,
+            job_id=previous.job_id,
+            resources=resources,
+            nodes=nodes,
+            previous=previous,
+        )
     return plan, diff_plans(previous, plan)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def diff_plans(before: Plan, after: Plan) -> PlanDiff:
