@@ -57,19 +57,17 @@ class AdlError(ValueError):
 
 
 def _local(el: etree._Element) -> str:
-    return etree.QName(el).localname
+    return str(el.tag).rpartition("}")[2]
 
 
 def _children(el: etree._Element | None, name: str) -> Iterator[etree._Element]:
     if el is None:
-        return
-    for child in el:
-        if isinstance(child.tag, str) and _local(child) == name:
-            yield child
+        return iter(())
+    return el.iterchildren(f"{{*}}{name}")
 
 
 def _child(el: etree._Element | None, name: str) -> etree._Element | None:
-    return next(_children(el, name), None)
+    return next(el.iterchildren(f"{{*}}{name}"), None) if el is not None else None
 
 
 def _req(el: etree._Element, attr: str) -> str:
