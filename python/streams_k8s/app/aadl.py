@@ -305,7 +305,7 @@ def pe_aadl(topo: Topology, pe: PlannedPe, ports: PortIndex, *, job_name: str, j
         "jobName": job_name,
         "user": "user",
         "applicationScope": app.scope,
-        "class": f"BeJwzMDQyNnRx{pe.index}",
+        "class": f"PE{pe.index}",  # the container class; it names no code (dynamicLoad)
         "language": "C++" if cpp else "Java",
         "optimized": _b(all(n.operator.optimized for n in members)),
         "restartable": _b(all(n.operator.restartable for n in members)),
