@@ -130,6 +130,8 @@ def _oper_instance(parent: etree._Element, topo: Topology, node: Node, ports: Po
 
 def _input_ports(el: etree._Element, topo: Topology, node: Node, ports: PortIndex) -> None:
     container = _el(el, BASE, "inputPorts")
+    threading = node.operator.annotation("threading")
+    dedicated = threading is not None and threading.get("model") == "dedicated"
     incoming: dict[int, list[tuple[bool, dict[str, str]]]] = {}
     for edge in sorted(topo.edges_into(node.index), key=lambda e: (e.dst_port, e.src, e.src_port)):
         inter = ports.pe_of[edge.src] != ports.pe_of[node.index]
@@ -157,7 +159,9 @@ def _input_ports(el: etree._Element, topo: Topology, node: Node, ports: PortInde
             for inter, attrs in conns:
                 if inter == want_inter:
                     _el(p, BASE, "interPeConnection" if inter else "intraPeConnection", **attrs)
-        injected = any(not inter and "splitterIndex" in attrs for inter, attrs in conns)
+        # intra-PE connections get a thread of their own where the runtime expects one: from a
+        # parallel channel's splitter, or into an operator asking for a dedicated thread
+        injected = any(not inter and (dedicated or "splitterIndex" in attrs) for inter, attrs in conns)
         if port.threaded_port is not None or injected:
             tp = _el(
                 p,
