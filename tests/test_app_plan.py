@@ -165,6 +165,7 @@ specs = st.builds(
     colocate_pairs=st.booleans(),
     isolate_heads=st.integers(0, 2),
     consistent_chains=st.integers(0, 2),
+    replicate_pools=st.booleans(),
 )
 
 

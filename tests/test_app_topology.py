@@ -88,3 +88,23 @@ def test_previous_indices_are_kept_on_rebuild() -> None:
         return {(names[e.src], names[e.dst]) for e in topo_edges}
 
     assert named(second.edges, rename) == named(fresh.edges, fresh_names)
+
+
+def test_replicated_host_pools_per_channel() -> None:
+    from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl
+
+    app = parse_adl(
+        synthetic_adl(SyntheticSpec(chains=1, length=3, regions=1, width=3, pools=1, replicate_pools=True))
+    )
+    topo = build_topology(app, {0: 3})
+    names = topo.by_name()
+    pools = [topo.hostpool(names[f"C0_1[{c}]"].placement.pool_index or 0) for c in range(3)]
+    assert [(p.name, p.tags) for p in pools if p] == [
+        ("pool0_0_0", ("pool0_0",)),
+        ("pool0_0_1", ("pool0_1",)),
+        ("pool0_0_2", ("pool0_2",)),
+    ]
+    assert names["C0_0"].placement.pool_index == 1  # outside the region: the original pool
+    wider = build_topology(app, {0: 4}, topo)
+    assert [p.index for p in wider.hostpools][: len(topo.hostpools)] == [p.index for p in topo.hostpools]
+    assert wider.by_name()["C0_1[3]"].placement.pool_index == max(p.index for p in wider.hostpools)

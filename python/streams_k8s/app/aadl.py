@@ -27,10 +27,10 @@ def _el(parent: etree._Element, ns: str, local: str, /, **attrs: str) -> etree._
     return etree.SubElement(parent, f"{{{ns}}}{local}", attrs)
 
 
-def _context(root: etree._Element, app: Application) -> None:
+def _context(root: etree._Element, topo: Topology) -> None:
     _el(root, BASE, "libraries")
     pools = _el(root, BASE, "hostpools")
-    for pool in app.hostpools:
+    for pool in topo.hostpools:
         attrs = {
             "name": pool.name,
             "index": str(pool.index),
@@ -44,8 +44,8 @@ def _context(root: etree._Element, app: Application) -> None:
         for tag in pool.tags:
             _el(el, BASE, "tag", name=tag)
     types = _el(root, BASE, "tupleTypes")
-    for tt in app.tuple_types:
-        _tuple_type(types, BASE, app, tt.index)
+    for tt in topo.app.tuple_types:
+        _tuple_type(types, BASE, topo.app, tt.index)
 
 
 def _tuple_type(parent: etree._Element, ns: str, app: Application, index: int) -> None:
@@ -332,7 +332,7 @@ def pe_aadl(topo: Topology, pe: PlannedPe, ports: PortIndex, *, job_name: str, j
         attrs["checkpointDirectory"] = app.checkpoint_directory
     for key, value in attrs.items():
         root.set(key, value)
-    _context(root, app)
+    _context(root, topo)
     env = _el(root, AUG, "envVars")
     for name, value in sorted({kv for n in members for kv in n.operator.env_vars}):
         _el(env, BASE, "envVar", name=name, value=value)

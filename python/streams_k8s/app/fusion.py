@@ -73,7 +73,7 @@ def host_spec(topo: Topology, node: Node) -> tuple[str | None, int | None, int |
     p = node.placement
     host = p.host
     if p.pool_index is not None and p.inpool_index is not None:
-        pool = topo.app.hostpool(p.pool_index)
+        pool = topo.hostpool(p.pool_index)
         if pool is not None and p.inpool_index < len(pool.hosts):
             host = host or pool.hosts[p.inpool_index]
     return host, p.pool_index, p.inpool_index

@@ -201,7 +201,7 @@ def _placement(topo: Topology, nodes: list[int], isolated_elsewhere: list[str]) 
             topo.nodes[n].placement
             for n in nodes
             if topo.nodes[n].placement.pool_index is not None
-            and (pl := topo.app.hostpool(topo.nodes[n].placement.pool_index or 0)) is not None
+            and (pl := topo.hostpool(topo.nodes[n].placement.pool_index or 0)) is not None
             and pl.name != "$default"
         ),
         None,

@@ -4,7 +4,8 @@ Shape: one source fans out to ``chains`` pipelines of ``length`` Functors, which
 (or end in per-chain sinks). Options add parallel regions (the middle operator of the first
 ``regions`` chains, constant width), host pools (chains spread over tagged pools), partition
 colocation of neighbouring operators, partition exlocation inside a chain, partition isolation of
-chain heads and consistent regions (one per chain). The output follows the compiler's ADL layout.
+chain heads, consistent regions (one per chain) and host pools replicated per parallel channel.
+Combinations that could not be satisfied are avoided. The output follows the compiler's ADL layout.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class SyntheticSpec:
     exlocate_chain_ends: bool = False
     isolate_heads: int = 0
     consistent_chains: int = 0
+    replicate_pools: bool = False  # regions replicate their chain's host pool per channel
 
     @property
     def operators(self) -> int:
@@ -101,7 +103,14 @@ class _Writer:
             )
         partitions = []
         # an isolated chain head is never part of a colocated pair (that would be unsatisfiable)
-        paired = s.colocate_pairs and not (c < s.isolate_heads and j < 2)
+        # nor is a parallel operator whose host pool is replicated per channel (different hosts)
+        start = j - j % 2
+        in_replicated_region = s.replicate_pools and s.pools > 0 and c < s.regions
+        paired = (
+            s.colocate_pairs
+            and not (c < s.isolate_heads and j < 2)
+            and not (in_replicated_region and s.length // 2 in (start, start + 1))
+        )
         if paired and j % 2 == 0 and j + 1 < s.length:
             partitions.append(f'<coLocation colocId="co_{c}_{j}"/>')
         if paired and j % 2 == 1:
@@ -111,6 +120,10 @@ class _Writer:
         iso = ' isolation="true"' if c < s.isolate_heads and j == 0 else ""
         self.extra[-op] = f"<partitions{iso}>{''.join(partitions)}</partitions>" if partitions or iso else ""
         return "".join(parts)
+
+    def _replicated_tag(self, op: int) -> str:
+        pool = self.pool_of(op)
+        return f'<replicateHostTag name="pool{pool - 1}"/>' if self.spec.replicate_pools and pool else ""
 
     def pool_of(self, op: int) -> int:
         s = self.spec
@@ -157,7 +170,8 @@ class _Writer:
             f'<parallelRegion index="{i}" name={quoteattr(self.names[op])}>'
             f'<parallelOperator operIndex="{op}">'
             '<splitter iportIndex="0" kind="RoundRobin"/></parallelOperator>'
-            f"<parallelWidth><constantWidth>{s.width}</constantWidth></parallelWidth></parallelRegion>"
+            f"<parallelWidth><constantWidth>{s.width}</constantWidth></parallelWidth>"
+            f"{self._replicated_tag(op)}</parallelRegion>"
             for i, op in enumerate(self.region_ops)
         )
         consistent = "".join(

@@ -24,6 +24,7 @@ from streams_k8s.app.model import (
     Application,
     ExportSpec,
     HostPlacement,
+    HostPool,
     ImportSpec,
     Operator,
     OperatorKind,
@@ -100,9 +101,14 @@ class Topology:
     region_ops: dict[int, list[int]] = field(default_factory=dict)  # operators inside each region
     op_hops: dict[int, list[int]] = field(default_factory=dict)  # hops touching each operator
     max_index: int = 0  # highest node index ever given: removed indices are not reused
+    hostpools: tuple[HostPool, ...] = ()  # the application's pools plus per-channel replicas
+    replica_pools: dict[tuple[int, int, int], HostPool] = field(default_factory=dict)
 
     _into: dict[int, list[Edge]] | None = None
     _from: dict[int, list[Edge]] | None = None
+
+    def hostpool(self, index: int) -> HostPool | None:
+        return next((p for p in self.hostpools if p.index == index), None)
 
     def by_name(self) -> dict[str, Node]:
         return {n.name: n for n in self.nodes.values()}
@@ -280,6 +286,45 @@ def _consistent_region(op: Operator) -> int | None:
     return int(index) if index is not None else None
 
 
+class _ReplicaPools:
+    """Host pools replicated per channel (``replicateHostTag``): ``<pool>_<region>_<channel>``.
+
+    A replica keeps its index once created, so rebuilding after a width change does not renumber
+    the pools of channels that survive.
+    """
+
+    def __init__(
+        self, app: Application, previous: dict[tuple[int, int, int], HostPool] | None = None
+    ) -> None:
+        self.app = app
+        self.replicas: dict[tuple[int, int, int], HostPool] = dict(previous or {})
+        self.by_index = {p.index: p for p in app.hostpools} | {p.index: p for p in self.replicas.values()}
+
+    def place(
+        self, pool_index: int | None, chain: list[ParallelRegion], channels: tuple[Channel, ...]
+    ) -> int | None:
+        for region, channel in zip(chain, channels, strict=True):
+            pool = self.by_index.get(pool_index) if pool_index is not None else None
+            if pool is None or not set(region.replicate_host_tags) & set(pool.tags):
+                continue
+            key = (pool.index, region.index, channel.global_)
+            if key not in self.replicas:
+                index = max(self.by_index) + 1
+                replicated = set(region.replicate_host_tags)
+                self.replicas[key] = replace(
+                    pool,
+                    index=index,
+                    name=f"{pool.name}_{region.index}_{channel.global_}",
+                    tags=tuple(f"{t}_{channel.global_}" if t in replicated else t for t in pool.tags),
+                )
+                self.by_index[index] = self.replicas[key]
+            pool_index = self.replicas[key].index
+        return pool_index
+
+    def all(self) -> tuple[HostPool, ...]:
+        return tuple(sorted(self.by_index.values(), key=lambda p: p.index))
+
+
 class _Indexer:
     """Node indices: channel 0 keeps the ADL index; replicas and new nodes go above every index seen.
 
@@ -305,7 +350,12 @@ class _Indexer:
 
 
 def _replicate(
-    app: Application, op: Operator, chain: list[ParallelRegion], widths: Mapping[int, int], indexer: _Indexer
+    app: Application,
+    op: Operator,
+    chain: list[ParallelRegion],
+    widths: Mapping[int, int],
+    indexer: _Indexer,
+    pools: _ReplicaPools,
 ) -> list[Node]:
     out = []
     for locals_ in itertools.product(*(range(widths[r.index]) for r in chain)):
@@ -320,6 +370,7 @@ def _replicate(
                 channels=channels,
                 placement=replace(
                     p,
+                    pool_index=pools.place(p.pool_index, chain, channels),
                     host=_substitute(p.host, channels) if p.host else None,
                     colocations=_sub_all(p.colocations, channels),
                     exlocations=_sub_all(p.exlocations, channels),
@@ -350,12 +401,13 @@ def build_topology(app: Application, widths: Mapping[int, int], previous: Topolo
     affected = sorted({op for r in changed for op in previous.region_ops.get(r, ())})
     names = {n.name: n.index for op in affected for n in previous.replicas[op]}
     indexer = _Indexer(previous.max_index, names)
+    pools = _ReplicaPools(app, previous.replica_pools)
     replicas = dict(previous.replicas)
     nodes = dict(previous.nodes)
     for op in affected:
         for old in replicas[op]:
             del nodes[old.index]
-        replicas[op] = _replicate(app, app.operators[op], previous.chains[op], widths, indexer)
+        replicas[op] = _replicate(app, app.operators[op], previous.chains[op], widths, indexer, pools)
         nodes.update((n.index, n) for n in replicas[op])
     hop_edges = list(previous.hop_edges)
     redone = sorted({i for op in affected for i in previous.op_hops.get(op, ())})
@@ -373,6 +425,8 @@ def build_topology(app: Application, widths: Mapping[int, int], previous: Topolo
         region_ops=previous.region_ops,
         op_hops=previous.op_hops,
         max_index=max([previous.max_index] + [n.index for op in affected for n in replicas[op]]),
+        hostpools=pools.all(),
+        replica_pools=pools.replicas,
     )
     topo.patch_edge_index(previous, [previous.hop_edges[i] for i in redone], [hop_edges[i] for i in redone])
     return topo
@@ -384,7 +438,8 @@ def _fresh(app: Application, widths: Mapping[int, int]) -> Topology:
     )
     chains = {op.index: _region_chain(app, op) for op in primitives}
     indexer = _Indexer(max(op.index for op in primitives), {})
-    replicas = {op.index: _replicate(app, op, chains[op.index], widths, indexer) for op in primitives}
+    pools = _ReplicaPools(app)
+    replicas = {op.index: _replicate(app, op, chains[op.index], widths, indexer, pools) for op in primitives}
     hops = _Flattener(app).hops()
     hop_edges = [_hop_edges(app, hop, replicas, chains) for hop in hops]
     region_ops: dict[int, list[int]] = {}
@@ -408,6 +463,8 @@ def _fresh(app: Application, widths: Mapping[int, int]) -> Topology:
         region_ops=region_ops,
         op_hops=op_hops,
         max_index=max(nodes),
+        hostpools=pools.all(),
+        replica_pools=pools.replicas,
     )
 
 
