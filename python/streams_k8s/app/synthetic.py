@@ -58,7 +58,8 @@ class _Writer:
         self.names: dict[int, str] = {0: "Source"}
         self.inputs: dict[int, list[int]] = {}
         self.outputs: dict[int, list[int]] = {}
-        self.extra: dict[int, str] = {}
+        self.annotations: dict[int, str] = {}
+        self.partitions: dict[int, str] = {}
         self.region_ops: list[int] = []
         self.chain_of: dict[int, int] = {}
 
@@ -81,7 +82,7 @@ class _Writer:
                 self.chain_of[op] = c
                 self.link(prev, op)
                 prev = op
-                self.extra[op] = self._constraints(c, j, op)
+                self.annotations[op] = self._constraints(c, j, op)
                 if c < s.regions and j == s.length // 2:
                     self.region_ops.append(op)
             if s.fan_in:
@@ -96,10 +97,10 @@ class _Writer:
         s = self.spec
         parts = []
         if c < s.consistent_chains:
-            start = '<value key="isStartOfRegion" type="boolean">true</value>' if j == 0 else ""
+            first = '<value key="isStartOfRegion" type="boolean">true</value>' if j == 0 else ""
             parts.append(
                 f'<splAnnotation internal="true" tag="consistentRegionEntry">'
-                f'<value key="index" type="int32">{c}</value>{start}</splAnnotation>'
+                f'<value key="index" type="int32">{c}</value>{first}</splAnnotation>'
             )
         partitions = []
         # an isolated chain head is never part of a colocated pair (that would be unsatisfiable)
@@ -118,7 +119,9 @@ class _Writer:
         if s.exlocate_chain_ends and j in (0, s.length - 1):
             partitions.append(f'<exLocation exlocId="ex_{c}"/>')
         iso = ' isolation="true"' if c < s.isolate_heads and j == 0 else ""
-        self.extra[-op] = f"<partitions{iso}>{''.join(partitions)}</partitions>" if partitions or iso else ""
+        self.partitions[op] = (
+            f"<partitions{iso}>{''.join(partitions)}</partitions>" if partitions or iso else ""
+        )
         return "".join(parts)
 
     def _replicated_tag(self, op: int) -> str:
@@ -149,13 +152,13 @@ class _Writer:
             f'<primitiveOperInstance definitionIndex="{definition}" index="{op}" name={quoteattr(name)} '
             f'optimized="true" relocatable="true" restartable="true" singleThreadedOnOutputs="true"'
             f' sourceIndex="0" startLine="1" endLine="1">'
-            f"{self.extra.get(op, '')}"
+            f"{self.annotations.get(op, '')}"
             f"{'<inputPorts>' + ''.join(ins) + '</inputPorts>' if op in self.inputs else ''}"
             f"{'<outputPorts>' + ''.join(outs) + '</outputPorts>' if op in self.outputs else ''}"
             f'<envVars/><resources><poolLocation poolIndex="{self.pool_of(op)}"/></resources>'
             f"<runtimeConstants/><sharedObject class={quoteattr(name)}><wrapper>none</wrapper>"
             f"<uri>bin/{name}.so</uri></sharedObject>"
-            f"{self.extra.get(-op, '')}</primitiveOperInstance>"
+            f"{self.partitions.get(op, '')}</primitiveOperInstance>"
         )
 
     def document(self) -> str:
