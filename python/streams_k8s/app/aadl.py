@@ -236,7 +236,8 @@ def _pe_ports(root: etree._Element, topo: Topology, pe: PlannedPe, ports: PortIn
     app = topo.app
     inputs = _el(root, AUG, "inputPorts")
     for p in pe.inputs:
-        port = topo.nodes[p.node].operator.input_ports[p.port]
+        port = topo.nodes[p.node].operator.input_port(p.port)
+        assert port is not None  # the topology only connects existing ports
         el = _el(inputs, AUG, "inputPort", id=str(p.id), index=str(p.id), peId=str(pe.id))
         el.set("encoding", port.encoding)
         el.set("transport", port.transport)
@@ -267,7 +268,8 @@ def _pe_ports(root: etree._Element, topo: Topology, pe: PlannedPe, ports: PortIn
         _el(el, AUG, "operInstanceConnection", operInstanceIndex=str(p.node), iportIndex=str(p.port))
     outputs = _el(root, AUG, "outputPorts")
     for out in pe.outputs:
-        oport = topo.nodes[out.node].operator.output_ports[out.port]
+        oport = topo.nodes[out.node].operator.output_port(out.port)
+        assert oport is not None  # the topology only connects existing ports
         el = _el(outputs, AUG, "outputPort", id=str(out.id), index=str(out.id), peId=str(pe.id))
         el.set("encoding", oport.encoding)
         el.set("transport", oport.transport)

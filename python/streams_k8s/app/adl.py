@@ -212,20 +212,30 @@ def _export_spec(el: etree._Element) -> ExportSpec:
     )
 
 
+def _unique_ports(el: etree._Element, ports: tuple[InputPort, ...] | tuple[OutputPort, ...]) -> None:
+    indices = [p.index for p in ports]
+    if len(set(indices)) != len(indices):
+        raise AdlError(f"line {el.sourceline}: operator '{el.get('name')}' declares a port index twice")
+
+
 def _operator(el: etree._Element, kind: OperatorKind, composite: int) -> Operator:
     ckpt = _child(el, "checkpointing")
     jvm = _child(el, "jvmArguments")
     so = _child(el, "sharedObject")
     tracing = _child(el, "tracing")
     period = ckpt.get("period") if ckpt is not None else None
+    inputs = tuple(_input_port(p) for p in _children(_child(el, "inputPorts"), "port"))
+    outputs = tuple(_output_port(p) for p in _children(_child(el, "outputPorts"), "port"))
+    _unique_ports(el, inputs)
+    _unique_ports(el, outputs)
     return Operator(
         index=_int(el, "index"),
         name=_req(el, "name"),
         kind=kind,
         definition_index=_int(el, "definitionIndex"),
         composite=composite,
-        input_ports=tuple(_input_port(p) for p in _children(_child(el, "inputPorts"), "port")),
-        output_ports=tuple(_output_port(p) for p in _children(_child(el, "outputPorts"), "port")),
+        input_ports=inputs,
+        output_ports=outputs,
         restartable=_bool(el, "restartable", True),
         relocatable=_bool(el, "relocatable", True),
         optimized=_bool(el, "optimized", True),

@@ -212,9 +212,12 @@ class _Flattener:
     ) -> Iterator[tuple[int, int, tuple[tuple[int, int], ...]]]:
         if depth > 10_000:
             raise TopologyError("connections through composites form a cycle")
-        if oper in self.app.operators:
-            if kind != "input":
-                raise TopologyError(f"connection into output port {port} of operator {oper}")
+        op = self.app.operators.get(oper)
+        if op is not None:
+            if kind != "input" or (op.kind is not OperatorKind.EXPORT and op.input_port(port) is None):
+                raise TopologyError(
+                    f"a connection goes to input port {port} of {op.name}, which has no such port"
+                )
             yield oper, port, entered
             return
         comp = self.app.composites.get(oper)
