@@ -60,14 +60,20 @@ def _local(el: etree._Element) -> str:
     return str(el.tag).rpartition("}")[2]
 
 
+def _qualified(el: etree._Element, name: str) -> str:
+    """``name`` in ``el``'s namespace: every element the parser reads is in the ADL's namespace."""
+    tag = str(el.tag)
+    return tag[: tag.find("}") + 1] + name
+
+
 def _children(el: etree._Element | None, name: str) -> Iterator[etree._Element]:
     if el is None:
         return iter(())
-    return el.iterchildren(f"{{*}}{name}")
+    return el.iterchildren(_qualified(el, name))
 
 
 def _child(el: etree._Element | None, name: str) -> etree._Element | None:
-    return next(el.iterchildren(f"{{*}}{name}"), None) if el is not None else None
+    return next(el.iterchildren(_qualified(el, name)), None) if el is not None else None
 
 
 def _req(el: etree._Element, attr: str) -> str:
