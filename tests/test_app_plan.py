@@ -210,7 +210,7 @@ def test_generated_aadl_validates(schema: etree.XMLSchema) -> None:
 
 def test_incremental_refusion_renders_what_a_full_render_would() -> None:
     from streams_k8s.app.aadl import pe_aadl
-    from streams_k8s.app.plan import PortIndex
+    from streams_k8s.app.physical import PortIndex
 
     spec = SyntheticSpec(chains=6, length=8, regions=3, width=2, pools=2, colocate_pairs=True)
     app = parse_adl(synthetic_adl(spec))

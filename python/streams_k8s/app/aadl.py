@@ -9,7 +9,7 @@ from __future__ import annotations
 from lxml import etree
 
 from streams_k8s.app.model import Application
-from streams_k8s.app.plan import PlannedPe, PortIndex
+from streams_k8s.app.physical import PlannedPe, PortIndex
 from streams_k8s.app.topology import Node, Topology
 
 AUG = "http://www.ibm.com/xmlns/prod/streams/application/augmented"

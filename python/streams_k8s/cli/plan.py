@@ -16,14 +16,8 @@ from streams_k8s.api.job import Fusion, Job, ParallelRegionWidth
 from streams_k8s.app.adl import AdlError, parse_adl
 from streams_k8s.app.bundle import BundleError, read_bundle
 from streams_k8s.app.fusion import FusionConstraintError
-from streams_k8s.app.plan import (
-    Plan,
-    PlanDiff,
-    PlannedPe,
-    plan_application,
-    refuse_with_widths,
-    render_name_table,
-)
+from streams_k8s.app.physical import PlannedPe
+from streams_k8s.app.plan import Plan, PlanDiff, plan_application, refuse_with_widths, render_name_table
 from streams_k8s.app.submission import SubmissionError
 from streams_k8s.app.topology import TopologyError
 
