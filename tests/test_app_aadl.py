@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
+import pytest
 from lxml import etree
 
 from streams_k8s.api.job import Fusion, ParallelRegionWidth
 from streams_k8s.app.aadl import AUG, BASE
 from streams_k8s.app.adl import parse_adl
+from streams_k8s.app.bundle import read_bundle
 from streams_k8s.app.plan import Plan, plan_application
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl
 
@@ -68,3 +71,23 @@ def test_content_id_changes_only_with_the_aadl() -> None:
         widths=[ParallelRegionWidth(alias="C0_2", width=3)],
     )
     assert {p.content_id for p in wider.pes} != {p.content_id for p in one.pes}
+
+
+def test_exported_and_imported_streams_reach_the_pe_ports() -> None:
+    apps = Path(__file__).resolve().parents[1] / ".." / "shared" / "testdata" / "open-streams" / "apps"
+    if not (apps / "apps.pubsub.Exporter.sab").exists():
+        pytest.skip(f"shared test data not found at {apps}")
+    exporter = parse_adl(read_bundle(apps / "apps.pubsub.Exporter.sab").adl)
+    (pe,) = plan_application(exporter, Fusion(manual=1), job_name="x").pes
+    root = etree.fromstring(pe.aadl.encode())
+    streams = root.findall(f"{A}outputPorts/{A}outputPort/{A}exportedStream")
+    assert [s.get("exportOperName") for s in streams] == ["ExportOp0", "ExportOp1", "ExportOp2"]
+    assert [s.get("name") for s in streams] == ["entSectorBargains", None, "hcSectorBargains"]
+    values = [v.text for v in streams[1].iterfind(f"{B}properties/{B}property[@name='tickers']/{B}value")]
+    assert values == ['"IBM"', '"GOOG"', '"MSFT"']
+    importer = parse_adl(read_bundle(apps / "apps.pubsub.Importer.sab").adl)
+    (pe,) = plan_application(importer, Fusion(manual=1), job_name="y").pes
+    root = etree.fromstring(pe.aadl.encode())
+    ports = root.findall(f"{A}inputPorts/{A}inputPort")
+    assert len(ports) == 4  # one per import-fed operator input port
+    assert root.find(f".//{A}importedStreams/{B}propertyBasedImport") is not None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from lxml import etree
 
-from streams_k8s.app.model import Application
+from streams_k8s.app.model import Application, ExportSpec
 from streams_k8s.app.physical import PlannedPe, PortIndex
 from streams_k8s.app.topology import Node, Topology
 
@@ -232,6 +232,22 @@ def _output_ports(el: etree._Element, topo: Topology, node: Node, ports: PortInd
                     _el(ch, BASE, tag, **attrs)
 
 
+def _exported_stream(port: etree._Element, operator: str, spec: ExportSpec) -> None:
+    el = _el(port, AUG, "exportedStream", exportOperName=operator)
+    if spec.stream_name is not None:
+        el.set("name", spec.stream_name)
+    if spec.allow_filter is not None:
+        el.set("allowFilter", _b(spec.allow_filter))
+    if spec.congestion_policy is not None:
+        el.set("congestionPolicy", spec.congestion_policy)
+    if spec.properties:
+        props = _el(el, BASE, "properties")
+        for prop in spec.properties:
+            p = _el(props, BASE, "property", name=prop.name, type=prop.type)
+            for value in prop.values:
+                _el(p, BASE, "value").text = value
+
+
 def _pe_ports(root: etree._Element, topo: Topology, pe: PlannedPe, ports: PortIndex) -> None:
     app = topo.app
     inputs = _el(root, AUG, "inputPorts")
@@ -276,7 +292,7 @@ def _pe_ports(root: etree._Element, topo: Topology, pe: PlannedPe, ports: PortIn
         el.set("singleThreadedOnOutput", "true")
         _tuple_type(el, AUG, app, oport.tuple_type_index)
         if out.exports:
-            _el(el, AUG, "exportedStream", exportOperName=out.exports[0], name=oport.stream_name)
+            _exported_stream(el, *out.exports[0])  # the schema allows one exported stream per port
         static = _el(el, AUG, "staticConnections")
         for dst_pe, edge in sorted(out.receivers, key=lambda r: (r[0], r[1].dst, r[1].dst_port)):
             iport = ports.inputs[(edge.dst, edge.dst_port)][1]

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from streams_k8s.api.processing_element import Placement
+from streams_k8s.app.model import ExportSpec
 from streams_k8s.app.topology import Edge
 
 
@@ -24,7 +25,7 @@ class PeOutputPort:
     port: int
     channel: tuple[int, int] | None  # (splitter region, channel) for parallel fan-out
     receivers: list[tuple[int, Edge]] = field(default_factory=list)  # (destination PE id, edge)
-    exports: tuple[str, ...] = ()
+    exports: tuple[tuple[str, ExportSpec], ...] = ()  # (Export operator name, what it exports)
 
 
 @dataclass(slots=True)

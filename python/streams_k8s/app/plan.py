@@ -124,7 +124,7 @@ def _ports(topo: Topology, pes: list[PlannedPe]) -> None:
         for port, exports in node.exports.items():
             key = (node.index, port, None)
             out = outputs.setdefault(key, PeOutputPort(-1, node.index, port, None))
-            out.exports = tuple(name for name, _ in exports)
+            out.exports = exports
     for inp in sorted(inputs.values(), key=lambda p: (p.node, p.port)):
         by_id[pe_of[inp.node]].inputs.append(inp)
     for out in sorted(outputs.values(), key=lambda p: (p.node, p.port, p.channel or (-1, -1))):
