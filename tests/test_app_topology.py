@@ -108,3 +108,17 @@ def test_replicated_host_pools_per_channel() -> None:
     wider = build_topology(app, {0: 4}, topo)
     assert [p.index for p in wider.hostpools][: len(topo.hostpools)] == [p.index for p in topo.hostpools]
     assert wider.by_name()["C0_1[3]"].placement.pool_index == max(p.index for p in wider.hostpools)
+
+
+def test_entering_nested_regions_goes_through_one_splitter_per_region() -> None:
+    app = _app("spl.runtime.udpNestedPEBoundary.adl")
+    topo = build_topology(app, resolve_widths(app, {}))
+    names = {n.index: n.name for n in topo.nodes.values()}
+    from_beat = [e for e in topo.edges if names[e.src] == "Beat"]
+    assert len(from_beat) == 2 * 4 * 3  # every F2 replica, through P1, H2 and F2 splitters
+    for edge in from_beat:
+        assert edge.splitter is not None
+        dst = topo.nodes[edge.dst]
+        assert [(s.region, s.channel) for s in edge.splitter.path] == [
+            (c.region, c.local) for c in dst.channels
+        ]

@@ -10,7 +10,7 @@ from lxml import etree
 
 from streams_k8s.app.model import Application, ExportSpec
 from streams_k8s.app.physical import PlannedPe, PortIndex
-from streams_k8s.app.topology import Node, Topology
+from streams_k8s.app.topology import Node, SplitterStep, Topology
 
 AUG = "http://www.ibm.com/xmlns/prod/streams/application/augmented"
 BASE = "http://www.ibm.com/xmlns/prod/streams/application"
@@ -191,9 +191,8 @@ def _output_ports(el: etree._Element, topo: Topology, node: Node, ports: PortInd
             logicalStreamName=port.stream_name,
         )
         p.set(f"{{{XSI}}}type", "p:physOperInstanceOutputPortType")
-        direct: list[tuple[bool, dict[str, str]]] = []
-        split: dict[int, dict[int, list[tuple[bool, dict[str, str]]]]] = {}
-        kinds: dict[int, tuple[str, int]] = {}
+        direct: list[_Connection] = []
+        split: list[tuple[tuple[SplitterStep, ...], _Connection]] = []
         for edge in sorted(topo.edges_from(node.index), key=lambda e: (e.src_port, e.dst, e.dst_port)):
             if edge.src_port != port.index:
                 continue
@@ -202,34 +201,56 @@ def _output_ports(el: etree._Element, topo: Topology, node: Node, ports: PortInd
             if inter:
                 attrs["pePortIndex"] = str(ports.inputs[(edge.dst, edge.dst_port)][1])
             if edge.splitter:
-                split.setdefault(edge.splitter.region, {}).setdefault(edge.splitter.channel, []).append(
-                    (inter, attrs)
-                )
-                kinds[edge.splitter.region] = (edge.splitter.kind.value, edge.splitter.iport)
+                split.append((edge.splitter.path, (inter, attrs)))
             else:
                 direct.append((inter, attrs))
-        for want_inter in (True, False):
-            for inter, attrs in direct:
-                if inter == want_inter:
-                    _el(p, BASE, "interPeConnection" if inter else "intraPeConnection", **attrs)
-        for region, channels in sorted(split.items()):
-            kind, iport = kinds[region]
-            sp = _el(
-                p,
-                BASE,
-                "splitter",
-                kind=kind,
-                index=str(region),
-                iportIndex=str(iport),
-                regionIndex=str(region),
-            )
-            for channel, conns in sorted(channels.items()):
-                ch = _el(sp, BASE, "parallelChannel", index=str(channel))
-                # the schema allows one kind of connection per channel: inter wins when mixed
-                inter_conns = [a for inter, a in conns if inter]
-                tag = "interPeConnection" if inter_conns else "intraPeConnection"
-                for attrs in inter_conns or [a for _, a in conns]:
-                    _el(ch, BASE, tag, **attrs)
+        _connections(p, direct)
+        _splitters(p, split, 0)
+
+
+_Connection = tuple[bool, dict[str, str]]  # (inter-PE, attributes)
+
+
+def _connections(parent: etree._Element, conns: list[_Connection]) -> None:
+    """Inter-PE connections first, then intra-PE ones, as the schema orders them."""
+    for want_inter in (True, False):
+        for inter, attrs in conns:
+            if inter == want_inter:
+                _el(parent, BASE, "interPeConnection" if inter else "intraPeConnection", **attrs)
+
+
+def _splitters(
+    parent: etree._Element, items: list[tuple[tuple[SplitterStep, ...], _Connection]], depth: int
+) -> None:
+    """Splitters at ``depth`` of the paths, each channel holding its connections or deeper splitters.
+
+    The schema lets a parallel channel hold one kind of content, so a channel with several kinds
+    (inter-PE, intra-PE, nested splitters) is written as several channel elements with its index.
+    """
+    regions: dict[tuple[int, str, int], dict[int, list[tuple[tuple[SplitterStep, ...], _Connection]]]] = {}
+    for path, conn in items:
+        step = path[depth]
+        key = (step.region, step.kind.value, step.iport)
+        regions.setdefault(key, {}).setdefault(step.channel, []).append((path, conn))
+    for (region, kind, iport), channels in sorted(regions.items()):
+        sp = _el(
+            parent,
+            BASE,
+            "splitter",
+            kind=kind,
+            index=str(region),
+            iportIndex=str(iport),
+            regionIndex=str(region),
+        )
+        for channel, sub in sorted(channels.items()):
+            deeper = [(path, conn) for path, conn in sub if len(path) > depth + 1]
+            here = [conn for path, conn in sub if len(path) == depth + 1]
+            for want_inter in (True, False):
+                kind_conns = [c for c in here if c[0] == want_inter]
+                if kind_conns:
+                    _connections(_el(sp, BASE, "parallelChannel", index=str(channel)), kind_conns)
+            if deeper:
+                _splitters(_el(sp, BASE, "parallelChannel", index=str(channel)), deeper, depth + 1)
 
 
 def _exported_stream(port: etree._Element, operator: str, spec: ExportSpec) -> None:

@@ -50,13 +50,29 @@ class Channel:
 
 
 @dataclass(frozen=True, slots=True)
-class SplitterUse:
-    """The splitter an edge goes through: on the producer's port, entering ``region``."""
+class SplitterStep:
+    """One splitter on the way into a parallel region: the consumer's local ``channel`` of ``region``."""
 
     region: int
     kind: SplitterKind
-    channel: int  # the consumer's local channel in ``region``
     iport: int
+    channel: int
+
+
+@dataclass(frozen=True, slots=True)
+class SplitterUse:
+    """The splitters an edge goes through, on the producer's port: one per region it enters,
+    outermost first (nested regions nest their splitters inside the outer one's channels)."""
+
+    path: tuple[SplitterStep, ...]
+
+    @property
+    def region(self) -> int:
+        return self.path[0].region
+
+    @property
+    def channel(self) -> int:
+        return self.path[0].channel
 
 
 @dataclass(frozen=True, slots=True)
@@ -493,7 +509,6 @@ def _hop_edges(
     src_regions = {r.index for r in chains[hop.src]}
     shared = [r.index for r in chains[hop.dst] if r.index in src_regions]
     entered = [r for r in chains[hop.dst] if r.index not in src_regions]
-    splitter_region = entered[0] if entered else None
     # consumers grouped by their channels in the shared regions: a producer feeds its own group
     groups: dict[tuple[int, ...], list[Node]] = {}
     for dst in replicas[hop.dst]:
@@ -504,13 +519,13 @@ def _hop_edges(
         key = tuple(c.local for c in src.channels if c.region in shared)
         for dst in groups.get(key, ()):
             use = None
-            if splitter_region is not None:
-                outer = next(c for c in dst.channels if c.region == splitter_region.index)
+            if entered:
+                local = {c.region: c.local for c in dst.channels}
                 use = SplitterUse(
-                    region=splitter_region.index,
-                    kind=_splitter_kind(splitter_region, hop),
-                    channel=outer.local,
-                    iport=_entry_port(splitter_region, hop),
+                    tuple(
+                        SplitterStep(r.index, _splitter_kind(r, hop), _entry_port(r, hop), local[r.index])
+                        for r in entered
+                    )
                 )
             edges.append(Edge(src.index, hop.src_port, dst.index, hop.dst_port, use))
     return edges
