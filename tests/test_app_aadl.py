@@ -91,3 +91,15 @@ def test_exported_and_imported_streams_reach_the_pe_ports() -> None:
     ports = root.findall(f"{A}inputPorts/{A}inputPort")
     assert len(ports) == 4  # one per import-fed operator input port
     assert root.find(f".//{A}importedStreams/{B}propertyBasedImport") is not None
+
+
+def test_runtime_constants_take_the_submitted_values() -> None:
+    apps = Path(__file__).resolve().parents[1] / ".." / "shared" / "testdata" / "open-streams" / "apps"
+    if not (apps / "apps.pubsub.Exporter.sab").exists():
+        pytest.skip(f"shared test data not found at {apps}")
+    app = parse_adl(read_bundle(apps / "apps.pubsub.Exporter.sab").adl)
+    (pe,) = plan_application(app, Fusion(manual=1), job_name="x", submission_values={"portId": 'a"b'}).pes
+    root = etree.fromstring(pe.aadl.encode())
+    constants = root.findall(f".//{B}runtimeConstant[@submissionTimeValueIndex]")
+    by_index = {(c.get("submissionTimeValueIndex"), c.get("value")) for c in constants}
+    assert by_index == {("0", '"a\\"b"'), ("1", '"60"')}  # given value as SPL; the other keeps its default

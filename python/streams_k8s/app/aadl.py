@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from lxml import etree
 
-from streams_k8s.app.model import Application, ExportSpec
+from streams_k8s.app.model import Application, ExportSpec, RuntimeConstant
 from streams_k8s.app.physical import PlannedPe, PortIndex
+from streams_k8s.app.submission import spl_literal
 from streams_k8s.app.topology import Node, SplitterStep, Topology
 
 AUG = "http://www.ibm.com/xmlns/prod/streams/application/augmented"
@@ -102,7 +103,7 @@ def _oper_instance(parent: etree._Element, topo: Topology, node: Node, ports: Po
             ck.set("period", repr(op.checkpointing.period))
     rcs = _el(el, BASE, "runtimeConstants")
     for rc in op.runtime_constants:
-        _el(rcs, BASE, "runtimeConstant", name=rc.name, value=rc.value)
+        _runtime_constant(rcs, topo, rc)
     _input_ports(el, topo, node, ports)
     _output_ports(el, topo, node, ports)
     for a in op.annotations:
@@ -126,6 +127,22 @@ def _oper_instance(parent: etree._Element, topo: Topology, node: Node, ports: Po
                 localMaxChannels=str(c.local_max),
                 regionIndex=str(c.region),
             )
+
+
+def _runtime_constant(parent: etree._Element, topo: Topology, rc: RuntimeConstant) -> None:
+    """A constant backed by a submission-time value takes the value the user gave, as SPL."""
+    value = rc.value
+    index = rc.submission_time_value_index
+    el = _el(parent, BASE, "runtimeConstant", name=rc.name)
+    if index is not None:
+        given = topo.given_values.get(index)
+        if given is not None:
+            kind = next((v.kind for v in topo.app.submission_time_values if v.index == index), "named")
+            value = spl_literal(given, kind)
+        el.set("submissionTimeValueIndex", str(index))
+        if rc.default_value is not None:
+            el.set("defaultValue", rc.default_value)
+    el.set("value", value)
 
 
 def _input_ports(el: etree._Element, topo: Topology, node: Node, ports: PortIndex) -> None:

@@ -26,7 +26,13 @@ from streams_k8s.app.aadl import pe_aadl
 from streams_k8s.app.fusion import FusionInputs, fuse_topology
 from streams_k8s.app.model import Application
 from streams_k8s.app.physical import PeInputPort, PeOutputPort, PlannedPe, PortIndex
-from streams_k8s.app.submission import WidthOverride, apply_overrides, resolve_values, resolve_widths
+from streams_k8s.app.submission import (
+    WidthOverride,
+    apply_overrides,
+    match_values,
+    resolve_values,
+    resolve_widths,
+)
 from streams_k8s.app.topology import Edge, Topology, build_topology
 
 _LAST = 2**63  # sort key of ports with no peer PE (imports, exports)
@@ -254,9 +260,10 @@ def plan_application(
     nodes: int | None = None,
 ) -> Plan:
     """The whole pipeline from a parsed ADL: values, widths, topology, fusion, PEs."""
+    given = match_values(app, submission_values or {})
     values = resolve_values(app, submission_values or {})
     region_widths = resolve_widths(app, values, [WidthOverride(w.alias, w.width) for w in widths])
-    topo = build_topology(app, region_widths)
+    topo = build_topology(app, region_widths, given_values=given)
     return plan_topology(topo, fusion, job_name=job_name, job_id=job_id, resources=resources, nodes=nodes)
 
 

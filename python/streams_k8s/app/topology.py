@@ -119,6 +119,7 @@ class Topology:
     max_index: int = 0  # highest node index ever given: removed indices are not reused
     hostpools: tuple[HostPool, ...] = ()  # the application's pools plus per-channel replicas
     replica_pools: dict[tuple[int, int, int], HostPool] = field(default_factory=dict)
+    given_values: dict[int, str] = field(default_factory=dict)  # submission-time values the user gave
 
     _into: dict[int, list[Edge]] | None = None
     _from: dict[int, list[Edge]] | None = None
@@ -405,7 +406,12 @@ def _replicate(
     return out
 
 
-def build_topology(app: Application, widths: Mapping[int, int], previous: Topology | None = None) -> Topology:
+def build_topology(
+    app: Application,
+    widths: Mapping[int, int],
+    previous: Topology | None = None,
+    given_values: Mapping[int, str] | None = None,
+) -> Topology:
     """Expand ``app`` with the given region widths.
 
     With ``previous`` (an earlier topology of the same application), only the operators inside
@@ -413,7 +419,7 @@ def build_topology(app: Application, widths: Mapping[int, int], previous: Topolo
     node and connection is reused, and surviving node names keep their index (stable re-fusion).
     """
     if previous is None:
-        return _fresh(app, widths)
+        return _fresh(app, widths, dict(given_values or {}))
     if previous.app is not app:
         raise TopologyError("a topology can only be rebuilt from one of the same application")
     changed = [r for r, w in widths.items() if previous.widths.get(r) != w]
@@ -446,12 +452,13 @@ def build_topology(app: Application, widths: Mapping[int, int], previous: Topolo
         max_index=max([previous.max_index] + [n.index for op in affected for n in replicas[op]]),
         hostpools=pools.all(),
         replica_pools=pools.replicas,
+        given_values=previous.given_values,
     )
     topo.patch_edge_index(previous, [previous.hop_edges[i] for i in redone], [hop_edges[i] for i in redone])
     return topo
 
 
-def _fresh(app: Application, widths: Mapping[int, int]) -> Topology:
+def _fresh(app: Application, widths: Mapping[int, int], given_values: dict[int, str]) -> Topology:
     primitives = sorted(
         (op for op in app.operators.values() if op.kind is OperatorKind.PRIMITIVE), key=lambda o: o.index
     )
@@ -484,6 +491,7 @@ def _fresh(app: Application, widths: Mapping[int, int]) -> Topology:
         max_index=max(nodes),
         hostpools=pools.all(),
         replica_pools=pools.replicas,
+        given_values=given_values,
     )
 
 
