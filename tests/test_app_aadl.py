@@ -103,3 +103,18 @@ def test_runtime_constants_take_the_submitted_values() -> None:
     constants = root.findall(f".//{B}runtimeConstant[@submissionTimeValueIndex]")
     by_index = {(c.get("submissionTimeValueIndex"), c.get("value")) for c in constants}
     assert by_index == {("0", '"a\\"b"'), ("1", '"60"')}  # given value as SPL; the other keeps its default
+
+
+def test_dedicated_threading_injects_a_thread_on_every_fused_connection() -> None:
+    from streams_k8s.api.job import ThreadingModel
+
+    app = parse_adl(synthetic_adl(SyntheticSpec(chains=2, length=3)))
+    plain = plan_application(app, Fusion(manual=1), job_name="j").pes[0]
+    dedicated = plan_application(
+        app, Fusion(manual=1), job_name="j", threading=ThreadingModel(dedicated=True)
+    ).pes[0]
+    injected = f".//{B}inputPort/{B}threadedPort[@isInjected='true']"
+    assert etree.fromstring(plain.aadl.encode()).findall(injected) == []
+    # every operator but the source has one fused input port: 2 chains x 3 + the sink
+    assert len(etree.fromstring(dedicated.aadl.encode()).findall(injected)) == 7
+    assert plain.content_id != dedicated.content_id

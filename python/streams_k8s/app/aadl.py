@@ -147,8 +147,7 @@ def _runtime_constant(parent: etree._Element, topo: Topology, rc: RuntimeConstan
 
 def _input_ports(el: etree._Element, topo: Topology, node: Node, ports: PortIndex) -> None:
     container = _el(el, BASE, "inputPorts")
-    threading = node.operator.annotation("threading")
-    dedicated = threading is not None and threading.get("model") == "dedicated"
+    dedicated = (node.threading or topo.default_threading) == "dedicated"
     incoming: dict[int, list[tuple[bool, dict[str, str]]]] = {}
     for edge in sorted(topo.edges_into(node.index), key=lambda e: (e.dst_port, e.src, e.src_port)):
         inter = ports.pe_of[edge.src] != ports.pe_of[node.index]

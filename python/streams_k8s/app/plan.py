@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from streams_k8s.api.base import ResourceRequirements
-from streams_k8s.api.job import Fusion, ParallelRegionWidth
+from streams_k8s.api.job import Fusion, ParallelRegionWidth, ThreadingModel
 from streams_k8s.api.processing_element import Placement, PoolLocation
 from streams_k8s.app.aadl import pe_aadl
 from streams_k8s.app.fusion import FusionInputs, fuse_topology
@@ -258,12 +258,16 @@ def plan_application(
     widths: Sequence[ParallelRegionWidth] = (),
     resources: ResourceRequirements | None = None,
     nodes: int | None = None,
+    threading: ThreadingModel | None = None,
 ) -> Plan:
     """The whole pipeline from a parsed ADL: values, widths, topology, fusion, PEs."""
     given = match_values(app, submission_values or {})
     values = resolve_values(app, submission_values or {})
     region_widths = resolve_widths(app, values, [WidthOverride(w.alias, w.width) for w in widths])
-    topo = build_topology(app, region_widths, given_values=given)
+    mode = threading.mode if threading else None
+    topo = build_topology(
+        app, region_widths, given_values=given, default_threading=mode.value if mode else None
+    )
     return plan_topology(topo, fusion, job_name=job_name, job_id=job_id, resources=resources, nodes=nodes)
 
 

@@ -93,6 +93,7 @@ class Node:
     placement: HostPlacement
     partitions: Partitions
     consistent_region: int | None
+    threading: str | None = None  # @threading model of the operator or its nearest composite
     imports: dict[int, tuple[tuple[str, int, ImportSpec], ...]] = field(default_factory=dict)  # by input port
     exports: dict[int, tuple[tuple[str, ExportSpec], ...]] = field(default_factory=dict)  # by output port
 
@@ -120,6 +121,7 @@ class Topology:
     hostpools: tuple[HostPool, ...] = ()  # the application's pools plus per-channel replicas
     replica_pools: dict[tuple[int, int, int], HostPool] = field(default_factory=dict)
     given_values: dict[int, str] = field(default_factory=dict)  # submission-time values the user gave
+    default_threading: str | None = None  # the Job's threadingModel, for apps without @threading
 
     _into: dict[int, list[Edge]] | None = None
     _from: dict[int, list[Edge]] | None = None
@@ -300,6 +302,16 @@ def _channels(
     return tuple(out)
 
 
+def _threading(app: Application, op: Operator) -> str | None:
+    """The ``@threading`` model in force for ``op``: its own, else its nearest composite's."""
+    found = op.annotation("threading")
+    comp: int | None = op.composite
+    while found is None and comp is not None:
+        found = next((a for a in app.composites[comp].annotations if a.tag == "threading"), None)
+        comp = app.composites[comp].parent
+    return found.get("model") if found else None
+
+
 def _consistent_region(op: Operator) -> int | None:
     entry = op.annotation("consistentRegionEntry")
     index = entry.get("index") if entry else None
@@ -401,6 +413,7 @@ def _replicate(
                     exlocations=_sub_all(q.exlocations, channels),
                 ),
                 consistent_region=_consistent_region(op),
+                threading=_threading(app, op),
             )
         )
     return out
@@ -411,6 +424,7 @@ def build_topology(
     widths: Mapping[int, int],
     previous: Topology | None = None,
     given_values: Mapping[int, str] | None = None,
+    default_threading: str | None = None,
 ) -> Topology:
     """Expand ``app`` with the given region widths.
 
@@ -419,7 +433,7 @@ def build_topology(
     node and connection is reused, and surviving node names keep their index (stable re-fusion).
     """
     if previous is None:
-        return _fresh(app, widths, dict(given_values or {}))
+        return _fresh(app, widths, dict(given_values or {}), default_threading)
     if previous.app is not app:
         raise TopologyError("a topology can only be rebuilt from one of the same application")
     changed = [r for r, w in widths.items() if previous.widths.get(r) != w]
@@ -453,12 +467,15 @@ def build_topology(
         hostpools=pools.all(),
         replica_pools=pools.replicas,
         given_values=previous.given_values,
+        default_threading=previous.default_threading,
     )
     topo.patch_edge_index(previous, [previous.hop_edges[i] for i in redone], [hop_edges[i] for i in redone])
     return topo
 
 
-def _fresh(app: Application, widths: Mapping[int, int], given_values: dict[int, str]) -> Topology:
+def _fresh(
+    app: Application, widths: Mapping[int, int], given_values: dict[int, str], default_threading: str | None
+) -> Topology:
     primitives = sorted(
         (op for op in app.operators.values() if op.kind is OperatorKind.PRIMITIVE), key=lambda o: o.index
     )
@@ -492,6 +509,7 @@ def _fresh(app: Application, widths: Mapping[int, int], given_values: dict[int, 
         hostpools=pools.all(),
         replica_pools=pools.replicas,
         given_values=given_values,
+        default_threading=default_threading,
     )
 
 

@@ -188,6 +188,7 @@ def plan(
                 **dict(_pairs(values, "--submission-time")),
             },
             "resources": spec.processing_element.resources if spec else None,
+            "threading": spec.threading_model if spec else None,
             "nodes": nodes,
         }
         if diff:
