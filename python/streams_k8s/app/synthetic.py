@@ -34,6 +34,9 @@ class SyntheticSpec:
     isolate_heads: int = 0
     consistent_chains: int = 0
     replicate_pools: bool = False  # regions replicate their chain's host pool per channel
+    # region widths from submission-time values width0, width1, … (default ``width``, or required)
+    width_values: bool = False
+    required_values: bool = False
 
     @property
     def operators(self) -> int:
@@ -124,6 +127,22 @@ class _Writer:
         )
         return "".join(parts)
 
+    def _width(self, region: int) -> str:
+        if self.spec.width_values:
+            return f"<submissionTimeParameterIndexForWidth>{region}</submissionTimeParameterIndexForWidth>"
+        return f"<constantWidth>{self.spec.width}</constantWidth>"
+
+    def _width_values(self) -> str:
+        if not (self.spec.width_values and self.region_ops):
+            return ""
+        default = "" if self.spec.required_values else f' defaultValue="&quot;{self.spec.width}&quot;"'
+        values = "".join(
+            f'<submissionTimeValue compositeName={quoteattr(self.spec.name)} index="{i}" kind="named" '
+            f'name="width{i}" required="{"true" if self.spec.required_values else "false"}"{default}/>'
+            for i in range(len(self.region_ops))
+        )
+        return f"<submissionTimeValues>{values}</submissionTimeValues>"
+
     def _replicated_tag(self, op: int) -> str:
         pool = self.pool_of(op)
         return f'<replicateHostTag name="pool{pool - 1}"/>' if self.spec.replicate_pools and pool else ""
@@ -173,7 +192,7 @@ class _Writer:
             f'<parallelRegion index="{i}" name={quoteattr(self.names[op])}>'
             f'<parallelOperator operIndex="{op}">'
             '<splitter iportIndex="0" kind="RoundRobin"/></parallelOperator>'
-            f"<parallelWidth><constantWidth>{s.width}</constantWidth></parallelWidth>"
+            f"<parallelWidth>{self._width(i)}</parallelWidth>"
             f"{self._replicated_tag(op)}</parallelRegion>"
             for i, op in enumerate(self.region_ops)
         )
@@ -195,7 +214,7 @@ class _Writer:
             f"</compositeOperInstance></compositeOperInstances></composites>"
             f'<toolkits><toolkit index="0" name="spl" uri="file:///spl" version="1.4.0"/></toolkits>'
             f"{'<parallelRegions>' + regions + '</parallelRegions>' if regions else ''}"
-            f"</splApplication></applicationSet>\n"
+            f"{self._width_values()}</splApplication></applicationSet>\n"
         )
 
 
