@@ -6,6 +6,7 @@ import click
 
 from streams_k8s import __version__
 from streams_k8s._native import __version__ as native_version
+from streams_k8s.cli.plan import plan
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -13,8 +14,6 @@ from streams_k8s._native import __version__ as native_version
 def main() -> None:
     """IBM Streams applications, run natively on Kubernetes."""
 
-
-from streams_k8s.cli.plan import plan  # noqa: E402
 
 main.add_command(plan)
 
