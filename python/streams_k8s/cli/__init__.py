@@ -8,6 +8,8 @@ from streams_k8s import __version__
 from streams_k8s._native import __version__ as native_version
 from streams_k8s.cli.crds import crds
 from streams_k8s.cli.resolve import resolve
+from streams_k8s.cli.run import run
+from streams_k8s.cli.sandbox import sandbox as sandbox_command
 from streams_k8s.cli.schedule import schedule
 
 
@@ -20,6 +22,7 @@ def main() -> None:
 main.add_command(crds)
 main.add_command(resolve)
 main.add_command(schedule)
-
+main.add_command(run)
+main.add_command(sandbox_command)
 
 __all__ = ["main"]
