@@ -8,6 +8,8 @@ use pyo3::types::PyDict;
 use crate::properties;
 use crate::scheduler;
 
+mod cr_fsm;
+
 create_exception!(
     _native,
     PropertiesError,
@@ -106,5 +108,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PropertiesError", m.py().get_type::<PropertiesError>())?;
     m.add_function(wrap_pyfunction!(parse_properties, m)?)?;
     m.add_function(wrap_pyfunction!(place_vreplicas, m)?)?;
+    cr_fsm::register(m)?;
     Ok(())
 }

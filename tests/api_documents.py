@@ -139,6 +139,7 @@ INVALID_JOB_SPECS: list[tuple[str, dict[str, Any], list[str]]] = [
         {"bundle": {"name": "a.sab", "file": {"path": "/a.sab"}, "github": {"url": "https://x/a.sab"}}},
         ["bundle.file", "bundle.github"],
     ),
+    ("bundle-name-with-path", {"bundle": {"name": "../../etc/passwd"}}, ["bundle.name", "pattern"]),
     ("bundle-without-name", {"bundle": {"file": {"path": "/a.sab"}}}, ["bundle.name", "Field required"]),
     (
         "github-secret-without-url",

@@ -237,5 +237,7 @@ async def test_compaction_evicts_through_the_callback_and_the_set_shrinks(deploy
         )
 
     await deployment.until(compacted, within=30.0)
+    assert await deployment.replicas() == 3  # one pod per zone holds a's 6 vreplicas
+    assert await deployment.marked() == set()  # the marked top pods went with the scale-down
     assert evicted, "compaction went through the evictor"
     assert all(key == f"{NAMESPACE}/a" for _, key, _ in evicted)

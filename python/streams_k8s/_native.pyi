@@ -1,8 +1,18 @@
 """Sans-IO native core (Rust, PyO3)."""
 
+import collections.abc
+import typing
+
 __all__ = [
+    "CrBatch",
+    "CrEvent",
+    "CrInvalidRegion",
+    "CrRegion",
+    "CrRejected",
+    "CrStep",
     "PropertiesError",
     "__version__",
+    "cr_gauge_names",
     "parse_properties",
     "place_vreplicas",
 ]
@@ -39,3 +49,110 @@ def place_vreplicas(
     `filters` are (name, MaxSkew or NumPartitions), `priorities` (name, weight), built-in
     plugins only. Returns ([(ordinal, vreplicas)], vreplicas left unplaced).
     """
+
+# ---- consistent-region FSM (rust/cr_fsm, rust/python/cr_fsm.rs) ----
+
+class CrRejected(ValueError):
+    """An event the region refused; args: (kind, message). The region is unchanged."""
+
+class CrInvalidRegion(ValueError):
+    """A region description or persisted state that cannot be run."""
+
+@typing.final
+class CrEvent:
+    """One FSM input. Immutable; build it with the static constructors."""
+
+    @staticmethod
+    def health(healthy: bool, clean_start: bool) -> CrEvent: ...
+    @staticmethod
+    def checkpoint(pe: int, seq_id: int) -> CrEvent: ...
+    @staticmethod
+    def blocking_checkpoint(pe: int, seq_id: int) -> CrEvent: ...
+    @staticmethod
+    def reset_done(pe: int, seq_id: int, reset_attempt: int) -> CrEvent: ...
+    @staticmethod
+    def drain(operator: str, seq_id: int) -> CrEvent: ...
+    @staticmethod
+    def reset(force: bool) -> CrEvent: ...
+    @staticmethod
+    def timer(timer: str, timer_seq_id: int) -> CrEvent:
+        """Raises ValueError for a name other than DrainPeriod, DrainTimeout, ResetTimeout."""
+    @staticmethod
+    def restarted() -> CrEvent: ...
+    @property
+    def name(self) -> str: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+    __hash__: None  # type: ignore[assignment]
+
+@typing.final
+class CrStep:
+    """The actions of one event: refused (`rejected`/`error` set) or accepted."""
+
+    @property
+    def rejected(self) -> str | None: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def persist(self) -> bool: ...
+    @property
+    def clear_board(self) -> bool: ...
+    @property
+    def cancel_timers(self) -> bool: ...
+    @property
+    def arm(self) -> tuple[str, int, int] | None:
+        """(timer, delay_ms, timer_seq_id)."""
+    @property
+    def notification(self) -> tuple[str, str] | None:
+        """(type, message)."""
+    @property
+    def gauges(self) -> list[float] | None: ...
+
+@typing.final
+class CrBatch:
+    """The results of `CrRegion.step_many`, one per event."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, key: int, /) -> CrStep: ...
+    @property
+    def rejected(self) -> int: ...
+    @property
+    def persist(self) -> bool: ...
+
+@typing.final
+class CrRegion:
+    """One consistent region and its FSM; `step` mutates it in place."""
+
+    def __new__(
+        cls,
+        *,
+        region_index: int,
+        trigger: str,
+        period: float,
+        drain_timeout: float,
+        reset_timeout: float,
+        max_consecutive_reset_attempts: int,
+        pes_in_region: collections.abc.Sequence[int],
+        operators_to_start_region_map: dict[str, bool],
+        operators_to_trigger_map: dict[str, bool],
+        status: dict[str, typing.Any] | None = None,
+    ) -> CrRegion: ...
+    @property
+    def region_index(self) -> int: ...
+    @property
+    def pes(self) -> list[int]: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def current_timer_seq_id(self) -> int: ...
+    def status(self) -> dict[str, typing.Any]:
+        """The dynamic state as the camelCase fields of ConsistentRegionStatus."""
+    def gauges(self) -> list[float]: ...
+    def step(self, event: CrEvent, now_ms: int) -> CrStep:
+        """Apply one event; raises CrRejected (region unchanged) if it is refused."""
+    def step_many(self, events: collections.abc.Iterable[CrEvent], now_ms: int) -> CrBatch:
+        """Apply events in order at one instant; refusals are recorded, never raised."""
+    def copy(self) -> CrRegion: ...
+
+def cr_gauge_names() -> list[str]:
+    """Prometheus names of the eight gauges, in the order of CrStep.gauges."""

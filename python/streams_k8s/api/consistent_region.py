@@ -70,10 +70,21 @@ class ConsistentRegionStatus(Status):
     to_retire_seq_id: Annotated[int, Field(ge=0, alias="toRetireSeqID")] = 0
     current_timer_seq_id: Annotated[int, Field(ge=0)] = 0
     pe_to_completion: dict[str, PeCompletion] = Field(default_factory=dict)
-    last_consistent_state_time: float | None = None
-    last_reset_time: float | None = None
-    avg_drain_time: float | None = None
-    avg_reset_time: float | None = None
+    last_consistent_state_time: float | None = Field(None, description="Epoch milliseconds.")
+    last_reset_time: float | None = Field(None, description="Epoch milliseconds.")
+    avg_drain_time: float | None = Field(None, description="Milliseconds, over the recent drains.")
+    avg_reset_time: float | None = Field(None, description="Milliseconds, over the recent resets.")
+    # Kept so that metrics and averages survive a coordinator restart.
+    last_completed_drain: int = Field(-1, ge=-1, description="Sequence id of the last completed drain.")
+    last_completed_reset: int = Field(-1, ge=-1, description="Sequence id of the last completed reset.")
+    drain_start_time: float | None = Field(None, description="Epoch milliseconds.")
+    reset_start_time: float | None = Field(None, description="Epoch milliseconds.")
+    recent_drain_times: list[float] = Field(
+        default_factory=list, max_length=10, description="Durations of the last drains, milliseconds."
+    )
+    recent_reset_times: list[float] = Field(
+        default_factory=list, max_length=10, description="Durations of the last resets, milliseconds."
+    )
 
 
 class ConsistentRegion(Resource[ConsistentRegionSpec, ConsistentRegionStatus]):

@@ -67,7 +67,7 @@ class Bundle(WireModel):
         ),
     )
 
-    name: Annotated[str, Field(min_length=1)]
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description="File name of the .sab.")]
     pull_policy: PullPolicy = PullPolicy.IF_NOT_PRESENT
     file: FileSource | None = None
     http: HttpSource | None = None

@@ -1,0 +1,1 @@
+"""Consistent regions: the coordinator around the native FSM, its wire formats and metrics."""

@@ -1,0 +1,70 @@
+"""The coordinator's eight Prometheus gauges per region, with the original's names and label.
+
+``region_samples`` is the pure mapping (region index + gauge values -> samples);
+``RegionGauges`` keeps them in a prometheus-client registry for the metrics endpoint (9696).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Gauge
+
+from streams_k8s.consistent.fsm import GAUGE_NAMES
+
+LABEL = "ConsistentRegion"
+METRICS_PORT = 9696
+
+DESCRIPTIONS: Mapping[str, str] = {
+    "average_drain_time_milliseconds": "Average duration of the last 10 drains (checkpoints).",
+    "average_reset_time_milliseconds": "Average duration of the last 10 resets.",
+    "last_consistent_state_time_milliseconds": "When the last checkpoint completed (epoch ms).",
+    "last_reset_time_milliseconds": "When the last reset completed (epoch ms).",
+    "last_completed_drain_seq_id": "Sequence id of the last completed drain (-1: none yet).",
+    "last_completed_reset_seq_id": "Sequence id reset to by the last completed reset (-1: none yet).",
+    "state": "Region state: 0 STARTED, 1 PROCESSING, 2 UNHEALTHY, 3 DRAINING, 4 RESETTING, "
+    "5 MAXIMUM_RESET_ATTEMPTS_REACHED, 6 CHECKPOINT_PENDING.",
+    "n_current_reset_attempts": "Consecutive reset attempts since the last completed checkpoint.",
+}
+
+
+def region_label(region_index: int) -> str:
+    return f"ConsistentRegion_{region_index}"
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    name: str
+    labels: Mapping[str, str]
+    value: float
+
+
+def region_samples(region_index: int, gauges: Mapping[str, float]) -> list[Sample]:
+    """The region's eight samples in the spec's order; ``gauges`` must name all eight."""
+    missing = set(GAUGE_NAMES) - set(gauges)
+    if missing:
+        raise ValueError(f"missing gauge values: {', '.join(sorted(missing))}")
+    labels = {LABEL: region_label(region_index)}
+    return [Sample(name, labels, float(gauges[name])) for name in GAUGE_NAMES]
+
+
+class RegionGauges:
+    """The eight gauges in a registry, set from each region's values after every write."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._gauges = {
+            name: Gauge(name, DESCRIPTIONS[name], [LABEL], registry=registry) for name in GAUGE_NAMES
+        }
+
+    def update(self, region_index: int, gauges: Mapping[str, float]) -> None:
+        for sample in region_samples(region_index, gauges):
+            self._gauges[sample.name].labels(**sample.labels).set(sample.value)
+
+    def remove(self, region_index: int) -> None:
+        """Drop a region that is gone (its job was deleted or moved to another coordinator)."""
+        label = region_label(region_index)
+        for gauge in self._gauges.values():
+            with contextlib.suppress(KeyError):
+                gauge.remove(label)

@@ -1,0 +1,221 @@
+"""Bundle fetching: a Job's `.sab` from a file, an HTTP(S) URL or GitHub, through a local cache.
+
+The cache is content-addressed (`<root>/sha256/<digest>.sab`) with a per-namespace name index
+(`<root>/names/<namespace>/<bundle name>` holding the digest), so the same bundle submitted by
+many jobs is stored once and a name always points at complete content (writes are atomic).
+`pullPolicy: IfNotPresent` serves a cached name without fetching; `Always` fetches every time.
+A bundle with no source is looked up in the cache by name (a bundle uploaded earlier).
+Transient failures (connection errors, 5xx, 429) are retried with backoff; others fail at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import os
+import re
+import ssl
+import tempfile
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+
+from streams_k8s.api.job import Bundle, PullPolicy
+
+# Bundles are zip files of compiled applications; the largest real ones are tens of MB.
+MAX_BUNDLE_BYTES = 512 * 1024 * 1024
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+# Reads the `data` of a Secret or ConfigMap: (namespace, name) -> data, raising KeyError if absent.
+DataReader = Callable[[str, str], Awaitable[Mapping[str, str]]]
+
+
+class BundleError(Exception):
+    """A bundle that cannot be had; `reason` is a condition reason, the message says what to fix."""
+
+    def __init__(self, reason: str, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.transient = transient
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedBundle:
+    name: str
+    digest: str
+    path: Path
+    cached: bool  # served from the cache without fetching
+
+
+class BundleCache:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def _index(self, namespace: str, name: str) -> Path:
+        if not _SAFE_NAME.match(name) or not _SAFE_NAME.match(namespace):
+            raise BundleError("InvalidBundleName", f"bundle name '{name}' must be a plain file name")
+        return self.root / "names" / namespace / name
+
+    def content_path(self, digest: str) -> Path:
+        return self.root / "sha256" / f"{digest}.sab"
+
+    def lookup(self, namespace: str, name: str) -> FetchedBundle | None:
+        try:
+            digest = self._index(namespace, name).read_text().strip()
+        except FileNotFoundError:
+            return None
+        path = self.content_path(digest)
+        return FetchedBundle(name, digest, path, cached=True) if path.is_file() else None
+
+    def store(self, namespace: str, name: str, data: bytes) -> FetchedBundle:
+        digest = hashlib.sha256(data).hexdigest()
+        path = self.content_path(digest)
+        if not path.is_file():
+            _atomic_write(path, data)
+        _atomic_write(self._index(namespace, name), digest.encode())
+        return FetchedBundle(name, digest, path, cached=False)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".incoming-")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+class BundleFetcher:
+    def __init__(
+        self,
+        cache: BundleCache,
+        session: aiohttp.ClientSession,
+        *,
+        read_secret: DataReader,
+        read_config_map: DataReader,
+        attempts: int = 4,
+        first_backoff: float = 0.5,
+        timeout: float = 60.0,
+    ) -> None:
+        self._cache = cache
+        self._session = session
+        self._read_secret = read_secret
+        self._read_config_map = read_config_map
+        self._attempts = attempts
+        self._first_backoff = first_backoff
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
+
+    async def fetch(self, namespace: str, bundle: Bundle) -> FetchedBundle:
+        cached = self._cache.lookup(namespace, bundle.name)
+        has_source = bundle.file or bundle.http or bundle.github
+        if cached is not None and (bundle.pull_policy is PullPolicy.IF_NOT_PRESENT or not has_source):
+            return cached
+        if not has_source:
+            raise BundleError(
+                "BundleNotFound",
+                f"bundle '{bundle.name}' has no file, http or github source and is not in the bundle cache",
+            )
+        data = await self._with_retries(lambda: self._download(namespace, bundle))
+        return self._cache.store(namespace, bundle.name, data)
+
+    async def _with_retries(self, download: Callable[[], Awaitable[bytes]]) -> bytes:
+        attempt = 0
+        while True:
+            try:
+                return await download()
+            except BundleError as err:
+                attempt += 1
+                if not err.transient or attempt >= self._attempts:
+                    raise
+            await asyncio.sleep(self._first_backoff * 2 ** (attempt - 1))
+
+    async def _download(self, namespace: str, bundle: Bundle) -> bytes:
+        if bundle.file is not None:
+            return _read_file(Path(bundle.file.path))
+        if bundle.github is not None:
+            headers = {"Accept": "application/vnd.github.v3.raw"}
+            if bundle.github.secret:
+                headers["Authorization"] = (
+                    f"token {await self._github_token(namespace, bundle.github.secret)}"
+                )
+            return await self._get(str(bundle.github.url), headers, None)
+        assert bundle.http is not None
+        context = None
+        if (authority := bundle.http.certification_authority) is not None:
+            context = await self._trust_only(
+                namespace, authority.config_map_name, authority.sub_path or "ca.crt"
+            )
+        return await self._get(bundle.http.url, {"Accept": "application/octet-stream"}, context)
+
+    async def _github_token(self, namespace: str, secret: str) -> str:
+        try:
+            data = await self._read_secret(namespace, secret)
+        except KeyError:
+            raise BundleError(
+                "SecretNotFound", f"Secret '{secret}' (bundle.github.secret) does not exist"
+            ) from None
+        if "token" not in data:
+            raise BundleError("SecretNotFound", f"Secret '{secret}' has no 'token' key for the GitHub token")
+        return base64.b64decode(data["token"]).decode().strip()
+
+    async def _trust_only(self, namespace: str, config_map: str, key: str) -> ssl.SSLContext:
+        try:
+            data = await self._read_config_map(namespace, config_map)
+        except KeyError:
+            raise BundleError(
+                "CertificateAuthorityNotFound",
+                f"ConfigMap '{config_map}' (certificationAuthority) does not exist",
+            ) from None
+        if key not in data:
+            raise BundleError("CertificateAuthorityNotFound", f"ConfigMap '{config_map}' has no key '{key}'")
+        # The given CA is the only trust anchor: no system certificates.
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        try:
+            context.load_verify_locations(cadata=data[key])
+        except ssl.SSLError as err:
+            raise BundleError(
+                "CertificateAuthorityInvalid",
+                f"ConfigMap '{config_map}' key '{key}' is not a PEM certificate: {err}",
+            ) from err
+        return context
+
+    async def _get(self, url: str, headers: dict[str, str], context: ssl.SSLContext | None) -> bytes:
+        try:
+            async with self._session.get(
+                url, headers=headers, ssl=context if context is not None else True, timeout=self._timeout
+            ) as response:
+                if response.status >= 400:
+                    transient = response.status >= 500 or response.status == 429
+                    raise BundleError(
+                        "BundleFetchFailed", f"GET {url} answered {response.status}", transient=transient
+                    )
+                if (response.content_length or 0) > MAX_BUNDLE_BYTES:
+                    raise BundleError("BundleTooLarge", f"{url} is larger than {MAX_BUNDLE_BYTES} bytes")
+                data = bytearray()
+                async for chunk in response.content.iter_chunked(1 << 20):
+                    data += chunk
+                    if len(data) > MAX_BUNDLE_BYTES:
+                        raise BundleError("BundleTooLarge", f"{url} is larger than {MAX_BUNDLE_BYTES} bytes")
+                return bytes(data)
+        except aiohttp.ClientSSLError as err:
+            raise BundleError("BundleFetchFailed", f"GET {url}: TLS verification failed: {err}") from err
+        except (aiohttp.ClientError, TimeoutError) as err:
+            message = f"GET {url} failed: {err or type(err).__name__}"
+            raise BundleError("BundleFetchFailed", message, transient=True) from err
+
+
+def _read_file(path: Path) -> bytes:
+    try:
+        if not path.is_file():
+            raise BundleError("BundleNotFound", f"bundle.file.path '{path}' is not a regular file")
+        if path.stat().st_size > MAX_BUNDLE_BYTES:
+            raise BundleError("BundleTooLarge", f"'{path}' is larger than {MAX_BUNDLE_BYTES} bytes")
+        return path.read_bytes()
+    except OSError as err:
+        raise BundleError("BundleNotFound", f"cannot read bundle.file.path '{path}': {err.strerror}") from err

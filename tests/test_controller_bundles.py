@@ -1,0 +1,240 @@
+"""Bundle fetching: sources, the content-addressed cache, pull policies, retries and trust."""
+
+from __future__ import annotations
+
+import base64
+import ssl
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+import pytest
+from aiohttp import web
+from cryptography import x509
+from cryptography.x509.oid import NameOID
+
+from streams_k8s.api.job import Bundle
+from streams_k8s.controller.bundles import BundleCache, BundleError, BundleFetcher
+from streams_k8s.controller.certificates import transport_certificate
+from tls_material import make_authority
+
+SAB = b"PK\x03\x04 not really a zip, the fetcher does not look inside"
+
+
+@dataclass
+class Store:
+    """Secrets and ConfigMaps by (namespace, name), as the controller's cache would answer."""
+
+    secrets: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    config_maps: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+
+    async def secret(self, namespace: str, name: str) -> Mapping[str, str]:
+        return self.secrets[namespace, name]
+
+    async def config_map(self, namespace: str, name: str) -> Mapping[str, str]:
+        return self.config_maps[namespace, name]
+
+
+@dataclass
+class Origin:
+    """An HTTP server that serves the bundle, answering some requests with errors first."""
+
+    url: str
+    requests: list[web.Request] = field(default_factory=list)
+    failures: list[int] = field(default_factory=list)
+    body: bytes = SAB
+
+
+async def _serve(context: ssl.SSLContext | None = None) -> AsyncIterator[Origin]:
+    origin = Origin(url="")
+
+    async def handler(request: web.Request) -> web.Response:
+        origin.requests.append(request)
+        if origin.failures:
+            return web.json_response({"error": "injected"}, status=origin.failures.pop(0))
+        return web.Response(body=origin.body, content_type="application/octet-stream")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
+    await site.start()
+    port = runner.addresses[0][1]
+    origin.url = f"{'https' if context else 'http'}://127.0.0.1:{port}/bundles/app.sab"
+    yield origin
+    await runner.cleanup()
+
+
+@pytest.fixture
+async def origin() -> AsyncIterator[Origin]:
+    async for served in _serve():
+        yield served
+
+
+@pytest.fixture
+async def session() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as client:
+        yield client
+
+
+def fetcher(tmp_path: Path, session: aiohttp.ClientSession, store: Store | None = None) -> BundleFetcher:
+    store = store or Store()
+    return BundleFetcher(
+        BundleCache(tmp_path / "cache"),
+        session,
+        read_secret=store.secret,
+        read_config_map=store.config_map,
+        first_backoff=0.01,
+    )
+
+
+async def test_file_bundle_is_cached_by_content(tmp_path: Path, session: aiohttp.ClientSession) -> None:
+    source = tmp_path / "app.sab"
+    source.write_bytes(SAB)
+    bundles = fetcher(tmp_path, session)
+    spec = Bundle.model_validate({"name": "app.sab", "file": {"path": str(source)}})
+    first = await bundles.fetch("ns", spec)
+    assert (first.cached, first.path.read_bytes()) == (False, SAB)
+    assert first.path.name == f"{first.digest}.sab"
+    # IfNotPresent: a changed file is not read again.
+    source.write_bytes(b"new content")
+    again = await bundles.fetch("ns", spec)
+    assert (again.cached, again.digest) == (True, first.digest)
+    # Always: fetched again, and the name now points at the new content.
+    always = await bundles.fetch("ns", spec.model_copy(update={"pull_policy": "Always"}))
+    assert (always.cached, always.path.read_bytes()) == (False, b"new content")
+    # Another namespace has its own names but shares content.
+    other = await bundles.fetch("other", spec)
+    assert other.digest == always.digest
+
+
+async def test_missing_file_and_missing_source(tmp_path: Path, session: aiohttp.ClientSession) -> None:
+    bundles = fetcher(tmp_path, session)
+    with pytest.raises(BundleError, match="is not a regular file") as info:
+        await bundles.fetch("ns", Bundle.model_validate({"name": "a.sab", "file": {"path": str(tmp_path)}}))
+    assert info.value.reason == "BundleNotFound"
+    with pytest.raises(BundleError, match="no file, http or github source and is not in the bundle cache"):
+        await bundles.fetch("ns", Bundle.model_validate({"name": "a.sab"}))
+
+
+async def test_sourceless_bundle_comes_from_the_cache(tmp_path: Path, session: aiohttp.ClientSession) -> None:
+    cache = BundleCache(tmp_path / "cache")
+    stored = cache.store("ns", "uploaded.sab", SAB)
+    bundles = fetcher(tmp_path, session)
+    found = await bundles.fetch("ns", Bundle.model_validate({"name": "uploaded.sab", "pullPolicy": "Always"}))
+    assert (found.digest, found.cached) == (stored.digest, True)
+
+
+async def test_http_bundle_and_accept_header(
+    tmp_path: Path, origin: Origin, session: aiohttp.ClientSession
+) -> None:
+    fetched = await fetcher(tmp_path, session).fetch(
+        "ns", Bundle.model_validate({"name": "a.sab", "http": {"url": origin.url}})
+    )
+    assert fetched.path.read_bytes() == SAB
+    assert origin.requests[0].headers["Accept"] == "application/octet-stream"
+
+
+async def test_transient_errors_are_retried(
+    tmp_path: Path, origin: Origin, session: aiohttp.ClientSession
+) -> None:
+    origin.failures = [503, 429, 500]
+    fetched = await fetcher(tmp_path, session).fetch(
+        "ns", Bundle.model_validate({"name": "a.sab", "http": {"url": origin.url}})
+    )
+    assert fetched.path.read_bytes() == SAB
+    assert len(origin.requests) == 4
+
+
+async def test_retries_are_bounded(tmp_path: Path, origin: Origin, session: aiohttp.ClientSession) -> None:
+    origin.failures = [500] * 10
+    with pytest.raises(BundleError, match="answered 500"):
+        await fetcher(tmp_path, session).fetch(
+            "ns", Bundle.model_validate({"name": "a.sab", "http": {"url": origin.url}})
+        )
+    assert len(origin.requests) == 4
+
+
+async def test_client_errors_fail_at_once(
+    tmp_path: Path, origin: Origin, session: aiohttp.ClientSession
+) -> None:
+    origin.failures = [404]
+    with pytest.raises(BundleError, match="answered 404") as info:
+        await fetcher(tmp_path, session).fetch(
+            "ns", Bundle.model_validate({"name": "a.sab", "http": {"url": origin.url}})
+        )
+    assert (info.value.reason, len(origin.requests)) == ("BundleFetchFailed", 1)
+
+
+async def test_unreachable_host_is_transient(tmp_path: Path, session: aiohttp.ClientSession) -> None:
+    spec = Bundle.model_validate({"name": "a.sab", "http": {"url": "http://127.0.0.1:9/nothing.sab"}})
+    with pytest.raises(BundleError, match="failed") as info:
+        await fetcher(tmp_path, session).fetch("ns", spec)
+    assert info.value.transient
+
+
+async def test_github_sends_the_token_from_the_secret(
+    tmp_path: Path, origin: Origin, session: aiohttp.ClientSession
+) -> None:
+    store = Store(secrets={("ns", "gh"): {"token": base64.b64encode(b"s3cr3t\n").decode()}})
+    spec = Bundle.model_validate({"name": "a.sab", "github": {"url": origin.url, "secret": "gh"}})
+    await fetcher(tmp_path, session, store).fetch("ns", spec)
+    headers = origin.requests[0].headers
+    assert headers["Authorization"] == "token s3cr3t"
+    assert headers["Accept"] == "application/vnd.github.v3.raw"
+    with pytest.raises(BundleError, match="Secret 'gone'") as info:
+        await fetcher(tmp_path, session, store).fetch(
+            "ns", Bundle.model_validate({"name": "b.sab", "github": {"url": origin.url, "secret": "gone"}})
+        )
+    assert info.value.reason == "SecretNotFound"
+
+
+async def test_https_trusts_only_the_configured_authority(
+    tmp_path: Path, session: aiohttp.ClientSession
+) -> None:
+    ours, theirs = make_authority(tmp_path, "ours"), make_authority(tmp_path, "theirs")
+    store = Store(
+        config_maps={("ns", "ca"): {"ca.crt": ours.ca_pem}, ("ns", "wrong"): {"ca.crt": theirs.ca_pem}}
+    )
+    async for served in _serve(ours.server_context):
+        trusted = {"url": served.url, "certificationAuthority": {"configMapName": "ca"}}
+        fetched = await fetcher(tmp_path, session, store).fetch(
+            "ns", Bundle.model_validate({"name": "a.sab", "http": trusted})
+        )
+        assert fetched.path.read_bytes() == SAB
+        wrong = {"url": served.url, "certificationAuthority": {"configMapName": "wrong", "subPath": "ca.crt"}}
+        with pytest.raises(BundleError, match="TLS verification failed"):
+            await fetcher(tmp_path, session, store).fetch(
+                "ns", Bundle.model_validate({"name": "b.sab", "http": wrong})
+            )
+        # Without a configured CA the system trust store applies, which does not know ours either.
+        with pytest.raises(BundleError, match="TLS verification failed"):
+            await fetcher(tmp_path, session, store).fetch(
+                "ns", Bundle.model_validate({"name": "c.sab", "http": {"url": served.url}})
+            )
+        missing = {"url": served.url, "certificationAuthority": {"configMapName": "ca", "subPath": "nope"}}
+        with pytest.raises(BundleError, match="has no key 'nope'"):
+            await fetcher(tmp_path, session, store).fetch(
+                "ns", Bundle.model_validate({"name": "d.sab", "http": missing})
+            )
+
+
+def test_bundle_names_cannot_escape_the_cache(tmp_path: Path) -> None:
+    with pytest.raises(BundleError, match="plain file name"):
+        BundleCache(tmp_path).store("ns", "../escape.sab", SAB)
+    assert not (tmp_path.parent / "escape.sab").exists()
+
+
+def test_transport_certificate_matches_the_runtime_contract() -> None:
+    cert_pem, key_pem = transport_certificate(30)
+    cert = x509.load_pem_x509_certificate(cert_pem.encode())
+    assert cert.subject.rfc4514_string() == "C=US,L=NewYork,CN=Streams"
+    assert cert.issuer == cert.subject
+    assert cert.public_key().key_size == 2048  # type: ignore[union-attr]
+    assert cert.signature_hash_algorithm is not None
+    assert cert.signature_hash_algorithm.name == "sha256"
+    assert (cert.not_valid_after_utc - cert.not_valid_before_utc).days == 30
+    assert "PRIVATE KEY" in key_pem
+    assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == "Streams"
