@@ -133,6 +133,7 @@ async def test_only_the_leader_scales(deployment: Deployment) -> None:
     deployment.component.trigger_autoscaler()  # type: ignore[union-attr]
     await deployment.until(lambda: deployment.all_placed(CAPACITY))
     assert await deployment.replicas() == 2
+    await deployment.until(lambda: _has_reason(deployment, "pool", "Scaled"))
 
 
 async def _has_reason(deployment: Deployment, name: str, reason: str) -> bool:

@@ -18,7 +18,12 @@ vreplicas move, and the vpods still short of vreplicas, so new pods are used at 
 that is merely being recreated keeps its placements (the seed's "pod failure" case).
 
 Writes to one vpod (its placements, an eviction) are serialised per vpod, so an eviction
-never races the scheduling of the same vpod.
+never races the scheduling of the same vpod. The periodic run keeps its own cadence: on-demand
+runs in between do not postpone it (upstream restarted its timer on every trigger, so a busy
+scheduler never scaled down).
+
+RBAC: list/watch statefulsets, pods and nodes; patch statefulsets/scale and pods; get the
+vpods and patch their status (as the source needs); create and patch events.
 """
 
 from __future__ import annotations
@@ -137,6 +142,7 @@ class VReplicaScheduler:
         )
         self.cache = ClusterCache(self.scheduler, config.namespace, config.statefulset, config.capacity)
         self.evictor = evictor or marking_evictor(self.client, config.namespace, source)
+        self._events = manager.event_recorder(config.name)
         self._is_leader = is_leader or (lambda: manager.leader is None or manager.leader.is_leader)
         self._invalid: dict[str, str] = {}
         self._locks = KeyedLocks()
@@ -262,5 +268,9 @@ class VReplicaScheduler:
         log.info("scaling StatefulSet %s/%s from %d to %d replicas", ns, name, current, replicas)
         await self.client.scale(STATEFULSETS, name, replicas, ns)
         # Read it back now (write-through): a run before the watch catches up must not undo it.
-        if self.cache.set_statefulset(await self.client.get(STATEFULSETS, name, ns)):
+        statefulset = await self.client.get(STATEFULSETS, name, ns)
+        if self.cache.set_statefulset(statefulset):
             self._topology_changed()
+        verb = "up" if replicas > current else "down"
+        note = f"scaled {verb} from {current} to {replicas} replicas for the vreplicas of its vpods"
+        await self._events.record(statefulset, "Normal", "Scaled", note, action="Scale")
