@@ -106,6 +106,8 @@ class Deployment:
         evictor: Evictor | None = None,
         is_leader: Callable[[], bool] | None = None,
         source: CustomResourceVPodSource | None = None,
+        identity: str = "scheduler-test",
+        leader_election: bool = False,
     ) -> VReplicaScheduler:
         settings = RuntimeSettings(
             kubeconfig=str(self.sandbox.kubeconfig_path),
@@ -113,8 +115,12 @@ class Deployment:
             bind_address="127.0.0.1",
             health_port=0,
             metrics_port=0,
-            leader_election=False,
-            identity="scheduler-test",
+            leader_election=leader_election,
+            identity=identity,
+            lease_name="vreplica-scheduler-pool",
+            lease_duration=3.0,
+            renew_deadline=2.0,
+            retry_period=0.5,
             backoff_initial=0.05,
             backoff_max=0.5,
             shutdown_grace=2.0,

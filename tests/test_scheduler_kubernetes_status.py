@@ -142,3 +142,25 @@ async def _has_reason(deployment: Deployment, name: str, reason: str) -> bool:
 
 async def _placed(deployment: Deployment, name: str, vreplicas: int) -> bool:
     return sum((await deployment.placements()).get(name, {}).values()) == vreplicas
+
+
+async def test_a_standby_replica_takes_over_scaling(deployment: Deployment) -> None:
+    """Two replicas of the component under leader election: only the leader acts; when it
+    steps down the standby schedules and scales."""
+    await deployment.create_pool(1)
+    await deployment.create_consumer("a", 6)
+    await deployment.start(MAXFILLUP, capacity=CAPACITY, identity="first", leader_election=True)
+    await deployment.until(lambda: deployment.all_placed(CAPACITY))
+    assert await deployment.replicas() == 2
+    standby = Deployment(deployment.sandbox, deployment.client)
+    try:
+        await standby.start(MAXFILLUP, capacity=CAPACITY, identity="second", leader_election=True)
+        await deployment.stop()  # releases the Lease
+        await deployment.set_vreplicas("a", 10)
+        await deployment.until(lambda: deployment.all_placed(CAPACITY))
+        assert await deployment.replicas() == 3
+        assert standby.manager is not None
+        assert standby.manager.leader is not None
+        assert standby.manager.leader.is_leader
+    finally:
+        await standby.stop()
