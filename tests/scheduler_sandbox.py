@@ -220,13 +220,13 @@ class Deployment:
                 used[pod] = used.get(pod, 0) + n
         return all(n <= capacity for n in used.values())
 
-    async def until(self, check: Callable[[], Any], within: float = 20.0) -> None:
+    async def until(self, check: Callable[[], Any], within: float = 20.0, every: float = 0.05) -> None:
         """Wait until the (async) check holds."""
         async with asyncio.timeout(within):
             while True:
                 if await check():
                     return
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(every)
 
 
 async def get_or_none(client: KubeClient, resource: Resource, name: str) -> dict[str, Any] | None:
