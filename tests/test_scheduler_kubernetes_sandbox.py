@@ -241,3 +241,11 @@ async def test_compaction_evicts_through_the_callback_and_the_set_shrinks(deploy
     assert await deployment.marked() == set()  # the marked top pods went with the scale-down
     assert evicted, "compaction went through the evictor"
     assert all(key == f"{NAMESPACE}/a" for _, key, _ in evicted)
+
+    # Demand comes back: the pods the evictor had marked are recreated clean and used.
+    for name in ("e", "f"):
+        await deployment.create_consumer(name, 6)
+    await deployment.until(lambda: deployment.all_placed(CAPACITY))
+    used = {pod for p in (await deployment.placements()).values() for pod in p}
+    assert {"pool-3", "pool-4", "pool-5"} <= used
+    assert await deployment.marked() == set()
