@@ -42,12 +42,12 @@ async def test_scheduled_condition_and_observed_generation(deployment: Deploymen
     condition = await deployment.condition("a")
     assert condition is not None
     assert (condition["status"], condition["reason"]) == ("True", "Scheduled")
-    assert condition["message"] == "3 vreplicas on 1 pods"
+    assert condition["message"] == "3 vreplicas on 1 pod"
     await deployment.set_vreplicas("a", 6)
 
     async def caught_up() -> bool:
         obj = (await deployment.consumers())["a"]
-        return obj["status"].get("observedGeneration") == obj["metadata"]["generation"] == 2
+        return bool(obj["status"].get("observedGeneration") == obj["metadata"]["generation"] == 2)
 
     await deployment.until(caught_up)
     await deployment.until(lambda: deployment.all_placed(CAPACITY))

@@ -232,7 +232,8 @@ class VReplicaScheduler:
                 outcome = Outcome(False, "NotEnoughReplicas", str(result.error))
             else:
                 pods = len(result.placements or ())
-                outcome = Outcome(True, "Scheduled", f"{vpod.vreplicas} vreplicas on {pods} pods")
+                message = f"{vpod.vreplicas} vreplicas on {pods} pod{'' if pods == 1 else 's'}"
+                outcome = Outcome(True, "Scheduled", message)
             await self.source.record(key, result.placements, outcome)
             return Requeue(after=result.error.requeue_after) if result.error is not None else None
 
