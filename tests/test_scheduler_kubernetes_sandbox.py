@@ -249,3 +249,26 @@ async def test_compaction_evicts_through_the_callback_and_the_set_shrinks(deploy
     used = {pod for p in (await deployment.placements()).values() for pod in p}
     assert {"pool-3", "pool-4", "pool-5"} <= used
     assert await deployment.marked() == set()
+
+
+async def test_failing_writes_and_dropped_watches_still_converge(deployment: Deployment) -> None:
+    """Status writes answered 409/500, the scale write answered 500, every watch dropped in the
+    middle: the component retries and ends with every vpod whole, no pod over capacity, and
+    the size the formula gives (MAXFILLUP: ceil(30 / 4) = 8)."""
+    await deployment.client.create(STATEFULSETS, statefulset(0))
+    faults = deployment.sandbox.faults
+    faults.fail(409, 15, verb="patch", resource="consumers/status")
+    faults.fail(500, 10, verb="patch", resource="consumers/status")
+    faults.fail(500, 2, verb="patch", resource="statefulsets/scale")
+    for i in range(10):
+        await deployment.create_consumer(f"c{i}", 3)
+    await deployment.start(MAXFILLUP, capacity=CAPACITY)
+
+    async def some_placed() -> bool:
+        return any((await deployment.placements()).values())
+
+    await deployment.until(some_placed)
+    faults.drop_watches()
+    await deployment.until(lambda: deployment.all_placed(CAPACITY), within=40.0)
+    assert await deployment.replicas() == 8
+    assert faults.rules == []  # every injected failure was met
