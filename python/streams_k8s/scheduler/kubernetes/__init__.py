@@ -3,7 +3,8 @@
     source = CustomResourceVPodSource(Resource("example.com", "v1", "consumers", "Consumer"))
     VReplicaScheduler(manager, SchedulerConfig("ns", "pool", capacity=10), source)
 
-See `controller` for what it watches and does, `source` for the vpod protocol.
+See `controller` for what it watches and does, `source` for the vpod protocol, and
+`standalone` for running it alone: `streams-k8s run --controller streams_k8s.scheduler.kubernetes:setup`.
 """
 
 from streams_k8s.scheduler.kubernetes.cluster import ClusterCache, StatefulSetMissing
@@ -20,6 +21,7 @@ from streams_k8s.scheduler.kubernetes.source import (
     Outcome,
     VPodSource,
 )
+from streams_k8s.scheduler.kubernetes.standalone import SetupError, VReplicaSettings, setup
 
 __all__ = [
     "SCHEDULED",
@@ -29,8 +31,11 @@ __all__ = [
     "InvalidVPod",
     "Outcome",
     "SchedulerConfig",
+    "SetupError",
     "StatefulSetMissing",
     "VPodSource",
     "VReplicaScheduler",
+    "VReplicaSettings",
     "marking_evictor",
+    "setup",
 ]
