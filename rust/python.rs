@@ -5,10 +5,11 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::properties;
+use crate::properties::{self, LineError};
 use crate::scheduler;
 
 mod cr_fsm;
+mod name_table;
 
 create_exception!(
     _native,
@@ -33,17 +34,19 @@ fn parse_properties<'py>(
             }
             Ok(dict)
         }
-        Err(errors) => {
-            let summary = errors
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("; ");
-            let details: Vec<(usize, String)> =
-                errors.into_iter().map(|e| (e.line, e.message)).collect();
-            Err(PropertiesError::new_err((summary, details)))
-        }
+        Err(errors) => Err(properties_error(errors)),
     }
+}
+
+/// PropertiesError with every problem: args (summary, [(line, reason), ...]).
+pub(crate) fn properties_error(errors: Vec<LineError>) -> PyErr {
+    let summary = errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ");
+    let details: Vec<(usize, String)> = errors.into_iter().map(|e| (e.line, e.message)).collect();
+    PropertiesError::new_err((summary, details))
 }
 
 /// Places up to `want` vreplicas of a vpod holding none yet over the schedulable pods
@@ -109,5 +112,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_properties, m)?)?;
     m.add_function(wrap_pyfunction!(place_vreplicas, m)?)?;
     cr_fsm::register(m)?;
+    name_table::register(m)?;
     Ok(())
 }

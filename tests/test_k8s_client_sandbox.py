@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from k8s_support import eventually
 from streams_k8s.api.job import Job
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
@@ -18,7 +20,6 @@ from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.objects import ObjectKey
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.kubeconfig import write_kubeconfig
-from tests.k8s_support import eventually
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
@@ -157,6 +158,14 @@ async def test_5xx_is_retried_for_reads_but_not_for_creates(sandbox: Sandbox, cl
     assert raised.value.status == 500  # the caller decides; a retried create would answer 409
 
 
+async def test_a_5xx_with_retry_after_is_retried_even_for_creates(
+    sandbox: Sandbox, client: KubeClient
+) -> None:
+    sandbox.faults.fail(503, 1, verb="create", resource="configmaps", retry_after=1)
+    created = await client.create(CONFIGMAPS, configmap("u"), "default")  # the server asked us back
+    assert created["metadata"]["name"] == "u"
+
+
 async def test_concurrency_and_qps_limits(sandbox: Sandbox) -> None:
     sandbox.faults.delay(0.2, verb="list")
     async with await KubeClient.connect(str(sandbox.kubeconfig_path), max_concurrency=2) as limited:
@@ -202,5 +211,32 @@ async def test_401_reloads_credentials_without_killing_open_watches(sandbox: San
             assert errors == []
             reopened = [r for r in sandbox.requests if r.query.get("watch") == "true" and r.status != 200]
             assert reopened == []
+        finally:
+            task.cancel()
+
+
+async def test_an_unreachable_server_is_an_api_error_with_status_0(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    write_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{port}", None)
+    async with await KubeClient.connect(str(tmp_path / "kubeconfig"), max_retries=1) as client:
+        with pytest.raises(ApiError) as raised:
+            await client.get(CONFIGMAPS, "x", "default")
+    assert raised.value.status == 0
+    assert raised.value.retryable
+    assert raised.value.message  # says what failed (connection refused)
+
+
+@pytest.mark.sandbox(tls=True, token="secret")
+async def test_tls_and_bearer_token_from_the_kubeconfig(sandbox: Sandbox) -> None:
+    assert sandbox.url.startswith("https://")
+    async with await KubeClient.connect(str(sandbox.kubeconfig_path)) as client:
+        informer = Informer(client, CONFIGMAPS, namespace="default")
+        task = asyncio.create_task(informer.run())
+        try:
+            await asyncio.wait_for(informer.synced.wait(), 5)
+            await client.create(CONFIGMAPS, configmap("secure"), "default")
+            await eventually(lambda: ObjectKey("default", "secure") in informer.store)
         finally:
             task.cancel()

@@ -10,12 +10,19 @@ from typing import Any
 import pytest
 from kubernetes_asyncio.client import Configuration
 
+from k8s_support import eventually
 from streams_k8s.k8s.backoff import ItemBackoff, RetryLimiter, TokenBucket
 from streams_k8s.k8s.client import KubeClient, Resource
-from streams_k8s.k8s.controller import Controller, Requeue, generation_changed, owner_mapper
+from streams_k8s.k8s.controller import (
+    Controller,
+    Requeue,
+    any_of,
+    generation_changed,
+    labels_changed,
+    owner_mapper,
+)
 from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.objects import ObjectKey
-from tests.k8s_support import eventually
 
 
 def fast_limiter() -> RetryLimiter[ObjectKey]:
@@ -141,6 +148,17 @@ def test_generation_predicate_skips_status_only_updates() -> None:
     assert generation_changed({"metadata": {}}, {"metadata": {}})  # kinds without generation
 
 
+def test_predicates_combine() -> None:
+    old = {"metadata": {"generation": 1, "labels": {"a": "1"}}}
+    relabelled = {"metadata": {"generation": 1, "labels": {"a": "2"}}}
+    status_only = {"metadata": {"generation": 1, "labels": {"a": "1"}}, "status": {"x": 1}}
+    assert labels_changed(old, relabelled)
+    assert not labels_changed(old, status_only)
+    either = any_of(generation_changed, labels_changed)
+    assert either(old, relabelled)
+    assert not either(old, status_only)
+
+
 def test_owner_mapper_finds_the_controlling_owner_of_the_kind() -> None:
     pod = {
         "metadata": {
@@ -216,3 +234,19 @@ async def test_watching_a_filled_cache_enqueues_what_it_already_holds(client: Ku
         ObjectKey("ns", "a"),
         ObjectKey("ns", "b"),
     ]
+
+
+async def test_a_hung_reconcile_is_cut_off_and_retried() -> None:
+    runs = 0
+
+    async def hangs_once(key: ObjectKey) -> None:
+        nonlocal runs
+        runs += 1
+        if runs == 1:
+            await asyncio.Event().wait()  # never returns
+
+    controller = Controller("hung", hangs_once, timeout=0.1, limiter=fast_limiter())
+    controller.queue.add(ObjectKey("ns", "stuck"))
+    await run_until(controller, lambda: runs == 2)
+    sample = controller.metrics.registry.get_sample_value
+    assert sample("streams_k8s_reconcile_total", {"controller": "hung", "result": "error"}) == 1

@@ -46,6 +46,17 @@ async def test_repeats_become_one_event_with_a_series(client: KubeClient, subjec
     assert sample("streams_k8s_events_total", {"outcome": "aggregated"}) == 2
 
 
+async def test_an_expired_event_is_started_afresh(client: KubeClient, subject: dict[str, Any]) -> None:
+    recorder = EventRecorder(client, "streams-controller", "replica-1")
+    await recorder.record(subject, "Normal", "Submitted", "job submitted")
+    events, _ = await client.list_all(EVENTS, "default")
+    await client.delete(EVENTS, events[0]["metadata"]["name"], "default")  # the API server's TTL
+    await recorder.record(subject, "Normal", "Submitted", "job submitted")
+    events, _ = await client.list_all(EVENTS, "default")
+    assert len(events) == 1
+    assert "series" not in events[0]
+
+
 async def test_a_flood_on_one_object_is_throttled(client: KubeClient, subject: dict[str, Any]) -> None:
     recorder = EventRecorder(client, "streams-controller", "replica-1", burst=5)
     for i in range(8):
@@ -62,15 +73,10 @@ async def test_recording_never_raises(sandbox: Sandbox, client: KubeClient, subj
     assert client.metrics.registry.get_sample_value("streams_k8s_events_total", {"outcome": "failed"}) == 1
 
 
-@pytest.mark.skip(
-    reason="sandbox feature missing: discovery requests (GET /apis/events.k8s.io/v1) bypass fault "
-    "injection and events.k8s.io/v1 cannot be switched off, so an old cluster cannot be emulated"
-)
+@pytest.mark.sandbox(disabled_apis=["events.k8s.io/v1"])  # an older cluster
 async def test_core_v1_fallback_when_events_k8s_io_is_not_served(
-    sandbox: Sandbox, client: KubeClient, subject: dict[str, Any]
+    client: KubeClient, subject: dict[str, Any]
 ) -> None:
-    # The recorder's first request is discovery of events.k8s.io/v1: answer it as an old cluster does.
-    sandbox.faults.fail(404, 1, verb="get", message="the server could not find the requested resource")
     recorder = EventRecorder(client, "streams-controller", "replica-1")
     for _ in range(2):
         await recorder.record(subject, "Warning", "PodFailed", "pe-3 exited with 1")

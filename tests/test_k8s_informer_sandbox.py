@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
+from k8s_support import eventually
 from streams_k8s.k8s.backoff import Backoff
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.controller import Controller
 from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.objects import ObjectKey
 from streams_k8s.sandbox import Sandbox
-from tests.k8s_support import eventually
 
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
@@ -132,7 +132,7 @@ async def test_a_stalled_watch_is_detected_and_nothing_is_lost(
         within=6,
     )
     recovered_in = loop.time() - stalled_at
-    assert recovered_in < 1.5 + 1.5  # inactivity timeout plus reconnect and processing time
+    assert recovered_in < 1.5 + 2.5  # inactivity timeout, then backoff, reconnect and processing
     sample = client.metrics.registry.get_sample_value
     assert sample("streams_k8s_watch_errors_total", {"watch": informer.name, "reason": "stalled"}) >= 1
     assert sample("streams_k8s_watch_relists_total", {"watch": informer.name}) == 1  # resumed, not relisted
@@ -213,3 +213,39 @@ async def test_objects_leave_and_join_a_label_scoped_cache_when_relabelled(
     await client.patch(CONFIGMAPS, "moving", {"metadata": {"labels": {"app": "streams"}}}, "default")
     await eventually(lambda: len(informer.store) == 1)
     assert kinds == ["add", "delete", "add"]
+
+
+async def test_a_bug_in_a_transform_is_counted_and_the_watcher_carries_on(
+    client: KubeClient, running: Running
+) -> None:
+    await client.create(CONFIGMAPS, configmap("x"))
+    calls = 0
+
+    def flaky_transform(obj: dict[str, Any]) -> dict[str, Any]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("bug")
+        return obj
+
+    informer = fast_informer(client, transform=flaky_transform)
+    running.start(informer.run())
+    await asyncio.wait_for(informer.synced.wait(), 5)
+    assert ObjectKey("default", "x") in informer.store
+    sample = client.metrics.registry.get_sample_value
+    assert sample("streams_k8s_watch_errors_total", {"watch": informer.name, "reason": "unexpected"}) == 1
+
+
+async def test_a_throttled_watch_waits_as_long_as_the_server_asks(
+    sandbox: Sandbox, client: KubeClient, running: Running
+) -> None:
+    informer = fast_informer(client)
+    running.start(informer.run())
+    await asyncio.wait_for(informer.synced.wait(), 5)
+    sandbox.faults.fail(429, 1, verb="watch", resource="configmaps", retry_after=2)
+    sandbox.faults.drop_watches("configmaps")
+    loop = asyncio.get_running_loop()
+    dropped_at = loop.time()
+    await client.create(CONFIGMAPS, configmap("late"))
+    await eventually(lambda: ObjectKey("default", "late") in informer.store, within=6)
+    assert loop.time() - dropped_at >= 1.9  # Retry-After: 2, not the 0.05 s backoff

@@ -15,15 +15,15 @@ from typing import Any
 
 import aiohttp
 import pytest
+from tests import k8s_example
 
+from k8s_support import eventually, eventually_async
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.leader import LEASES
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.settings import RuntimeSettings
 from streams_k8s.sandbox import Sandbox
-from tests import k8s_example
-from tests.k8s_support import eventually, eventually_async
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
@@ -187,6 +187,11 @@ async def test_two_managers_exactly_one_reconciles(sandbox: Sandbox, client: Kub
         assert sample("streams_k8s_leader", {"lease": "default/streams-k8s-controller"}) == 0
         async with aiohttp.ClientSession() as http:  # the standby is live and ready (caches synced)
             assert await get_status(http, second.base + "/readyz") == 200
+            assert await get_status(http, second.base + "/healthz") == 200
+        second.manager.settings.ready_requires_leader = True  # when configured, only the leader is ready
+        assert second.manager.readiness() == ["not the leader"]
+        first.manager.settings.ready_requires_leader = True
+        assert first.manager.readiness() == []
     finally:
         for run in (first, second):
             run.manager.stop()

@@ -44,6 +44,7 @@ def test_run_without_controllers_fails_in_one_line() -> None:
     result = CliRunner().invoke(main, ["run"])
     assert result.exit_code == 2
     assert "no controllers" in result.output
+    assert result.output.count("\n") == 1
     assert "Traceback" not in result.output
 
 
@@ -52,6 +53,13 @@ def test_run_with_an_unknown_controller_fails_in_one_line() -> None:
     assert result.exit_code == 2
     assert "no.such.module" in result.output
     assert "Traceback" not in result.output
+
+
+def test_run_with_a_bad_flag_fails_in_one_line() -> None:
+    result = CliRunner().invoke(main, ["run", "--controller", "os:getcwd", "--health-port", "99999"])
+    assert result.exit_code == 2
+    assert result.output.count("\n") == 1
+    assert "--health-port" in result.output
 
 
 def test_run_with_bad_settings_fails_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -175,3 +175,13 @@ async def test_discovery_can_fail_and_api_groups_can_be_switched_off(sandbox: Sa
             assert r.status == 503
         async with session.get(sandbox.url + "/apis/apps/v1") as r:
             assert r.status == 200
+
+
+@pytest.mark.sandbox(tls=True, token="t0k")
+async def test_tls_with_a_self_signed_certificate(sandbox: Sandbox, sandbox_api: ApiClient) -> None:
+    assert sandbox.url.startswith("https://")
+    listing = await CoreV1Api(sandbox_api).list_namespace()
+    assert "default" in [ns.metadata.name for ns in listing.items]
+    async with aiohttp.ClientSession() as session:
+        with pytest.raises(aiohttp.ClientConnectorCertificateError):
+            await session.get(sandbox.url + "/version")

@@ -175,3 +175,9 @@ async def test_custom_resources_through_kubectl(kubectl: Kubectl) -> None:
     await kubectl.run("delete", "widget", "gear")
     _, out, _ = await kubectl.run("get", "widgets", "-o", "name")
     assert out.strip() == ""
+
+
+@pytest.mark.sandbox(tls=True, token="kubectl-token")
+async def test_kubectl_over_tls_with_a_bearer_token(kubectl: Kubectl) -> None:
+    _, out, _ = await kubectl.run("get", "namespace", "default", "-o", "name")
+    assert out.strip() == "namespace/default"

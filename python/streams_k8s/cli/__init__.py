@@ -23,8 +23,9 @@ def main() -> None:
 main.add_command(crds)
 main.add_command(resolve)
 main.add_command(schedule)
+
+main.add_command(cr_replay)
 main.add_command(run)
 main.add_command(sandbox_command)
-main.add_command(cr_replay)
 
 __all__ = ["main"]

@@ -25,16 +25,34 @@ ENTRY_POINT_GROUP = "streams_k8s.controllers"
 Setup = Callable[[Manager], Any]
 
 
+class BadUsage(click.ClickException):
+    """Wrong flags or settings: one line on stderr, exit code 2 (as click's own usage errors)."""
+
+    exit_code = 2
+
+
+class OneLineErrors(click.Command):
+    """Report flag parsing errors as one line, without the usage block click prints by default."""
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            raise BadUsage(exc.format_message()) from None
+
+
 def _load_setup(spec: str) -> Setup:
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
-        raise click.UsageError(f"--controller {spec!r}: expected MODULE:FUNCTION")
+        raise BadUsage(f"--controller {spec!r}: expected MODULE:FUNCTION")
     try:
         target = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as exc:
-        raise click.UsageError(f"--controller {spec!r}: {exc}") from exc
+        raise BadUsage(f"--controller {spec!r}: {exc}") from exc
     if not callable(target):
-        raise click.UsageError(f"--controller {spec!r} is not callable")
+        raise BadUsage(f"--controller {spec!r} is not callable")
     return target  # type: ignore[no-any-return]
 
 
@@ -48,9 +66,11 @@ async def _serve(settings: RuntimeSettings, setups: list[Setup]) -> int:
     return await manager.run()
 
 
-@click.command()
+@click.command(cls=OneLineErrors)
 @click.option(
-    "--kubeconfig", type=click.Path(exists=True, dir_okay=False), help="kubeconfig file (default: in-cluster)"
+    "--kubeconfig",
+    type=click.Path(exists=True, dir_okay=False),
+    help="kubeconfig file [$KUBECONFIG, ~/.kube/config, else the pod's service account]",
 )
 @click.option("--context", help="kubeconfig context")
 @click.option("--namespace", "-n", help="watch only this namespace (default: all namespaces)")
@@ -79,12 +99,12 @@ def run(controllers: tuple[str, ...], **flags: Any) -> None:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise click.UsageError(f"invalid settings: {where + ': ' if where else ''}{first['msg']}") from None
+        raise BadUsage(f"invalid settings: {where + ': ' if where else ''}{first['msg']}") from None
     setups = [_load_setup(spec) for spec in controllers]
     if not setups:
         setups = [ep.load() for ep in entry_points(group=ENTRY_POINT_GROUP)]
     if not setups:
-        raise click.UsageError(
+        raise BadUsage(
             f"no controllers: pass --controller MODULE:FUNCTION or install '{ENTRY_POINT_GROUP}' entry points"
         )
     configure_logging(settings.log_level, settings.log_format)

@@ -43,8 +43,15 @@ def _nodes(value: str) -> int | Path:
     type=click.Path(file_okay=False, path_type=Path),
     help="Directory of CRD YAML files to install (repeatable; default: the repository's crds/).",
 )
+@click.option(
+    "--tls", is_flag=True, help="Serve HTTPS with a self-signed certificate (trusted by the kubeconfig)."
+)
 @click.option("--token", help="Require this bearer token from clients (written into the kubeconfig).")
 @click.option("--controller-url", help="Base URL of the controller REST API the simulated PEs report to.")
+@click.option(
+    "--consistent-region-url",
+    help="Base URL of the consistent-region API the simulated PEs poll and answer ({job}, {namespace}).",
+)
 @click.option("--no-cluster", is_flag=True, help="Serve the API only: no nodes, scheduler or kubelet.")
 @click.option("--duration", type=float, help="Stop after this many seconds (default: run until interrupted).")
 def sandbox(
@@ -54,56 +61,35 @@ def sandbox(
     port: int,
     kubeconfig: Path,
     crd_dirs: tuple[Path, ...],
+    tls: bool,
     token: str | None,
     controller_url: str | None,
+    consistent_region_url: str | None,
     no_cluster: bool,
     duration: float | None,
 ) -> None:
     """Run an embedded Kubernetes API server with simulated nodes, kubelet and PE runtime."""
     nodes = _nodes(nodes_arg)
-    zone_list = [z.strip() for z in zones.split(",") if z.strip()]
     try:
-        asyncio.run(
-            _serve(
-                nodes,
-                zone_list,
-                host,
-                port,
-                kubeconfig,
-                crd_dirs,
-                token,
-                controller_url,
-                no_cluster,
-                duration,
-            )
+        sb = Sandbox(
+            host=host,
+            port=port,
+            token=token,
+            tls=tls,
+            crd_dirs=list(crd_dirs) if crd_dirs else None,
+            kubeconfig_path=kubeconfig.resolve(),
+            simulate=not no_cluster,
+            nodes=nodes,
+            zones=[z.strip() for z in zones.split(",") if z.strip()],
+            controller_url=controller_url,
+            consistent_region_url=consistent_region_url,
         )
-    except (OSError, ValueError, yaml.YAMLError, ApiError) as exc:
+        asyncio.run(_serve(sb, duration))
+    except (OSError, ValueError, RuntimeError, yaml.YAMLError, ApiError) as exc:
         raise click.ClickException(str(exc).splitlines()[0]) from None
 
 
-async def _serve(
-    nodes: int | Path,
-    zones: list[str],
-    host: str,
-    port: int,
-    kubeconfig: Path,
-    crd_dirs: tuple[Path, ...],
-    token: str | None,
-    controller_url: str | None,
-    no_cluster: bool,
-    duration: float | None,
-) -> None:
-    sb = Sandbox(
-        host=host,
-        port=port,
-        token=token,
-        crd_dirs=list(crd_dirs) if crd_dirs else None,
-        kubeconfig_path=kubeconfig,
-        simulate=not no_cluster,
-        nodes=nodes,
-        zones=zones,
-        controller_url=controller_url,
-    )
+async def _serve(sb: Sandbox, duration: float | None) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -113,14 +113,13 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
 
 
 def _decode_error(status: int, data: bytes, headers: Mapping[str, str]) -> ApiError:
+    """An ApiError from a Status body, or from whatever text a proxy or load balancer sent."""
     try:
         body = orjson.loads(data) if data else {}
     except orjson.JSONDecodeError:
-        body = {}
+        body = None
     if not isinstance(body, dict):
-        body = {}
-    if not body.get("message") and data and not body:
-        body = {"message": data[:200].decode("utf-8", "replace")}
+        body = {"message": data[:200].decode("utf-8", "replace").strip()}
     return ApiError.from_status(status, body, _retry_after(headers))
 
 

@@ -100,22 +100,15 @@ class EventRecorder:
         )
         now = time.monotonic()
         try:
-            seen = self._seen.get(key)
-            if seen is not None and now - seen.last < self.window:
-                if not self._allow(subject):
-                    self._m.labels("dropped").inc()
-                    return
-                seen.count += 1
-                seen.last = now
-                self._seen.move_to_end(key)
-                await self._bump(seen)
-                self._m.labels("aggregated").inc()
-                return
             if not self._allow(subject):
                 self._m.labels("dropped").inc()
                 return
-            created = await self._create(obj, kind, reason, note, action, related_ref)
-            self._seen[key] = created
+            seen = self._seen.get(key)
+            if seen is not None and now - seen.last < self.window and await self._bump(seen, now):
+                self._seen.move_to_end(key)
+                self._m.labels("aggregated").inc()
+                return
+            self._seen[key] = await self._create(obj, kind, reason, note, action, related_ref)
             self._seen.move_to_end(key)
             while len(self._seen) > _MAX_CACHE:
                 self._seen.popitem(last=False)
@@ -191,11 +184,21 @@ class EventRecorder:
         await self.client.create(resource, {k: v for k, v in body.items() if v is not None})
         return _Seen(name, namespace, 1, time.monotonic())
 
-    async def _bump(self, seen: _Seen) -> None:
-        now = _micro_time(datetime.now(UTC))
+    async def _bump(self, seen: _Seen, now: float) -> bool:
+        """Count one more occurrence on the existing Event; False if it no longer exists."""
+        stamp = _micro_time(datetime.now(UTC))
         if await self._core_only():
-            patch: Object = {"count": seen.count, "lastTimestamp": now[:19] + "Z"}
-            await self.client.patch(CORE_EVENTS, seen.name, patch, seen.namespace)
+            resource: Resource = CORE_EVENTS
+            patch: Object = {"count": seen.count + 1, "lastTimestamp": stamp[:19] + "Z"}
         else:
-            patch = {"series": {"count": seen.count, "lastObservedTime": now}}
-            await self.client.patch(EVENTS, seen.name, patch, seen.namespace)
+            resource = EVENTS
+            patch = {"series": {"count": seen.count + 1, "lastObservedTime": stamp}}
+        try:
+            await self.client.patch(resource, seen.name, patch, seen.namespace)
+        except ApiError as exc:
+            if exc.not_found:  # expired (Events live about an hour) or deleted: start a new one
+                return False
+            raise
+        seen.count += 1
+        seen.last = now
+        return True

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Literal, NoReturn
 
+import aiohttp
 import orjson
 
 from streams_k8s.k8s.backoff import Backoff
@@ -98,6 +99,7 @@ class Informer:
 
     async def run(self) -> NoReturn:
         while True:
+            server_delay = 0.0  # what a 429/503 asked for in Retry-After
             try:
                 if not self.resource_version:
                     await self.relist()
@@ -117,18 +119,20 @@ class Informer:
                     self.resource_version = ""
                     continue
                 reason = "http"
+                server_delay = exc.retry_after or 0.0
                 self._error(reason, "API error: %s", exc)
-            except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
+            except (aiohttp.ClientError, OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
                 reason = "connection"
                 self._error(reason, "connection failed: %r", exc)
             except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
                 reason = "decode"
                 self._error(reason, "undecodable watch data: %r", exc)
-            except Exception as exc:
-                # aiohttp client errors and anything unforeseen: never let the watcher die.
-                reason = "connection" if "aiohttp" in type(exc).__module__ else "unexpected"
-                self._error(reason, "watch failed: %r", exc)
-            delay = self.backoff.next_delay()
+            except Exception:
+                # Anything unforeseen (a bug in a transform, ...): count it, never let the watcher die.
+                reason = "unexpected"
+                log.exception("watch %s: unexpected failure", self.name)
+                self._m_errors.labels(self.name, reason).inc()
+            delay = max(self.backoff.next_delay(), server_delay)
             log.debug("%s: %s; retrying in %.2fs", self.name, reason, delay)
             await asyncio.sleep(delay)
 
@@ -180,11 +184,9 @@ class Informer:
         path = self.resource.path(self.namespace)
         started, received = time.monotonic(), False
         loop = asyncio.get_running_loop()
+        idle = asyncio.timeout_at(loop.time() + self.inactivity_timeout)
         try:
-            async with (
-                asyncio.timeout_at(loop.time() + self.inactivity_timeout) as idle,
-                self.client.stream(self.resource, path, query, self.connect_timeout) as response,
-            ):
+            async with idle, self.client.stream(self.resource, path, query, self.connect_timeout) as response:
                 content, pending = response.content, b""
                 while True:
                     idle.reschedule(loop.time() + self.inactivity_timeout)
@@ -194,7 +196,9 @@ class Informer:
                     pending = self.apply_chunk(pending + chunk)
                     received = received or self.last_activity >= started
         except TimeoutError as exc:
-            raise WatchStalled from exc
+            if idle.expired():
+                raise WatchStalled from exc
+            raise  # a connect timeout: a connection failure, not a stall
         return received or time.monotonic() - started >= 1.0
 
     def apply_chunk(self, data: bytes) -> bytes:

@@ -56,14 +56,6 @@ class WorkQueue(Generic[K]):
     def __len__(self) -> int:
         return len(self._ready)
 
-    @property
-    def processing(self) -> int:
-        return len(self._processing)
-
-    @property
-    def shutting_down(self) -> bool:
-        return self._shutting_down
-
     def add(self, key: K) -> None:
         if self._shutting_down or key in self._dirty:
             return

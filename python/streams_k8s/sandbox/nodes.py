@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ class NodeSpec:
             **({ZONE_LABEL: self.zone} if self.zone else {}),
             **self.labels,
         }
+        digest = hashlib.sha256(self.name.encode()).hexdigest()
         resources = {"cpu": str(self.cpu), "memory": str(self.memory), "pods": str(self.pods)}
         spec: dict[str, Any] = {"podCIDR": f"10.244.{index}.0/24"}
         if self.taints:
@@ -61,10 +64,16 @@ class NodeSpec:
                     },
                 ],
                 "nodeInfo": {
+                    "machineID": digest[:32],
+                    "systemUUID": str(uuid.UUID(digest[:32])),
+                    "bootID": digest[32:],
+                    "kernelVersion": "6.1.0-sandbox",
+                    "osImage": "streams-k8s sandbox",
+                    "containerRuntimeVersion": "sandbox://1",
                     "kubeletVersion": "v1.30.0-sandbox",
+                    "kubeProxyVersion": "v1.30.0-sandbox",
                     "operatingSystem": "linux",
                     "architecture": "amd64",
-                    "containerRuntimeVersion": "sandbox://1",
                 },
             },
         }

@@ -6,8 +6,9 @@ once per pod (per launch), as the runtime's connectivity thread does:
 a 2xx; failures are retried. The job and PE id come from the `streams.ibm.com/job` and
 `streams.ibm.com/pe` labels (or the STREAMS_JOB_NAME / STREAMS_PE_ID env of the first container).
 
-The reporter is pluggable (any async callable), and `RuntimeHooks` is where consistent-region
-behaviour (drain/reset answers) attaches: the runtime calls `pe_started` / `pe_stopped`.
+The reporter is pluggable (any async callable), and `RuntimeHooks` is where further behaviour
+attaches: the runtime calls `pe_started` / `pe_stopped`; `consistent_region.ConsistentRegionParticipant`
+is the hook that answers consistent-region drains and resets.
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ class RuntimeHooks:
 
     async def pe_stopped(self, pe: PeIdentity) -> None:
         """The PE's pod terminated or was deleted."""
+
+    async def close(self) -> None:
+        """The sandbox stops: release what the hooks hold."""
 
 
 class HttpConnectivityReporter:
@@ -152,6 +156,7 @@ class SimulatedPeRuntime:
         await self.hooks.pe_started(pe, pod)
 
     async def close(self) -> None:
+        await self.hooks.close()
         close = getattr(self.reporter, "close", None)
         if close is not None:
             await close()

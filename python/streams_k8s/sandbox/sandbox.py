@@ -7,6 +7,7 @@ import asyncio
 import logging
 import tempfile
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -15,6 +16,7 @@ import yaml
 from aiohttp import web
 
 from streams_k8s.sandbox.cluster import SimulatedCluster
+from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
 from streams_k8s.sandbox.errors import ApiError
 from streams_k8s.sandbox.faults import Faults
 from streams_k8s.sandbox.gc import GarbageCollector
@@ -26,9 +28,10 @@ from streams_k8s.sandbox.pe_runtime import (
     RuntimeHooks,
     SimulatedPeRuntime,
 )
-from streams_k8s.sandbox.registry import CRD_KEY, Registry
+from streams_k8s.sandbox.registry import CRD_KEY, Registry, clone
 from streams_k8s.sandbox.server import ApiServer, RequestRecord, json_response
 from streams_k8s.sandbox.store import WatchEvent
+from streams_k8s.sandbox.tls import TlsFiles, self_signed
 from streams_k8s.sandbox.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -67,7 +70,11 @@ class Sandbox:
         controller_url: str | None = None,
         pe_reporter: Reporter | None = None,
         pe_hooks: RuntimeHooks | None = None,
+        consistent_region_url: str | None = None,
         disabled_apis: Sequence[str] = (),
+        tls: bool = False,
+        tls_cert: Path | None = None,
+        tls_key: Path | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -84,6 +91,8 @@ class Sandbox:
         self.server = ApiServer(self.registry, self.faults, token=token, bookmark_interval=bookmark_interval)
         self.server.control = self._control
         self._kubeconfig_path = kubeconfig_path
+        self.tls = tls or tls_cert is not None
+        self._tls_files = TlsFiles(tls_cert, tls_key or tls_cert) if tls_cert is not None else None
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
         self._runner: web.AppRunner | None = None
         self.workers: list[Worker[Any]] = list(self.gc.workers)
@@ -101,6 +110,8 @@ class Sandbox:
                 reporter = pe_reporter or (
                     HttpConnectivityReporter(controller_url) if controller_url else None
                 )
+                if pe_hooks is None and consistent_region_url:
+                    pe_hooks = ConsistentRegionParticipant(consistent_region_url)
                 self.pe_runtime = SimulatedPeRuntime(self.registry, reporter, hooks=pe_hooks)
                 self.workers.append(self.pe_runtime.worker)
 
@@ -111,18 +122,22 @@ class Sandbox:
             self.install_crds(directory)
         for worker in self.workers:
             worker.start()
+        self._tmpdir = tempfile.TemporaryDirectory(prefix="streams-sandbox-")
+        if self.tls and self._tls_files is None:
+            self._tls_files = self_signed(Path(self._tmpdir.name), self.host)
+        context = self._tls_files.server_context() if self._tls_files is not None else None
         self._runner = web.AppRunner(self.server.app(), access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=context)
         await site.start()
         server = site._server
         assert isinstance(server, asyncio.base_events.Server)
         self.port = server.sockets[0].getsockname()[1]
         self.server.address = f"{self.host}:{self.port}"
         if self._kubeconfig_path is None:
-            self._tmpdir = tempfile.TemporaryDirectory(prefix="streams-sandbox-")
             self._kubeconfig_path = Path(self._tmpdir.name) / "kubeconfig"
-        write_kubeconfig(self._kubeconfig_path, self.url, self.token)
+        ca = self._tls_files.cert if self._tls_files is not None else None
+        write_kubeconfig(self._kubeconfig_path, self.url, self.token, ca)
         log.info("sandbox API server on %s (kubeconfig %s)", self.url, self._kubeconfig_path)
         return self
 
@@ -154,7 +169,7 @@ class Sandbox:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
 
     @property
     def kubeconfig_path(self) -> Path:
@@ -220,6 +235,7 @@ class Sandbox:
 
     def install_crd(self, crd: dict[str, Any]) -> None:
         """Create (or replace) a CustomResourceDefinition, as `kubectl apply` of its manifest would."""
+        crd = clone(crd)  # the registry keeps what it is given
         rt = self.registry.types[CRD_KEY]
         existing = self.registry.find(rt, None, crd["metadata"]["name"])
         if existing is None:
@@ -235,9 +251,12 @@ class Sandbox:
             return 0
         count = 0
         for path in sorted(directory.glob("*.y*ml")):
-            for doc in _crd_documents(yaml.safe_load_all(path.read_text())):
-                self.install_crd(doc)
-                count += 1
+            try:
+                for doc in _crd_file(path, path.stat().st_mtime_ns):
+                    self.install_crd(doc)
+                    count += 1
+            except (ApiError, yaml.YAMLError) as err:
+                raise ValueError(f"{path}: {err}") from None
         return count
 
     async def _control(self, path: str, request: web.Request) -> web.StreamResponse:
@@ -282,6 +301,13 @@ def _node_specs(nodes: int | Sequence[NodeSpec] | Path, zones: list[str]) -> lis
     if isinstance(nodes, Path):
         return load_nodes(nodes, zones)
     return list(nodes)
+
+
+@lru_cache(maxsize=64)
+def _crd_file(path: Path, mtime_ns: int) -> tuple[dict[str, Any], ...]:
+    """The CRDs of a YAML file, parsed once per version of the file (sandboxes start often)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return tuple(_crd_documents(yaml.load_all(path.read_text(), Loader=loader)))
 
 
 def _crd_documents(docs: Iterable[Any]) -> Iterable[dict[str, Any]]:
