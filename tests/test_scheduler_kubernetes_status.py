@@ -105,6 +105,12 @@ async def test_a_missing_statefulset_is_reported_until_it_exists(deployment: Dep
     await deployment.until(lambda: deployment.all_placed(CAPACITY))
     assert await deployment.replicas() == 1
 
+    # Deleted again: reported, and the placements stay for when it is back.
+    placed = await deployment.placements()
+    await deployment.client.delete(STATEFULSETS, "pool", NAMESPACE)
+    await deployment.until(reported)
+    assert await deployment.placements() == placed
+
 
 async def test_only_the_leader_scales(deployment: Deployment) -> None:
     """A shortfall is reported on the vpod either way; the StatefulSet grows only once this

@@ -191,9 +191,9 @@ class VReplicaScheduler:
 
     def _refresh(self) -> None:
         self._refresh_pending = False
-        if self.cache.replicas is None:
-            return
-        for key in self.cache.needing_schedule():
+        # Without the StatefulSet every vpod learns so (placements are left as they are).
+        keys = list(self.cache.vpods) if self.cache.replicas is None else self.cache.needing_schedule()
+        for key in keys:
             self.vpods.queue.add(split_key(key))
 
     def _on_vpod(self, key: str) -> None:
