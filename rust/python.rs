@@ -1,117 +1,22 @@
-//! Python bindings (`streams_k8s._native`). Thin: convert, call the core, convert back.
+//! Python bindings (`streams_k8s._native`), one module per area: convert, call the core, convert back.
 
-use pyo3::create_exception;
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
-
-use crate::properties::{self, LineError};
-use crate::scheduler;
 
 mod cr_fsm;
+mod fusion;
 mod name_table;
+mod properties;
+mod scheduler;
 
-create_exception!(
-    _native,
-    PropertiesError,
-    PyValueError,
-    "Malformed Java-properties text; args: (message, [(line, reason), ...])."
-);
-
-/// Parses Java-properties text into a dict (insertion order = file order).
-#[pyfunction]
-#[pyo3(signature = (text, *, strict = true))]
-fn parse_properties<'py>(
-    py: Python<'py>,
-    text: &str,
-    strict: bool,
-) -> PyResult<Bound<'py, PyDict>> {
-    match py.detach(|| properties::parse(text, strict)) {
-        Ok(entries) => {
-            let dict = PyDict::new(py);
-            for entry in entries {
-                dict.set_item(entry.key, entry.value)?;
-            }
-            Ok(dict)
-        }
-        Err(errors) => Err(properties_error(errors)),
-    }
-}
-
-/// PropertiesError with every problem: args (summary, [(line, reason), ...]).
-pub(crate) fn properties_error(errors: Vec<LineError>) -> PyErr {
-    let summary = errors
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ");
-    let details: Vec<(usize, String)> = errors.into_iter().map(|e| (e.line, e.message)).collect();
-    PropertiesError::new_err((summary, details))
-}
-
-/// Places up to `want` vreplicas of a vpod holding none yet over the schedulable pods
-/// (built-in plugins only); `free` is indexed by ordinal. Returns `([(ordinal, vreplicas)], left)`.
-#[pyfunction]
-#[pyo3(signature = (ordinals, free, node, zone, num_nodes, num_zones, want, filters, priorities))]
-#[allow(clippy::too_many_arguments)]
-fn place_vreplicas(
-    py: Python<'_>,
-    ordinals: Vec<u32>,
-    free: Vec<i64>,
-    node: Vec<u32>,
-    zone: Vec<u32>,
-    num_nodes: usize,
-    num_zones: usize,
-    want: u32,
-    filters: Vec<(String, u32)>,
-    priorities: Vec<(String, u32)>,
-) -> PyResult<(Vec<(u32, u32)>, u32)> {
-    let n = ordinals.len();
-    if node.len() != n || zone.len() != n {
-        return Err(PyValueError::new_err(
-            "ordinals, node and zone must have the same length",
-        ));
-    }
-    let free = ordinals
-        .iter()
-        .map(|&o| free.get(o as usize).copied())
-        .collect::<Option<Vec<i64>>>()
-        .ok_or_else(|| PyValueError::new_err("an ordinal has no free-capacity entry"))?;
-    if node.iter().any(|&i| i as usize >= num_nodes)
-        || zone.iter().any(|&i| i as usize >= num_zones)
-    {
-        return Err(PyValueError::new_err("node or zone index out of range"));
-    }
-    let unknown = |e: scheduler::UnknownPlugin| PyValueError::new_err(e.to_string());
-    let filters = filters
-        .iter()
-        .map(|(name, arg)| scheduler::Filter::from_name(name, *arg))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(unknown)?;
-    let priorities = priorities
-        .iter()
-        .map(|(name, weight)| scheduler::Priority::from_name(name).map(|p| (p, *weight)))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(unknown)?;
-    let pods = scheduler::Pods {
-        ordinals,
-        free,
-        node,
-        zone,
-        num_nodes,
-        num_zones,
-    };
-    let placed = py.detach(|| scheduler::place(&pods, want, &filters, &priorities));
-    Ok((placed.placements, placed.left))
-}
+pub(crate) use properties::properties_error;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", crate::VERSION)?;
-    m.add("PropertiesError", m.py().get_type::<PropertiesError>())?;
-    m.add_function(wrap_pyfunction!(parse_properties, m)?)?;
-    m.add_function(wrap_pyfunction!(place_vreplicas, m)?)?;
-    cr_fsm::register(m)?;
+    properties::register(m)?;
     name_table::register(m)?;
+    fusion::register(m)?;
+    scheduler::register(m)?;
+    cr_fsm::register(m)?;
     Ok(())
 }
