@@ -680,3 +680,60 @@ async def test_leases_and_events_have_full_optimistic_concurrency(client: Client
         "GET", "/apis/events.k8s.io/v1/namespaces/default/events", query={"fieldSelector": "reason=Started"}
     )
     assert len(listing["items"]) == 1
+
+
+# -- server-side apply -----------------------------------------------------------------------------
+
+APPLY = "application/apply-patch+yaml"
+
+
+async def test_server_side_apply_creates_updates_and_tracks_ownership(client: Client) -> None:
+    manager = {"fieldManager": "controller"}
+    status, created = await client.call("PATCH", f"{CMS}/ssa", cm("ssa", a="1", b="2"), APPLY, manager)
+    assert status == 200
+    assert created["data"] == {"a": "1", "b": "2"}
+    entry = created["metadata"]["managedFields"][0]
+    assert (entry["manager"], entry["operation"]) == ("controller", "Apply")
+    assert entry["fieldsV1"]["f:data"] == {"f:a": {}, "f:b": {}}
+    # Applying without b removes it: the manager owned it and no longer sets it.
+    _, updated = await client.call("PATCH", f"{CMS}/ssa", cm("ssa", a="3"), APPLY, manager)
+    assert updated["data"] == {"a": "3"}
+    status, err = await client.call("PATCH", f"{CMS}/ssa", cm("ssa", a="1"), APPLY)
+    assert status == 400
+    assert "fieldManager" in err["message"]
+
+
+async def test_server_side_apply_conflicts_between_managers(client: Client) -> None:
+    await client.call("PATCH", f"{CMS}/shared", cm("shared", a="1"), APPLY, {"fieldManager": "one"})
+    status, err = await client.call(
+        "PATCH", f"{CMS}/shared", cm("shared", a="2"), APPLY, {"fieldManager": "two"}
+    )
+    assert status == 409
+    assert err["reason"] == "Conflict"
+    assert err["details"]["causes"][0] == {
+        "reason": "FieldManagerConflict",
+        "message": 'conflict with "one"',
+        "field": ".data.a",
+    }
+    same = {"fieldManager": "two"}
+    status, _ = await client.call("PATCH", f"{CMS}/shared", cm("shared", a="1", b="x"), APPLY, same)
+    assert status == 200  # the same value is shared ownership, not a conflict
+    forced = {"fieldManager": "two", "force": "true"}
+    status, taken = await client.call("PATCH", f"{CMS}/shared", cm("shared", a="2", b="x"), APPLY, forced)
+    assert status == 200
+    assert taken["data"] == {"a": "2", "b": "x"}
+    assert [e["manager"] for e in taken["metadata"]["managedFields"]] == ["two"]
+
+
+async def test_server_side_apply_merges_containers_by_name(client: Client) -> None:
+    body = pod("ssa-pod")
+    await client.call("PATCH", f"{PODS}/ssa-pod", body, APPLY, {"fieldManager": "a"})
+    side = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "ssa-pod"},
+        "spec": {"containers": [{"name": "side", "image": "side:1"}]},
+    }
+    status, merged = await client.call("PATCH", f"{PODS}/ssa-pod", side, APPLY, {"fieldManager": "b"})
+    assert status == 200
+    assert [c["name"] for c in merged["spec"]["containers"]] == ["main", "side"]

@@ -181,3 +181,31 @@ async def test_custom_resources_through_kubectl(kubectl: Kubectl) -> None:
 async def test_kubectl_over_tls_with_a_bearer_token(kubectl: Kubectl) -> None:
     _, out, _ = await kubectl.run("get", "namespace", "default", "-o", "name")
     assert out.strip() == "namespace/default"
+
+
+async def test_server_side_apply_through_kubectl(kubectl: Kubectl) -> None:
+    path = kubectl.manifest("ssa.yaml", configmap("ssa", a="1"))
+    _, out, _ = await kubectl.run("apply", "--server-side", "-f", path)
+    assert "serverside-applied" in out
+    rc, _, err = await kubectl.run(
+        "apply",
+        "--server-side",
+        "--field-manager",
+        "other",
+        "-f",
+        kubectl.manifest("ssa3.yaml", configmap("ssa", a="3")),
+        ok=False,
+    )
+    assert rc != 0
+    assert "conflict" in err.lower()
+    await kubectl.run(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager",
+        "other",
+        "-f",
+        kubectl.manifest("ssa4.yaml", configmap("ssa", a="4")),
+    )
+    _, out, _ = await kubectl.run("get", "configmap", "ssa", "-o", "jsonpath={.data.a}")
+    assert out == "4"

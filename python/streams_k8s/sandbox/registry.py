@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from streams_k8s.sandbox import cel, defaults, schema
+from streams_k8s.sandbox.apply import apply as server_side_apply
 from streams_k8s.sandbox.errors import (
     ApiError,
     already_exists,
@@ -382,6 +383,8 @@ class Registry:
             if new.get("status") is None:
                 new.pop("status", None)
             new["metadata"] = dict(old_meta)
+            if "managedFields" in meta:  # a status apply records its ownership
+                new["metadata"]["managedFields"] = meta["managedFields"]
         else:
             if rt.status_subresource:
                 if "status" in old:
@@ -469,12 +472,52 @@ class Registry:
         subresource: str | None = None,
         dry_run: bool = False,
     ) -> dict[str, Any]:
+        if content_type == APPLY_PATCH:
+            return self.apply(rt, version, ns, name, patch, subresource, dry_run)
         old = self.get(rt, ns, name)
         current = self.output(rt, old, version)
         patched = _apply_patch(content_type, current, patch, strategic=rt.builtin)
         if not isinstance(patched, dict):
             raise ApiError(422, "the patch produced something other than an object")
         return self.update(rt, version, ns, name, patched, subresource, dry_run, require_rv=False)
+
+    def apply(
+        self,
+        rt: ResourceType,
+        version: str,
+        ns: str | None,
+        name: str,
+        config: Any,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        manager: str | None = None,
+        force: bool = False,
+    ) -> dict[str, Any]:
+        """Server-side apply of `config` by `manager`; creates the object when it does not exist."""
+        if not manager:
+            raise bad_request("PATCH with application/apply-patch+yaml requires the fieldManager parameter")
+        if not isinstance(config, dict):
+            raise bad_request("an apply configuration must be an object")
+        meta = config.get("metadata") or {}
+        if meta.get("name", name) != name:
+            raise bad_request(
+                f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})"
+            )
+        if config.get("apiVersion") != rt.api_version(version) or config.get("kind") != rt.kind:
+            raise bad_request(
+                f"an apply configuration needs apiVersion {rt.api_version(version)} and kind {rt.kind}"
+            )
+        live = self.find(rt, ns, name)
+        status = subresource == "status"
+        if live is None:
+            if status:
+                raise not_found(rt.plural, name, rt.group)
+            empty = {"apiVersion": config["apiVersion"], "kind": rt.kind, "metadata": {"name": name}}
+            body = server_side_apply(empty, config, manager, force, rt.api_version(version), now(), False)
+            return self.create(rt, version, ns, body, dry_run)
+        current = clone(self.output(rt, live, version))
+        body = server_side_apply(current, config, manager, force, rt.api_version(version), now(), status)
+        return self.update(rt, version, ns, name, body, subresource, dry_run, require_rv=False)
 
     # -- scale subresource ----------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from aiohttp import web
 from streams_k8s.sandbox import discovery
 from streams_k8s.sandbox.errors import ApiError, bad_request, not_found
 from streams_k8s.sandbox.faults import Faults, RequestInfo
-from streams_k8s.sandbox.registry import Registry
+from streams_k8s.sandbox.registry import APPLY_PATCH, Registry
 from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.selectors import LabelSelector, parse_field_selector
 from streams_k8s.sandbox.store import Watcher
@@ -247,8 +247,14 @@ class ApiServer:
         if info.verb == "patch":
             assert name is not None
             content_type = request.content_type
+            if content_type == APPLY_PATCH and sub != "scale":
+                config = _decode(request, body)
+                manager, force = query.get("fieldManager"), query.get("force") == "true"
+                return json_response(
+                    registry.apply(rt, version, ns, name, config, sub, dry_run, manager, force)
+                )
             try:
-                patch = orjson.loads(body) if content_type != "application/apply-patch+yaml" else None
+                patch = orjson.loads(body)
             except orjson.JSONDecodeError as exc:
                 raise bad_request(f"the patch is not valid JSON: {exc}") from None
             if sub == "scale":
