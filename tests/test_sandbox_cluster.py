@@ -291,3 +291,14 @@ async def test_noexecute_taint_evicts_intolerant_pods(sandbox: Sandbox, sandbox_
     sandbox.cluster.taint("node-1", "maintenance", "now", "NoExecute")
     await sandbox.settle()
     assert sandbox.registry.find(sandbox.registry.types[("", "pods")], "default", "victim") is None
+
+
+@pytest.mark.sandbox(start_delay=0.2, termination_delay=0.2)
+async def test_kubelet_delays_are_waited_for_by_settle(sandbox: Sandbox, sandbox_api: ApiClient) -> None:
+    await create_pods(sandbox_api, pod("slow"))
+    await sandbox.settle()
+    assert get(sandbox, "slow")["status"]["phase"] == "Running"
+    await CoreV1Api(sandbox_api).delete_namespaced_pod("slow", "default")
+    assert get(sandbox, "slow")["metadata"]["deletionTimestamp"]  # terminating for a while
+    await sandbox.settle()
+    assert sandbox.registry.find(sandbox.registry.types[("", "pods")], "default", "slow") is None

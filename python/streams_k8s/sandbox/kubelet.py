@@ -53,7 +53,7 @@ class Kubelet:
         if loop.time() >= due:
             del self._due[key]
             return True
-        loop.call_later(due - loop.time(), self.worker.add, key)
+        self.worker.later(due - loop.time(), key)
         return False
 
     def _sync(self, key: PodKey) -> None:

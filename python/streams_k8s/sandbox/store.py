@@ -16,6 +16,7 @@ from streams_k8s.sandbox.selectors import FieldMatcher, LabelSelector
 
 ObjKey = tuple[str, str]  # (namespace or "", name)
 _TRACKED_OBJECTS = 100_000
+MAX_WATCH_BACKLOG = 100_000
 
 
 class WatchEvent:
@@ -76,7 +77,13 @@ class Watcher:
         return self.fields is None or self.fields(obj)
 
     def offer(self, event: WatchEvent) -> None:
-        """Queue the event as this watch sees it: selector transitions become ADDED/DELETED."""
+        """Queue the event as this watch sees it: selector transitions become ADDED/DELETED.
+        A watcher too slow to keep up is ended with 410 Expired, as the API server does."""
+        if self.control == "expire":
+            return
+        if self.queue.qsize() >= MAX_WATCH_BACKLOG:
+            self.signal("expire")
+            return
         now = self.matches(event.obj) if event.type != "DELETED" else False
         before = self.matches(event.old)
         if event.type == "DELETED":

@@ -22,15 +22,26 @@ class Worker(Generic[K]):
         self._pending: dict[K, None] = {}
         self._wake = asyncio.Event()
         self._busy = False
+        self._timers = 0
         self._task: asyncio.Task[None] | None = None
 
     def add(self, key: K) -> None:
         self._pending[key] = None
         self._wake.set()
 
+    def later(self, delay: float, key: K) -> None:
+        """Queue `key` after `delay` seconds; the worker is not idle until then."""
+        self._timers += 1
+
+        def fire() -> None:
+            self._timers -= 1
+            self.add(key)
+
+        asyncio.get_running_loop().call_later(delay, fire)
+
     @property
     def idle(self) -> bool:
-        return not self._pending and not self._busy
+        return not self._pending and not self._busy and not self._timers
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"sandbox-{self.name}")
