@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from streams_k8s.sandbox import cel, defaults, schema
+from streams_k8s.sandbox import builtin_schemas, cel, defaults, schema
 from streams_k8s.sandbox.apply import apply as server_side_apply
 from streams_k8s.sandbox.errors import (
     ApiError,
@@ -40,6 +40,7 @@ _LABEL_NAMES = {("", "namespaces"), ("", "services")}
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
+_ENVELOPE = ("apiVersion", "kind", "metadata")
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -180,6 +181,7 @@ class Registry:
         self, rt: ResourceType, version: str, ns: str | None, body: Any, dry_run: bool = False
     ) -> dict[str, Any]:
         obj = self._check_body(rt, version, ns, body)
+        self._check_shape(rt, obj)
         meta = obj["metadata"]
         if rt.namespaced:
             self._check_namespace_open(ns or "")
@@ -267,6 +269,16 @@ class Registry:
         body["kind"] = rt.kind
         return body
 
+    def _check_shape(self, rt: ResourceType, obj: dict[str, Any]) -> None:
+        """422 for malformed metadata, and for built-in kinds whose fields have the wrong shape."""
+        errors = schema.validate(obj["metadata"], builtin_schemas.METADATA, "metadata")
+        kind_schema = builtin_schemas.KINDS.get(rt.key)
+        if kind_schema is not None:
+            errors += schema.validate({k: v for k, v in obj.items() if k not in _ENVELOPE}, kind_schema)
+        if errors:
+            name = obj["metadata"].get("name")
+            raise invalid(rt.kind, name if isinstance(name, str) else "", errors, rt.group)
+
     def _check_name(self, rt: ResourceType, name: str) -> None:
         if rt.key in _LABEL_NAMES:
             ok, limit, what = _DNS_LABEL.match(name), 63, "RFC 1123 label"
@@ -309,14 +321,6 @@ class Registry:
     def _validate(
         self, rt: ResourceType, version: str, obj: dict[str, Any], old: dict[str, Any] | None
     ) -> None:
-        labels = obj["metadata"].get("labels") or {}
-        if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
-            raise invalid(
-                rt.kind,
-                obj["metadata"].get("name", ""),
-                [cause("metadata.labels", "Invalid value: label values must be strings")],
-                rt.group,
-            )
         if rt.builtin or version not in rt.schemas:
             return
         spec_schema = rt.schemas[version]
@@ -353,6 +357,8 @@ class Registry:
     ) -> dict[str, Any]:
         old = self.get(rt, ns, name)
         new = self._check_body(rt, version, ns, body)
+        if subresource != "status":
+            self._check_shape(rt, new)
         meta = new["metadata"]
         if meta.get("name", name) != name:
             raise bad_request(

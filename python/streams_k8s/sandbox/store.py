@@ -4,6 +4,7 @@ and fan-out of each change to the open watches (each event is encoded once per A
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -13,6 +14,8 @@ import orjson
 
 from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.selectors import FieldMatcher, LabelSelector
+
+log = logging.getLogger(__name__)
 
 ObjKey = tuple[str, str]  # (namespace or "", name)
 _TRACKED_OBJECTS = 100_000
@@ -206,7 +209,10 @@ class Store:
             if len(hist) > 2 * self.object_history_size:  # trim in batches: amortised O(1)
                 del hist[: -self.object_history_size]
         for listener in self.listeners:
-            listener(rt, event)
+            try:
+                listener(rt, event)
+            except Exception:  # a simulated controller's bug must not undo or fail the write
+                log.exception("sandbox listener %r failed on %s %s", listener, event.type, key)
         return event
 
     def _index(self, rt: ResourceType, new: dict[str, Any] | None, old: dict[str, Any] | None) -> None:

@@ -39,6 +39,21 @@ class Worker(Generic[K]):
 
         asyncio.get_running_loop().call_later(delay, fire)
 
+    def run_pending(self) -> int:
+        """Handle the queued keys now, in the caller (deterministic stepping for tests and tools);
+        errors propagate. Only for synchronous handlers. Returns how many keys were handled."""
+        handled = 0
+        while self._pending:
+            key = next(iter(self._pending))
+            del self._pending[key]
+            result = self.handler(key)
+            if result is not None:
+                raise TypeError(
+                    f"{self.name} has an asynchronous handler: it cannot be stepped synchronously"
+                )
+            handled += 1
+        return handled
+
     @property
     def idle(self) -> bool:
         return not self._pending and not self._busy and not self._timers
