@@ -185,3 +185,24 @@ async def test_tls_with_a_self_signed_certificate(sandbox: Sandbox, sandbox_api:
     async with aiohttp.ClientSession() as session:
         with pytest.raises(aiohttp.ClientConnectorCertificateError):
             await session.get(sandbox.url + "/version")
+
+
+async def test_paused_workers_hold_and_step_garbage_collection(
+    sandbox: Sandbox, sandbox_api: ApiClient
+) -> None:
+    core = CoreV1Api(sandbox_api)
+    owner = await core.create_namespaced_config_map("default", cm("owner"))
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner.metadata.uid}
+    for name in ("dep-1", "dep-2"):
+        await core.create_namespaced_config_map(
+            "default", {**cm(name), "metadata": {"name": name, "ownerReferences": [ref]}}
+        )
+    async with sandbox.paused("garbage-collector"):
+        await core.delete_namespaced_config_map("owner", "default")
+        await sandbox.settle()
+        names = [c.metadata.name for c in (await core.list_namespaced_config_map("default")).items]
+        assert names == ["dep-1", "dep-2"]  # the collector has not run yet
+        assert sandbox.step("garbage-collector") >= 2
+        assert (await core.list_namespaced_config_map("default")).items == []
+    with pytest.raises(KeyError):
+        sandbox.step("no-such-worker")

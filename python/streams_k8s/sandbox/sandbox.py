@@ -4,9 +4,10 @@ started together on loopback with a kubeconfig written for clients."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from types import TracebackType
@@ -215,6 +216,31 @@ class Sandbox:
             quiet = quiet + 1 if all(w.idle for w in self.workers) else 0
             if loop.time() > deadline:
                 raise TimeoutError("the sandbox did not settle")
+
+    def _workers(self, names: tuple[str, ...]) -> list[Worker[Any]]:
+        known = {w.name for w in self.workers}
+        unknown = set(names) - known
+        if unknown:
+            raise KeyError(f"unknown sandbox workers {sorted(unknown)}; known: {sorted(known)}")
+        return [w for w in self.workers if not names or w.name in names]
+
+    @contextlib.asynccontextmanager
+    async def paused(self, *names: str) -> AsyncIterator[None]:
+        """Hold the named workers (all by default: "garbage-collector", "namespace-controller",
+        "scheduler", "kubelet", "workload-controllers", "endpoints-controller", "pe-runtime") so a test
+        sees the state before they act; they catch up when the block ends."""
+        workers = [w for w in self._workers(names) if not w.paused]
+        for worker in workers:
+            worker.pause()
+        try:
+            yield
+        finally:
+            for worker in workers:
+                worker.resume()
+
+    def step(self, *names: str) -> int:
+        """Let the named paused workers (all by default) handle what is queued for them, now."""
+        return sum(w.run_pending() for w in self._workers(names) if w.paused and w.name != "pe-runtime")
 
     def delete_behind(
         self, resource: str, name: str, namespace: str | None = None, group: str = "", force: bool = False

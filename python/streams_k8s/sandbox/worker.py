@@ -23,6 +23,8 @@ class Worker(Generic[K]):
         self._wake = asyncio.Event()
         self._busy = False
         self._timers = 0
+        self._running = asyncio.Event()
+        self._running.set()
         self._task: asyncio.Task[None] | None = None
 
     def add(self, key: K) -> None:
@@ -54,9 +56,20 @@ class Worker(Generic[K]):
             handled += 1
         return handled
 
+    def pause(self) -> None:
+        """Stop handling keys (they stay queued) until resume(); a paused worker counts as idle."""
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
     @property
     def idle(self) -> bool:
-        return not self._pending and not self._busy and not self._timers
+        return self.paused or (not self._pending and not self._busy and not self._timers)
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"sandbox-{self.name}")
@@ -72,7 +85,8 @@ class Worker(Generic[K]):
         while True:
             await self._wake.wait()
             self._wake.clear()
-            while self._pending:
+            await self._running.wait()
+            while self._pending and not self.paused:
                 key = next(iter(self._pending))
                 del self._pending[key]
                 self._busy = True
@@ -85,3 +99,5 @@ class Worker(Generic[K]):
                 finally:
                     self._busy = False
                 await asyncio.sleep(0)
+            if self._pending:  # paused with work left: pick it up on resume
+                self._wake.set()
