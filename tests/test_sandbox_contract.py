@@ -737,3 +737,49 @@ async def test_server_side_apply_merges_containers_by_name(client: Client) -> No
     status, merged = await client.call("PATCH", f"{PODS}/ssa-pod", side, APPLY, {"fieldManager": "b"})
     assert status == 200
     assert [c["name"] for c in merged["spec"]["containers"]] == ["main", "side"]
+
+
+async def test_events_k8s_io_is_a_view_of_core_events(client: Client) -> None:
+    new_api = "/apis/events.k8s.io/v1/namespaces/default/events"
+    core_api = "/api/v1/namespaces/default/events"
+    _, listing = await client.call("GET", new_api)
+    since = listing["metadata"]["resourceVersion"]
+    recorded = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "e1"},
+        "regarding": {"kind": "Pod", "name": "pe-1", "namespace": "default"},
+        "note": "started",
+        "reason": "Started",
+        "type": "Normal",
+        "reportingController": "streams",
+        "reportingInstance": "r1",
+        "action": "Start",
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+    }
+    status, created = await client.call("POST", new_api, recorded)
+    assert status == 201
+    assert created["regarding"]["name"] == "pe-1"
+    assert created["note"] == "started"
+    _, core = await client.call("GET", f"{core_api}/e1")
+    assert core["apiVersion"] == "v1"
+    assert core["involvedObject"]["name"] == "pe-1"
+    assert core["message"] == "started"
+    assert core["reportingComponent"] == "streams"
+    legacy = {
+        "metadata": {"name": "e2"},
+        "involvedObject": {"kind": "Pod", "name": "pe-2"},
+        "reason": "Killing",
+        "message": "stopping",
+        "type": "Warning",
+        "count": 3,
+        "source": {"component": "kubelet"},
+    }
+    await client.call("POST", core_api, legacy)
+    _, viewed = await client.call("GET", new_api, query={"fieldSelector": "regarding.name=pe-2"})
+    assert [(e["note"], e["deprecatedCount"], e["deprecatedSource"]) for e in viewed["items"]] == [
+        ("stopping", 3, {"component": "kubelet"})
+    ]
+    events = await collect(client, new_api, {"resourceVersion": since}, 2)
+    assert [e["object"]["apiVersion"] for e in events] == ["events.k8s.io/v1", "events.k8s.io/v1"]
+    assert events[1]["object"]["regarding"]["name"] == "pe-2"

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from streams_k8s.sandbox import builtin_schemas, cel, defaults, schema
+from streams_k8s.sandbox import builtin_schemas, cel, defaults, event_conversion, schema
 from streams_k8s.sandbox.apply import apply as server_side_apply
 from streams_k8s.sandbox.errors import (
     ApiError,
@@ -31,8 +31,13 @@ from streams_k8s.sandbox.errors import (
 )
 from streams_k8s.sandbox.patch import json_patch, merge_patch, strategic_merge_patch
 from streams_k8s.sandbox.resources import ResourceType, builtin_types, get_path, set_path, type_from_crd
-from streams_k8s.sandbox.selectors import FieldMatcher, LabelSelector, selector_to_string
-from streams_k8s.sandbox.store import ObjKey, Store, Watcher
+from streams_k8s.sandbox.selectors import (
+    FieldMatcher,
+    LabelSelector,
+    parse_field_selector,
+    selector_to_string,
+)
+from streams_k8s.sandbox.store import Converter, ObjKey, Store, Watcher, view
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -41,6 +46,10 @@ _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
 _ENVELOPE = ("apiVersion", "kind", "metadata")
+# Resources that are converted views of another's storage: (to storage, from storage).
+_VIEWS: dict[tuple[str, str], tuple[Converter, Converter]] = {
+    ("events.k8s.io", "events"): (event_conversion.to_core, event_conversion.from_core),
+}
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -95,12 +104,16 @@ class Registry:
             if not group_version:
                 self.served.pop((rt.group, version), None)
         coll = self.store.collection(rt)
+        if rt.storage_of:  # a view: its objects stay, only its watches end
+            for watcher in [w for w in coll.watchers if w.rt.key == rt.key]:
+                watcher.signal("end")
+            return
         for obj_key, obj in list(coll.objects.items()):
             final = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(self.store.next_rv())}}
             self._remove(rt, obj_key, final)
         for watcher in list(coll.watchers):
             watcher.signal("end")
-        del self.store.collections[rt.key]
+        del self.store.collections[rt.store_key]
 
     def resolve(self, group: str, version: str, plural: str) -> ResourceType:
         rt = self.served.get((group, version), {}).get(plural)
@@ -171,9 +184,18 @@ class Registry:
         return out, list_rv, token, (remaining if token else None)
 
     def output(self, rt: ResourceType, obj: dict[str, Any], version: str) -> dict[str, Any]:
-        """The object as the client's API version shows it (CR versions differ only in apiVersion)."""
-        api_version = rt.api_version(version)
-        return obj if obj.get("apiVersion") == api_version else {**obj, "apiVersion": api_version}
+        """The object as the client's API version shows it (CR versions differ only in apiVersion;
+        a view such as events.k8s.io Events is converted from its storage)."""
+        return view(obj, rt.api_version(version), _VIEWS[rt.key][1] if rt.storage_of else None)
+
+    def field_selector(self, rt: ResourceType, text: str) -> FieldMatcher:
+        """A fieldSelector of `rt`, evaluated on stored objects."""
+        paths = event_conversion.FIELD_PATHS if rt.storage_of else None
+        return parse_field_selector(text, rt.field_selectors, rt.kind, paths)
+
+    @staticmethod
+    def _to_storage(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        return _VIEWS[rt.key][0](obj) if rt.storage_of else obj
 
     # -- create ---------------------------------------------------------------------------------
 
@@ -226,6 +248,7 @@ class Registry:
         if rt.key == CRD_KEY:
             self._prepare_crd(obj)
         self._validate(rt, version, obj, None)
+        obj = self._to_storage(rt, obj)
         if dry_run:
             return self.output(rt, obj, version)
         meta["resourceVersion"] = str(self.store.next_rv())
@@ -359,6 +382,7 @@ class Registry:
         new = self._check_body(rt, version, ns, body)
         if subresource != "status":
             self._check_shape(rt, new)
+        new = self._to_storage(rt, new)
         meta = new["metadata"]
         if meta.get("name", name) != name:
             raise bad_request(
@@ -714,10 +738,13 @@ class Registry:
         """Open a watch. `since` None/""/"0" first sends ADDED for every matching object; a
         resourceVersion replays the history after it, or raises 410 Expired when compacted."""
         coll = self.store.collection(rt)
-        watcher = Watcher(rt, rt.api_version(version), ns, labels, fields)
+        watcher = Watcher(
+            rt, rt.api_version(version), ns, labels, fields, _VIEWS[rt.key][1] if rt.storage_of else None
+        )
         if since in (None, "", "0"):
             for obj in self.list(rt, ns, labels, fields)[0]:
-                watcher.queue.put_nowait(_added_line(obj, watcher.api_version))
+                added = orjson.dumps(view(obj, watcher.api_version, watcher.convert))
+                watcher.queue.put_nowait(b'{"type":"ADDED","object":' + added + b"}\n")
             if initial_events_end:
                 watcher.queue.put_nowait(self.bookmark(watcher, initial_events_end=True))
         else:
@@ -733,7 +760,7 @@ class Registry:
         return watcher
 
     def unwatch(self, watcher: Watcher) -> None:
-        coll = self.store.collections.get(watcher.rt.key)
+        coll = self.store.collections.get(watcher.rt.store_key)
         if coll is not None:
             coll.watchers.discard(watcher)
 
@@ -746,8 +773,8 @@ class Registry:
 
     def compact(self, rt: ResourceType | None = None) -> None:
         """Forget the watch history (all resources by default): older resourceVersions get 410."""
-        for coll in self.store.collections.values():
-            if rt is None or coll.rt.key == rt.key:
+        for key, coll in self.store.collections.items():
+            if rt is None or key == rt.store_key:
                 coll.compact(self.store.rv)
 
     # -- CRDs -----------------------------------------------------------------------------------
@@ -840,12 +867,6 @@ def _apply_patch(content_type: str, current: dict[str, Any], patch: Any, strateg
 
 def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
-
-
-def _added_line(obj: dict[str, Any], api_version: str) -> bytes:
-    if obj.get("apiVersion") != api_version:
-        obj = {**obj, "apiVersion": api_version}
-    return b'{"type":"ADDED","object":' + orjson.dumps(obj) + b"}\n"
 
 
 def _encode_continue(rv: int, key: ObjKey) -> str:

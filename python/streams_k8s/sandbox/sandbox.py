@@ -204,7 +204,7 @@ class Sandbox:
         if rt is None:
             raise KeyError(f"unknown resource {resource!r} in group {group!r}")
         limit = self.registry.store.object_history_size
-        return self.registry.store.object_history.get((rt.key, (namespace or "", name)), [])[-limit:]
+        return self.registry.store.object_history.get((rt.store_key, (namespace or "", name)), [])[-limit:]
 
     async def settle(self, max_wait: float = 10.0) -> None:
         """Wait until the garbage collector and simulated controllers have nothing left to do."""

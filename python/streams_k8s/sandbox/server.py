@@ -336,14 +336,11 @@ class ApiServer:
             options["dryRun"] = [query["dryRun"]]
         return options
 
-    @staticmethod
-    def _selectors(request: web.Request, rt: ResourceType) -> tuple[Any, Any]:
+    def _selectors(self, request: web.Request, rt: ResourceType) -> tuple[Any, Any]:
         query = request.query
         labels = LabelSelector.parse(query["labelSelector"]) if query.get("labelSelector") else None
         fields = (
-            parse_field_selector(query["fieldSelector"], rt.field_selectors, rt.kind)
-            if query.get("fieldSelector")
-            else None
+            self.registry.field_selector(rt, query["fieldSelector"]) if query.get("fieldSelector") else None
         )
         return labels, fields
 

@@ -22,6 +22,16 @@ _TRACKED_OBJECTS = 100_000
 MAX_WATCH_BACKLOG = 100_000
 
 
+Converter = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def view(obj: dict[str, Any], api_version: str, convert: Converter | None = None) -> dict[str, Any]:
+    """A stored object as a client of `api_version` sees it (converted for resource views)."""
+    if convert is not None:
+        obj = convert(obj)
+    return obj if obj.get("apiVersion") == api_version else {**obj, "apiVersion": api_version}
+
+
 class WatchEvent:
     """One change of one object. `obj` is the stored (never mutated) object after the change."""
 
@@ -34,18 +44,17 @@ class WatchEvent:
         self.old = old
         self._encoded: dict[str, bytes] = {}
 
-    def object_bytes(self, api_version: str) -> bytes:
+    def object_bytes(self, api_version: str, convert: Converter | None = None) -> bytes:
         data = self._encoded.get(api_version)
         if data is None:
-            obj = self.obj
-            if obj.get("apiVersion") != api_version:
-                obj = {**obj, "apiVersion": api_version}
-            data = orjson.dumps(obj)
+            data = orjson.dumps(view(self.obj, api_version, convert))
             self._encoded[api_version] = data
         return data
 
-    def line(self, type_: str, api_version: str) -> bytes:
-        return b'{"type":"' + type_.encode() + b'","object":' + self.object_bytes(api_version) + b"}\n"
+    def line(self, type_: str, api_version: str, convert: Converter | None = None) -> bytes:
+        return (
+            b'{"type":"' + type_.encode() + b'","object":' + self.object_bytes(api_version, convert) + b"}\n"
+        )
 
 
 class WatchClosed(Exception):
@@ -61,6 +70,7 @@ class Watcher:
     namespace: str | None
     labels: LabelSelector | None
     fields: FieldMatcher | None
+    convert: Converter | None = None
     queue: asyncio.Queue[bytes | str] = field(default_factory=asyncio.Queue)
     # Set by fault injection: "stall" holds output, "drop" aborts, "expire" sends 410 then ends.
     control: str | None = None
@@ -100,7 +110,7 @@ class Watcher:
         else:
             kind = None
         if kind is not None:
-            self.queue.put_nowait(event.line(kind, self.api_version))
+            self.queue.put_nowait(event.line(kind, self.api_version, self.convert))
 
     def signal(self, action: str) -> None:
         """Ask the stream writer to stall, drop or expire (fault injection)."""
@@ -157,11 +167,12 @@ class Store:
         self.object_history: dict[tuple[tuple[str, str], ObjKey], list[WatchEvent]] = {}
 
     def collection(self, rt: ResourceType) -> Collection:
-        coll = self.collections.get(rt.key)
+        coll = self.collections.get(rt.store_key)
         if coll is None:
             coll = Collection(rt, self.history_size)
-            self.collections[rt.key] = coll
-        coll.rt = rt
+            self.collections[rt.store_key] = coll
+        if rt.store_key == rt.key:
+            coll.rt = rt  # the owning resource (a CRD update may have changed it)
         return coll
 
     def next_rv(self) -> int:
@@ -169,7 +180,7 @@ class Store:
         return self.rv
 
     def get(self, rt: ResourceType, key: ObjKey) -> dict[str, Any] | None:
-        coll = self.collections.get(rt.key)
+        coll = self.collections.get(rt.store_key)
         return coll.objects.get(key) if coll else None
 
     def lookup_uid(self, uid: str) -> dict[str, Any] | None:
@@ -200,9 +211,9 @@ class Store:
     def _publish(self, rt: ResourceType, coll: Collection, key: ObjKey, event: WatchEvent) -> WatchEvent:
         coll.record(event)
         if self.object_history_size:
-            hist = self.object_history.get((rt.key, key))
+            hist = self.object_history.get((rt.store_key, key))
             if hist is None:
-                hist = self.object_history[(rt.key, key)] = []
+                hist = self.object_history[(rt.store_key, key)] = []
                 if len(self.object_history) > _TRACKED_OBJECTS:
                     del self.object_history[next(iter(self.object_history))]
             hist.append(event)
@@ -229,7 +240,7 @@ class Store:
         if new is not None:
             meta = new["metadata"]
             ns = meta.get("namespace", "")
-            self.by_uid[meta["uid"]] = (rt.key, (ns, meta["name"]))
+            self.by_uid[meta["uid"]] = (rt.store_key, (ns, meta["name"]))
             for ref in meta.get("ownerReferences") or []:
                 if ref.get("uid"):
                     self.dependents.setdefault(ref["uid"], set()).add(meta["uid"])
