@@ -139,8 +139,9 @@ async def test_apply_scale_and_wait_for_a_statefulset(kubectl: Kubectl) -> None:
     got = await kubectl.json("get", "statefulset", "db")
     assert got["metadata"]["generation"] == 3  # type: ignore[index]
     assert got["spec"]["template"]["spec"]["containers"][0]["image"] == "db:2"  # type: ignore[index]
-    _, out, _ = await kubectl.run("get", "pods", "-l", "app=db")
+    _, out, _ = await kubectl.run("get", "pods", "-l", "app=db", "-o", "wide")
     assert "Running" in out
+    assert "node-" in out  # the NODE column of -o wide
     await kubectl.run("delete", "statefulset", "db")
     await kubectl.run("wait", "--for=delete", "pod/db-0", "--timeout=20s")
 
