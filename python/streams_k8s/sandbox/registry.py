@@ -122,10 +122,6 @@ class Registry:
             raise ApiError(404, f"the server could not find the requested resource ({plural} in {gv})")
         return rt
 
-    def type_of(self, api_version: str, kind: str) -> ResourceType | None:
-        group, _, version = api_version.rpartition("/")
-        return next((rt for rt in self.served.get((group, version), {}).values() if rt.kind == kind), None)
-
     # -- reads ----------------------------------------------------------------------------------
 
     def get(self, rt: ResourceType, ns: str | None, name: str) -> dict[str, Any]:
