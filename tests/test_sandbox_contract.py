@@ -783,3 +783,12 @@ async def test_events_k8s_io_is_a_view_of_core_events(client: Client) -> None:
     events = await collect(client, new_api, {"resourceVersion": since}, 2)
     assert [e["object"]["apiVersion"] for e in events] == ["events.k8s.io/v1", "events.k8s.io/v1"]
     assert events[1]["object"]["regarding"]["name"] == "pe-2"
+
+
+async def test_subresources_are_served_only_where_declared(client: Client) -> None:
+    await client.call("POST", CMS, cm("plain"))
+    status, err = await client.call("GET", f"{CMS}/plain/status")
+    assert status == 404
+    assert err["reason"] == "NotFound"
+    status, _ = await client.call("GET", f"{CMS}/plain/scale")
+    assert status == 404

@@ -207,7 +207,8 @@ class ApiServer:
         query = request.query
         dry_run = "dryRun" in query
         ns, name, version, sub = info.namespace, info.name, info.version, info.subresource
-        if sub is not None and sub not in ("status", "scale", *rt.extra_subresources):
+        served = (*(("status",) if rt.status_subresource else ()), *(("scale",) if rt.scale else ()))
+        if sub is not None and sub not in (*served, *rt.extra_subresources):
             raise not_found(f"{rt.plural}/{sub}", name or "", rt.group)
         if info.verb == "get":
             assert name is not None
