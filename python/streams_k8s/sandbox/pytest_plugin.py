@@ -12,12 +12,13 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import pytest_asyncio
 
-from streams_k8s.sandbox.sandbox import Sandbox
+if TYPE_CHECKING:  # imported when a fixture is used: every pytest run loads this plugin
+    from streams_k8s.sandbox.sandbox import Sandbox
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -28,6 +29,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest_asyncio.fixture
 async def sandbox(request: pytest.FixtureRequest) -> AsyncIterator[Sandbox]:
+    from streams_k8s.sandbox.sandbox import Sandbox
+
     options: dict[str, Any] = {}
     for marker in reversed(list(request.node.iter_markers("sandbox"))):  # closest marker wins
         options.update(marker.kwargs)
@@ -37,6 +40,8 @@ async def sandbox(request: pytest.FixtureRequest) -> AsyncIterator[Sandbox]:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def module_sandbox(request: pytest.FixtureRequest) -> AsyncIterator[Sandbox]:
+    from streams_k8s.sandbox.sandbox import Sandbox
+
     options: dict[str, Any] = {}
     for marker in request.node.iter_markers("sandbox"):
         options = {**marker.kwargs, **options}
