@@ -302,3 +302,16 @@ async def test_kubelet_delays_are_waited_for_by_settle(sandbox: Sandbox, sandbox
     assert get(sandbox, "slow")["metadata"]["deletionTimestamp"]  # terminating for a while
     await sandbox.settle()
     assert sandbox.registry.find(sandbox.registry.types[("", "pods")], "default", "slow") is None
+
+
+async def test_wait_for_an_object_state(sandbox: Sandbox, sandbox_api: ApiClient) -> None:
+    await create_pods(sandbox_api, pod("awaited"))
+    running = await sandbox.wait_for(
+        "pods", "awaited", "default", lambda p: p is not None and p["status"].get("phase") == "Running"
+    )
+    assert running is not None
+    assert running["status"]["podIP"]
+    await CoreV1Api(sandbox_api).delete_namespaced_pod("awaited", "default")
+    assert await sandbox.wait_for("pods", "awaited", "default", lambda p: p is None) is None
+    with pytest.raises(TimeoutError):
+        await sandbox.wait_for("pods", "never", "default", max_wait=0.1)

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import logging
 import tempfile
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from types import TracebackType
@@ -30,6 +30,7 @@ from streams_k8s.sandbox.pe_runtime import (
     SimulatedPeRuntime,
 )
 from streams_k8s.sandbox.registry import CRD_KEY, Registry, clone
+from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.server import ApiServer, RequestRecord, json_response
 from streams_k8s.sandbox.store import WatchEvent
 from streams_k8s.sandbox.tls import TlsFiles, self_signed
@@ -216,6 +217,43 @@ class Sandbox:
             quiet = quiet + 1 if all(w.idle for w in self.workers) else 0
             if loop.time() > deadline:
                 raise TimeoutError("the sandbox did not settle")
+
+    async def wait_for(
+        self,
+        resource: str,
+        name: str,
+        namespace: str | None = None,
+        condition: Callable[[dict[str, Any] | None], bool] = lambda obj: obj is not None,
+        group: str = "",
+        max_wait: float = 10.0,
+    ) -> dict[str, Any] | None:
+        """Wait until `condition(object)` holds for one object (None while it does not exist; the
+        default waits for it to exist) and return the object; TimeoutError after `max_wait`."""
+        rt = self.registry.types.get((group, resource))
+        if rt is None:
+            raise KeyError(f"unknown resource {resource!r} in group {group!r}")
+        changed = asyncio.Event()
+
+        def listener(event_rt: ResourceType, event: WatchEvent) -> None:
+            meta = event.obj["metadata"]
+            if (
+                event_rt.store_key == rt.store_key
+                and meta["name"] == name
+                and meta.get("namespace") == namespace
+            ):
+                changed.set()
+
+        self.registry.store.listeners.append(listener)
+        try:
+            async with asyncio.timeout(max_wait):
+                while True:
+                    obj = self.registry.find(rt, namespace, name)
+                    if condition(obj):
+                        return obj
+                    changed.clear()
+                    await changed.wait()
+        finally:
+            self.registry.store.listeners.remove(listener)
 
     def _workers(self, names: tuple[str, ...]) -> list[Worker[Any]]:
         known = {w.name for w in self.workers}
