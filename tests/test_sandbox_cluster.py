@@ -315,3 +315,13 @@ async def test_wait_for_an_object_state(sandbox: Sandbox, sandbox_api: ApiClient
     assert await sandbox.wait_for("pods", "awaited", "default", lambda p: p is None) is None
     with pytest.raises(TimeoutError):
         await sandbox.wait_for("pods", "never", "default", max_wait=0.1)
+
+
+async def test_pod_on_a_missing_node_is_deleted_by_the_pod_gc(
+    sandbox: Sandbox, sandbox_api: ApiClient
+) -> None:
+    await create_pods(sandbox_api, pod("lost", nodeName="no-such-node"))
+    await sandbox.settle()
+    assert get(sandbox, "lost")["status"]["phase"] == "Pending"
+    await CoreV1Api(sandbox_api).delete_namespaced_pod("lost", "default")
+    assert await sandbox.wait_for("pods", "lost", "default", lambda p: p is None) is None
