@@ -792,3 +792,9 @@ async def test_subresources_are_served_only_where_declared(client: Client) -> No
     assert err["reason"] == "NotFound"
     status, _ = await client.call("GET", f"{CMS}/plain/scale")
     assert status == 404
+
+
+async def test_system_namespaces_cannot_be_deleted(client: Client) -> None:
+    status, err = await client.call("DELETE", "/api/v1/namespaces/default")
+    assert status == 403
+    assert err["reason"] == "Forbidden"

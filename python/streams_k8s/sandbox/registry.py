@@ -44,6 +44,7 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 _LABEL_NAMES = {("", "namespaces"), ("", "services")}
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+_PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
 _ENVELOPE = ("apiVersion", "kind", "metadata")
 # Resources that are converted views of another's storage: (to storage, from storage).
@@ -628,6 +629,14 @@ class Registry:
         """Delete (or start deleting) an object. Returns the object and whether it is gone."""
         options = options or {}
         obj = self.get(rt, ns, name)
+        if rt.key == ("", "namespaces") and name in _PROTECTED_NAMESPACES:
+            raise ApiError(
+                403,
+                f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+                reason="Forbidden",
+                name=name,
+                kind="namespaces",
+            )
         meta = obj["metadata"]
         pre = options.get("preconditions") or {}
         if pre.get("uid") and pre["uid"] != meta["uid"]:
