@@ -89,9 +89,17 @@ async def test_drain_and_reset_are_answered(operator: FakeRegionOperator) -> Non
         path, body = await asyncio.wait_for(operator.answers.get(), 5)
         assert path == "/api/consistentregion/region/0/pe/2/reset"
         assert body == {"progress": {"seqId": "5", "resetAttempt": "1"}}
+        # Both in one poll, region 0 first: once region 1's drain is answered, the resume was seen.
         operator.notify("2", "0", "resumeSubmission", "seqId=5;retId=1;pendCkpt=0")
-        await asyncio.sleep(0.1)
-    assert [n.type for n in participant.seen] == ["triggerDrain", "triggerReset", "resumeSubmission"]
+        operator.notify("2", "1", "triggerDrain", "seqId=9")
+        path, _ = await asyncio.wait_for(operator.answers.get(), 5)
+        assert path == "/api/consistentregion/region/1/pe/2/checkpoint"
+    assert [n.type for n in participant.seen] == [
+        "triggerDrain",
+        "triggerReset",
+        "resumeSubmission",
+        "triggerDrain",
+    ]
     assert operator.answers.empty()
 
 

@@ -348,11 +348,13 @@ async def test_watch_resumes_from_a_resource_version(client: Client) -> None:
     assert rvs[0] > int(rv)
 
 
-async def test_watch_without_resource_version_sends_current_state_then_changes(client: Client) -> None:
+async def test_watch_without_resource_version_sends_current_state_then_changes(
+    client: Client, sandbox: Sandbox
+) -> None:
     await client.call("POST", CMS, cm("existing"))
 
     async def later() -> None:
-        await asyncio.sleep(0.1)
+        await sandbox.wait_for_watches(1, "configmaps")
         await client.call("POST", CMS, cm("new"))
 
     task = asyncio.create_task(later())

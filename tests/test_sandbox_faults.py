@@ -71,7 +71,7 @@ async def open_watch(
 async def test_dropped_watch_breaks_the_stream(sandbox: Sandbox) -> None:
     async with aiohttp.ClientSession() as session:
         response = await open_watch(session, sandbox, resourceVersion="1")
-        await asyncio.sleep(0.05)
+        await sandbox.wait_for_watches(1, "configmaps")
         assert sandbox.faults.drop_watches("configmaps") == 1
         with pytest.raises((aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError)):
             async for _ in response.content:
@@ -102,7 +102,7 @@ async def test_stalled_watch_is_silent_until_resumed(sandbox: Sandbox, sandbox_a
 async def test_expired_watch_gets_an_in_stream_410(sandbox: Sandbox) -> None:
     async with aiohttp.ClientSession() as session:
         response = await open_watch(session, sandbox, resourceVersion="1")
-        await asyncio.sleep(0.05)
+        await sandbox.wait_for_watches(1, "configmaps")
         sandbox.faults.expire_watches()
         events = [orjson.loads(line) async for line in response.content if line.strip()]
         assert events[-1]["type"] == "ERROR"

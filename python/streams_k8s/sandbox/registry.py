@@ -7,6 +7,7 @@ stores a new dict), so readers and watch events can share them without copying.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import ipaddress
 import random
@@ -76,6 +77,7 @@ class Registry:
         self.served: dict[tuple[str, str], dict[str, ResourceType]] = {}
         # The simulated kubelet turns this on: bound pods then terminate gracefully.
         self.graceful_pods = False
+        self.watch_opened = asyncio.Event()  # set whenever a watch opens
         self._service_ips = ipaddress.ip_network("10.96.0.0/12").hosts()
         next(self._service_ips)  # 10.96.0.1 is the kubernetes service
         for rt in builtin_types():
@@ -762,6 +764,7 @@ class Registry:
             for event in coll.events_since(rv):
                 watcher.offer(event)
         coll.watchers.add(watcher)
+        self.watch_opened.set()
         return watcher
 
     def unwatch(self, watcher: Watcher) -> None:

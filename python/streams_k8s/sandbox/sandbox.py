@@ -255,6 +255,25 @@ class Sandbox:
         finally:
             self.registry.store.listeners.remove(listener)
 
+    def open_watches(self, resource: str | None = None) -> int:
+        """How many watches are open (on one resource plural, or all)."""
+        return sum(
+            1
+            for coll in self.registry.store.collections.values()
+            for watcher in coll.watchers
+            if resource is None or watcher.rt.plural == resource
+        )
+
+    async def wait_for_watches(
+        self, count: int = 1, resource: str | None = None, max_wait: float = 10.0
+    ) -> None:
+        """Wait until at least `count` watches are open, e.g. until a controller's informers run."""
+        opened = self.registry.watch_opened
+        async with asyncio.timeout(max_wait):
+            while self.open_watches(resource) < count:
+                opened.clear()
+                await opened.wait()
+
     def _workers(self, names: tuple[str, ...]) -> list[Worker[Any]]:
         known = {w.name for w in self.workers}
         unknown = set(names) - known
