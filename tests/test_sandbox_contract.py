@@ -800,3 +800,17 @@ async def test_system_namespaces_cannot_be_deleted(client: Client) -> None:
     status, err = await client.call("DELETE", "/api/v1/namespaces/default")
     assert status == 403
     assert err["reason"] == "Forbidden"
+
+
+async def test_defaults_added_to_a_crd_show_on_stored_objects(widgets: Client) -> None:
+    _, before = await widgets.call("POST", WIDGETS, widget("old"))
+    assert "shape" not in before["spec"]
+    crd_path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{GROUP}"
+    _, crd = await widgets.call("GET", crd_path)
+    props = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    props["shape"] = {"type": "string", "default": "round"}
+    status, _ = await widgets.call("PUT", crd_path, crd)
+    assert status == 200
+    _, after = await widgets.call("GET", f"{WIDGETS}/old")
+    assert after["spec"]["shape"] == "round"
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]

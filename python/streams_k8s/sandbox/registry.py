@@ -95,7 +95,18 @@ class Registry:
         self.types[rt.key] = rt
         for version in rt.versions:
             self.served.setdefault((rt.group, version), {})[rt.plural] = rt
-        self.store.collection(rt)
+        coll = self.store.collection(rt)
+        if old is not None and old.schemas != rt.schemas and rt.storage_version in rt.schemas:
+            self._default_stored(coll.objects, rt.schemas[rt.storage_version])
+
+    @staticmethod
+    def _default_stored(objects: dict[ObjKey, dict[str, Any]], spec_schema: dict[str, Any]) -> None:
+        """A changed CRD schema's new defaults show on stored objects, as the API server defaults
+        what it reads from storage (no new resourceVersion, no watch event)."""
+        for key, obj in list(objects.items()):
+            defaulted = schema.apply_defaults(clone(obj), spec_schema)
+            if defaulted != obj:
+                objects[key] = defaulted
 
     def unregister(self, key: tuple[str, str]) -> None:
         rt = self.types.pop(key, None)
