@@ -112,3 +112,15 @@ async def test_skipped_drain_goes_unanswered_then_the_next_is_answered(operator:
         operator.notify("2", "0", "triggerDrain", "seqId=8")
         _, body = await asyncio.wait_for(operator.answers.get(), 5)
         assert body == 8
+
+
+async def test_region_operator_address_given_later(operator: FakeRegionOperator) -> None:
+    async with Sandbox() as sb, ApiClient(await sb.client_configuration()) as api:
+        await CoreV1Api(api).create_namespaced_pod("default", cr_pod("j", "3"))
+        await sb.settle()
+        assert sb.consistent_regions is not None
+        sb.consistent_regions.poll_interval = 0.02
+        sb.consistent_regions.connect(operator.url)
+        operator.notify("3", "0", "triggerDrain", "seqId=1")
+        path, body = await asyncio.wait_for(operator.answers.get(), 5)
+    assert (path, body) == ("/api/consistentregion/region/0/pe/3/checkpoint", 1)

@@ -100,6 +100,9 @@ class Sandbox:
         self.workers: list[Worker[Any]] = list(self.gc.workers)
         self.cluster: SimulatedCluster | None = None
         self.pe_runtime: SimulatedPeRuntime | None = None
+        # Answers consistent-region notifications (unless pe_hooks replaces it); connect() it to the
+        # CR operator's API when its address is known.
+        self.consistent_regions: ConsistentRegionParticipant | None = None
         if simulate:
             self.cluster = SimulatedCluster(
                 self.registry,
@@ -112,8 +115,9 @@ class Sandbox:
                 reporter = pe_reporter or (
                     HttpConnectivityReporter(controller_url) if controller_url else None
                 )
-                if pe_hooks is None and consistent_region_url:
-                    pe_hooks = ConsistentRegionParticipant(consistent_region_url)
+                if pe_hooks is None:
+                    self.consistent_regions = ConsistentRegionParticipant(consistent_region_url)
+                    pe_hooks = self.consistent_regions
                 self.pe_runtime = SimulatedPeRuntime(self.registry, reporter, hooks=pe_hooks)
                 self.workers.append(self.pe_runtime.worker)
 
