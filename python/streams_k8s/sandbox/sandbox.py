@@ -47,11 +47,11 @@ def default_crd_dir() -> Path:
 class Sandbox:
     """An embedded Kubernetes API on 127.0.0.1 with a simulated cluster (see README.md here):
 
-        async with Sandbox(nodes=3) as sb:
-            configuration = await sb.client_configuration()  # kubernetes_asyncio Configuration
-            sb.kubeconfig_path, sb.url  # for kubectl and other clients
-            sb.faults.fail(429, count=2, verb="update")  # fault injection
-            await sb.settle()  # the simulated controllers have caught up
+    async with Sandbox(nodes=3) as sb:
+        configuration = await sb.client_configuration()  # kubernetes_asyncio Configuration
+        sb.kubeconfig_path, sb.url  # for kubectl and other clients
+        sb.faults.fail(429, count=2, verb="update")  # fault injection
+        await sb.settle()  # the simulated controllers have caught up
     """
 
     def __init__(
