@@ -279,6 +279,8 @@ class Registry:
     def _check_body(self, rt: ResourceType, version: str, ns: str | None, body: Any) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise bad_request(f"the body of a {rt.kind} must be a JSON object")
+        if rt.builtin:
+            body = _without_nulls(body)  # Go decodes null into an unset field
         api_version = body.get("apiVersion")
         if api_version not in (None, rt.api_version(version)):
             raise bad_request(
@@ -898,3 +900,11 @@ def _decode_continue(token: str) -> tuple[int, ObjKey]:
         return int(data["rv"]), (str(data["ns"]), str(data["name"]))
     except (ValueError, KeyError, TypeError):
         raise bad_request(f"invalid continue token {token!r}") from None
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_without_nulls(item) for item in value]
+    return value
