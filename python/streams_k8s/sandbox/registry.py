@@ -279,8 +279,8 @@ class Registry:
     def _check_body(self, rt: ResourceType, version: str, ns: str | None, body: Any) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise bad_request(f"the body of a {rt.kind} must be a JSON object")
-        if rt.builtin:
-            body = _without_nulls(body)  # Go decodes null into an unset field
+        if rt.builtin:  # Go decodes null into an unset field
+            body = {key: _without_nulls(item) for key, item in body.items() if item is not None}
         api_version = body.get("apiVersion")
         if api_version not in (None, rt.api_version(version)):
             raise bad_request(
