@@ -279,30 +279,31 @@ class Registry:
     def _check_body(self, rt: ResourceType, version: str, ns: str | None, body: Any) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise bad_request(f"the body of a {rt.kind} must be a JSON object")
+        obj: dict[str, Any] = body
         if rt.builtin:  # Go decodes null into an unset field
-            body = {key: _without_nulls(item) for key, item in body.items() if item is not None}
-        api_version = body.get("apiVersion")
+            obj = {key: _without_nulls(item) for key, item in obj.items() if item is not None}
+        api_version = obj.get("apiVersion")
         if api_version not in (None, rt.api_version(version)):
             raise bad_request(
                 f"the API version in the data ({api_version}) does not match the expected "
                 f"API version ({rt.api_version(version)})"
             )
-        if body.get("kind") not in (None, rt.kind):
+        if obj.get("kind") not in (None, rt.kind):
             raise bad_request(
-                f"the kind in the data ({body.get('kind')}) does not match the expected kind ({rt.kind})"
+                f"the kind in the data ({obj.get('kind')}) does not match the expected kind ({rt.kind})"
             )
-        meta = body.get("metadata")
+        meta = obj.get("metadata")
         if meta is None:
-            meta = body["metadata"] = {}
+            meta = obj["metadata"] = {}
         if not isinstance(meta, dict):
             raise bad_request("metadata must be an object")
         if rt.namespaced and meta.get("namespace") not in (None, "", ns):
             raise bad_request(
                 "the namespace of the provided object does not match the namespace sent on the request"
             )
-        body["apiVersion"] = rt.api_version(rt.storage_version)
-        body["kind"] = rt.kind
-        return body
+        obj["apiVersion"] = rt.api_version(rt.storage_version)
+        obj["kind"] = rt.kind
+        return obj
 
     def _check_shape(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         """422 for malformed metadata, and for built-in kinds whose fields have the wrong shape."""
