@@ -16,6 +16,8 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from streams_k8s.api import KINDS
+from streams_k8s.api.crd import crd_manifest
 from streams_k8s.sandbox.cluster import SimulatedCluster
 from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
 from streams_k8s.sandbox.errors import ApiError
@@ -37,11 +39,6 @@ from streams_k8s.sandbox.tls import TlsFiles, self_signed
 from streams_k8s.sandbox.worker import Worker
 
 log = logging.getLogger(__name__)
-
-
-def default_crd_dir() -> Path:
-    """The repository's generated `crds/` directory (python/streams_k8s/sandbox/ -> repo root)."""
-    return Path(__file__).resolve().parents[3] / "crds"
 
 
 class Sandbox:
@@ -83,7 +80,10 @@ class Sandbox:
         self.host = host
         self.port = port
         self.token = token
-        self.crd_dirs = [default_crd_dir()] if crd_dirs is None else list(crd_dirs)
+        # Without directories the project's own CRDs are installed, generated from the API models
+        # (the same text as `crds/`, and available from a wheel too).
+        self.crd_dirs = list(crd_dirs or ())
+        self._project_crds = crd_dirs is None
         self.registry = Registry(history_size, object_history)
         for group_version in disabled_apis:  # e.g. "events.k8s.io/v1", to emulate an older cluster
             group, _, version = group_version.rpartition("/")
@@ -126,6 +126,9 @@ class Sandbox:
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def start(self) -> Sandbox:
+        if self._project_crds:
+            for kind in KINDS:
+                self.install_crd(crd_manifest(kind))
         for directory in self.crd_dirs:
             self.install_crds(directory)
         for worker in self.workers:
