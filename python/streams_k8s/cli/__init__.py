@@ -9,6 +9,8 @@ from streams_k8s._native import __version__ as native_version
 from streams_k8s.cli.cr_replay import cr_replay
 from streams_k8s.cli.crds import crds
 from streams_k8s.cli.resolve import resolve
+from streams_k8s.cli.run import run
+from streams_k8s.cli.sandbox import sandbox as sandbox_command
 from streams_k8s.cli.schedule import schedule
 
 
@@ -21,7 +23,8 @@ def main() -> None:
 main.add_command(crds)
 main.add_command(resolve)
 main.add_command(schedule)
-
 main.add_command(cr_replay)
+main.add_command(run)
+main.add_command(sandbox_command)
 
 __all__ = ["main"]
