@@ -27,7 +27,7 @@ from streams_k8s.consistent.fsm import (
     Restarted,
     TimerFired,
 )
-from streams_k8s.consistent.metrics import RegionGauges
+from streams_k8s.consistent.metrics import GaugeSink
 from streams_k8s.consistent.notifications import NotificationBoard
 
 log = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ class LocalCoordinator:
         *,
         persist: Persist = _keep_in_memory,
         push: Push = _no_push,
-        gauges: RegionGauges | None = None,
+        gauges: GaugeSink | None = None,
         clock: Callable[[], int] = epoch_ms,
         restarted: bool = False,
     ) -> None:
@@ -84,6 +84,29 @@ class LocalCoordinator:
     @property
     def regions(self) -> Mapping[int, RegionMachine]:
         return self._regions
+
+    @property
+    def backlog(self) -> int:
+        """Events queued and not yet processed."""
+        return self._queue.qsize()
+
+    def add_region(self, machine: RegionMachine, *, restarted: bool = False) -> None:
+        """Start running a region (its ConsistentRegion appeared or was assigned here)."""
+        self._regions[machine.region_index] = machine
+        if restarted:
+            self.submit(machine.region_index, Restarted())
+
+    def remove_region(self, region_index: int) -> None:
+        """Stop running a region: its timers, board entries and gauges go; queued events for it
+        are dropped when they come up."""
+        machine = self._regions.pop(region_index, None)
+        if machine is None:
+            return
+        for handle in self._timers.pop(region_index, []):
+            handle.cancel()
+        self.board.clear(region_index, machine.pes)
+        if self._gauges is not None:
+            self._gauges.remove(region_index)
 
     def submit(self, region_index: int, event: Event) -> None:
         """Queue an event; it is processed in order by `run`."""
@@ -110,7 +133,9 @@ class LocalCoordinator:
                     handle.cancel()
 
     async def _process(self, region_index: int, event: Event) -> None:
-        machine = self._regions[region_index]
+        machine = self._regions.get(region_index)
+        if machine is None:  # removed while the event waited
+            return
         try:
             result = machine.step(event, self._clock())
         except EventRejected as err:
