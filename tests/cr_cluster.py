@@ -13,6 +13,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from streams_k8s.consistent.assignment import Assignment
 from streams_k8s.consistent.coordinator import (
     CONSISTENT_REGIONS,
     PROCESSING_ELEMENTS,
@@ -21,7 +22,6 @@ from streams_k8s.consistent.coordinator import (
     CoordinatorSettings,
     setup,
 )
-from streams_k8s.consistent.assignment import Assignment
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.settings import RuntimeSettings
@@ -215,12 +215,15 @@ class CoordinatorPod:
 
     @property
     def metrics_url(self) -> str:
-        assert self.manager is not None and self.manager.health is not None
+        assert self.manager is not None
+        assert self.manager.health is not None
         return f"http://127.0.0.1:{self.manager.health.metrics_port}/metrics"
 
     async def stop(self) -> None:
         """Stop the process (as a deleted pod would be)."""
-        assert self.manager is not None and self.coordinator is not None and self.task is not None
+        assert self.manager is not None
+        assert self.coordinator is not None
+        assert self.task is not None
         self.manager.stop()
         await self.task
         await self.coordinator.close()

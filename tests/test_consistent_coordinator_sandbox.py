@@ -45,27 +45,29 @@ class Scene:
         self.participant.base_url = self.pod.url
 
     async def put(self, path: str, body: Any) -> int:
-        async with aiohttp.ClientSession() as http:
-            async with http.put(f"{self.pod.url}/api/consistentregion{path}", json=body) as answer:
-                return answer.status
+        url = f"{self.pod.url}/api/consistentregion{path}"
+        async with aiohttp.ClientSession() as http, http.put(url, json=body) as answer:
+            return answer.status
 
 
 async def scene(
     regions: dict[int, dict[str, Any]], participant: ConsistentRegionParticipant
 ) -> AsyncIterator[Scene]:
     operator = ConnectivityToPeStatus()
-    async with Sandbox(pe_reporter=operator, pe_hooks=participant) as sb:
-        async with await KubeClient.connect(str(sb.kubeconfig_path)) as client:
-            operator.client = client
-            pod = await CoordinatorPod(sb, dedicated("j")).start()
-            participant.base_url = pod.url
-            world = JobWorld(client, "j", regions)
-            await world.create()
-            s = Scene(sb, client, participant, world, pod)
-            try:
-                yield s
-            finally:
-                await s.pod.stop()
+    async with (
+        Sandbox(pe_reporter=operator, pe_hooks=participant) as sb,
+        await KubeClient.connect(str(sb.kubeconfig_path)) as client,
+    ):
+        operator.client = client
+        pod = await CoordinatorPod(sb, dedicated("j")).start()
+        participant.base_url = pod.url
+        world = JobWorld(client, "j", regions)
+        await world.create()
+        s = Scene(sb, client, participant, world, pod)
+        try:
+            yield s
+        finally:
+            await s.pod.stop()
 
 
 @pytest.fixture
@@ -87,9 +89,8 @@ async def test_periodic_checkpoints_advance_and_are_persisted(periodic: Scene) -
     assert later["currentSeqID"] > first
     kinds = {n.type for n in periodic.participant.seen}
     assert {"triggerDrain", "resumeSubmission"} <= kinds
-    async with aiohttp.ClientSession() as http:
-        async with http.get(periodic.pod.metrics_url) as answer:
-            text = await answer.text()
+    async with aiohttp.ClientSession() as http, http.get(periodic.pod.metrics_url) as answer:
+        text = await answer.text()
     assert 'last_completed_drain_seq_id{ConsistentRegion="ConsistentRegion_0"}' in text
     assert "streams_cr_coordinator_status_writes_total" in text
     assert "streams_k8s_watch_events_total" in text  # the runtime's own health metrics
@@ -110,7 +111,8 @@ async def test_a_pe_pod_killed_mid_drain_makes_the_region_unhealthy_then_reset_t
         await s.world.launch(2)  # the instance operator's relaunch, at launch count 2
         await s.until(0, processing)
         resets = [n for n in participant.seen if n.type == "triggerReset"]
-        assert resets and resets[0].message.startswith(f"seqId={checkpoint};")
+        assert resets
+        assert resets[0].message.startswith(f"seqId={checkpoint};")
         status = await s.status()
         assert status["lastCompletedSeqID"] == checkpoint or status["lastCompletedSeqID"] > checkpoint
         assert status["lastCompletedReset"] == checkpoint
