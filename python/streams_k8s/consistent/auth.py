@@ -21,6 +21,8 @@ from aiohttp.typedefs import Handler, Middleware
 from streams_k8s.k8s.client import KubeClient, Resource
 
 TOKEN_REVIEWS = Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", namespaced=False)
+# The reviewed user of a request that presented a token.
+USER = web.RequestKey("user", str)
 CACHE_SECONDS = 30.0
 _MAX_CACHED = 1024
 
@@ -96,7 +98,7 @@ def bearer_auth(review: Reviewer, *, cache_seconds: float = CACHE_SECONDS) -> Mi
             return _unauthorized(f"the token could not be reviewed: {err}")
         if not verdict.authenticated:
             return _unauthorized(f"the token was refused{': ' + verdict.error if verdict.error else ''}")
-        request["user"] = verdict.user
+        request[USER] = verdict.user
         return await handler(request)
 
     return authenticate
