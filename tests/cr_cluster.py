@@ -13,6 +13,9 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
+from aiohttp import web
+
 from streams_k8s.consistent.assignment import Assignment
 from streams_k8s.consistent.coordinator import (
     CONSISTENT_REGIONS,
@@ -224,21 +227,85 @@ class CoordinatorPod:
         assert self.manager is not None
         assert self.coordinator is not None
         assert self.task is not None
+        await self.coordinator.close()
         self.manager.stop()
         await self.task
-        await self.coordinator.close()
 
 
 def dedicated(job: str, **overrides: Any) -> CoordinatorSettings:
+    return loopback_settings(mode="dedicated", job=job, pod_name=f"streams-{job}-coordinator", **overrides)
+
+
+def loopback_settings(**overrides: Any) -> CoordinatorSettings:
+    """Coordinator settings for a test: loopback, any free port, no UDP, no TokenReview."""
     values: dict[str, Any] = {
-        "mode": "dedicated",
-        "job": job,
         "namespace": NAMESPACE,
         "bind_address": "127.0.0.1",
         "api_port": 0,
         "udp_hints": False,
         "token_review": False,
-        "pod_name": f"streams-{job}-coordinator",
     }
     values.update(overrides)
     return CoordinatorSettings(**values)
+
+
+POOL_LABELS = {"app": "streams", "svc": "consistent-region-coordinator"}
+
+
+def shared(pod_name: str, **overrides: Any) -> CoordinatorSettings:
+    return loopback_settings(mode="shared", pod_name=pod_name, **overrides)
+
+
+def pool_pod(name: str) -> dict[str, Any]:
+    """The pod the coordinator StatefulSet would run (its process is a ``CoordinatorPod``)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": dict(POOL_LABELS)},
+        "spec": {"containers": [{"name": "coordinator", "image": "streams-k8s:test"}]},
+    }
+
+
+class JobServiceRouter:
+    """Stands in for each job's ``streams-<job>-consistentregion-api`` Service: forwards
+    ``/jobs/{namespace}/{job}/...`` to the pool pod that runs the job (the ConsistentRegionOperator
+    status names it), at that pod's loopback port."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self.client = client
+        self.ports: dict[str, int] = {}  # pool pod name -> its API port
+        self._runner: web.AppRunner | None = None
+        self._http: aiohttp.ClientSession | None = None
+        self.url = ""
+
+    async def start(self) -> JobServiceRouter:
+        app = web.Application()
+        app.router.add_route("*", "/jobs/{namespace}/{job}/{tail:.*}", self._forward)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
+        self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
+        self._http = aiohttp.ClientSession()
+        return self
+
+    async def _forward(self, request: web.Request) -> web.Response:
+        assert self._http is not None
+        namespace, job = request.match_info["namespace"], request.match_info["job"]
+        operator = await self.client.get(REGION_OPERATORS, job, namespace)
+        port = self.ports.get((operator.get("status") or {}).get("coordinator") or "")
+        if port is None:
+            return web.Response(status=503, text="no coordinator runs this job")
+        url = f"http://127.0.0.1:{port}{request.rel_url}"
+        try:
+            async with self._http.request(request.method, url, data=await request.read()) as answer:
+                return web.Response(
+                    status=answer.status, body=await answer.read(), content_type=answer.content_type
+                )
+        except (aiohttp.ClientError, RuntimeError) as err:  # RuntimeError: the router is closing
+            return web.Response(status=503, text=str(err))
+
+    async def close(self) -> None:
+        if self._http is not None:
+            await self._http.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
