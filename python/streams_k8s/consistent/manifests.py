@@ -1,0 +1,261 @@
+"""The objects the instance operator renders for a job with consistent regions (dedicated mode).
+
+Pure functions of the job's ConsistentRegionOperator: the coordinator Deployment, its API
+Service ``streams-<job>-consistentregion-api`` (what the PE runtime calls, ports ``sys-api``
+10000/TCP and ``sys-metrics`` 9696/TCP) and a NetworkPolicy that admits only the job's own PE
+pods and the instance operator; plus the namespace's RBAC for coordinators. Every per-job object
+is owned by the ConsistentRegionOperator, so deleting the job deletes them.
+
+Trust model (see the README): the runtime sends no credentials, so the NetworkPolicy is what
+keeps other pods from driving a job's regions; a client outside that policy's reach (the CLI
+through a port-forward) presents a bearer token, checked with TokenReview.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from streams_k8s.api.consistent_region import ConsistentRegionOperator
+from streams_k8s.api.processing_element import TraceLevel
+from streams_k8s.consistent.coordinator import API_SERVICE_PREFIX, API_SERVICE_SUFFIX, JOB_LABEL
+from streams_k8s.consistent.metrics import METRICS_PORT
+from streams_k8s.consistent.rest import API_PORT
+
+GENERATION_LABEL = "streams.ibm.com/generation"
+COORDINATOR_SVC = "consistent-region-operator"
+SERVICE_ACCOUNT = "streams-consistent-region"
+HEALTH_PORT = 8081
+# The instance operator's pods (spec: Deployment streams-instance-operator).
+INSTANCE_OPERATOR_LABELS: Mapping[str, str] = {"app": "streams", "svc": "instance-operator"}
+
+_LOG_LEVELS = {
+    TraceLevel.OFF: "ERROR",
+    TraceLevel.ERROR: "ERROR",
+    TraceLevel.WARN: "WARNING",
+    TraceLevel.INFO: "INFO",
+    TraceLevel.DEBUG: "DEBUG",
+    TraceLevel.TRACE: "DEBUG",
+}
+
+
+def api_service_name(job: str) -> str:
+    return f"{API_SERVICE_PREFIX}{job}{API_SERVICE_SUFFIX}"
+
+
+def deployment_name(job: str) -> str:
+    return f"{job}-consistent-region-operator"
+
+
+def network_policy_name(job: str) -> str:
+    return f"{job}-consistent-region-operator"
+
+
+def coordinator_labels(job: str, generation: int) -> dict[str, str]:
+    """Labels and selector of a job's coordinator pod, Deployment and Service."""
+    return {"app": "streams", JOB_LABEL: job, GENERATION_LABEL: str(generation), "svc": COORDINATOR_SVC}
+
+
+def _owner(operator: ConsistentRegionOperator) -> dict[str, Any]:
+    if not operator.metadata.name or not operator.metadata.uid:
+        raise ValueError("the ConsistentRegionOperator must be read from the API server (name and uid)")
+    return {
+        "apiVersion": operator.api_version,
+        "kind": operator.kind,
+        "name": operator.metadata.name,
+        "uid": operator.metadata.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def _metadata(
+    operator: ConsistentRegionOperator, name: str, namespace: str, generation: int
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": namespace,
+        "labels": coordinator_labels(operator.spec.job_name, generation),
+        "ownerReferences": [_owner(operator)],
+    }
+
+
+def coordinator_deployment(
+    operator: ConsistentRegionOperator,
+    *,
+    namespace: str,
+    generation: int,
+    image: str,
+    service_account: str = SERVICE_ACCOUNT,
+) -> dict[str, Any]:
+    """The job's coordinator: one replica, replaced with ``Recreate`` so two coordinators never
+    write the same regions' status at once."""
+    spec = operator.spec
+    labels = coordinator_labels(spec.job_name, generation)
+    field_env = [
+        {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
+        for name, path in (("POD_NAME", "metadata.name"), ("POD_NAMESPACE", "metadata.namespace"))
+    ]
+    env = [
+        *field_env,
+        {"name": "STREAMS_K8S_LOG_LEVEL", "value": _LOG_LEVELS[spec.log_level]},
+        # The original's variables, for tools that read them.
+        {"name": "STREAMS_JOB_NAME", "value": spec.job_name},
+        {"name": "STREAMS_JOB_ID", "value": spec.job_uid},
+        {"name": "STREAMS_GENERATION_ID", "value": str(generation)},
+        {"name": "NUM_CONSISTENT_REGIONS", "value": str(spec.num_regions)},
+    ]
+    probe = {"periodSeconds": 10, "failureThreshold": 3}
+    container = {
+        "name": "consistent-region-operator",
+        "image": image,
+        "imagePullPolicy": spec.image_pull_policy.value,
+        "args": ["streams-k8s", "coordinator", "--mode", "dedicated", "--job", spec.job_name],
+        "env": env,
+        "ports": [
+            {"name": "sys-api", "containerPort": API_PORT, "protocol": "TCP"},
+            {"name": "sys-metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},
+            {"name": "health", "containerPort": HEALTH_PORT, "protocol": "TCP"},
+        ],
+        "livenessProbe": {"httpGet": {"path": "/healthz", "port": "health"}, **probe},
+        "readinessProbe": {"httpGet": {"path": "/readyz", "port": "health"}, **probe},
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+    }
+    pod_spec: dict[str, Any] = {
+        "serviceAccountName": service_account,
+        "securityContext": {"runAsNonRoot": True},
+        "containers": [container],
+    }
+    if spec.image_pull_secret:
+        pod_spec["imagePullSecrets"] = [{"name": spec.image_pull_secret}]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _metadata(operator, deployment_name(spec.job_name), namespace, generation),
+        "spec": {
+            "replicas": 1,
+            "strategy": {"type": "Recreate"},
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": pod_spec},
+        },
+    }
+
+
+def coordinator_service(
+    operator: ConsistentRegionOperator, *, namespace: str, generation: int
+) -> dict[str, Any]:
+    """``streams-<job>-consistentregion-api``: headless, where the job's PEs reach the coordinator."""
+    job = operator.spec.job_name
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _metadata(operator, api_service_name(job), namespace, generation),
+        "spec": {
+            "clusterIP": "None",
+            "selector": coordinator_labels(job, generation),
+            "ports": [
+                {"name": "sys-api", "port": API_PORT, "targetPort": API_PORT, "protocol": "TCP"},
+                {"name": "sys-metrics", "port": METRICS_PORT, "targetPort": METRICS_PORT, "protocol": "TCP"},
+            ],
+        },
+    }
+
+
+def coordinator_network_policy(
+    operator: ConsistentRegionOperator,
+    *,
+    namespace: str,
+    generation: int,
+    instance_operator: Mapping[str, str] = INSTANCE_OPERATOR_LABELS,
+    instance_operator_namespace: str | None = None,
+    metrics_scrapers: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """Ingress to the coordinator: the REST API only from the job's own PE pods and the
+    instance operator; the metrics port from the instance operator and ``metrics_scrapers``
+    (NetworkPolicy peers, e.g. the monitoring namespace). Anything else is dropped.
+
+    ``instance_operator_namespace``: where the instance operator runs, when not in the job's
+    namespace (matched by the ``kubernetes.io/metadata.name`` namespace label)."""
+    job = operator.spec.job_name
+    job_pes = {"podSelector": {"matchLabels": {"app": "streams", "svc": "pe", JOB_LABEL: job}}}
+    operator_peer: dict[str, Any] = {"podSelector": {"matchLabels": dict(instance_operator)}}
+    if instance_operator_namespace is not None:
+        operator_peer["namespaceSelector"] = {
+            "matchLabels": {"kubernetes.io/metadata.name": instance_operator_namespace}
+        }
+    api = [{"port": API_PORT, "protocol": "TCP"}]
+    metrics = [{"port": METRICS_PORT, "protocol": "TCP"}]
+    ingress: list[dict[str, Any]] = [
+        {"from": [job_pes, operator_peer], "ports": api},
+        {"from": [operator_peer, *(dict(peer) for peer in metrics_scrapers)], "ports": metrics},
+    ]
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _metadata(operator, network_policy_name(job), namespace, generation),
+        "spec": {
+            "podSelector": {"matchLabels": {"app": "streams", JOB_LABEL: job, "svc": COORDINATOR_SVC}},
+            "policyTypes": ["Ingress"],
+            "ingress": ingress,
+        },
+    }
+
+
+def coordinator_rbac(namespace: str, service_account: str = SERVICE_ACCOUNT) -> list[dict[str, Any]]:
+    """What every coordinator of a namespace may do: read its job's objects, write region and
+    operator status, record Events. Reviewing tokens is cluster-scoped: bind the service account
+    to the built-in ClusterRole ``system:auth-delegator`` too (``coordinator_auth_delegation``)."""
+    rules = [
+        {
+            "apiGroups": ["streams.ibm.com"],
+            "resources": ["streamscrs", "streamscros", "streamspes"],
+            "verbs": ["get", "list", "watch"],
+        },
+        {
+            "apiGroups": ["streams.ibm.com"],
+            "resources": ["streamscrs/status", "streamscros/status"],
+            "verbs": ["patch", "update"],
+        },
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
+    ]
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": service_account, "namespace": namespace},
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": service_account, "namespace": namespace},
+            "rules": rules,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": service_account, "namespace": namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": service_account},
+            "subjects": [{"kind": "ServiceAccount", "name": service_account, "namespace": namespace}],
+        },
+    ]
+
+
+def coordinator_auth_delegation(namespace: str, service_account: str = SERVICE_ACCOUNT) -> dict[str, Any]:
+    """The ClusterRoleBinding that lets the namespace's coordinators create TokenReviews."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": f"{service_account}-{namespace}-auth-delegator"},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "system:auth-delegator",
+        },
+        "subjects": [{"kind": "ServiceAccount", "name": service_account, "namespace": namespace}],
+    }
