@@ -10,7 +10,7 @@ import click
 from pydantic import ValidationError
 
 from streams_k8s.cli.run import BadUsage
-from streams_k8s.consistent.coordinator import CoordinatorSettings, setup
+from streams_k8s.consistent.coordinator import CLIENT_BURST, CLIENT_QPS, CoordinatorSettings, setup
 from streams_k8s.consistent.metrics import METRICS_PORT
 from streams_k8s.k8s.logs import configure_logging
 from streams_k8s.k8s.manager import Manager
@@ -50,6 +50,8 @@ async def _serve(runtime: RuntimeSettings, settings: CoordinatorSettings) -> int
 @click.option("--health-port", type=click.IntRange(0, 65535), default=8081, show_default=True)
 @click.option("--bind-address", help="address the servers listen on [0.0.0.0]")
 @click.option("--udp-hints/--no-udp-hints", default=None, help="UDP hints to PEs on port 10001 [on]")
+@click.option("--qps", type=click.FloatRange(min=0, min_open=True), default=CLIENT_QPS, show_default=True)
+@click.option("--burst", type=click.IntRange(min=1), default=CLIENT_BURST, show_default=True)
 @click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help="kubeconfig [in-cluster]")
 @click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]))
 @click.option("--log-format", type=click.Choice(["json", "text"]))
@@ -71,6 +73,8 @@ def coordinator(**flags: Any) -> None:
             "namespace": cr.effective_namespace() if cr.mode == "dedicated" else cr.namespace,
             "metrics_port": flags["metrics_port"],
             "health_port": flags["health_port"],
+            "qps": flags["qps"],
+            "burst": flags["burst"],
             "bind_address": flags["bind_address"],
             # One coordinator per job (dedicated) or per pool pod (shared): nothing to elect.
             "leader_election": False,

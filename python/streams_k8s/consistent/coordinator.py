@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 from aiohttp import web
 from prometheus_client import Counter, Gauge, Histogram
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from streams_k8s._native import CrInvalidRegion
@@ -68,6 +68,9 @@ JOB_LABEL = "streams.ibm.com/job"
 PE_LABEL = "streams.ibm.com/pe"
 LAUNCH_COUNT_LABEL = "streams.ibm.com/launch-count"
 PE_PODS = "app=streams,svc=pe"
+# Client-side rate limit of the coordinator's API calls: its status writes are on the path from
+# a PE's report to the next notification, so it gets more room than a controller's default.
+CLIENT_QPS, CLIENT_BURST = 100.0, 200
 # The Service a job's PEs reach their coordinator through: streams-<job>-consistentregion-api.
 API_SERVICE_PREFIX, API_SERVICE_SUFFIX = "streams-", "-consistentregion-api"
 
@@ -89,7 +92,19 @@ class CoordinatorSettings(BaseSettings):
     api_port: int = Field(API_PORT, ge=0, le=65535)
     udp_hints: bool = True
     udp_port: int = Field(UDP_PORT, ge=1, le=65535)
+    udp_host: str = Field(
+        "{job}-{pe}.{namespace}", description="where a PE gets its hints (its headless Service)"
+    )
     token_review: bool = Field(True, description="check bearer tokens that clients present")
+
+    @field_validator("udp_host")
+    @classmethod
+    def _known_placeholders(cls, template: str) -> str:
+        try:
+            template.format(job="j", pe=0, namespace="ns")
+        except (KeyError, IndexError, ValueError) as err:
+            raise ValueError(f"udp_host may use {{job}}, {{pe}} and {{namespace}} only ({err!r})") from None
+        return template
 
     def effective_namespace(self) -> str | None:
         return self.namespace or os.environ.get("POD_NAMESPACE") or os.environ.get("MY_POD_NAMESPACE")
@@ -314,7 +329,12 @@ class Coordinator:
             )
         push: UdpPush | None = None
         if self.settings.udp_hints:
-            push = UdpPush(key.name, key.namespace, port=self.settings.udp_port)
+            template = self.settings.udp_host
+
+            def host_of(pe: int) -> str:
+                return template.format(job=key.name, pe=pe, namespace=key.namespace)
+
+            push = UdpPush(key.name, key.namespace, port=self.settings.udp_port, host_of=host_of)
         loop = LocalCoordinator(
             (),
             persist=self._persister(key),
