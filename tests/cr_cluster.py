@@ -69,6 +69,10 @@ class JobWorld:
     def region_name(self, index: int) -> str:
         return f"{self.job}-cr{index}"
 
+    @property
+    def operator_name(self) -> str:
+        return f"{self.job}-consistent-region-operator"
+
     async def create(self) -> None:
         labels = {"streams.ibm.com/job": self.job}
         await self.client.create(
@@ -76,7 +80,7 @@ class JobWorld:
             {
                 "apiVersion": "streams.ibm.com/v1",
                 "kind": "ConsistentRegionOperator",
-                "metadata": {"name": self.job, "namespace": self.namespace, "labels": labels},
+                "metadata": {"name": self.operator_name, "namespace": self.namespace, "labels": labels},
                 "spec": {"jobName": self.job, "jobUid": f"uid-{self.job}", "numRegions": len(self.regions)},
             },
         )
@@ -291,7 +295,7 @@ class JobServiceRouter:
     async def _forward(self, request: web.Request) -> web.Response:
         assert self._http is not None
         namespace, job = request.match_info["namespace"], request.match_info["job"]
-        operator = await self.client.get(REGION_OPERATORS, job, namespace)
+        operator = await self.client.get(REGION_OPERATORS, f"{job}-consistent-region-operator", namespace)
         port = self.ports.get((operator.get("status") or {}).get("coordinator") or "")
         if port is None:
             return web.Response(status=503, text="no coordinator runs this job")

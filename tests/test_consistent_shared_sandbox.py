@@ -86,5 +86,5 @@ async def test_jobs_spread_over_the_pool_and_survive_losing_a_pod() -> None:
 
 
 async def owner(client: KubeClient, job: str) -> str:
-    operator = await client.get(REGION_OPERATORS, job, "default")
+    operator = await client.get(REGION_OPERATORS, f"{job}-consistent-region-operator", "default")
     return str((operator.get("status") or {}).get("coordinator"))
