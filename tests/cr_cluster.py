@@ -19,13 +19,16 @@ from aiohttp import web
 from streams_k8s.consistent.assignment import Assignment
 from streams_k8s.consistent.coordinator import (
     CONSISTENT_REGIONS,
+    ENDPOINTS,
     PROCESSING_ELEMENTS,
     REGION_OPERATORS,
     Coordinator,
     CoordinatorSettings,
+    api_service_name,
     setup,
 )
 from streams_k8s.k8s.client import KubeClient, Resource
+from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.settings import RuntimeSettings
 from streams_k8s.sandbox import Sandbox
@@ -59,6 +62,8 @@ class JobWorld:
     job: str
     regions: dict[int, dict[str, Any]]  # region index -> ConsistentRegion spec
     namespace: str = NAMESPACE
+    mode: str = "dedicated"
+    operator: dict[str, Any] = field(default_factory=dict)  # the ConsistentRegionOperator, as created
     pe_uids: dict[int, str] = field(default_factory=dict)
     launches: dict[int, int] = field(default_factory=dict)
 
@@ -75,13 +80,18 @@ class JobWorld:
 
     async def create(self) -> None:
         labels = {"streams.ibm.com/job": self.job}
-        await self.client.create(
+        self.operator = await self.client.create(
             REGION_OPERATORS,
             {
                 "apiVersion": "streams.ibm.com/v1",
                 "kind": "ConsistentRegionOperator",
                 "metadata": {"name": self.operator_name, "namespace": self.namespace, "labels": labels},
-                "spec": {"jobName": self.job, "jobUid": f"uid-{self.job}", "numRegions": len(self.regions)},
+                "spec": {
+                    "jobName": self.job,
+                    "jobUid": f"uid-{self.job}",
+                    "numRegions": len(self.regions),
+                    "mode": self.mode,
+                },
             },
         )
         for index, spec in self.regions.items():
@@ -271,13 +281,12 @@ def pool_pod(name: str) -> dict[str, Any]:
 
 
 class JobServiceRouter:
-    """Stands in for each job's ``streams-<job>-consistentregion-api`` Service: forwards
-    ``/jobs/{namespace}/{job}/...`` to the pool pod that runs the job (the ConsistentRegionOperator
-    status names it), at that pod's loopback port."""
+    """Stands in for the cluster network in front of each job's selector-less
+    ``streams-<job>-consistentregion-api`` Service: forwards ``/jobs/{namespace}/{job}/...`` to
+    the endpoint the job's coordinator published (every pod's port is on loopback here)."""
 
     def __init__(self, client: KubeClient) -> None:
         self.client = client
-        self.ports: dict[str, int] = {}  # pool pod name -> its API port
         self._runner: web.AppRunner | None = None
         self._http: aiohttp.ClientSession | None = None
         self.url = ""
@@ -292,14 +301,24 @@ class JobServiceRouter:
         self._http = aiohttp.ClientSession()
         return self
 
+    async def endpoint(self, namespace: str, job: str) -> tuple[str, int] | None:
+        """(pod name, API port) the job's API Service points at."""
+        try:
+            endpoints = await self.client.get(ENDPOINTS, api_service_name(job), namespace)
+        except ApiError:
+            return None
+        for subset in endpoints.get("subsets") or ():
+            ports = {p["name"]: p["port"] for p in subset.get("ports") or ()}
+            for address in subset.get("addresses") or ():
+                return address["targetRef"]["name"], ports["sys-api"]
+        return None
+
     async def _forward(self, request: web.Request) -> web.Response:
         assert self._http is not None
-        namespace, job = request.match_info["namespace"], request.match_info["job"]
-        operator = await self.client.get(REGION_OPERATORS, f"{job}-consistent-region-operator", namespace)
-        port = self.ports.get((operator.get("status") or {}).get("coordinator") or "")
-        if port is None:
-            return web.Response(status=503, text="no coordinator runs this job")
-        url = f"http://127.0.0.1:{port}{request.rel_url}"
+        endpoint = await self.endpoint(request.match_info["namespace"], request.match_info["job"])
+        if endpoint is None:
+            return web.Response(status=503, text="the job's API Service has no endpoint")
+        url = f"http://127.0.0.1:{endpoint[1]}{request.rel_url}"
         try:
             async with self._http.request(request.method, url, data=await request.read()) as answer:
                 return web.Response(

@@ -72,6 +72,15 @@ def test_the_service_is_the_address_the_runtime_calls() -> None:
     assert service["metadata"]["ownerReferences"][0]["uid"] == "cro-uid"
 
 
+def test_a_shared_mode_job_has_a_selectorless_service_and_no_deployment() -> None:
+    shared = operator(mode="shared")
+    service = coordinator_service(shared, namespace="ns", generation=1)
+    assert "selector" not in service["spec"]
+    assert service["metadata"]["name"] == "streams-trades-consistentregion-api"
+    with pytest.raises(ValueError, match="shared coordinator pool"):
+        coordinator_deployment(shared, namespace="ns", generation=1, image="i:1")
+
+
 def test_the_deployment_runs_the_coordinator_command_of_this_package() -> None:
     deployment = coordinator_deployment(
         operator(logLevel="DEBUG", imagePullPolicy="Always", imagePullSecret="regcred"),

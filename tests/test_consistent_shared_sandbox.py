@@ -17,10 +17,14 @@ from cr_cluster import (
     shared,
 )
 from k8s_support import eventually_async
-from streams_k8s.k8s.client import KubeClient
+from streams_k8s.api.consistent_region import ConsistentRegionOperator
+from streams_k8s.consistent.coordinator import ENDPOINTS
+from streams_k8s.consistent.manifests import coordinator_service
+from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
 
+SERVICES = Resource("", "v1", "services", "Service")
 POOL = [f"streams-cr-coordinator-{i}" for i in range(3)]
 JOBS = [f"job{i}" for i in range(6)]
 
@@ -38,12 +42,19 @@ async def test_jobs_spread_over_the_pool_and_survive_losing_a_pod() -> None:
         for name in POOL:
             await client.create(PODS, pool_pod(name))
         await sb.settle()
-        pods = {name: await CoordinatorPod(sb, shared(name)).start() for name in POOL}
-        router.ports = {name: pod.coordinator.api_port for name, pod in pods.items() if pod.coordinator}
-        worlds = [JobWorld(client, job, {0: region_spec(0, [1, 2]), 1: region_spec(1, [3])}) for job in JOBS]
+        pods = {}
+        for name in POOL:
+            ip = (await client.get(PODS, name, "default"))["status"]["podIP"]
+            pods[name] = await CoordinatorPod(sb, shared(name, pod_ip=ip)).start()
+        regions = {0: region_spec(0, [1, 2]), 1: region_spec(1, [3])}
+        worlds = [JobWorld(client, job, regions, mode="shared") for job in JOBS]
         try:
             for world in worlds:
                 await world.create()
+                operator = ConsistentRegionOperator.from_wire(world.operator)
+                await client.create(
+                    SERVICES, coordinator_service(operator, namespace="default", generation=1)
+                )
 
             async def all_checkpointing(floor: dict[tuple[str, int], int]) -> bool:
                 for world in worlds:
@@ -75,6 +86,8 @@ async def test_jobs_spread_over_the_pool_and_survive_losing_a_pod() -> None:
 
             await eventually_async(moved_away, within=15)
             await eventually_async(lambda: all_checkpointing(floor), within=30)
+            for job in JOBS:
+                assert await recorded_owner(client, job) == await owner(client, job)
             for job in moved:  # taken over: the survivor forced a reset before going on
                 status = await worlds[JOBS.index(job)].status(0)
                 assert status["lastCompletedReset"] >= 0
@@ -86,5 +99,12 @@ async def test_jobs_spread_over_the_pool_and_survive_losing_a_pod() -> None:
 
 
 async def owner(client: KubeClient, job: str) -> str:
+    """The pool pod the job's API Service points at."""
+    endpoints = await client.get(ENDPOINTS, f"streams-{job}-consistentregion-api", "default")
+    return str(endpoints["subsets"][0]["addresses"][0]["targetRef"]["name"])
+
+
+async def recorded_owner(client: KubeClient, job: str) -> str:
+    """The pool pod the job's ConsistentRegionOperator status names."""
     operator = await client.get(REGION_OPERATORS, f"{job}-consistent-region-operator", "default")
     return str((operator.get("status") or {}).get("coordinator"))

@@ -53,6 +53,7 @@ from streams_k8s.consistent.rest import API_PORT, BASE_PATH, RegionHost, consist
 from streams_k8s.consistent.udp import UdpPush
 from streams_k8s.k8s.client import Resource
 from streams_k8s.k8s.controller import generation_changed
+from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import Object, ObjectKey, meta
 
@@ -62,6 +63,7 @@ CONSISTENT_REGIONS = Resource("streams.ibm.com", "v1", "streamscrs", "Consistent
 REGION_OPERATORS = Resource("streams.ibm.com", "v1", "streamscros", "ConsistentRegionOperator")
 PROCESSING_ELEMENTS = Resource("streams.ibm.com", "v1", "streamspes", "ProcessingElement")
 PODS = Resource("", "v1", "pods", "Pod")
+ENDPOINTS = Resource("", "v1", "endpoints", "Endpoints")
 
 # Labels of the runtime contract (the instance operator sets them on every PE pod).
 JOB_LABEL = "streams.ibm.com/job"
@@ -84,6 +86,10 @@ class CoordinatorSettings(BaseSettings):
     job: str | None = Field(None, description="the job (dedicated mode)")
     namespace: str | None = Field(None, description="the job's namespace (default: the pod's)")
     pod_name: str = Field(default_factory=lambda: os.environ.get("POD_NAME") or os.uname().nodename)
+    pod_ip: str | None = Field(
+        default_factory=lambda: os.environ.get("POD_IP"),
+        description="this pod's IP (shared mode: published as the endpoint of the jobs it runs)",
+    )
     pool_selector: str = Field(
         "app=streams,svc=consistent-region-coordinator",
         description="labels of the coordinator pool's pods (shared mode)",
@@ -108,6 +114,10 @@ class CoordinatorSettings(BaseSettings):
 
     def effective_namespace(self) -> str | None:
         return self.namespace or os.environ.get("POD_NAMESPACE") or os.environ.get("MY_POD_NAMESPACE")
+
+
+def api_service_name(job: str) -> str:
+    return f"{API_SERVICE_PREFIX}{job}{API_SERVICE_SUFFIX}"
 
 
 def job_of(obj: Object) -> ObjectKey | None:
@@ -211,6 +221,8 @@ class Coordinator:
         self.jobs: dict[ObjectKey, JobRun] = {}
         self.gauges = RegionGauges(manager.metrics.registry, per_job=settings.mode == "shared")
         self.metrics = CoordinatorMetrics(manager)
+        self.metrics.backlog.set_function(lambda: sum(r.loop.backlog for r in self.jobs.values()))
+        self.metrics.rejected.set_function(lambda: sum(r.loop.rejected for r in self.jobs.values()))
         self.regions = manager.informer(CONSISTENT_REGIONS, namespace=scope, label_selector=selector)
         self.operators = manager.informer(REGION_OPERATORS, namespace=scope)
         self.pes = manager.informer(PROCESSING_ELEMENTS, namespace=scope, label_selector=selector)
@@ -224,6 +236,12 @@ class Coordinator:
         self.assignment.subscribe(self._reassign)
         self._runner: web.AppRunner | None = None
         self.api_port = settings.api_port
+
+    @property
+    def metrics_port(self) -> int:
+        """Where the gauges are served (the Manager's metrics endpoint)."""
+        health = self.manager.health
+        return health.metrics_port if health is not None else self.manager.settings.metrics_port
 
     # ---- event mapping ----
 
@@ -321,6 +339,8 @@ class Coordinator:
         if operator is not None:
             status = ConsistentRegionOperator.from_wire(operator).status
             restarted = status is not None and status.has_started
+            if self.settings.mode == "shared":
+                await self._publish_endpoint(key, operator)
             await self.manager.client.patch_status(
                 REGION_OPERATORS,
                 meta(operator)["name"],
@@ -345,6 +365,55 @@ class Coordinator:
         task.add_done_callback(lambda t: self._loop_ended(key, t))
         log.info("running job %s (%s)", key, "restarted: every region resets" if restarted else "fresh start")
         return JobRun(loop, task, restarted, push=push)
+
+    async def _publish_endpoint(self, key: ObjectKey, operator: Object) -> None:
+        """Shared mode: point the job's selector-less API Service at this pod, so its PEs reach
+        the pool pod that runs the job (the Endpoints object is owned by the job's
+        ConsistentRegionOperator and goes with it)."""
+        if not self.settings.pod_ip:
+            log.warning("job %s: no POD_IP, its API Service is not pointed at this pod", key)
+            return
+        name = api_service_name(key.name)
+        owner = {
+            "apiVersion": operator.get("apiVersion", "streams.ibm.com/v1"),
+            "kind": "ConsistentRegionOperator",
+            "name": meta(operator)["name"],
+            "uid": meta(operator).get("uid"),
+        }
+        target = {
+            "kind": "Pod",
+            "name": self.settings.pod_name,
+            "namespace": self.settings.effective_namespace(),
+        }
+        endpoints: Object = {
+            "apiVersion": "v1",
+            "kind": "Endpoints",
+            "metadata": {
+                "name": name,
+                "namespace": key.namespace,
+                "labels": {"app": "streams", JOB_LABEL: key.name},
+                "ownerReferences": [owner],
+            },
+            "subsets": [
+                {
+                    "addresses": [{"ip": self.settings.pod_ip, "targetRef": target}],
+                    "ports": [
+                        {"name": "sys-api", "port": self.api_port, "protocol": "TCP"},
+                        {"name": "sys-metrics", "port": self.metrics_port, "protocol": "TCP"},
+                    ],
+                }
+            ],
+        }
+        client = self.manager.client
+        try:
+            current = await client.get(ENDPOINTS, name, key.namespace)
+        except ApiError as err:
+            if err.status != 404:
+                raise
+            await client.create(ENDPOINTS, endpoints, key.namespace)
+            return
+        endpoints["metadata"]["resourceVersion"] = meta(current).get("resourceVersion")
+        await client.replace(ENDPOINTS, endpoints, key.namespace)
 
     def _loop_ended(self, key: ObjectKey, task: asyncio.Task[None]) -> None:
         if task.cancelled():
@@ -374,8 +443,6 @@ class Coordinator:
                 raise
             self.metrics.status_writes.labels("ok").inc()
             self.metrics.status_write_seconds.observe(asyncio.get_running_loop().time() - started)
-            self.metrics.backlog.set(sum(r.loop.backlog for r in self.jobs.values()))
-            self.metrics.rejected.set(sum(r.loop.rejected for r in self.jobs.values()))
 
         return persist
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from streams_k8s.api.consistent_region import ConsistentRegionOperator
+from streams_k8s.api.consistent_region import ConsistentRegionOperator, CoordinatorMode
 from streams_k8s.api.processing_element import TraceLevel
-from streams_k8s.consistent.coordinator import API_SERVICE_PREFIX, API_SERVICE_SUFFIX, JOB_LABEL
+from streams_k8s.consistent.coordinator import JOB_LABEL, api_service_name
 from streams_k8s.consistent.metrics import METRICS_PORT
 from streams_k8s.consistent.rest import API_PORT
 
@@ -37,10 +37,6 @@ _LOG_LEVELS = {
     TraceLevel.DEBUG: "DEBUG",
     TraceLevel.TRACE: "DEBUG",
 }
-
-
-def api_service_name(job: str) -> str:
-    return f"{API_SERVICE_PREFIX}{job}{API_SERVICE_SUFFIX}"
 
 
 def deployment_name(job: str) -> str:
@@ -89,8 +85,11 @@ def coordinator_deployment(
     service_account: str = SERVICE_ACCOUNT,
 ) -> dict[str, Any]:
     """The job's coordinator: one replica, replaced with ``Recreate`` so two coordinators never
-    write the same regions' status at once."""
+    write the same regions' status at once. Dedicated mode only (shared-mode jobs run on the
+    coordinator pool)."""
     spec = operator.spec
+    if spec.mode is not CoordinatorMode.DEDICATED:
+        raise ValueError(f"job {spec.job_name} runs on the shared coordinator pool: it has no Deployment")
     labels = coordinator_labels(spec.job_name, generation)
     field_env = [
         {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
@@ -149,15 +148,20 @@ def coordinator_deployment(
 def coordinator_service(
     operator: ConsistentRegionOperator, *, namespace: str, generation: int
 ) -> dict[str, Any]:
-    """``streams-<job>-consistentregion-api``: headless, where the job's PEs reach the coordinator."""
+    """``streams-<job>-consistentregion-api``: headless, where the job's PEs reach the coordinator.
+
+    Dedicated mode: it selects the job's coordinator pod. Shared mode: it has no selector; the
+    pool pod that runs the job publishes itself as its Endpoints."""
     job = operator.spec.job_name
+    dedicated = operator.spec.mode is CoordinatorMode.DEDICATED
+    selector = {"selector": coordinator_labels(job, generation)} if dedicated else {}
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": _metadata(operator, api_service_name(job), namespace, generation),
         "spec": {
             "clusterIP": "None",
-            "selector": coordinator_labels(job, generation),
+            **selector,
             "ports": [
                 {"name": "sys-api", "port": API_PORT, "targetPort": API_PORT, "protocol": "TCP"},
                 {"name": "sys-metrics", "port": METRICS_PORT, "targetPort": METRICS_PORT, "protocol": "TCP"},
@@ -222,6 +226,8 @@ def coordinator_rbac(namespace: str, service_account: str = SERVICE_ACCOUNT) -> 
             "verbs": ["patch", "update"],
         },
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+        # Shared mode: the pool pod running a job publishes itself as its API Service's endpoint.
+        {"apiGroups": [""], "resources": ["endpoints"], "verbs": ["get", "create", "update"]},
         {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
     ]
     return [
