@@ -9,7 +9,7 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
-from streams_k8s.cli.run import BadUsage
+from streams_k8s.cli.run import BadUsage, OneLineErrors
 from streams_k8s.consistent.coordinator import CLIENT_BURST, CLIENT_QPS, CoordinatorSettings, setup
 from streams_k8s.consistent.metrics import METRICS_PORT
 from streams_k8s.k8s.logs import configure_logging
@@ -38,7 +38,7 @@ async def _serve(runtime: RuntimeSettings, settings: CoordinatorSettings) -> int
         await coordinator.close()
 
 
-@click.command("coordinator")
+@click.command("coordinator", cls=OneLineErrors)
 @click.option(
     "--mode", type=click.Choice(["dedicated", "shared"]), help="one job, or the shared pool [dedicated]"
 )

@@ -95,6 +95,8 @@ class LocalCoordinator:
     def add_region(self, machine: RegionMachine, *, restarted: bool = False) -> None:
         """Start running a region (its ConsistentRegion appeared or was assigned here)."""
         self._regions[machine.region_index] = machine
+        if self._gauges is not None:  # scraped from the start, not only after its first event
+            self._gauges.update(machine.region_index, machine.gauges())
         if restarted:
             self.submit(machine.region_index, Restarted())
 
