@@ -158,6 +158,14 @@ async def test_5xx_is_retried_for_reads_but_not_for_creates(sandbox: Sandbox, cl
     assert raised.value.status == 500  # the caller decides; a retried create would answer 409
 
 
+async def test_a_5xx_with_retry_after_is_retried_even_for_creates(
+    sandbox: Sandbox, client: KubeClient
+) -> None:
+    sandbox.faults.fail(503, 1, verb="create", resource="configmaps", retry_after=1)
+    created = await client.create(CONFIGMAPS, configmap("u"), "default")  # the server asked us back
+    assert created["metadata"]["name"] == "u"
+
+
 async def test_concurrency_and_qps_limits(sandbox: Sandbox) -> None:
     sandbox.faults.delay(0.2, verb="list")
     async with await KubeClient.connect(str(sandbox.kubeconfig_path), max_concurrency=2) as limited:
@@ -218,3 +226,17 @@ async def test_an_unreachable_server_is_an_api_error_with_status_0(tmp_path: Pat
     assert raised.value.status == 0
     assert raised.value.retryable
     assert raised.value.message  # says what failed (connection refused)
+
+
+@pytest.mark.sandbox(tls=True, token="secret")
+async def test_tls_and_bearer_token_from_the_kubeconfig(sandbox: Sandbox) -> None:
+    assert sandbox.url.startswith("https://")
+    async with await KubeClient.connect(str(sandbox.kubeconfig_path)) as client:
+        informer = Informer(client, CONFIGMAPS, namespace="default")
+        task = asyncio.create_task(informer.run())
+        try:
+            await asyncio.wait_for(informer.synced.wait(), 5)
+            await client.create(CONFIGMAPS, configmap("secure"), "default")
+            await eventually(lambda: ObjectKey("default", "secure") in informer.store)
+        finally:
+            task.cancel()

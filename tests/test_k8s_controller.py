@@ -234,3 +234,19 @@ async def test_watching_a_filled_cache_enqueues_what_it_already_holds(client: Ku
         ObjectKey("ns", "a"),
         ObjectKey("ns", "b"),
     ]
+
+
+async def test_a_hung_reconcile_is_cut_off_and_retried() -> None:
+    runs = 0
+
+    async def hangs_once(key: ObjectKey) -> None:
+        nonlocal runs
+        runs += 1
+        if runs == 1:
+            await asyncio.Event().wait()  # never returns
+
+    controller = Controller("hung", hangs_once, timeout=0.1, limiter=fast_limiter())
+    controller.queue.add(ObjectKey("ns", "stuck"))
+    await run_until(controller, lambda: runs == 2)
+    sample = controller.metrics.registry.get_sample_value
+    assert sample("streams_k8s_reconcile_total", {"controller": "hung", "result": "error"}) == 1

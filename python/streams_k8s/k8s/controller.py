@@ -89,6 +89,7 @@ class Controller:
         reconcile: Reconciler,
         *,
         workers: int = 1,
+        timeout: float | None = None,
         limiter: RetryLimiter[ObjectKey] | None = None,
         metrics: RuntimeMetrics | None = None,
     ) -> None:
@@ -96,6 +97,8 @@ class Controller:
             raise ValueError("a controller needs at least one worker")
         self.name = name
         self.workers = workers
+        # A hung reconcile would hold its key (and a worker) forever: cut it off and retry.
+        self.timeout = timeout
         self._reconcile = reconcile
         self.metrics = metrics if metrics is not None else RuntimeMetrics()
         self.queue: WorkQueue[ObjectKey] = WorkQueue(name, limiter, self.metrics)
@@ -175,7 +178,11 @@ class Controller:
     async def reconcile_once(self, key: ObjectKey) -> None:
         started = time.monotonic()
         try:
-            result = await self._reconcile(key)
+            if self.timeout is None:
+                result = await self._reconcile(key)
+            else:
+                async with asyncio.timeout(self.timeout):
+                    result = await self._reconcile(key)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -185,6 +192,14 @@ class Controller:
             extra = {"controller": self.name, "key": str(key), "retry": retry}
             if isinstance(exc, ApiError):  # expected now and then (409 on a stale cache, throttling)
                 log.warning("controller %s: reconcile of %s: %s", self.name, key, exc, extra=extra)
+            elif isinstance(exc, TimeoutError) and self.timeout is not None:
+                log.warning(
+                    "controller %s: reconcile of %s took over %.0fs",
+                    self.name,
+                    key,
+                    self.timeout,
+                    extra=extra,
+                )
             else:
                 log.exception("controller %s: reconcile of %s failed", self.name, key, extra=extra)
             self.queue.add_rate_limited(key)

@@ -102,8 +102,10 @@ class Manager:
     def informers(self) -> list[Informer]:
         return list(self._informers.values())
 
-    def controller(self, name: str, reconcile: Reconciler, *, workers: int = 1) -> Controller:
-        controller = Controller(name, reconcile, workers=workers, metrics=self.metrics)
+    def controller(
+        self, name: str, reconcile: Reconciler, *, workers: int = 1, timeout: float | None = None
+    ) -> Controller:
+        controller = Controller(name, reconcile, workers=workers, timeout=timeout, metrics=self.metrics)
         self.controllers.append(controller)
         return controller
 
