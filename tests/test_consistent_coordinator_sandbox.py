@@ -4,6 +4,7 @@ the ConsistentRegion status subresource over HTTP."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 
 from cr_cluster import ConnectivityToPeStatus, CoordinatorPod, JobWorld, dedicated, region_spec
 from k8s_support import eventually_async
+from streams_k8s.consistent.coordinator import CONSISTENT_REGIONS
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
@@ -50,6 +52,7 @@ class Scene:
             return answer.status
 
 
+@contextlib.asynccontextmanager
 async def scene(
     regions: dict[int, dict[str, Any]], participant: ConsistentRegionParticipant
 ) -> AsyncIterator[Scene]:
@@ -73,7 +76,7 @@ async def scene(
 @pytest.fixture
 async def periodic() -> AsyncIterator[Scene]:
     participant = ConsistentRegionParticipant("", poll_interval=0.02)
-    async for s in scene({0: region_spec(0, [1, 2])}, participant):
+    async with scene({0: region_spec(0, [1, 2])}, participant) as s:
         yield s
 
 
@@ -98,7 +101,7 @@ async def test_periodic_checkpoints_advance_and_are_persisted(periodic: Scene) -
 
 async def test_a_pe_pod_killed_mid_drain_makes_the_region_unhealthy_then_reset_to_the_checkpoint() -> None:
     participant = ConsistentRegionParticipant("", poll_interval=0.02)
-    async for s in scene({0: region_spec(0, [1, 2], period=0.5)}, participant):
+    async with scene({0: region_spec(0, [1, 2], period=0.5)}, participant) as s:
         done = (await s.until(0, lambda st: st.get("lastCompletedSeqID", 0) >= 1))["lastCompletedSeqID"]
         participant.drain_delay = 2.0  # the next drain stays open long enough to kill a PE in it
         draining = await s.until(0, lambda st: st.get("state") == "DRAINING")
@@ -121,7 +124,7 @@ async def test_a_pe_pod_killed_mid_drain_makes_the_region_unhealthy_then_reset_t
 async def test_max_reset_attempts_reached_then_a_forced_reset_recovers() -> None:
     participant = ConsistentRegionParticipant("", poll_interval=0.02)
     spec = region_spec(0, [1, 2], period=30.0, resetTimeout=0.3, maxConsecutiveResetAttempts=2)
-    async for s in scene({0: spec}, participant):
+    async with scene({0: spec}, participant) as s:
         await s.until(0, processing)
         participant.skip_resets = 10_000  # the PEs never complete a reset
         assert await s.put("/region/0/reset", {"request": {"force": "false"}}) == 204
@@ -144,3 +147,25 @@ async def test_a_restarted_coordinator_resumes_from_the_status_and_forces_a_rese
     # Checkpoints go on from where the persisted status left them, never back.
     after = await periodic.until(0, lambda s: s.get("lastCompletedSeqID", 0) > status["lastCompletedSeqID"])
     assert after["currentSeqID"] > before["lastCompletedSeqID"]
+
+
+async def test_a_deleted_region_stops_running_and_the_others_go_on() -> None:
+    participant = ConsistentRegionParticipant("", poll_interval=0.02)
+    async with scene({0: region_spec(0, [1, 2]), 1: region_spec(1, [3])}, participant) as s:
+        await s.until(1, lambda st: st.get("lastCompletedSeqID", 0) >= 1)
+        await s.client.delete(CONSISTENT_REGIONS, s.world.region_name(1), "default")
+        assert s.pod.coordinator is not None
+        coordinator = s.pod.coordinator
+
+        async def dropped() -> bool:
+            run = next(iter(coordinator.jobs.values()))
+            return set(run.loop.regions) == {0}
+
+        await eventually_async(dropped, within=10)
+        floor = (await s.status(0))["lastCompletedSeqID"]
+        await s.until(0, lambda st: st.get("lastCompletedSeqID", 0) > floor + 1)
+        async with (
+            aiohttp.ClientSession() as http,
+            http.get(f"{s.pod.url}/api/consistentregion/region/1/state") as r,
+        ):
+            assert r.status == 404

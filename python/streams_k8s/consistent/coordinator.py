@@ -69,7 +69,7 @@ ENDPOINTS = Resource("", "v1", "endpoints", "Endpoints")
 JOB_LABEL = "streams.ibm.com/job"
 PE_LABEL = "streams.ibm.com/pe"
 LAUNCH_COUNT_LABEL = "streams.ibm.com/launch-count"
-PE_PODS = "app=streams,svc=pe"
+PE_PODS = "app=streams,svc=pe,streams.ibm.com/cr=true"
 # Client-side rate limit of the coordinator's API calls: its status writes are on the path from
 # a PE's report to the next notification, so it gets more room than a controller's default.
 CLIENT_QPS, CLIENT_BURST = 100.0, 200
@@ -425,19 +425,25 @@ class Coordinator:
     def _persister(self, key: ObjectKey) -> Callable[[int, ConsistentRegionStatus], Any]:
         async def persist(region_index: int, status: ConsistentRegionStatus) -> None:
             run = self.jobs.get(key)
-            name = run.built_from[region_index][0] if run is not None else None
-            if name is None:
+            built = run.built_from.get(region_index) if run is not None else None
+            if built is None:  # the region was dropped while its write waited
                 return
             started = asyncio.get_running_loop().time()
             try:
                 await self.manager.client.patch(
                     CONSISTENT_REGIONS,
-                    name,
+                    built[0],
                     [{"op": "add", "path": "/status", "value": status.to_wire()}],
                     key.namespace,
                     patch_type="json",
                     subresource="status",
                 )
+            except ApiError as err:
+                self.metrics.status_writes.labels("error").inc()
+                if err.status == 404:  # the CR is gone: the next reconcile drops the region
+                    log.info("job %s region %d: ConsistentRegion %s is gone", key, region_index, built[0])
+                    return
+                raise
             except Exception:
                 self.metrics.status_writes.labels("error").inc()
                 raise
