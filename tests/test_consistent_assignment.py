@@ -57,6 +57,17 @@ def test_losing_a_pod_moves_only_its_jobs_and_tells_the_listeners() -> None:
     assert PODS[2] not in pool.members
 
 
+def test_a_pod_runs_nothing_until_it_is_ready_and_nothing_once_terminating() -> None:
+    pool = RendezvousPool(PODS[0])
+    assert not any(pool.owns(job) for job in JOBS)  # its own pod not seen yet
+    pool.observe(None, pool_pod(PODS[0]))
+    assert all(pool.owns(job) for job in JOBS)  # alone in the pool
+    terminating = pool_pod(PODS[0])
+    terminating["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    pool.observe(pool_pod(PODS[0]), terminating)
+    assert not any(pool.owns(job) for job in JOBS)
+
+
 @given(st.lists(st.sampled_from(PODS), min_size=1, unique=True), st.text(min_size=1, max_size=20))
 def test_the_owner_does_not_depend_on_the_order_pods_are_seen(pods: list[str], job: str) -> None:
     key = ObjectKey("ns", job)

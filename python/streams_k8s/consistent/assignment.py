@@ -73,8 +73,10 @@ class RendezvousPool:
 
     @property
     def members(self) -> list[str]:
-        """The Ready pods of the pool, sorted (this pod always counts itself in)."""
-        return sorted({self.pod_name, *(name for name, ready in self._pods.items() if ready)})
+        """The Ready pods of the pool, sorted. This pod counts only once it is Ready itself, as
+        the others see it: a pod that is starting, or terminating, runs nothing, so two pods
+        never both believe they run a job for longer than their watches lag."""
+        return sorted(name for name, ready in self._pods.items() if ready)
 
     def observe(self, old: Object | None, new: Object | None) -> None:
         """A pool pod was added, changed or deleted."""
