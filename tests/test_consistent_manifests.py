@@ -15,8 +15,10 @@ from streams_k8s.consistent.manifests import (
     coordinator_auth_delegation,
     coordinator_deployment,
     coordinator_network_policy,
+    coordinator_pool,
     coordinator_rbac,
     coordinator_service,
+    pool_network_policy,
 )
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.sandbox import Sandbox
@@ -25,6 +27,7 @@ DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
 SERVICES = Resource("", "v1", "services", "Service")
 ENDPOINTS = Resource("", "v1", "endpoints", "Endpoints")
 PODS = Resource("", "v1", "pods", "Pod")
+STATEFULSETS = Resource("apps", "v1", "statefulsets", "StatefulSet")
 
 
 def operator(job: str = "trades", **spec: Any) -> ConsistentRegionOperator:
@@ -183,3 +186,31 @@ async def test_the_sandbox_runs_the_deployment_behind_the_service_and_collects_t
             )
 
         await eventually_async(collected, within=10)
+
+
+def test_the_pool_network_policy_admits_consistent_region_pes_of_the_namespace() -> None:
+    policy = pool_network_policy(namespace="ns")
+    cr_pe = {"app": "streams", "svc": "pe", "streams.ibm.com/job": "any", "streams.ibm.com/cr": "true"}
+    plain_pe = {"app": "streams", "svc": "pe", "streams.ibm.com/job": "any", "streams.ibm.com/cr": "false"}
+    assert admitted(policy, cr_pe, 10000)
+    assert not admitted(policy, plain_pe, 10000)
+    assert not admitted(policy, cr_pe, 9696)
+    assert admitted(policy, {"app": "streams", "svc": "instance-operator"}, 9696)
+
+
+async def test_the_pool_statefulset_runs_pods_the_shared_coordinators_see_as_the_pool() -> None:
+    pool = coordinator_pool(namespace="default", image="streams-k8s:1", replicas=3)
+    args = pool["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args == ["streams-k8s", "coordinator", "--mode", "shared", "--namespace", "default"]
+    selector = CoordinatorSettings(mode="shared").pool_selector
+    async with Sandbox() as sb, await KubeClient.connect(str(sb.kubeconfig_path)) as client:
+        await client.create(STATEFULSETS, pool)
+
+        async def ready() -> bool:
+            pods, _ = await client.list_all(PODS, "default", label_selector=selector)
+            running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
+            return len(running) == 3
+
+        await eventually_async(ready, within=15)
+    with pytest.raises(ValueError, match="at least one pod"):
+        coordinator_pool(namespace="default", image="i", replicas=0)

@@ -69,7 +69,10 @@ ENDPOINTS = Resource("", "v1", "endpoints", "Endpoints")
 JOB_LABEL = "streams.ibm.com/job"
 PE_LABEL = "streams.ibm.com/pe"
 LAUNCH_COUNT_LABEL = "streams.ibm.com/launch-count"
-PE_PODS = "app=streams,svc=pe,streams.ibm.com/cr=true"
+CR_LABEL = "streams.ibm.com/cr"
+PE_PODS = f"app=streams,svc=pe,{CR_LABEL}=true"
+# The shared coordinator pool's pods (the StatefulSet of `manifests.coordinator_pool`).
+POOL_LABELS = {"app": "streams", "svc": "consistent-region-coordinator"}
 # Client-side rate limit of the coordinator's API calls: its status writes are on the path from
 # a PE's report to the next notification, so it gets more room than a controller's default.
 CLIENT_QPS, CLIENT_BURST = 100.0, 200
@@ -91,7 +94,7 @@ class CoordinatorSettings(BaseSettings):
         description="this pod's IP (shared mode: published as the endpoint of the jobs it runs)",
     )
     pool_selector: str = Field(
-        "app=streams,svc=consistent-region-coordinator",
+        ",".join(f"{k}={v}" for k, v in POOL_LABELS.items()),
         description="labels of the coordinator pool's pods (shared mode)",
     )
     bind_address: str = "0.0.0.0"
