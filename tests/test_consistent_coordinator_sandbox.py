@@ -169,3 +169,31 @@ async def test_a_deleted_region_stops_running_and_the_others_go_on() -> None:
             http.get(f"{s.pod.url}/api/consistentregion/region/1/state") as r,
         ):
             assert r.status == 404
+
+
+async def test_a_region_persisted_mid_drain_is_reset_even_when_the_operator_never_recorded_a_start() -> None:
+    operator = ConnectivityToPeStatus()
+    participant = ConsistentRegionParticipant("", poll_interval=0.02)
+    async with (
+        Sandbox(pe_reporter=operator, pe_hooks=participant) as sb,
+        await KubeClient.connect(str(sb.kubeconfig_path)) as client,
+    ):
+        operator.client = client
+        world = JobWorld(client, "j", {0: region_spec(0, [1, 2], period=30.0)})
+        await world.create()
+        persisted = {"state": "DRAINING", "currentSeqID": 5, "lastCompletedSeqID": 4, "pendingSeqID": 5}
+        await client.patch_status(CONSISTENT_REGIONS, world.region_name(0), persisted, "default")
+        pod = await CoordinatorPod(sb, dedicated("j")).start()
+        participant.base_url = pod.url
+        try:
+
+            async def reset_and_resumed() -> bool:
+                status = await world.status(0)
+                return status.get("state") == "PROCESSING" and status.get("lastCompletedReset") == 4
+
+            await eventually_async(reset_and_resumed, within=15)
+            assert next(n.message for n in participant.seen if n.type == "triggerReset").startswith(
+                "seqId=4;"
+            )
+        finally:
+            await pod.stop()

@@ -9,16 +9,20 @@ ProcessingElements and PE pods; every event only enqueues the job (label
 - a job assigned here gets its own ordered event loop (``LocalCoordinator``), one region per
   ConsistentRegion CR, built from the CR's spec and its persisted status; a job that is not
   (any longer) assigned here is dropped;
-- the first time a pod runs a job whose ConsistentRegionOperator says it has started before,
-  the coordinator restarted: every region gets ``Restarted`` (timers are gone, the region is
-  reset once healthy, and the timers are armed again from there);
+- the first time a pod runs a job whose ConsistentRegionOperator says it has started before
+  (or a region whose persisted state is past STARTED), the coordinator restarted: every region
+  gets ``Restarted`` (timers are gone, the region is reset once healthy, and the timers are
+  armed again from there);
 - each region's health is derived from its PEs and their current pods, and fed to the FSM
   when it changes.
 
 Status writes replace the CR's ``status`` subresource (JSON patch) and are confirmed before
 the PEs hear of the new state; the REST API (port 10000) and the UDP hints are the ones of the
 local loop; the gauges and the runtime's own metrics share the Manager's metrics endpoint (9696
-by default here).
+by default here). In shared mode the jobs come from an ``Assignment`` (rendezvous hashing over
+the pool's Ready pods unless another source is given), the REST API finds the job from the
+Host header (``streams-<job>-consistentregion-api.<ns>``) or a ``/jobs/{ns}/{job}`` prefix, and
+the pod running a job publishes itself as the Endpoints of the job's selector-less API Service.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from streams_k8s.api.consistent_region import (
     ConsistentRegion,
     ConsistentRegionOperator,
     ConsistentRegionStatus,
+    RegionState,
 )
 from streams_k8s.api.processing_element import ProcessingElement
 from streams_k8s.consistent.assignment import Assignment, RendezvousPool, SingleJob
@@ -475,9 +480,12 @@ class Coordinator:
             if was_running:
                 machine = RegionMachine(region.spec, run.loop.regions[index].status())
                 run.loop.remove_region(index)
+            # A persisted state past STARTED also means a coordinator ran it before (even if the
+            # ConsistentRegionOperator does not say so): its timers are gone, so it resets.
+            ran_before = region.status is not None and region.status.state is not RegionState.STARTED
             run.built_from[index] = (name, generation)
             run.health.pop(index, None)
-            run.loop.add_region(machine, restarted=was_running or run.restarted)
+            run.loop.add_region(machine, restarted=was_running or run.restarted or ran_before)
         for index in set(run.loop.regions) - seen:
             run.loop.remove_region(index)
             run.built_from.pop(index, None)
