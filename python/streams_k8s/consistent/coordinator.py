@@ -1,8 +1,9 @@
 """The consistent-region coordinator on Kubernetes: the FSMs of the jobs assigned to this pod.
 
 Run under the controller runtime's Manager (``streams-k8s coordinator``, or
-``streams-k8s run --controller streams_k8s.consistent.coordinator:setup`` with the settings in
-``STREAMS_K8S_CR_*`` variables). It watches ConsistentRegion CRs, ConsistentRegionOperator CRs,
+``streams-k8s run --no-leader-election --controller streams_k8s.consistent.coordinator:setup``
+with the settings in ``STREAMS_K8S_CR_*`` variables; under leader election give each job its
+own ``--lease-name``, or the coordinators of different jobs would wait on one Lease). It watches ConsistentRegion CRs, ConsistentRegionOperator CRs,
 ProcessingElements and PE pods; every event only enqueues the job (label
 ``streams.ibm.com/job``), and reconciling a job converges this pod onto it:
 
