@@ -46,12 +46,32 @@ async def _serve(runtime: RuntimeSettings, settings: CoordinatorSettings) -> int
 @click.option("--namespace", "-n", help="the job's namespace; shared mode: only this one [pod's namespace]")
 @click.option("--pod-name", help="this pod's name (shared mode placement) [$POD_NAME]")
 @click.option("--api-port", type=click.IntRange(0, 65535), help="consistent-region REST API port [10000]")
-@click.option("--metrics-port", type=click.IntRange(0, 65535), default=METRICS_PORT, show_default=True)
-@click.option("--health-port", type=click.IntRange(0, 65535), default=8081, show_default=True)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    default=METRICS_PORT,
+    show_default=True,
+    help="the regions' gauges and the coordinator's own metrics",
+)
+@click.option(
+    "--health-port", type=click.IntRange(0, 65535), default=8081, show_default=True, help="/healthz, /readyz"
+)
 @click.option("--bind-address", help="address the servers listen on [0.0.0.0]")
 @click.option("--udp-hints/--no-udp-hints", default=None, help="UDP hints to PEs on port 10001 [on]")
-@click.option("--qps", type=click.FloatRange(min=0, min_open=True), default=CLIENT_QPS, show_default=True)
-@click.option("--burst", type=click.IntRange(min=1), default=CLIENT_BURST, show_default=True)
+@click.option(
+    "--qps",
+    type=click.FloatRange(min=0, min_open=True),
+    default=CLIENT_QPS,
+    show_default=True,
+    help="Kubernetes API requests per second (status writes)",
+)
+@click.option(
+    "--burst",
+    type=click.IntRange(min=1),
+    default=CLIENT_BURST,
+    show_default=True,
+    help="requests above --qps",
+)
 @click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help="kubeconfig [in-cluster]")
 @click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]))
 @click.option("--log-format", type=click.Choice(["json", "text"]))
