@@ -15,7 +15,7 @@ import pytest
 from cr_cluster import ConnectivityToPeStatus, CoordinatorPod, JobWorld, dedicated, region_spec
 from k8s_support import eventually_async
 from streams_k8s.consistent.coordinator import CONSISTENT_REGIONS
-from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
 
@@ -197,3 +197,25 @@ async def test_a_region_persisted_mid_drain_is_reset_even_when_the_operator_neve
             )
         finally:
             await pod.stop()
+
+
+async def test_an_invalid_region_is_reported_on_the_cr_and_the_valid_ones_run() -> None:
+    participant = ConsistentRegionParticipant("", poll_interval=0.02)
+    broken = region_spec(1, [3])
+    del broken["period"]  # periodic without a period: the FSM refuses it
+    async with scene({0: region_spec(0, [1, 2]), 1: broken}, participant) as s:
+        await s.until(0, lambda st: st.get("lastCompletedSeqID", 0) >= 1)
+        events = Resource("events.k8s.io", "v1", "events", "Event")
+
+        async def reported() -> bool:
+            items, _ = await s.client.list_all(events, "default")
+            return any(
+                e.get("reason") == "InvalidRegion"
+                and e.get("regarding", {}).get("name") == s.world.region_name(1)
+                and "period" in e.get("note", "")
+                for e in items
+            )
+
+        await eventually_async(reported, within=10)
+        assert s.pod.coordinator is not None
+        assert set(next(iter(s.pod.coordinator.jobs.values())).loop.regions) == {0}
