@@ -218,4 +218,14 @@ async def test_an_invalid_region_is_reported_on_the_cr_and_the_valid_ones_run() 
 
         await eventually_async(reported, within=10)
         assert s.pod.coordinator is not None
-        assert set(next(iter(s.pod.coordinator.jobs.values())).loop.regions) == {0}
+        run = next(iter(s.pod.coordinator.jobs.values()))
+        assert set(run.loop.regions) == {0}
+        (condition,) = (await s.status(1))["conditions"]
+        assert (condition["type"], condition["status"], condition["reason"]) == (
+            "Accepted",
+            "False",
+            "InvalidRegion",
+        )
+        # Fixed by its owner: it runs, and the refusal is withdrawn.
+        await s.client.patch(CONSISTENT_REGIONS, s.world.region_name(1), {"spec": {"period": 0.3}}, "default")
+        await s.until(1, lambda st: st.get("lastCompletedSeqID", 0) >= 1 and not st.get("conditions"))

@@ -3,9 +3,11 @@
 Run under the controller runtime's Manager (``streams-k8s coordinator``, or
 ``streams-k8s run --no-leader-election --controller streams_k8s.consistent.coordinator:setup``
 with the settings in ``STREAMS_K8S_CR_*`` variables; under leader election give each job its
-own ``--lease-name``, or the coordinators of different jobs would wait on one Lease). It watches ConsistentRegion CRs, ConsistentRegionOperator CRs,
-ProcessingElements and PE pods; every event only enqueues the job (label
-``streams.ibm.com/job``), and reconciling a job converges this pod onto it:
+own ``--lease-name``, or the coordinators of different jobs would wait on one Lease).
+
+It watches ConsistentRegion CRs, ConsistentRegionOperator CRs, ProcessingElements and PE pods;
+every event only enqueues the job (label ``streams.ibm.com/job``), and reconciling a job
+converges this pod onto it:
 
 - a job assigned here gets its own ordered event loop (``LocalCoordinator``), one region per
   ConsistentRegion CR, built from the CR's spec and its persisted status; a job that is not
@@ -58,6 +60,7 @@ from streams_k8s.consistent.notifications import UDP_PORT
 from streams_k8s.consistent.rest import API_PORT, BASE_PATH, RegionHost, consistent_region_api
 from streams_k8s.consistent.udp import UdpPush
 from streams_k8s.k8s.client import Resource
+from streams_k8s.k8s.conditions import set_condition
 from streams_k8s.k8s.controller import generation_changed
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.manager import Manager
@@ -76,6 +79,8 @@ JOB_LABEL = "streams.ibm.com/job"
 PE_LABEL = "streams.ibm.com/pe"
 LAUNCH_COUNT_LABEL = "streams.ibm.com/launch-count"
 CR_LABEL = "streams.ibm.com/cr"
+# Condition set on a ConsistentRegion the coordinator cannot run (and removed once it can).
+ACCEPTED = "Accepted"
 PE_PODS = f"app=streams,svc=pe,{CR_LABEL}=true"
 # The shared coordinator pool's pods (the StatefulSet of `manifests.coordinator_pool`).
 POOL_LABELS = {"app": "streams", "svc": "consistent-region-coordinator"}
@@ -471,6 +476,14 @@ class Coordinator:
             except (ValidationError, CrInvalidRegion) as err:
                 await self._refuse(obj, err)
                 continue
+            if region.status is not None and any(c.type == ACCEPTED for c in region.status.conditions):
+                # It was refused before and is valid now: withdraw the refusal, here and in
+                # every status the FSM writes from now on.
+                kept = [c for c in region.status.conditions if c.type != ACCEPTED]
+                await self.manager.client.patch_status(
+                    CONSISTENT_REGIONS, name, {"conditions": [c.to_wire() for c in kept]}, key.namespace
+                )
+                machine = RegionMachine(region.spec, region.status.model_copy(update={"conditions": kept}))
             index = region.spec.region_index
             seen.add(index)
             if run.built_from.get(index) == (name, generation):
@@ -493,9 +506,21 @@ class Coordinator:
             run.health.pop(index, None)
 
     async def _refuse(self, obj: Object, err: Exception) -> None:
-        message = str(err).splitlines()[0] if str(err) else type(err).__name__
-        log.warning(
-            "ConsistentRegion %s/%s not run: %s", meta(obj).get("namespace"), meta(obj).get("name"), message
+        """A region that cannot run: say why on the CR (condition ``Accepted=False`` and an
+        Event), once per change of the reason."""
+        if isinstance(err, ValidationError):
+            first = err.errors()[0]
+            message = f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+        else:
+            message = str(err) or type(err).__name__
+        conditions = [dict(c) for c in (obj.get("status") or {}).get("conditions") or ()]
+        generation = meta(obj).get("generation")
+        if not set_condition(conditions, ACCEPTED, "False", "InvalidRegion", message, generation):
+            return
+        name, namespace = meta(obj)["name"], meta(obj).get("namespace")
+        log.warning("ConsistentRegion %s/%s not run: %s", namespace, name, message)
+        await self.manager.client.patch_status(
+            CONSISTENT_REGIONS, name, {"conditions": conditions}, namespace
         )
         await self.manager.event_recorder("consistent-regions").record(
             obj, "Warning", "InvalidRegion", message
