@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+import aiohttp
+
 from cr_cluster import (
     PODS,
     REGION_OPERATORS,
@@ -67,6 +69,12 @@ async def test_jobs_spread_over_the_pool_and_survive_losing_a_pod() -> None:
             await eventually_async(lambda: all_checkpointing({}), within=30)
             owners = {w.job: await owner(client, w.job) for w in worlds}
             assert len(set(owners.values())) >= 2  # spread, not all on one pod
+            # The runtime's own address names the job in the Host header; only its pod serves it.
+            host = {"Host": f"streams-{JOBS[0]}-consistentregion-api.default:10000"}
+            async with aiohttp.ClientSession() as http:
+                for name, pod in pods.items():
+                    async with http.get(f"{pod.url}/api/consistentregion/region/0/state", headers=host) as r:
+                        assert r.status == (200 if name == owners[JOBS[0]] else 404)
             for name, pod in pods.items():
                 assert pod.coordinator is not None
                 assert set(pod.coordinator.jobs) == {("default", j) for j, o in owners.items() if o == name}

@@ -235,6 +235,8 @@ class Coordinator:
         self.jobs: dict[ObjectKey, JobRun] = {}
         self.gauges = RegionGauges(manager.metrics.registry, per_job=settings.mode == "shared")
         self.metrics = CoordinatorMetrics(manager)
+        self.metrics.jobs.set_function(lambda: len(self.jobs))
+        self.metrics.regions.set_function(lambda: sum(len(r.loop.regions) for r in self.jobs.values()))
         self.metrics.backlog.set_function(lambda: sum(r.loop.backlog for r in self.jobs.values()))
         self.metrics.rejected.set_function(lambda: sum(r.loop.rejected for r in self.jobs.values()))
         self.regions = manager.informer(CONSISTENT_REGIONS, namespace=scope, label_selector=selector)
@@ -333,8 +335,6 @@ class Coordinator:
             run = self.jobs[key] = await self._start(key)
         await self._sync_regions(key, run, crs)
         self._feed_health(key, run)
-        self.metrics.jobs.set(len(self.jobs))
-        self.metrics.regions.set(sum(len(r.loop.regions) for r in self.jobs.values()))
 
     def _operator(self, key: ObjectKey) -> Object | None:
         return next(
