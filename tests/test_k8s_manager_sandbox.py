@@ -15,8 +15,8 @@ from typing import Any
 
 import aiohttp
 import pytest
-from tests import k8s_example
 
+import k8s_example
 from k8s_support import eventually, eventually_async
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
