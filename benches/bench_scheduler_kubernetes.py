@@ -16,33 +16,18 @@ Run: pytest benches/bench_scheduler_kubernetes.py --benchmark-enable -s
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from typing import Any
 
-from scheduler_sandbox import UNREACHABLE, Deployment, consumer_crd
+from scheduler_sandbox import HA, UNREACHABLE, Deployment, consumer_crd
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.sandbox import Sandbox
-from streams_k8s.scheduler import default_registry, policy_from_configmap
 from streams_k8s.scheduler.kubernetes.objects import STATEFULSETS
 
 VPODS = 400
 VREPLICAS = 2
 CAPACITY = 20
 PODS = VPODS * VREPLICAS // CAPACITY
-HA = policy_from_configmap(
-    {
-        "predicates": json.dumps([{"Name": "PodFitsResources"}]),
-        "priorities": json.dumps(
-            [
-                {"Name": "AvailabilityZonePriority", "Weight": 10, "Args": '{"MaxSkew": 2}'},
-                {"Name": "LowestOrdinalPriority", "Weight": 2},
-                {"Name": "EvenPodSpread", "Weight": 2, "Args": '{"MaxSkew": 2}'},
-            ]
-        ),
-    },
-    default_registry(),
-)
 
 
 async def scenario() -> dict[str, float]:

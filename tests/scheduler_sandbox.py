@@ -8,6 +8,7 @@ sandbox API server; tests read everything back through the API, never from the c
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +17,7 @@ from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.settings import RuntimeSettings
 from streams_k8s.sandbox import Sandbox
-from streams_k8s.scheduler import UNSCHEDULABLE_ANNOTATION, Policy
+from streams_k8s.scheduler import UNSCHEDULABLE_ANNOTATION, Policy, default_registry, policy_from_configmap
 from streams_k8s.scheduler.kubernetes import (
     CustomResourceVPodSource,
     Evictor,
@@ -30,6 +31,23 @@ CONSUMERS = Resource(GROUP, "v1", "consumers", "Consumer")
 NAMESPACE = "default"
 POOL = "pool"
 UNREACHABLE = "node.kubernetes.io/unreachable"
+
+
+# The shipped eventing-kafka scheduler profile (EvenPodSpread as a weight-2 priority), in the
+# seed's ConfigMap form.
+HA = policy_from_configmap(
+    {
+        "predicates": json.dumps([{"Name": "PodFitsResources"}]),
+        "priorities": json.dumps(
+            [
+                {"Name": "AvailabilityZonePriority", "Weight": 10, "Args": '{"MaxSkew": 2}'},
+                {"Name": "LowestOrdinalPriority", "Weight": 2},
+                {"Name": "EvenPodSpread", "Weight": 2, "Args": '{"MaxSkew": 2}'},
+            ]
+        ),
+    },
+    default_registry(),
+)
 
 
 def consumer_crd() -> dict[str, Any]:

@@ -7,20 +7,17 @@ custom resources. Everything is driven and read back over the API.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 
 import pytest
 
-from scheduler_sandbox import CONSUMERS, NAMESPACE, UNREACHABLE, Deployment, consumer_crd, statefulset
+from scheduler_sandbox import CONSUMERS, HA, NAMESPACE, UNREACHABLE, Deployment, consumer_crd, statefulset
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.scheduler import (
     MAXFILLUP,
     UNSCHEDULABLE_ANNOTATION,
     Placement,
-    default_registry,
-    policy_from_configmap,
 )
 from streams_k8s.scheduler.kubernetes import CustomResourceVPodSource, marking_evictor
 from streams_k8s.scheduler.kubernetes.objects import PODS, STATEFULSETS
@@ -28,21 +25,6 @@ from streams_k8s.scheduler.kubernetes.objects import PODS, STATEFULSETS
 pytestmark = pytest.mark.sandbox(nodes=6, zones=["z0", "z1", "z2"])
 
 CAPACITY = 4
-# The shipped eventing-kafka scheduler profile (EvenPodSpread as a weight-2 priority), in the
-# seed's ConfigMap form.
-HA = policy_from_configmap(
-    {
-        "predicates": json.dumps([{"Name": "PodFitsResources"}]),
-        "priorities": json.dumps(
-            [
-                {"Name": "AvailabilityZonePriority", "Weight": 10, "Args": '{"MaxSkew": 2}'},
-                {"Name": "LowestOrdinalPriority", "Weight": 2},
-                {"Name": "EvenPodSpread", "Weight": 2, "Args": '{"MaxSkew": 2}'},
-            ]
-        ),
-    },
-    default_registry(),
-)
 
 
 @pytest.fixture
