@@ -101,6 +101,8 @@ fn place_vreplicas(
     };
     let placed = py.detach(|| scheduler::place(&pods, want, &filters, &priorities));
     Ok((placed.placements, placed.left))
+}
+
 create_exception!(
     _native,
     FusionError,

@@ -15,6 +15,8 @@ from typing import Any
 
 import aiohttp
 import pytest
+from tests import k8s_example
+from tests.k8s_support import eventually, eventually_async
 
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
@@ -22,8 +24,6 @@ from streams_k8s.k8s.leader import LEASES
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.settings import RuntimeSettings
 from streams_k8s.sandbox import Sandbox
-from tests import k8s_example
-from tests.k8s_support import eventually, eventually_async
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")

@@ -159,6 +159,7 @@ class CrRegion:
 
 def cr_gauge_names() -> list[str]:
     """Prometheus names of the eight gauges, in the order of CrStep.gauges."""
+
 # --- fusion (application pipeline) ---
 
 class FusionError(ValueError):
