@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.k8s_support import eventually
 
+from k8s_support import eventually
 from streams_k8s.api.job import Job
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError

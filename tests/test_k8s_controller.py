@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 from kubernetes_asyncio.client import Configuration
-from tests.k8s_support import eventually
 
+from k8s_support import eventually
 from streams_k8s.k8s.backoff import ItemBackoff, RetryLimiter, TokenBucket
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.controller import (

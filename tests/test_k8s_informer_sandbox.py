@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from tests.k8s_support import eventually
 
+from k8s_support import eventually
 from streams_k8s.k8s.backoff import Backoff
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.controller import Controller
