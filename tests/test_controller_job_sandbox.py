@@ -84,7 +84,8 @@ async def test_a_generated_job_gets_every_object_and_runs(
     async with operator(sandbox, monkeypatch, tmp_path / "cache", api_port=API_PORT):
         job = await client.create(JOBS, job_manifest("demo", bundle, fusion={"manual": 4}))
         status = await wait_for_phase(client, "demo", "Submitted", "Running")
-        assert status["id"] == 0 and status["generationId"] == 0
+        assert status["id"] == 0
+        assert status["generationId"] == 0
         assert status["processingElements"] == 4
         for type_ in ("Valid", "BundleFetched", "Planned"):
             assert condition(status, type_)["status"] == "True"
@@ -109,14 +110,20 @@ async def test_a_generated_job_gets_every_object_and_runs(
             assert names["sys-metrics"] == (9696, "TCP")
             assert names["sys-notifications"] == (10000, "UDP")
             assert names["sys-consistentregion"] == (10001, "UDP")
-            assert spec.sab_name == bundle.name and spec.restart_failed_pod is True
-            assert spec.image_pull_policy is not None and spec.image_pull_policy.value == "IfNotPresent"
+            assert spec.sab_name == bundle.name
+            assert spec.restart_failed_pod is True
+            assert spec.image_pull_policy is not None
+            assert spec.image_pull_policy.value == "IfNotPresent"
         table = NameTable.parse((await client.get(CONFIGMAPS, "demo", "default"))["data"][TABLE_KEY])
-        assert table and all(label.job_id == 0 for label in table.values())
-        assert len(found[PARALLEL_REGIONS]) == 1 and found[PARALLEL_REGIONS][0]["spec"]["width"] == 2
-        assert len(found[CONSISTENT_REGIONS]) == 1 and len(found[CONSISTENT_REGION_OPERATORS]) == 1
+        assert table
+        assert all(label.job_id == 0 for label in table.values())
+        assert len(found[PARALLEL_REGIONS]) == 1
+        assert found[PARALLEL_REGIONS][0]["spec"]["width"] == 2
+        assert len(found[CONSISTENT_REGIONS]) == 1
+        assert len(found[CONSISTENT_REGION_OPERATORS]) == 1
         region = found[CONSISTENT_REGIONS][0]["spec"]
-        assert region["pesInRegion"] and all(
+        assert region["pesInRegion"]
+        assert all(
             ProcessingElement.from_wire(p).spec.regions == [0]
             for p in pes
             if ProcessingElement.from_wire(p).spec.id in region["pesInRegion"]
@@ -139,7 +146,8 @@ async def test_a_generated_job_gets_every_object_and_runs(
             )
             await client.create(PODS, pod)
         status = await wait_for_phase(client, "demo", "Running")
-        assert status["podsReady"] == 4 and condition(status, "PodsReady")["status"] == "True"
+        assert status["podsReady"] == 4
+        assert condition(status, "PodsReady")["status"] == "True"
 
         async def connected() -> bool:
             items, _ = await client.list_all(PES, "default")
@@ -150,6 +158,9 @@ async def test_a_generated_job_gets_every_object_and_runs(
         assert {"SubmissionStarted", "SubmissionSucceeded", "Running"} <= reasons
 
 
+DELETED = ((CONFIGMAPS, "keep-1"), (SERVICES, "keep-0"), (HOSTPOOLS, "keep-0"), (PES, "keep-1"))
+
+
 @pytest.mark.sandbox(nodes=2)
 async def test_deleted_children_come_back_and_job_deletion_collects_them(
     sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -158,22 +169,12 @@ async def test_deleted_children_come_back_and_job_deletion_collects_them(
     async with operator(sandbox, monkeypatch, tmp_path / "cache"):
         await client.create(JOBS, job_manifest("keep", bundle, fusion={"manual": 2}))
         await wait_for_phase(client, "keep", "Submitted")
-        for resource, name in (
-            (CONFIGMAPS, "keep-1"),
-            (SERVICES, "keep-0"),
-            (HOSTPOOLS, "keep-0"),
-            (PES, "keep-1"),
-        ):
+        for resource, name in DELETED:
             await client.delete(resource, name, "default")
 
         async def all_back() -> bool:
             try:
-                for resource, name in (
-                    (CONFIGMAPS, "keep-1"),
-                    (SERVICES, "keep-0"),
-                    (HOSTPOOLS, "keep-0"),
-                    (PES, "keep-1"),
-                ):
+                for resource, name in DELETED:
                     await client.get(resource, name, "default")
             except ApiError as err:
                 if err.not_found:
@@ -201,7 +202,8 @@ async def test_invalid_spec_fails_with_the_field_and_creates_nothing(
         await client.create(JOBS, manifest)
         status = await wait_for_phase(client, manifest["metadata"]["name"], "Failed")
         valid = condition(status, "Valid")
-        assert valid["status"] == "False" and valid["reason"] == "InvalidName"
+        assert valid["status"] == "False"
+        assert valid["reason"] == "InvalidName"
         assert "metadata.name" in valid["message"]
         assert not any((await children(client, manifest["metadata"]["name"])).values())
         assert "SubmissionFailed" in {
@@ -220,7 +222,8 @@ async def test_missing_bundle_fails_bundle_fetched_then_a_fixed_spec_submits(
         await client.create(JOBS, manifest)
         status = await wait_for_phase(client, "fetch", "Failed")
         fetched = condition(status, "BundleFetched")
-        assert fetched["status"] == "False" and fetched["reason"] == "BundleNotFound"
+        assert fetched["status"] == "False"
+        assert fetched["reason"] == "BundleNotFound"
         assert "absent.sab" in fetched["message"]
         first_id = status["id"]
         assert not any((await children(client, "fetch")).values())
@@ -233,6 +236,7 @@ async def test_missing_bundle_fails_bundle_fetched_then_a_fixed_spec_submits(
 
 SOURCE_POOL = '<resources><poolLocation poolIndex="0"/></resources>'
 POOL_1 = '<resources><poolLocation poolIndex="1"/></resources>'
+HOST = '<resources><hostLocation hostname="{}"/></resources>'
 
 
 @pytest.mark.sandbox(nodes=2)
