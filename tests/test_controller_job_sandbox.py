@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import shutil
+import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -40,6 +43,7 @@ from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.events import EVENTS
 from streams_k8s.naming import TABLE_KEY, NameTable
 from streams_k8s.sandbox import Sandbox
+from streams_k8s.sandbox.nodes import NodeSpec
 
 CHILDREN = (
     CONFIGMAPS,
@@ -51,6 +55,7 @@ CHILDREN = (
     PES,
 )
 API_PORT = free_port()
+KUBECTL = shutil.which("kubectl")
 
 
 @pytest.fixture
@@ -300,3 +305,117 @@ async def test_job_ids_are_unique_and_survive_a_restart(
         await wait_for_phase(client, "three", "Submitted")
     ids = [(await job_status(client, n)).get("id") for n in ("one", "three")]
     assert ids == [0, 2]
+
+
+@pytest.mark.sandbox(nodes=1)
+async def test_kubectl_get_stj_shows_the_status_column(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if KUBECTL is None:
+        pytest.skip("kubectl is not installed")
+    bundle = sab(tmp_path, chains=1, length=2)
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("shown", bundle, fusion={"manual": 2}))
+        await wait_for_phase(client, "shown", "Submitted")
+        result = await asyncio.to_thread(
+            subprocess.run,
+            [KUBECTL, "--kubeconfig", str(sandbox.kubeconfig_path), "get", "stj", "-n", "default"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    assert result.returncode == 0, result.stderr
+    header, row = result.stdout.splitlines()[:2]
+    assert header.split()[:3] == ["NAME", "STATUS", "PES"]
+    assert row.split()[:3] == ["shown", "Submitted", "2"]
+
+
+@pytest.mark.sandbox(nodes=1)
+async def test_submission_time_out_fails_and_cleans_up(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = sab(tmp_path, chains=2, length=2)
+    # every PE create is refused for a while: the submission cannot finish in time
+    sandbox.faults.fail(500, None, verb="create", resource="streamspes")
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("slow", bundle, submissionTimeOutInSeconds=2))
+        status = await wait_for_phase(client, "slow", "Failed", within=30)
+        submitted = condition(status, "Submitted")
+        assert submitted["reason"] == "SubmissionTimedOut"
+        assert "submissionTimeOutInSeconds=2" in submitted["message"]
+
+        async def cleaned() -> bool:
+            return not any((await children(client, "slow")).values())
+
+        await eventually_async(cleaned, within=10)
+
+
+REAL_APPS = Path(__file__).resolve().parents[1] / ".." / "shared" / "testdata" / "open-streams" / "apps"
+
+
+@pytest.mark.sandbox(nodes=3)
+@pytest.mark.parametrize(
+    "bundle",
+    [
+        "apps.parallel.Parallel.sab",
+        "apps.consistent.ConsistentRegion.sab",
+        "apps.hostpools.HostPools.sab",
+        "apps.pubsub.Exporter.sab",
+        "apps.pubsub.Importer.sab",
+    ],
+)
+async def test_real_bundles_are_submitted(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bundle: str
+) -> None:
+    path = REAL_APPS / bundle
+    if not path.exists():
+        pytest.skip(f"shared test data not found at {path}")
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("real", path.resolve()))
+        status = await wait_for_phase(client, "real", "Submitted", "Failed")
+        assert status["phase"] == "Submitted", status
+        found = await children(client, "real")
+        assert len(found[PES]) == status["processingElements"]
+        pes = {ProcessingElement.from_wire(p).spec.id: p for p in found[PES]}
+        for pe_id, pe in pes.items():
+            cm = await client.get(CONFIGMAPS, f"real-{pe_id}", "default")
+            assert cm["metadata"]["annotations"][labels.CONTENT_ID] == pe["spec"]["contentId"]
+        if bundle == "apps.hostpools.HostPools.sab":
+            pools = {h["spec"]["name"]: h["spec"] for h in found[HOSTPOOLS]}
+            assert set(pools) == {"source_hosts", "$default", "sink_hosts"}
+            assert pools["source_hosts"]["tags"] == ["source_hosts"]
+        if bundle == "apps.consistent.ConsistentRegion.sab":
+            assert len(found[CONSISTENT_REGIONS]) == 1
+            assert found[CONSISTENT_REGIONS][0]["metadata"]["name"] == "real-cr0"
+
+
+HOSTS = ["c0321.pok.hpc-ng.ibm.com", "c0323.pok.hpc-ng.ibm.com"]
+
+
+@pytest.mark.sandbox(nodes=[NodeSpec(h) for h in HOSTS])
+async def test_real_host_placement_pins_pes_to_the_named_nodes(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = REAL_APPS / "apps.hostplacement.HostPlacement_nodename.sab"
+    if not path.exists():
+        pytest.skip(f"shared test data not found at {path}")
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("hosts", path.resolve()))
+        status = await wait_for_phase(client, "hosts", "Submitted", "Failed")
+        assert status["phase"] == "Submitted", status
+        found = await children(client, "hosts")
+        assert sorted(p["spec"]["placement"]["host"] for p in found[PES]) == HOSTS
+
+
+@pytest.mark.sandbox(nodes=2)
+async def test_real_host_placement_fails_on_a_cluster_without_those_hosts(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = REAL_APPS / "apps.hostplacement.HostPlacement_nodename.sab"
+    if not path.exists():
+        pytest.skip(f"shared test data not found at {path}")
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("hosts", path.resolve()))
+        status = await wait_for_phase(client, "hosts", "Failed")
+        assert "c032" in condition(status, "Planned")["message"]
+        assert not any((await children(client, "hosts")).values())
