@@ -31,6 +31,7 @@ from streams_k8s.controller.kinds import (
     CONSISTENT_REGIONS,
     HOSTPOOLS,
     JOBS,
+    NODES,
     PARALLEL_REGIONS,
     PES,
     PODS,
@@ -419,3 +420,18 @@ async def test_real_host_placement_fails_on_a_cluster_without_those_hosts(
         status = await wait_for_phase(client, "hosts", "Failed")
         assert "c032" in condition(status, "Planned")["message"]
         assert not any((await children(client, "hosts")).values())
+
+
+@pytest.mark.sandbox(nodes=3)
+async def test_automatic_fusion_counts_the_schedulable_nodes_and_records_them(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await client.patch(NODES, "node-2", {"spec": {"unschedulable": True}})  # cordoned: not counted
+    bundle = sab(tmp_path, chains=6, length=5)
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("auto", bundle))
+        status = await wait_for_phase(client, "auto", "Submitted")
+    assert status["plannedNodes"] == 2
+    assert 1 <= status["processingElements"] <= 2
+    found = await children(client, "auto")
+    assert len(found[PES]) == status["processingElements"]
