@@ -64,7 +64,7 @@ async def test_the_runtime_calls(running: Running, http: aiohttp.ClientSession, 
     assert pe["status"]["connectivity"] == "Partial"
 
     async def reported() -> bool:
-        return (await call(http, "GET", url))[2] == "Partial"
+        return bool((await call(http, "GET", url))[2] == "Partial")
 
     await eventually_async(reported, within=5)
 
