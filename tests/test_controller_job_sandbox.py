@@ -442,3 +442,25 @@ async def test_automatic_fusion_counts_the_schedulable_nodes_and_records_them(
     assert 1 <= status["processingElements"] <= 2
     found = await children(client, "auto")
     assert len(found[PES]) == status["processingElements"]
+
+
+@pytest.mark.sandbox(nodes=1)
+async def test_a_spec_edit_after_submission_is_reported_not_applied(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = sab(tmp_path, chains=2, length=2)
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("edited", bundle, fusion={"manual": 2}))
+        await wait_for_phase(client, "edited", *SUBMITTED)
+        await client.patch(JOBS, "edited", {"spec": {"fusion": {"manual": 3}}}, "default")
+
+        async def reported() -> bool:
+            return "not applied" in str((await job_status(client, "edited")).get("message"))
+
+        await eventually_async(reported, within=10)
+        await client.delete(PES, "edited-1", "default")  # not recreated from the edited spec either...
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):  # ...even after a restart
+        await eventually_async(reported, within=10)
+        found = await children(client, "edited")
+        assert sorted(p["metadata"]["name"] for p in found[PES]) == ["edited-0"]
+        assert "SpecChangeIgnored" in {e["reason"] for e in await events_of(client, "edited")}

@@ -16,7 +16,8 @@ child is deleted with Foreground propagation. It stays Failed until its spec cha
 attempt starts from a clean slate once the last child is gone.
 
 Once submitted, a deleted ConfigMap, Service, HostPool, ParallelRegion, ConsistentRegion(Operator)
-is recreated; a deleted PE is recreated when it is restartable.
+is recreated; a deleted PE is recreated when it is restartable. Spec edits after submission are
+not applied (status message and a SpecChangeIgnored Event say so); a failed Job retries on them.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ log = logging.getLogger(__name__)
 VALID, BUNDLE_FETCHED, PLANNED, PODS_READY = "Valid", "BundleFetched", "Planned", "PodsReady"
 # Children created concurrently by one submission (the client's QPS bucket still applies).
 CREATE_CONCURRENCY = 16
+SPEC_CHANGE_IGNORED = "spec changes after submission are not applied: delete and re-create the Job"
 # How soon to look again while a clean slate is being deleted.
 CLEANUP_POLL = 0.5
 CHILD_KINDS: tuple[Resource, ...] = (
@@ -384,10 +386,13 @@ class JobController:
         """Recreate deleted children; keep PE/pod counts, PodsReady and the phase current."""
         m = meta(obj)
         uid, generation = str(m["uid"]), int(m.get("generation") or 1)
+        if int(status.get("observedGeneration") or generation) != generation:
+            # The children follow the submitted spec; a re-plan from the edited one would mix two jobs.
+            if status.get("message") != SPEC_CHANGE_IGNORED:
+                await self.recorder.record(obj, "Warning", "SpecChangeIgnored", SPEC_CHANGE_IGNORED)
+            return await self._update_counts(obj, {**status, "message": SPEC_CHANGE_IGNORED})
         try:
-            planned, obj, status = await self._plan(
-                obj, job, status, int(status.get("observedGeneration") or generation), uid
-            )
+            planned, obj, status = await self._plan(obj, job, status, generation, uid)
         except SubmissionFailure as failure:
             log.warning(
                 "job %s/%s cannot be re-planned to restore its children: %s",
@@ -432,7 +437,7 @@ class JobController:
             "processingElementsReady": ready_pes,
             "podsReady": ready_pods,
         }
-        if wanted != status:
+        if wanted != (obj.get("status") or {}):
             written = await self._write_status(obj, wanted)
             if phase != status.get("phase") and phase == JobPhase.RUNNING.value:
                 await self.recorder.record(written, "Normal", "Running", f"all {expected} PE pods are ready")
