@@ -418,7 +418,8 @@ class JobController:
         pods = self.pods.store.select_by_labels({labels.JOB: name, labels.SVC: "pe"}, namespace)
         expected = int(status.get("processingElements") or len(pes))
         ready_pes = sum(1 for pe in pes if (pe.get("status") or {}).get("connectivity") == "Full")
-        ready_pods = sum(1 for pod in pods if _pod_ready(pod))
+        # PEs with a ready pod: two launches of one PE briefly both ready still count once
+        ready_pods = len({meta(pod)["labels"].get(labels.PE) for pod in pods if _pod_ready(pod)})
         conditions = list(status.get("conditions") or [])
         all_ready = expected > 0 and ready_pods >= expected
         set_condition(

@@ -9,11 +9,11 @@ the runtime's come from the environment:
 | `STREAMS_K8S_API_PORT` | 10000 | REST API port |
 | `STREAMS_K8S_REPOSITORY_PORT` | 6379 | bundle repository port |
 | `STREAMS_K8S_BUNDLE_CACHE` | `<tmp>/streams-k8s-bundles` | bundle cache directory |
-| `POD_NAME`, `POD_NAMESPACE` | unset | this replica's pod (downward API): the leader labels it |
-|  |  | `streams.ibm.com/serving=true`, which the `streams-api` Service selects |
+| `POD_NAME`, `POD_NAMESPACE` | unset | this replica's pod (downward API) |
 
-Every replica serves; the Service routes only to the one labelled, the leader, whose job
-controller fetched the bundles and whose caches are warm.
+Every replica serves; the `streams-api` Service routes only to the pod labelled
+`streams.ibm.com/serving=true`. The leader puts that label on its own pod (`POD_NAME`) and takes
+it off the others, so PEs reach the replica whose job controller fetched the bundles.
 """
 
 from __future__ import annotations
