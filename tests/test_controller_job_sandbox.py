@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 
 from k8s_support import eventually_async
 from operator_support import (
@@ -36,6 +37,7 @@ from streams_k8s.controller.kinds import (
     PARALLEL_REGIONS,
     PES,
     PODS,
+    SECRETS,
     SERVICES,
 )
 from streams_k8s.controller.placement import PodPlacement
@@ -464,3 +466,88 @@ async def test_a_spec_edit_after_submission_is_reported_not_applied(
         found = await children(client, "edited")
         assert sorted(p["metadata"]["name"] for p in found[PES]) == ["edited-0"]
         assert "SpecChangeIgnored" in {e["reason"] for e in await events_of(client, "edited")}
+
+
+@pytest.mark.sandbox(nodes=1)
+@pytest.mark.parametrize(
+    ("bundle", "reason", "words"),
+    [
+        (
+            {
+                "name": "a.sab",
+                "http": {
+                    "url": "https://bundles.invalid/a.sab",
+                    "certificationAuthority": {"configMapName": "ca"},
+                },
+            },
+            "CertificateAuthorityNotFound",
+            "ConfigMap 'ca'",
+        ),
+        (
+            {
+                "name": "a.sab",
+                "github": {"url": "https://api.github.invalid/repos/o/r/contents/a.sab", "secret": "token"},
+            },
+            "SecretNotFound",
+            "Secret 'token'",
+        ),
+    ],
+    ids=["http-ca-configmap-missing", "github-secret-missing"],
+)
+async def test_bundle_credentials_are_read_from_the_job_namespace(
+    sandbox: Sandbox,
+    client: KubeClient,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    bundle: dict[str, Any],
+    reason: str,
+    words: str,
+) -> None:
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        manifest = job_manifest("creds", tmp_path / "unused.sab")
+        manifest["spec"]["bundle"] = bundle
+        await client.create(JOBS, manifest)
+        status = await wait_for_phase(client, "creds", "Failed")
+        fetched = condition(status, "BundleFetched")
+        assert fetched["reason"] == reason
+        assert words in fetched["message"]
+
+
+@pytest.mark.sandbox(nodes=1)
+async def test_a_github_bundle_is_fetched_with_the_token_of_the_secret(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = sab(tmp_path, chains=1, length=2).read_bytes()
+    seen: list[str | None] = []
+
+    async def contents(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Authorization"))
+        if request.headers.get("Authorization") != "token s3cret":
+            return web.Response(status=401)
+        return web.Response(body=data, content_type="application/octet-stream")
+
+    app = web.Application()
+    app.router.add_get("/repos/owner/repo/contents/app.sab", contents)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        secret = {"metadata": {"name": "gh", "namespace": "default"}, "data": {"token": "czNjcmV0"}}
+        await client.create(SECRETS, secret)
+        async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+            manifest = job_manifest("gh", tmp_path / "unused.sab")
+            manifest["spec"]["bundle"] = {
+                "name": "app.sab",
+                "github": {
+                    "url": f"http://127.0.0.1:{port}/repos/owner/repo/contents/app.sab",
+                    "secret": "gh",
+                },
+            }
+            await client.create(JOBS, manifest)
+            status = await wait_for_phase(client, "gh", *SUBMITTED, "Failed")
+        assert status["phase"] in SUBMITTED, status
+        assert seen == ["token s3cret"]
+    finally:
+        await runner.cleanup()
