@@ -96,6 +96,7 @@ async def test_a_generated_job_gets_every_object_and_runs(
         assert status["id"] == 0
         assert status["generationId"] == 0
         assert status["processingElements"] == 4
+        assert status["applicationName"] == "synthetic::App"
         for type_ in ("Valid", "BundleFetched", "Planned"):
             assert condition(status, type_)["status"] == "True"
 

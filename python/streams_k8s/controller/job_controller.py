@@ -317,9 +317,11 @@ class JobController:
             changed
             or status.get("plannedNodes") != planned_nodes
             or status.get("processingElements") != len(planned.plan.pes)
+            or status.get("applicationName") != planned.app.name
         ):
             status = {
                 **status,
+                "applicationName": planned.app.name,
                 "conditions": conditions,
                 "plannedNodes": planned_nodes,
                 "processingElements": len(planned.plan.pes),
