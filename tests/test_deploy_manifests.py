@@ -71,6 +71,7 @@ def test_streams_api_routes_the_runtime_ports_to_the_serving_replica(rendered: l
         api["spec"]["selector"].items() - {("streams.ibm.com/serving", "true")}
         <= pod["metadata"]["labels"].items()
     )
+    assert {"app": "streams", "svc": "instance-operator"}.items() <= pod["metadata"]["labels"].items()
     container = pod["spec"]["containers"][0]
     assert container["args"][0] == "run"
     assert {e["name"] for e in container["env"]} >= {"POD_NAME", "POD_NAMESPACE"}
