@@ -207,7 +207,7 @@ def free_port() -> int:
 def spawn(sandbox: Sandbox, identity: str) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")]),
         "STREAMS_K8S_LEASE_DURATION": "3",
         "STREAMS_K8S_RENEW_DEADLINE": "2",
         "STREAMS_K8S_RETRY_PERIOD": "0.5",
@@ -217,7 +217,7 @@ def spawn(sandbox: Sandbox, identity: str) -> subprocess.Popen[bytes]:
         sys.executable, "-c", "from streams_k8s.cli import main; main()", "run",
         "--kubeconfig", str(sandbox.kubeconfig_path), "--namespace", "default",
         "--health-port", port, "--metrics-port", port, "--bind-address", "127.0.0.1",
-        "--identity", identity, "--controller", "tests.k8s_example:setup", "--log-format", "text",
+        "--identity", identity, "--controller", "k8s_example:setup", "--log-format", "text",
     ]  # fmt: skip
     return subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
