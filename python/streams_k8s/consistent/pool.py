@@ -74,7 +74,7 @@ class RegionOperatorVPods(CustomResourceVPodSource):
         return obj is not None and (obj.get("spec") or {}).get("mode") == SHARED
 
     def keys(self) -> Iterable[str]:
-        return [key for key in super() if self._shared(key)]
+        return list(filter(self._shared, super().keys()))
 
     def get(self, key: str) -> VPod | None:
         return super().get(key) if self._shared(key) else None
