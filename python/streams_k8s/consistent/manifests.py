@@ -174,17 +174,18 @@ def coordinator_pool(
     *,
     namespace: str,
     image: str,
-    replicas: int,
+    replicas: int = 0,
     pull_policy: ImagePullPolicy = ImagePullPolicy.IF_NOT_PRESENT,
     pull_secret: str | None = None,
     log_level: TraceLevel = TraceLevel.INFO,
     service_account: str = SERVICE_ACCOUNT,
 ) -> dict[str, Any]:
     """The shared coordinator pool of a namespace: a StatefulSet whose pods run the jobs of
-    shared mode, placed by rendezvous hashing over its Ready pods (each running job's API
-    Service points at its pod). Pods start and stop in parallel: placement needs no order."""
-    if replicas < 1:
-        raise ValueError("the coordinator pool needs at least one pod")
+    shared mode, placed on them by the pool's vreplica scheduler (``consistent.pool``), which
+    also owns ``spec.replicas`` once it runs (create this object, do not keep re-applying the
+    count). Pods start and stop in parallel: placement needs no order."""
+    if replicas < 0:
+        raise ValueError(f"the coordinator pool cannot have {replicas} pods")
     labels = dict(POOL_LABELS)
     pod_spec = _pod_spec(
         image=image,
