@@ -147,6 +147,17 @@ class SharedPool:
             await self.client.delete(CONSISTENT_REGIONS, world.region_name(index), NAMESPACE)
         await self.client.delete(REGION_OPERATORS, world.operator_name, NAMESPACE)
 
+    async def relaunch_evicted_pes(self) -> None:
+        """What the instance operator does for a PE whose pod was evicted: launch it again."""
+        for world in self.worlds.values():
+            for pe in world.pes:
+                try:
+                    await self.client.get(PODS, world.pod_name(pe), NAMESPACE)
+                except ApiError as exc:
+                    if not exc.not_found:
+                        raise
+                    await world.launch(pe)
+
     # -- reading back over the API -------------------------------------------------------------
 
     async def placements(self) -> dict[str, dict[str, int]]:
@@ -284,13 +295,16 @@ async def test_jobs_spread_over_the_pool_and_survive_losing_a_pod_and_a_zone(poo
         pool.sandbox.cluster.taint(node, UNREACHABLE, effect="NoSchedule")  # type: ignore[union-attr]
         pool.sandbox.cluster.taint(node, UNREACHABLE, effect="NoExecute")  # type: ignore[union-attr]
     moved = [job for job, runner in runners.items() if pods[runner]["spec"]["nodeName"] in lost_nodes]
+    await pool.relaunch_evicted_pes()
     assert "job0" in moved
 
     async def outside_the_zone() -> bool:
         if not await pool.settled():
             return False
         pods = await pool.pool_pods()
-        return all(pods[r]["spec"]["nodeName"] not in lost_nodes for r in (await pool.runners()).values() if r)
+        return all(
+            pods[r]["spec"]["nodeName"] not in lost_nodes for r in (await pool.runners()).values() if r
+        )
 
     await eventually_async(outside_the_zone, within=40)
     floor = await pool.checkpoints()
