@@ -198,7 +198,7 @@ class SharedPool:
         """Every job fully placed on existing pods within capacity, served by its runner alone."""
         placements, pods = await self.placements(), await self.pool_pods()
         used: dict[str, int] = {}
-        for job, held in placements.items():
+        for held in placements.values():
             if sum(held.values()) != len(REGIONS) or not set(held) <= set(pods):
                 return False
             for pod, n in held.items():
