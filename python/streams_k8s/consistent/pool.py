@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from streams_k8s.consistent.coordinator import POOL_LABELS, REGION_OPERATORS
@@ -45,10 +45,9 @@ from streams_k8s.k8s.manager import Manager
 from streams_k8s.scheduler.kubernetes import (
     CustomResourceVPodSource,
     SchedulerConfig,
-    SetupError,
     VReplicaScheduler,
 )
-from streams_k8s.scheduler.kubernetes.standalone import load_policy
+from streams_k8s.scheduler.kubernetes.standalone import load_policy, settings_from_environment
 from streams_k8s.scheduler.model import VPod
 from streams_k8s.scheduler.policy import MAXFILLUP, Policy
 
@@ -94,12 +93,7 @@ class PoolSettings(BaseSettings):
 async def setup(manager: Manager, settings: PoolSettings | None = None) -> VReplicaScheduler:
     """Declare the pool's scheduler on ``manager`` (settings from the environment by default)."""
     if settings is None:
-        try:
-            settings = PoolSettings()  # fields come from the environment
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            field = "_".join(str(p) for p in first["loc"]).upper()
-            raise SetupError(f"STREAMS_K8S_CR_POOL_{field}: {first['msg']}") from None
+        settings = settings_from_environment(PoolSettings)
     policy: Policy | str = MAXFILLUP
     if settings.scheduler_configmap:
         policy = await load_policy(manager.client, settings.namespace, settings.scheduler_configmap)
