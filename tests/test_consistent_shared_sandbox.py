@@ -340,3 +340,32 @@ async def test_the_pool_grows_with_demand_and_compacts_when_jobs_go(pool: Shared
     floor = await pool.checkpoints()
     await eventually_async(lambda: pool.all_past(floor), within=30)
     assert await pool.reset_since_taken_over(survivor)
+
+
+async def test_a_cordoned_nodes_jobs_move_to_a_new_pod_while_the_old_one_still_runs(pool: SharedPool) -> None:
+    """The pod on a cordoned node keeps running but loses its placements: the set grows by one
+    pod, the jobs move there, the old pod lets them go, and the new one resets them."""
+    for job in ("a", "b", "c", "d"):
+        await pool.add_job(job)
+    await pool.start_scheduler(refresh_period=3600.0)
+    await eventually_async(pool.settled, within=30)
+    assert await pool.replicas() == 2
+    await eventually_async(lambda: pool.all_past({}), within=30)
+    runners = await pool.runners()
+    cordoned = runners["a"]
+    moved = sorted(job for job, runner in runners.items() if runner == cordoned)
+    pods = await pool.pool_pods()
+    pool.sandbox.cluster.cordon(pods[cordoned]["spec"]["nodeName"])  # type: ignore[union-attr]
+
+    async def moved_to_the_new_pod() -> bool:
+        now = await pool.runners()
+        return await pool.settled() and all(now[job] == f"{POOL_NAME}-2" for job in moved)
+
+    await eventually_async(moved_to_the_new_pod, within=30)
+    assert await pool.replicas() == 3  # ceil(8 / 4) + the stranded pod
+    assert cordoned in await pool.pool_pods()  # still there, running nothing
+    assert pool.processes.jobs_of(cordoned) == set()
+    floor = await pool.checkpoints()
+    await eventually_async(lambda: pool.all_past(floor), within=30)
+    for job in moved:
+        assert await pool.reset_since_taken_over(job)
