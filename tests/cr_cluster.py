@@ -16,7 +16,6 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from streams_k8s.consistent.assignment import Assignment
 from streams_k8s.consistent.coordinator import (
     CONSISTENT_REGIONS,
     ENDPOINTS,
@@ -198,7 +197,6 @@ class CoordinatorPod:
 
     sandbox: Sandbox
     settings: CoordinatorSettings
-    assignment: Assignment | None = None
     manager: Manager | None = None
     coordinator: Coordinator | None = None
     task: asyncio.Task[int] | None = None
@@ -217,11 +215,7 @@ class CoordinatorPod:
         )
         self.manager = Manager(runtime)
         await self.manager.connect()
-        if self.assignment is None:
-            self.coordinator = await setup(self.manager, self.settings)
-        else:
-            self.coordinator = Coordinator(self.manager, self.settings, self.assignment)
-            await self.coordinator.start_api()
+        self.coordinator = await setup(self.manager, self.settings)
         self.task = asyncio.create_task(self.manager.run(handle_signals=False))
         return self
 
@@ -263,21 +257,8 @@ def loopback_settings(**overrides: Any) -> CoordinatorSettings:
     return CoordinatorSettings(**values)
 
 
-POOL_LABELS = {"app": "streams", "svc": "consistent-region-coordinator"}
-
-
 def shared(pod_name: str, **overrides: Any) -> CoordinatorSettings:
     return loopback_settings(mode="shared", pod_name=pod_name, **overrides)
-
-
-def pool_pod(name: str) -> dict[str, Any]:
-    """The pod the coordinator StatefulSet would run (its process is a ``CoordinatorPod``)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NAMESPACE, "labels": dict(POOL_LABELS)},
-        "spec": {"containers": [{"name": "coordinator", "image": "streams-k8s:test"}]},
-    }
 
 
 class JobServiceRouter:

@@ -1,4 +1,4 @@
-"""Which jobs a coordinator pod runs: dedicated (one job) and the rendezvous-hashed shared pool."""
+"""Which jobs a coordinator pod runs: dedicated (one job) and the scheduler-placed shared pool."""
 
 from __future__ import annotations
 
@@ -7,18 +7,26 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streams_k8s.consistent.assignment import RendezvousPool, SingleJob, owner_of
+from streams_k8s.api.consistent_region import VReplicaPlacement
+from streams_k8s.consistent.assignment import PlacedJobs, SingleJob, runner_of
 from streams_k8s.consistent.coordinator import job_of_host, pod_observation
 from streams_k8s.consistent.health import PodObservation
 from streams_k8s.k8s.objects import ObjectKey
 
-JOBS = [ObjectKey("ns", f"job{i}") for i in range(200)]
-PODS = [f"streams-cr-{i}" for i in range(4)]
+PODS = [f"streams-cr-{i}" for i in range(12)]
 
 
-def pool_pod(name: str, ready: bool = True) -> dict[str, Any]:
-    status = "True" if ready else "False"
-    return {"metadata": {"name": name}, "status": {"conditions": [{"type": "Ready", "status": status}]}}
+def operator(job: str, placements: dict[str, int], *, mode: str = "shared", **meta: Any) -> dict[str, Any]:
+    wire = [{"podName": pod, "vreplicas": n} for pod, n in placements.items()]
+    return {
+        "metadata": {"name": f"{job}-consistent-region-operator", "namespace": "ns", **meta},
+        "spec": {"jobName": job, "numRegions": sum(placements.values()) or 1, "mode": mode},
+        "status": {"placements": wire},
+    }
+
+
+def placed(**pods: int) -> list[VReplicaPlacement]:
+    return [VReplicaPlacement(pod_name=pod.replace("_", "-"), vreplicas=n) for pod, n in pods.items()]
 
 
 def test_a_dedicated_pod_runs_its_job_only() -> None:
@@ -28,50 +36,51 @@ def test_a_dedicated_pod_runs_its_job_only() -> None:
     assert not single.owns(ObjectKey("ns", "b"))
 
 
-def test_every_job_has_exactly_one_owner_and_the_jobs_spread() -> None:
-    pools = {name: RendezvousPool(name) for name in PODS}
-    for pool in pools.values():
-        for name in PODS:
-            pool.observe(None, pool_pod(name))
-    counts = dict.fromkeys(PODS, 0)
-    for job in JOBS:
-        owners = [name for name, pool in pools.items() if pool.owns(job)]
-        assert len(owners) == 1
-        counts[owners[0]] += 1
-    assert min(counts.values()) >= len(JOBS) // len(PODS) // 2  # no pod is left idle or swamped
+def test_the_runner_holds_most_of_the_regions_ties_to_the_lowest_ordinal() -> None:
+    assert runner_of(placed(pool_0=1, pool_1=3)) == "pool-1"
+    assert runner_of(placed(pool_2=2, pool_1=2, pool_3=1)) == "pool-1"
+    assert runner_of(placed(pool_10=2, pool_9=2)) == "pool-9"  # by ordinal, not by name
+    assert runner_of([]) is None
 
 
-def test_losing_a_pod_moves_only_its_jobs_and_tells_the_listeners() -> None:
-    pool = RendezvousPool(PODS[0])
+@given(st.dictionaries(st.sampled_from(PODS), st.integers(1, 5), min_size=1))
+def test_the_runner_does_not_depend_on_the_order_of_the_placements(held: dict[str, int]) -> None:
+    placements = [VReplicaPlacement(pod_name=pod, vreplicas=n) for pod, n in held.items()]
+    runner = runner_of(placements)
+    assert runner_of(list(reversed(placements))) == runner
+    assert runner is not None
+    assert held[runner] == max(held.values())
+
+
+def test_a_pod_owns_the_jobs_it_runs_and_hears_when_that_changes() -> None:
+    jobs = PlacedJobs("pool-1")
     changes: list[int] = []
-    pool.subscribe(lambda: changes.append(1))
-    for name in PODS:
-        pool.observe(None, pool_pod(name))
-    before = {job: owner_of(job, pool.members) for job in JOBS}
-    pool.observe(pool_pod(PODS[3]), None)
-    after = {job: owner_of(job, pool.members) for job in JOBS}
-    moved = {job for job in JOBS if before[job] != after[job]}
-    assert moved == {job for job in JOBS if before[job] == PODS[3]}
-    assert changes
-    pool.observe(None, pool_pod(PODS[2], ready=False))  # not Ready: no longer a member
-    assert PODS[2] not in pool.members
+    jobs.subscribe(lambda: changes.append(1))
+    a = operator("a", {"pool-0": 1, "pool-1": 2})
+    jobs.observe(None, a)
+    assert jobs.owns(ObjectKey("ns", "a"))
+    assert changes == [1]
+    jobs.observe(None, operator("b", {"pool-0": 2}))
+    assert not jobs.owns(ObjectKey("ns", "b"))
+    assert changes == [1]
+    moved = operator("a", {"pool-0": 3})  # evicted from pool-1
+    jobs.observe(a, moved)
+    assert not jobs.owns(ObjectKey("ns", "a"))
+    assert jobs.runner(ObjectKey("ns", "a")) == "pool-0"
+    assert changes == [1, 1]
+    jobs.observe(moved, None)
+    assert jobs.runner(ObjectKey("ns", "a")) is None
 
 
-def test_a_pod_runs_nothing_until_it_is_ready_and_nothing_once_terminating() -> None:
-    pool = RendezvousPool(PODS[0])
-    assert not any(pool.owns(job) for job in JOBS)  # its own pod not seen yet
-    pool.observe(None, pool_pod(PODS[0]))
-    assert all(pool.owns(job) for job in JOBS)  # alone in the pool
-    terminating = pool_pod(PODS[0])
-    terminating["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    pool.observe(pool_pod(PODS[0]), terminating)
-    assert not any(pool.owns(job) for job in JOBS)
-
-
-@given(st.lists(st.sampled_from(PODS), min_size=1, unique=True), st.text(min_size=1, max_size=20))
-def test_the_owner_does_not_depend_on_the_order_pods_are_seen(pods: list[str], job: str) -> None:
-    key = ObjectKey("ns", job)
-    assert owner_of(key, pods) == owner_of(key, list(reversed(pods)))
+def test_unplaced_dedicated_and_deleting_jobs_run_nowhere() -> None:
+    jobs = PlacedJobs("pool-0")
+    jobs.observe(None, operator("new", {}))
+    jobs.observe(None, operator("dedicated", {"pool-0": 1}, mode="dedicated"))
+    jobs.observe(None, operator("going", {"pool-0": 1}, deletionTimestamp="2026-01-01T00:00:00Z"))
+    bad = operator("bad", {"pool-0": 1})
+    bad["status"]["placements"].append({"podName": "", "vreplicas": "x"})  # skipped, not fatal
+    jobs.observe(None, bad)
+    assert [job for job in ("new", "dedicated", "going", "bad") if jobs.owns(ObjectKey("ns", job))] == ["bad"]
 
 
 def test_the_job_is_read_from_the_api_service_host() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from k8s_support import eventually_async
 from streams_k8s.api.consistent_region import ConsistentRegionOperator
-from streams_k8s.consistent.coordinator import REGION_OPERATORS, CoordinatorSettings
+from streams_k8s.consistent.coordinator import POOL_LABELS, REGION_OPERATORS, CoordinatorSettings
 from streams_k8s.consistent.manifests import (
     coordinator_auth_delegation,
     coordinator_deployment,
@@ -202,7 +202,7 @@ async def test_the_pool_statefulset_runs_pods_the_shared_coordinators_see_as_the
     pool = coordinator_pool(namespace="default", image="streams-k8s:1", replicas=3)
     args = pool["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args == ["streams-k8s", "coordinator", "--mode", "shared", "--namespace", "default"]
-    selector = CoordinatorSettings(mode="shared").pool_selector
+    selector = ",".join(f"{k}={v}" for k, v in POOL_LABELS.items())
     async with Sandbox() as sb, await KubeClient.connect(str(sb.kubeconfig_path)) as client:
         await client.create(STATEFULSETS, pool)
 
@@ -212,5 +212,6 @@ async def test_the_pool_statefulset_runs_pods_the_shared_coordinators_see_as_the
             return len(running) == 3
 
         await eventually_async(ready, within=15)
-    with pytest.raises(ValueError, match="at least one pod"):
-        coordinator_pool(namespace="default", image="i", replicas=0)
+    assert coordinator_pool(namespace="default", image="i")["spec"]["replicas"] == 0  # the scheduler sizes it
+    with pytest.raises(ValueError, match="cannot have -1 pods"):
+        coordinator_pool(namespace="default", image="i", replicas=-1)

@@ -1,118 +1,371 @@
-"""Shared mode in the sandbox: the jobs of a namespace spread over a pool of coordinator pods,
-and the regions of a lost pod's jobs move to the survivors, reset, and go on checkpointing."""
+"""Shared mode in the sandbox: the pool scheduler places the jobs' regions on the coordinator
+StatefulSet, the pool pods run the jobs their placements give them, and the pool follows
+losses (a pod, a zone) and demand (growing, compacting). Everything is read back over HTTP.
+
+Six nodes over three zones (node-i in zone z{i%3}). The sandbox runs the StatefulSet's pods;
+``PoolProcesses`` starts a coordinator process for each Running pool pod, as its container
+would, and stops it when the pod goes.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
 
-import aiohttp
+import pytest
 
 from cr_cluster import (
+    NAMESPACE,
     PODS,
     REGION_OPERATORS,
     ConnectivityToPeStatus,
     CoordinatorPod,
     JobServiceRouter,
     JobWorld,
-    pool_pod,
     region_spec,
     shared,
 )
 from k8s_support import eventually_async
-from streams_k8s.api.consistent_region import ConsistentRegionOperator
-from streams_k8s.consistent.coordinator import ENDPOINTS
-from streams_k8s.consistent.manifests import coordinator_service
+from streams_k8s.api.consistent_region import ConsistentRegionOperator, VReplicaPlacement
+from streams_k8s.consistent.assignment import runner_of
+from streams_k8s.consistent.coordinator import CONSISTENT_REGIONS, ENDPOINTS, POOL_LABELS
+from streams_k8s.consistent.manifests import POOL_NAME, coordinator_pool, coordinator_service
+from streams_k8s.consistent.pool import PoolSettings, setup
 from streams_k8s.k8s.client import KubeClient, Resource
+from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.manager import Manager
+from streams_k8s.k8s.settings import RuntimeSettings
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
+from streams_k8s.scheduler.kubernetes.objects import STATEFULSETS
 
 SERVICES = Resource("", "v1", "services", "Service")
-POOL = [f"streams-cr-coordinator-{i}" for i in range(3)]
-JOBS = [f"job{i}" for i in range(6)]
+NODES = Resource("", "v1", "nodes", "Node")
+UNREACHABLE = "node.kubernetes.io/unreachable"
+CAPACITY = 4  # regions per pool pod; every job here has 2
+REGIONS = {0: region_spec(0, [1, 2]), 1: region_spec(1, [3])}
+POOL_SELECTOR = ",".join(f"{k}={v}" for k, v in POOL_LABELS.items())
 
 
-async def test_jobs_spread_over_the_pool_and_survive_losing_a_pod() -> None:
-    operator = ConnectivityToPeStatus()
+@dataclass
+class PoolProcesses:
+    """One coordinator process per Running pool pod (by pod UID), as the kubelet would run."""
+
+    sandbox: Sandbox
+    client: KubeClient
+    running: dict[str, tuple[str, CoordinatorPod]] = field(default_factory=dict)  # uid -> (pod, process)
+    task: asyncio.Task[None] | None = None
+
+    async def _follow(self) -> None:
+        while True:
+            items, _ = await self.client.list_all(PODS, NAMESPACE, label_selector=POOL_SELECTOR)
+            live = {
+                item["metadata"]["uid"]: item
+                for item in items
+                if item["status"].get("phase") == "Running"
+                and item["status"].get("podIP")
+                and not item["metadata"].get("deletionTimestamp")
+            }
+            for uid in set(self.running) - set(live):
+                _, process = self.running.pop(uid)
+                await process.stop()
+            for uid, pod in live.items():
+                if uid not in self.running:
+                    name = pod["metadata"]["name"]
+                    settings = shared(name, pod_ip=pod["status"]["podIP"])
+                    self.running[uid] = (name, await CoordinatorPod(self.sandbox, settings).start())
+            await asyncio.sleep(0.1)
+
+    def start(self) -> None:
+        self.task = asyncio.create_task(self._follow())
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+        for _, process in self.running.values():
+            await process.stop()
+        self.running.clear()
+
+    def jobs_of(self, pod: str) -> set[str]:
+        """The jobs the process of ``pod`` runs."""
+        return {
+            key.name
+            for name, process in self.running.values()
+            if name == pod and process.coordinator is not None
+            for key in process.coordinator.jobs
+        }
+
+
+@dataclass
+class SharedPool:
+    sandbox: Sandbox
+    client: KubeClient
+    processes: PoolProcesses
+    scheduler: Manager | None = None
+    task: asyncio.Task[int] | None = None
+    worlds: dict[str, JobWorld] = field(default_factory=dict)
+
+    async def start_scheduler(self, refresh_period: float) -> None:
+        runtime = RuntimeSettings(
+            kubeconfig=str(self.sandbox.kubeconfig_path),
+            namespace=NAMESPACE,
+            bind_address="127.0.0.1",
+            health_port=0,
+            metrics_port=0,
+            leader_election=False,
+            backoff_initial=0.05,
+            backoff_max=0.5,
+            shutdown_grace=1.0,
+        )
+        self.scheduler = Manager(runtime)
+        await self.scheduler.connect()
+        settings = PoolSettings(namespace=NAMESPACE, capacity=CAPACITY, refresh_period=refresh_period)
+        await setup(self.scheduler, settings)
+        self.task = asyncio.create_task(self.scheduler.run(handle_signals=False))
+
+    async def stop(self) -> None:
+        await self.processes.stop()
+        if self.scheduler is not None and self.task is not None:
+            self.scheduler.stop()
+            await self.task
+
+    async def add_job(self, job: str) -> JobWorld:
+        world = self.worlds[job] = JobWorld(self.client, job, REGIONS, mode="shared")
+        await world.create()
+        operator = ConsistentRegionOperator.from_wire(world.operator)
+        await self.client.create(SERVICES, coordinator_service(operator, namespace=NAMESPACE, generation=1))
+        return world
+
+    async def remove_job(self, job: str) -> None:
+        world = self.worlds.pop(job)
+        for index in world.regions:
+            await self.client.delete(CONSISTENT_REGIONS, world.region_name(index), NAMESPACE)
+        await self.client.delete(REGION_OPERATORS, world.operator_name, NAMESPACE)
+
+    async def relaunch_evicted_pes(self) -> None:
+        """What the instance operator does for a PE whose pod was evicted: launch it again."""
+        for world in self.worlds.values():
+            for pe in world.pes:
+                try:
+                    await self.client.get(PODS, world.pod_name(pe), NAMESPACE)
+                except ApiError as exc:
+                    if not exc.not_found:
+                        raise
+                    await world.launch(pe)
+
+    # -- reading back over the API -------------------------------------------------------------
+
+    async def placements(self) -> dict[str, dict[str, int]]:
+        """job -> pod -> regions, from the ConsistentRegionOperators' status."""
+        items, _ = await self.client.list_all(REGION_OPERATORS, NAMESPACE)
+        return {
+            item["spec"]["jobName"]: {
+                p["podName"]: p["vreplicas"] for p in (item.get("status") or {}).get("placements") or []
+            }
+            for item in items
+        }
+
+    async def runners(self) -> dict[str, str | None]:
+        return {
+            job: runner_of(VReplicaPlacement(pod_name=p, vreplicas=n) for p, n in held.items())
+            for job, held in (await self.placements()).items()
+        }
+
+    async def endpoint_owner(self, job: str) -> str | None:
+        """The pool pod the job's API Service points at."""
+        try:
+            endpoints = await self.client.get(ENDPOINTS, f"streams-{job}-consistentregion-api", NAMESPACE)
+        except ApiError as exc:
+            if exc.not_found:
+                return None
+            raise
+        addresses = (endpoints.get("subsets") or [{}])[0].get("addresses") or [{}]
+        return addresses[0].get("targetRef", {}).get("name")
+
+    async def pool_pods(self) -> dict[str, dict[str, Any]]:
+        items, _ = await self.client.list_all(PODS, NAMESPACE, label_selector=POOL_SELECTOR)
+        return {i["metadata"]["name"]: i for i in items if not i["metadata"].get("deletionTimestamp")}
+
+    async def replicas(self) -> int:
+        return int((await self.client.get(STATEFULSETS, POOL_NAME, NAMESPACE))["spec"]["replicas"])
+
+    async def settled(self) -> bool:
+        """Every job fully placed on existing pods within capacity, served by its runner alone."""
+        placements, pods = await self.placements(), await self.pool_pods()
+        used: dict[str, int] = {}
+        for held in placements.values():
+            if sum(held.values()) != len(REGIONS) or not set(held) <= set(pods):
+                return False
+            for pod, n in held.items():
+                used[pod] = used.get(pod, 0) + n
+        assert all(n <= CAPACITY for n in used.values()), used  # capacity is never exceeded
+        for job, runner in (await self.runners()).items():
+            if await self.endpoint_owner(job) != runner or {
+                pod for pod in pods if job in self.processes.jobs_of(pod)
+            } != {runner}:
+                return False
+        return True
+
+    async def checkpoints(self) -> dict[tuple[str, int], int]:
+        return {
+            (job, index): (await world.status(index)).get("lastCompletedSeqID", 0)
+            for job, world in self.worlds.items()
+            for index in world.regions
+        }
+
+    async def all_past(self, floor: dict[tuple[str, int], int]) -> bool:
+        now = await self.checkpoints()
+        return all(seq > floor.get(key, 0) for key, seq in now.items())
+
+    async def reset_since_taken_over(self, job: str) -> bool:
+        """The coordinator that took the job over forced a reset of every region."""
+        statuses = [await self.worlds[job].status(index) for index in REGIONS]
+        return all(status.get("lastCompletedReset", -1) >= 0 for status in statuses)
+
+
+@pytest.fixture
+async def pool() -> AsyncIterator[SharedPool]:
+    reporter = ConnectivityToPeStatus()
     participant = ConsistentRegionParticipant("", poll_interval=0.05)
     async with (
-        Sandbox(pe_reporter=operator, pe_hooks=participant) as sb,
+        Sandbox(nodes=6, zones=["z0", "z1", "z2"], pe_reporter=reporter, pe_hooks=participant) as sb,
         await KubeClient.connect(str(sb.kubeconfig_path)) as client,
     ):
-        operator.client = client
+        reporter.client = client
         router = await JobServiceRouter(client).start()
         participant.base_url = router.url + "/jobs/{namespace}/{job}"
-        for name in POOL:
-            await client.create(PODS, pool_pod(name))
-        await sb.settle()
-        pods = {}
-        for name in POOL:
-            ip = (await client.get(PODS, name, "default"))["status"]["podIP"]
-            pods[name] = await CoordinatorPod(sb, shared(name, pod_ip=ip)).start()
-        regions = {0: region_spec(0, [1, 2]), 1: region_spec(1, [3])}
-        worlds = [JobWorld(client, job, regions, mode="shared") for job in JOBS]
+        processes = PoolProcesses(sb, client)
+        shared_pool = SharedPool(sb, client, processes)
+        await client.create(
+            STATEFULSETS, coordinator_pool(namespace=NAMESPACE, image="streams-k8s:test", replicas=0)
+        )
+        processes.start()
         try:
-            for world in worlds:
-                await world.create()
-                operator = ConsistentRegionOperator.from_wire(world.operator)
-                await client.create(
-                    SERVICES, coordinator_service(operator, namespace="default", generation=1)
-                )
-
-            async def all_checkpointing(floor: dict[tuple[str, int], int]) -> bool:
-                for world in worlds:
-                    for index in world.regions:
-                        status = await world.status(index)
-                        if status.get("lastCompletedSeqID", 0) <= floor.get((world.job, index), 0):
-                            return False
-                return True
-
-            await eventually_async(lambda: all_checkpointing({}), within=30)
-            owners = {w.job: await owner(client, w.job) for w in worlds}
-            assert len(set(owners.values())) >= 2  # spread, not all on one pod
-            # The runtime's own address names the job in the Host header; only its pod serves it.
-            host = {"Host": f"streams-{JOBS[0]}-consistentregion-api.default:10000"}
-            async with aiohttp.ClientSession() as http:
-                for name, pod in pods.items():
-                    async with http.get(f"{pod.url}/api/consistentregion/region/0/state", headers=host) as r:
-                        assert r.status == (200 if name == owners[JOBS[0]] else 404)
-            for name, pod in pods.items():
-                assert pod.coordinator is not None
-                assert set(pod.coordinator.jobs) == {("default", j) for j, o in owners.items() if o == name}
-
-            lost = owners[JOBS[0]]
-            moved = [job for job, o in owners.items() if o == lost]
-            await pods.pop(lost).stop()
-            await client.delete(PODS, lost, "default")
-            floor = {
-                (w.job, i): (await w.status(i)).get("lastCompletedSeqID", 0)
-                for w in worlds
-                for i in w.regions
-            }
-
-            async def moved_away() -> bool:
-                return all([await owner(client, job) in pods for job in moved])
-
-            await eventually_async(moved_away, within=15)
-            await eventually_async(lambda: all_checkpointing(floor), within=30)
-            for job in JOBS:
-                assert await recorded_owner(client, job) == await owner(client, job)
-            for job in moved:  # taken over: the survivor forced a reset before going on
-                status = await worlds[JOBS.index(job)].status(0)
-                assert status["lastCompletedReset"] >= 0
+            yield shared_pool
         finally:
-            for pod in pods.values():
-                await pod.stop()
+            await shared_pool.stop()
             await router.close()
-            await asyncio.sleep(0)
 
 
-async def owner(client: KubeClient, job: str) -> str:
-    """The pool pod the job's API Service points at."""
-    endpoints = await client.get(ENDPOINTS, f"streams-{job}-consistentregion-api", "default")
-    return str(endpoints["subsets"][0]["addresses"][0]["targetRef"]["name"])
+async def test_jobs_spread_over_the_pool_and_survive_losing_a_pod_and_a_zone(pool: SharedPool) -> None:
+    """MAXFILLUP, 6 jobs x 2 regions, capacity 4: three pods with two whole jobs each. A deleted
+    pod comes back under its name and keeps its jobs; a lost zone's pods are replaced elsewhere;
+    either way the jobs' new coordinators reset them and checkpointing goes on."""
+    jobs = [f"job{i}" for i in range(6)]
+    for job in jobs:
+        await pool.add_job(job)
+    await pool.start_scheduler(refresh_period=3600.0)
+    await eventually_async(pool.settled, within=30)
+    assert await pool.replicas() == 3  # ceil(12 regions / 4)
+    runners = await pool.runners()
+    assert sorted(runners.values()) == sorted(f"{POOL_NAME}-{i}" for i in range(3) for _ in range(2))
+    await eventually_async(lambda: pool.all_past({}), within=30)
+
+    # A pod fails: the StatefulSet recreates it under the same name, it keeps its placements,
+    # and its new process takes its jobs over with a forced reset.
+    lost = runners["job0"]
+    kept = [job for job, runner in runners.items() if runner == lost]
+    old_uid = (await pool.pool_pods())[lost]["metadata"]["uid"]
+    await pool.client.delete(PODS, lost, NAMESPACE)
+
+    async def recreated() -> bool:
+        pod = (await pool.pool_pods()).get(lost)
+        return pod is not None and pod["metadata"]["uid"] != old_uid and await pool.settled()
+
+    await eventually_async(recreated, within=30)
+    assert await pool.runners() == runners
+    floor = await pool.checkpoints()
+    await eventually_async(lambda: pool.all_past(floor), within=30)
+    for job in kept:
+        assert await pool.reset_since_taken_over(job)
+
+    # A zone goes unreachable: its pool pods are evicted and come back in the other zones, or
+    # their vreplicas move; every job ends up on a pod outside the zone, and goes on.
+    pods = await pool.pool_pods()
+    zone_nodes = {n["metadata"]["name"] for n in (await pool.client.list_all(NODES))[0]}
+    node_of_lost = pods[runners["job0"]]["spec"]["nodeName"]
+    zone = int(node_of_lost.rsplit("-", 1)[1]) % 3
+    lost_nodes = {node for node in zone_nodes if int(node.rsplit("-", 1)[1]) % 3 == zone}
+    for node in lost_nodes:
+        pool.sandbox.cluster.taint(node, UNREACHABLE, effect="NoSchedule")  # type: ignore[union-attr]
+        pool.sandbox.cluster.taint(node, UNREACHABLE, effect="NoExecute")  # type: ignore[union-attr]
+    moved = [job for job, runner in runners.items() if pods[runner]["spec"]["nodeName"] in lost_nodes]
+    await pool.relaunch_evicted_pes()
+    assert "job0" in moved
+
+    async def outside_the_zone() -> bool:
+        if not await pool.settled():
+            return False
+        pods = await pool.pool_pods()
+        return all(
+            pods[r]["spec"]["nodeName"] not in lost_nodes for r in (await pool.runners()).values() if r
+        )
+
+    await eventually_async(outside_the_zone, within=40)
+    floor = await pool.checkpoints()
+    await eventually_async(lambda: pool.all_past(floor), within=30)
+    for job in moved:
+        assert await pool.reset_since_taken_over(job)
 
 
-async def recorded_owner(client: KubeClient, job: str) -> str:
-    """The pool pod the job's ConsistentRegionOperator status names."""
-    operator = await client.get(REGION_OPERATORS, f"{job}-consistent-region-operator", "default")
-    return str((operator.get("status") or {}).get("coordinator"))
+async def test_the_pool_grows_with_demand_and_compacts_when_jobs_go(pool: SharedPool) -> None:
+    """Jobs arrive: the StatefulSet grows to ceil(regions / capacity). Most go: the periodic run
+    evicts the survivors from the top pods, they move down (reset, go on) and the set shrinks."""
+    await pool.start_scheduler(refresh_period=1.0)
+    for job in ("a", "b"):
+        await pool.add_job(job)
+    await eventually_async(pool.settled, within=30)
+    assert await pool.replicas() == 1
+    for job in ("c", "d", "e", "f", "g"):
+        await pool.add_job(job)
+    await eventually_async(pool.settled, within=30)
+    assert await pool.replicas() == 4  # ceil(14 / 4)
+    await eventually_async(lambda: pool.all_past({}), within=30)
+
+    survivor = "g"  # on the top pod
+    assert (await pool.runners())[survivor] == f"{POOL_NAME}-3"
+    for job in ("a", "b", "c", "d", "e", "f"):
+        await pool.remove_job(job)
+
+    async def compacted() -> bool:
+        return await pool.replicas() == 1 and len(await pool.pool_pods()) == 1 and await pool.settled()
+
+    await eventually_async(compacted, within=40)
+    assert await pool.runners() == {survivor: f"{POOL_NAME}-0"}
+    floor = await pool.checkpoints()
+    await eventually_async(lambda: pool.all_past(floor), within=30)
+    assert await pool.reset_since_taken_over(survivor)
+
+
+async def test_a_cordoned_nodes_jobs_move_to_a_new_pod_while_the_old_one_still_runs(pool: SharedPool) -> None:
+    """The pod on a cordoned node keeps running but loses its placements: the set grows by one
+    pod, the jobs move there, the old pod lets them go, and the new one resets them."""
+    for job in ("a", "b", "c", "d"):
+        await pool.add_job(job)
+    await pool.start_scheduler(refresh_period=3600.0)
+    await eventually_async(pool.settled, within=30)
+    assert await pool.replicas() == 2
+    await eventually_async(lambda: pool.all_past({}), within=30)
+    runners = await pool.runners()
+    cordoned = runners["a"]
+    moved = sorted(job for job, runner in runners.items() if runner == cordoned)
+    pods = await pool.pool_pods()
+    pool.sandbox.cluster.cordon(pods[cordoned]["spec"]["nodeName"])  # type: ignore[union-attr]
+
+    async def moved_to_the_new_pod() -> bool:
+        now = await pool.runners()
+        return await pool.settled() and all(now[job] == f"{POOL_NAME}-2" for job in moved)
+
+    await eventually_async(moved_to_the_new_pod, within=30)
+    assert await pool.replicas() == 3  # ceil(8 / 4) + the stranded pod
+    assert cordoned in await pool.pool_pods()  # still there, running nothing
+    assert pool.processes.jobs_of(cordoned) == set()
+    floor = await pool.checkpoints()
+    await eventually_async(lambda: pool.all_past(floor), within=30)
+    for job in moved:
+        assert await pool.reset_since_taken_over(job)

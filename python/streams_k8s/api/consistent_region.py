@@ -117,9 +117,20 @@ class ConsistentRegionOperatorSpec(WireModel):
     image_pull_secret: str | None = None
 
 
+class VReplicaPlacement(WireModel):
+    """How many of a vpod's vreplicas one pod holds (the vreplica scheduler's Placeable shape)."""
+
+    pod_name: Annotated[str, Field(min_length=1)]
+    vreplicas: Annotated[int, Field(ge=1)]
+
+
 class ConsistentRegionOperatorStatus(Status):
     has_started: bool = False
     coordinator: str | None = Field(None, description="Pod running this job's coordinator.")
+    placements: list[VReplicaPlacement] = Field(
+        default_factory=list,
+        description="Shared mode: the job's regions (vreplicas) placed on the coordinator pool's pods.",
+    )
 
 
 class ConsistentRegionOperator(Resource[ConsistentRegionOperatorSpec, ConsistentRegionOperatorStatus]):

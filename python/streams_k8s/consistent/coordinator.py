@@ -22,8 +22,9 @@ converges this pod onto it:
 Status writes replace the CR's ``status`` subresource (JSON patch) and are confirmed before
 the PEs hear of the new state; the REST API (port 10000) and the UDP hints are the ones of the
 local loop; the gauges and the runtime's own metrics share the Manager's metrics endpoint (9696
-by default here). In shared mode the jobs come from an ``Assignment`` (rendezvous hashing over
-the pool's Ready pods unless another source is given), the REST API finds the job from the
+by default here). In shared mode the jobs come from an ``Assignment`` (by default
+``PlacedJobs``: the jobs whose ConsistentRegionOperator placements, written by the pool's
+vreplica scheduler, make this pod their runner), the REST API finds the job from the
 Host header (``streams-<job>-consistentregion-api.<ns>``) or a ``/jobs/{ns}/{job}`` prefix, and
 the pod running a job publishes itself as the Endpoints of the job's selector-less API Service.
 """
@@ -50,7 +51,7 @@ from streams_k8s.api.consistent_region import (
     RegionState,
 )
 from streams_k8s.api.processing_element import ProcessingElement
-from streams_k8s.consistent.assignment import Assignment, RendezvousPool, SingleJob
+from streams_k8s.consistent.assignment import Assignment, PlacedJobs, SingleJob
 from streams_k8s.consistent.auth import TokenReviewer, bearer_auth
 from streams_k8s.consistent.fsm import Health, RegionMachine
 from streams_k8s.consistent.health import PodObservation, region_health
@@ -103,10 +104,6 @@ class CoordinatorSettings(BaseSettings):
     pod_ip: str | None = Field(
         default_factory=lambda: os.environ.get("POD_IP"),
         description="this pod's IP (shared mode: published as the endpoint of the jobs it runs)",
-    )
-    pool_selector: str = Field(
-        ",".join(f"{k}={v}" for k, v in POOL_LABELS.items()),
-        description="labels of the coordinator pool's pods (shared mode)",
     )
     bind_address: str = "0.0.0.0"
     api_port: int = Field(API_PORT, ge=0, le=65535)
@@ -225,12 +222,7 @@ class Coordinator:
         else:
             scope = settings.namespace or None  # None: every namespace
             selector = None
-            if assignment is None:
-                pool = RendezvousPool(settings.pod_name)
-                pool_pods = manager.informer(PODS, namespace=namespace, label_selector=settings.pool_selector)
-                pool_pods.add_handler(lambda kind, old, new: pool.observe(old, new))
-                assignment = pool
-            self.assignment = assignment
+            self.assignment = assignment or PlacedJobs(settings.pod_name)
         self.namespace = scope
         self.jobs: dict[ObjectKey, JobRun] = {}
         self.gauges = RegionGauges(manager.metrics.registry, per_job=settings.mode == "shared")
@@ -241,6 +233,9 @@ class Coordinator:
         self.metrics.rejected.set_function(lambda: sum(r.loop.rejected for r in self.jobs.values()))
         self.regions = manager.informer(CONSISTENT_REGIONS, namespace=scope, label_selector=selector)
         self.operators = manager.informer(REGION_OPERATORS, namespace=scope)
+        if isinstance(self.assignment, PlacedJobs):
+            placed = self.assignment
+            self.operators.add_handler(lambda kind, old, new: placed.observe(old, new))
         self.pes = manager.informer(PROCESSING_ELEMENTS, namespace=scope, label_selector=selector)
         pod_selector = f"{PE_PODS},{selector}" if selector else PE_PODS
         self.pods = manager.informer(PODS, namespace=scope, label_selector=pod_selector)

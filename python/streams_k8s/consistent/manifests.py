@@ -174,17 +174,18 @@ def coordinator_pool(
     *,
     namespace: str,
     image: str,
-    replicas: int,
+    replicas: int = 0,
     pull_policy: ImagePullPolicy = ImagePullPolicy.IF_NOT_PRESENT,
     pull_secret: str | None = None,
     log_level: TraceLevel = TraceLevel.INFO,
     service_account: str = SERVICE_ACCOUNT,
 ) -> dict[str, Any]:
     """The shared coordinator pool of a namespace: a StatefulSet whose pods run the jobs of
-    shared mode, placed by rendezvous hashing over its Ready pods (each running job's API
-    Service points at its pod). Pods start and stop in parallel: placement needs no order."""
-    if replicas < 1:
-        raise ValueError("the coordinator pool needs at least one pod")
+    shared mode, placed on them by the pool's vreplica scheduler (``consistent.pool``), which
+    also owns ``spec.replicas`` once it runs (create this object, do not keep re-applying the
+    count). Pods start and stop in parallel: placement needs no order."""
+    if replicas < 0:
+        raise ValueError(f"the coordinator pool cannot have {replicas} pods")
     labels = dict(POOL_LABELS)
     pod_spec = _pod_spec(
         image=image,
@@ -377,3 +378,129 @@ def coordinator_auth_delegation(namespace: str, service_account: str = SERVICE_A
         },
         "subjects": [{"kind": "ServiceAccount", "name": service_account, "namespace": namespace}],
     }
+
+
+POOL_SCHEDULER_NAME = f"{POOL_NAME}-scheduler"
+POOL_SCHEDULER_LABELS: Mapping[str, str] = {"app": "streams", "svc": "consistent-region-pool-scheduler"}
+
+
+def pool_scheduler(
+    *,
+    namespace: str,
+    image: str,
+    capacity: int,
+    replicas: int = 2,
+    scheduler_configmap: str | None = None,
+    descheduler_configmap: str | None = None,
+    pull_policy: ImagePullPolicy = ImagePullPolicy.IF_NOT_PRESENT,
+    pull_secret: str | None = None,
+    log_level: TraceLevel = TraceLevel.INFO,
+) -> list[dict[str, Any]]:
+    """The pool's vreplica scheduler (``consistent.pool``): a Deployment whose replicas elect a
+    leader on a Lease, its service account, and what it may do: read the pool's StatefulSet,
+    pods and (cluster-wide) nodes, scale the StatefulSet, mark pool pods unschedulable, read the
+    ConsistentRegionOperators and write their status, read its policy ConfigMaps, hold its
+    Lease, record Events."""
+    if capacity < 1:
+        raise ValueError(f"a coordinator pod must hold at least one region, not {capacity}")
+    name, labels = POOL_SCHEDULER_NAME, dict(POOL_SCHEDULER_LABELS)
+    env = [
+        {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+        {"name": "STREAMS_K8S_LOG_LEVEL", "value": _LOG_LEVELS[log_level]},
+        {"name": "STREAMS_K8S_CR_POOL_NAMESPACE", "value": namespace},
+        {"name": "STREAMS_K8S_CR_POOL_STATEFULSET", "value": POOL_NAME},
+        {"name": "STREAMS_K8S_CR_POOL_CAPACITY", "value": str(capacity)},
+    ]
+    for variable, configmap in (
+        ("STREAMS_K8S_CR_POOL_SCHEDULER_CONFIGMAP", scheduler_configmap),
+        ("STREAMS_K8S_CR_POOL_DESCHEDULER_CONFIGMAP", descheduler_configmap),
+    ):
+        if configmap:
+            env.append({"name": variable, "value": configmap})
+    probe = {"periodSeconds": 10, "failureThreshold": 3}
+    container = {
+        "name": "pool-scheduler",
+        "image": image,
+        "imagePullPolicy": pull_policy.value,
+        "args": [
+            "streams-k8s",
+            "run",
+            "--controller",
+            "streams_k8s.consistent.pool:setup",
+            "--metrics-port",
+            str(METRICS_PORT),
+            "--lease-name",
+            name,
+        ],
+        "env": env,
+        "ports": [
+            {"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},
+            {"name": "health", "containerPort": HEALTH_PORT, "protocol": "TCP"},
+        ],
+        "livenessProbe": {"httpGet": {"path": "/healthz", "port": "health"}, **probe},
+        "readinessProbe": {"httpGet": {"path": "/readyz", "port": "health"}, **probe},
+        "resources": {"requests": {"cpu": "50m", "memory": "96Mi"}},
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+    }
+    pod_spec: dict[str, Any] = {
+        "serviceAccountName": name,
+        "securityContext": {"runAsNonRoot": True},
+        "containers": [container],
+    }
+    if pull_secret:
+        pod_spec["imagePullSecrets"] = [{"name": pull_secret}]
+    rules = [
+        {"apiGroups": ["apps"], "resources": ["statefulsets"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["apps"], "resources": ["statefulsets/scale"], "verbs": ["patch", "update"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "patch"]},
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]},
+        {"apiGroups": ["streams.ibm.com"], "resources": ["streamscros"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["streams.ibm.com"], "resources": ["streamscros/status"], "verbs": ["patch", "update"]},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]},
+        {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
+    ]
+    subject = {"kind": "ServiceAccount", "name": name, "namespace": namespace}
+    cluster_role = f"{name}-{namespace}-nodes"
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": name, "namespace": namespace},
+            "rules": rules,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": name, "namespace": namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [subject],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": cluster_role},
+            "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": cluster_role},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_role},
+            "subjects": [subject],
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": labels},
+                "template": {"metadata": {"labels": labels}, "spec": pod_spec},
+            },
+        },
+    ]

@@ -18,6 +18,8 @@ once at startup; a missing or invalid one stops the start with a one-line reason
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -56,6 +58,19 @@ class SetupError(Exception):
     """The component cannot start; the message says why in one line."""
 
 
+SettingsT = TypeVar("SettingsT", bound=BaseSettings)
+
+
+def settings_from_environment(model: type[SettingsT]) -> SettingsT:
+    """``model`` from its environment variables; the first bad one as a ``SetupError``."""
+    try:
+        return model()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = "_".join(str(p) for p in first["loc"]).upper()
+        raise SetupError(f"{model.model_config.get('env_prefix', '')}{field}: {first['msg']}") from None
+
+
 async def load_policy(client: KubeClient, namespace: str, name: str) -> Policy:
     try:
         configmap = await client.get(CONFIGMAPS, name, namespace)
@@ -69,12 +84,7 @@ async def load_policy(client: KubeClient, namespace: str, name: str) -> Policy:
 
 async def setup(manager: Manager) -> VReplicaScheduler:
     """Declare the component on `manager` from the environment."""
-    try:
-        settings = VReplicaSettings()  # fields come from the environment
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = "_".join(str(p) for p in first["loc"]).upper()
-        raise SetupError(f"STREAMS_K8S_VREPLICA_{field}: {first['msg']}") from None
+    settings = settings_from_environment(VReplicaSettings)
     client = manager.client
     policy: Policy | str = MAXFILLUP
     if settings.scheduler_configmap:
