@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from streams_k8s.api.consistent_region import CoordinatorMode
 from streams_k8s.api.job import Job, JobPhase
 from streams_k8s.app.model import Application
 from streams_k8s.app.plan import Plan
@@ -114,8 +115,14 @@ def _now() -> datetime:
 
 
 class JobController:
-    def __init__(self, manager: Manager, fetcher_factory: Callable[[], Awaitable[BundleFetcher]]) -> None:
+    def __init__(
+        self,
+        manager: Manager,
+        fetcher_factory: Callable[[], Awaitable[BundleFetcher]],
+        coordinator_mode: CoordinatorMode = CoordinatorMode.DEDICATED,
+    ) -> None:
         self.client = manager.client
+        self.coordinator_mode = coordinator_mode
         self.jobs = manager.informer(JOBS)
         self.pes = manager.informer(PES)
         self.hostpools = manager.informer(HOSTPOOLS)
@@ -354,7 +361,16 @@ class JobController:
             else None
         )
         stamp = _now().strftime("%a %b %d %H:%M:%S UTC %Y")
-        children = desired_objects(job, uid, app, plan, generation=0, stamp=stamp, transport=transport)
+        children = desired_objects(
+            job,
+            uid,
+            app,
+            plan,
+            generation=0,
+            stamp=stamp,
+            transport=transport,
+            coordinator_mode=self.coordinator_mode,
+        )
         restartable = {f"{job.metadata.name}-{pe.id}": pe.restartable for pe in plan.pes}
         return _Planned(generation, job_id, app, plan, children, restartable)
 

@@ -18,8 +18,8 @@ deterministic name, labels, annotations and the Job as controlling owner, in cre
 | ProcessingElement | `<job>-<peId>` | plan + the job's PE template |
 
 PEs come last, so every prerequisite of a PE's pod already exists when the PE appears. The
-coordinator Deployment of a ConsistentRegionOperator is not made here: the consistent-region
-controller builds it from the CRO.
+ConsistentRegionOperator records the coordinator mode; its Deployment, API Service and
+NetworkPolicy are not made here: `coordinators` renders them from the CRO.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from streams_k8s.api.consistent_region import (
     ConsistentRegionOperator,
     ConsistentRegionOperatorSpec,
     ConsistentRegionSpec,
+    CoordinatorMode,
     Trigger,
 )
 from streams_k8s.api.host_pool import HostPool, HostPoolSpec, MembershipMode
@@ -282,6 +283,7 @@ def desired_objects(
     generation: int,
     stamp: str,
     transport: tuple[str, str] | None = None,
+    coordinator_mode: CoordinatorMode = CoordinatorMode.DEDICATED,
 ) -> list[Desired]:
     """Every child of the job, in creation order (see the module docs)."""
     name = str(job.metadata.name)
@@ -343,6 +345,7 @@ def desired_objects(
             job_name=name,
             job_uid=job_uid,
             num_regions=len(regions),
+            mode=coordinator_mode,
             image_pull_policy=job.spec.image_pull_policy,
             image_pull_secret=job.spec.image_pull_secret,
         )
