@@ -25,15 +25,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from streams_k8s.api.consistent_region import CoordinatorMode
 from streams_k8s.api.job import Job, JobPhase
+from streams_k8s.app.fusion import FusionConstraintError
 from streams_k8s.app.model import Application
 from streams_k8s.app.plan import Plan
+from streams_k8s.app.submission import SubmissionError
+from streams_k8s.app.topology import TopologyError
 from streams_k8s.controller import labels
+from streams_k8s.controller import widths as widths_module
 from streams_k8s.controller.bundles import BundleError, BundleFetcher
 from streams_k8s.controller.certificates import transport_certificate
 from streams_k8s.controller.job_ids import allocate_job_id
@@ -60,6 +64,7 @@ from streams_k8s.controller.submission import (
     read_application,
     validate_job,
 )
+from streams_k8s.controller.widths import widths_of
 from streams_k8s.k8s.client import Resource
 from streams_k8s.k8s.conditions import format_time, set_condition
 from streams_k8s.k8s.controller import Requeue
@@ -98,6 +103,11 @@ class _Planned:
     plan: Plan
     children: list[Desired]
     restartable: dict[str, bool]  # PE object name → may be recreated
+    resized: dict[tuple[tuple[str, int], ...], tuple[Plan, list[Desired]]] = field(default_factory=dict)
+
+    @property
+    def base_widths(self) -> dict[str, int]:
+        return {r.name: self.plan.topology.widths[r.index] for r in self.app.parallel_regions}
 
 
 def schedulable_nodes(nodes: Iterable[Object]) -> list[NodeInfo]:
@@ -420,14 +430,106 @@ class JobController:
             )
             planned = None
         if planned is not None:
+            try:
+                obj, status, children = await self._follow_widths(obj, job, planned, status)
+            except SubmissionFailure as failure:
+                log.warning("job %s/%s cannot be re-fused: %s", m.get("namespace"), m.get("name"), failure)
+                return await self._update_counts(obj, status)
             recreated = await self._create_missing(
-                planned.children, lambda c: c.resource != PES or planned.restartable.get(c.name, False)
+                children, lambda c: c.resource != PES or c.body["spec"].get("restartFailedPod", True)
             )
             if recreated:
                 await self.recorder.record(
                     obj, "Normal", "ChildrenRecreated", f"recreated {recreated} deleted objects"
                 )
         return await self._update_counts(obj, status)
+
+    # --- parallel-region widths (see `widths`) ---------------------------------------------
+
+    def _children_at(
+        self, job: Job, uid: str, planned: _Planned, widths: dict[str, int], generation: int
+    ) -> tuple[Plan, list[Desired]]:
+        if widths == planned.base_widths:
+            return planned.plan, planned.children
+        key = (*sorted(widths.items()), ("", generation))
+        if key not in planned.resized:
+            plan = widths_module.plan_for(planned.plan, widths)
+            stamp = _now().strftime("%a %b %d %H:%M:%S UTC %Y")
+            children = desired_objects(
+                job,
+                uid,
+                planned.app,
+                plan,
+                generation=generation,
+                stamp=stamp,
+                coordinator_mode=self.coordinator_mode,
+            )
+            planned.resized = {key: (plan, children)}  # only the current widths are worth keeping
+        return planned.resized[key]
+
+    async def _follow_widths(
+        self, obj: Object, job: Job, planned: _Planned, status: dict[str, Any]
+    ) -> tuple[Object, dict[str, Any], list[Desired]]:
+        """Apply one pending width change, if any; the children of the widths now applied."""
+        m = meta(obj)
+        namespace, name, uid = str(m["namespace"]), str(m["name"]), str(m["uid"])
+        regions = self.parallel_regions.store.select_by_labels({labels.JOB: name}, namespace)
+        wanted, recorded = widths_of(regions)
+        applied = {a: recorded.get(a) or w for a, w in planned.base_widths.items()}
+        generation = int(status.get("generationId") or 0)
+        for region in regions:
+            alias = str(region["spec"]["alias"])
+            if alias not in applied or wanted[alias] == recorded.get(alias):
+                continue
+            if wanted[alias] == applied[alias]:  # first sight: record the width it runs at
+                await widths_module.record_applied(self.client, region, applied[alias])
+                continue
+            obj, status, generation = await self._resize(
+                obj, job, planned, status, region, applied, wanted[alias]
+            )
+            applied[alias] = wanted[alias]
+            break
+        _, children = self._children_at(job, uid, planned, applied, generation)
+        return obj, status, children
+
+    async def _resize(
+        self,
+        obj: Object,
+        job: Job,
+        planned: _Planned,
+        status: dict[str, Any],
+        region: Object,
+        applied: dict[str, int],
+        width: int,
+    ) -> tuple[Object, dict[str, Any], int]:
+        alias = str(region["spec"]["alias"])
+        generation = widths_module.pending_generation(region)
+        if generation is None:
+            generation = int(status.get("generationId") or 0) + 1
+            region = await widths_module.record_intent(self.client, region, generation, width)
+        uid = str(meta(obj)["uid"])
+        try:
+            running, _ = self._children_at(job, uid, planned, applied, generation)
+            target, children = self._children_at(job, uid, planned, {**applied, alias: width}, generation)
+        except (SubmissionError, TopologyError, FusionConstraintError, ValueError) as err:
+            raise SubmissionFailure(PLANNED, "ResizeFailed", f"{alias} to width {width}: {err}") from None
+        if status.get("generationId") != generation:
+            obj = await self._write_status(obj, {**status, "generationId": generation})
+            status = dict(obj.get("status") or status)
+        change = widths_module.WidthChange(obj, region, running, target, children, generation)
+        diff = change.diff
+        await widths_module.apply(self.client, change)
+        status = {**status, "processingElements": len(target.pes)}
+        obj = await self._write_status(obj, status)
+        await widths_module.record_applied(self.client, region, width)
+        await self.recorder.record(
+            obj,
+            "Normal",
+            "Resized",
+            f"{alias} width {applied[alias]} → {width} (generation {generation}): {len(diff.changed)} PEs "
+            f"changed, {len(diff.added)} added, {len(diff.removed)} removed, {len(diff.unchanged)} unchanged",
+        )
+        return obj, dict(obj.get("status") or status), generation
 
     async def _update_counts(self, obj: Object, status: dict[str, Any]) -> Requeue | None:
         m = meta(obj)

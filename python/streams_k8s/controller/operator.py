@@ -123,7 +123,9 @@ async def setup(manager: Manager) -> InstanceOperator:
     if pod_name := os.environ.get("POD_NAME"):
         _serving_label(manager, pod_name, namespace)
 
-    rest = InstanceRestApi(client, jobs.jobs, jobs.pes, jobs.services, settings.namespace)
+    rest = InstanceRestApi(
+        client, jobs.jobs, jobs.pes, jobs.services, settings.namespace, jobs.parallel_regions
+    )
     runner = web.AppRunner(rest.app(), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, settings.bind_address, int(os.environ.get("STREAMS_K8S_API_PORT", API_PORT)))
