@@ -18,6 +18,7 @@ attempt starts from a clean slate once the last child is gone.
 Once submitted, a deleted ConfigMap, Service, HostPool, ParallelRegion, ConsistentRegion(Operator)
 is recreated; a deleted PE is recreated when it is restartable. Spec edits after submission are
 not applied (status message and a SpecChangeIgnored Event say so); a failed Job retries on them.
+A ParallelRegion's width edits are: the job is re-fused and only what changed is updated (`widths`).
 """
 
 from __future__ import annotations

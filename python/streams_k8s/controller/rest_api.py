@@ -366,6 +366,23 @@ OPENAPI: dict[str, Any] = {
                 "responses": {"204": {"description": "recorded in the PE status"}, **_errors_for(400, 404)},
             },
         },
+        "/api/state/job/{job}/pr/{alias}/width": {
+            "parameters": [
+                _JOB,
+                {"name": "alias", "in": "path", "required": True, "schema": {"type": "string"}},
+            ],
+            "put": {
+                "summary": "Set the parallel region's width (the job is re-fused)",
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": {"type": "integer", "minimum": 1}}},
+                },
+                "responses": {
+                    "204": {"description": "recorded in the ParallelRegion spec"},
+                    **_errors_for(400, 404, 409),
+                },
+            },
+        },
         "/api/endpoints/job/{job}/pe/{pe}": {
             "parameters": [_JOB, _PE],
             "get": {
