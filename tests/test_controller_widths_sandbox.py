@@ -127,3 +127,32 @@ async def _has_width(client: KubeClient, name: str, width: int) -> bool:
     return status.get("width") == width and any(
         c["type"] == "Resized" and c["status"] == "True" for c in status.get("conditions") or ()
     )
+
+
+@pytest.mark.sandbox(nodes=1)
+async def test_a_change_recorded_before_a_restart_is_finished_with_its_generation(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=1, length=3, regions=1, width=2))
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("again", bundle))
+        await wait_for_phase(client, "again", *SUBMITTED)
+        (region,) = (await client.list_all(PARALLEL_REGIONS, "default"))[0]
+        name = region["metadata"]["name"]
+        await eventually_async(lambda: _has_width(client, name, 2), within=10)
+    # The operator died right after its write-ahead: the edit and the intent are recorded.
+    edited = await client.patch(PARALLEL_REGIONS, name, {"spec": {"width": 3}}, "default")
+    status = await region_status(client, name)
+    intent = {
+        "type": "Resized",
+        "status": "False",
+        "reason": "Resizing",
+        "message": "to width 3 as job generation 7",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+        "observedGeneration": edited["metadata"]["generation"],
+    }
+    await client.patch_status(PARALLEL_REGIONS, name, {"conditions": [intent]}, "default")
+    assert status["width"] == 2
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await eventually_async(lambda: _has_width(client, name, 3), within=20)
+        assert (await client.get(JOBS, "again", "default"))["status"]["generationId"] == 7
