@@ -15,10 +15,11 @@ from streams_k8s.api.job import Job
 from streams_k8s.api.processing_element import ProcessingElement
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.controller import labels
-from streams_k8s.controller.kinds import CONFIGMAPS, JOBS, PARALLEL_REGIONS, PES, PODS
+from streams_k8s.controller.kinds import CONFIGMAPS, HOSTPOOLS, JOBS, PARALLEL_REGIONS, PES, PODS
 from streams_k8s.controller.placement import PodPlacement
 from streams_k8s.controller.pod_spec import PeRuntimeSettings, build_pod
 from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.errors import ApiError
 from streams_k8s.naming import TABLE_KEY, NameTable
 from streams_k8s.sandbox import Sandbox
 
@@ -156,3 +157,32 @@ async def test_a_change_recorded_before_a_restart_is_finished_with_its_generatio
     async with operator(sandbox, monkeypatch, tmp_path / "cache"):
         await eventually_async(lambda: _has_width(client, name, 3), within=20)
         assert (await client.get(JOBS, "again", "default"))["status"]["generationId"] == 7
+
+
+@pytest.mark.sandbox(nodes=2)
+async def test_replicated_host_pools_follow_the_width_and_bad_widths_are_refused(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = SyntheticSpec(chains=1, length=3, regions=1, width=2, pools=1, replicate_pools=True)
+    bundle = write_sab(tmp_path / "app.sab", spec)
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("pools", bundle))
+        await wait_for_phase(client, "pools", *SUBMITTED)
+        (region,) = (await client.list_all(PARALLEL_REGIONS, "default"))[0]
+        name = region["metadata"]["name"]
+
+        async def pool_names() -> set[str]:
+            items, _ = await client.list_all(HOSTPOOLS, "default", label_selector=f"{labels.JOB}=pools")
+            return {p["spec"]["name"] for p in items}
+
+        assert {"pool0_0_0", "pool0_0_1"} <= await pool_names()
+        with pytest.raises(ApiError) as refused:  # kubectl edit to 0: the schema says no
+            await client.patch(PARALLEL_REGIONS, name, {"spec": {"width": 0}}, "default")
+        assert refused.value.status == 422
+        await client.patch(PARALLEL_REGIONS, name, {"spec": {"width": 3}}, "default")
+        await eventually_async(lambda: _has_width(client, name, 3), within=20)
+
+        async def third_pool() -> bool:
+            return "pool0_0_2" in await pool_names()
+
+        await eventually_async(third_pool, within=10)

@@ -113,7 +113,7 @@ class CoordinatorObjectsController:
         self.services = manager.informer(SERVICES, label_selector=f"{labels.APP}={labels.APP_VALUE}")
         self.recorder = manager.event_recorder("streams-coordinator-objects")
         self._cached = {DEPLOYMENTS: self.deployments, SERVICES: self.services}
-        self._warned: set[str] = set()  # CRO uids told that NetworkPolicy is not served
+        self._network_policy_served = True  # until the API server says otherwise (needs a restart)
         controller = manager.controller("coordinator-objects", self.reconcile, workers=2)
         controller.watch(self.cros)
         owned = owner_mapper(ConsistentRegionOperator.kind_name)
@@ -136,21 +136,23 @@ class CoordinatorObjectsController:
             name = str(body["metadata"]["name"])
             if informer is not None and informer.store.get(ObjectKey(key.namespace, name)) is not None:
                 continue
+            if resource == NETWORK_POLICIES and not self._network_policy_served:
+                await self._network_policy_unavailable(obj)
+                continue
             try:
                 await self.client.create(resource, body)
             except ApiError as err:
                 if err.already_exists:
                     continue
                 if resource == NETWORK_POLICIES and err.not_found:
-                    await self._network_policy_unavailable(obj, str(operator.metadata.uid))
+                    self._network_policy_served = False
+                    await self._network_policy_unavailable(obj)
                     continue
                 raise
         return None
 
-    async def _network_policy_unavailable(self, obj: dict[str, Any], uid: str) -> None:
-        if uid in self._warned:
-            return
-        self._warned.add(uid)
+    async def _network_policy_unavailable(self, obj: dict[str, Any]) -> None:
+        # Repeats aggregate into one Event series per CRO (the recorder's job).
         await self.recorder.record(
             obj,
             "Warning",

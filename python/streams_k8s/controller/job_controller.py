@@ -40,7 +40,7 @@ from streams_k8s.app.topology import TopologyError
 from streams_k8s.controller import labels
 from streams_k8s.controller import widths as widths_module
 from streams_k8s.controller.bundles import BundleError, BundleFetcher
-from streams_k8s.controller.certificates import transport_certificate
+from streams_k8s.controller.certificates import TRANSPORT_CERT_KEY, TRANSPORT_KEY_KEY, transport_certificate
 from streams_k8s.controller.job_ids import allocate_job_id
 from streams_k8s.controller.kinds import (
     CONFIGMAPS,
@@ -74,6 +74,7 @@ from streams_k8s.k8s.events import EventRecorder
 from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import Object, ObjectKey, meta
+from streams_k8s.naming import pe_service_name
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +104,6 @@ class _Planned:
     app: Application
     plan: Plan
     children: list[Desired]
-    restartable: dict[str, bool]  # PE object name → may be recreated
     resized: dict[tuple[tuple[str, int], ...], tuple[Plan, list[Desired]]] = field(default_factory=dict)
 
     @property
@@ -365,7 +365,7 @@ class JobController:
         """Parse, plan, check placement and render the children (CPU-bound: runs in a thread)."""
         app = read_application(bundle_path, job.spec.bundle.name)
         plan = plan_job(job, app, job_id=job_id, nodes=planned_nodes)
-        check_placement(job, app, plan, nodes)
+        check_placement(job, plan, nodes)
         transport = (
             transport_certificate(job.spec.transport_certificate_validity_in_days)
             if needs_transport_certificate(job)
@@ -382,8 +382,7 @@ class JobController:
             transport=transport,
             coordinator_mode=self.coordinator_mode,
         )
-        restartable = {f"{job.metadata.name}-{pe.id}": pe.restartable for pe in plan.pes}
-        return _Planned(generation, job_id, app, plan, children, restartable)
+        return _Planned(generation, job_id, app, plan, children)
 
     async def _create_missing(self, children: list[Desired], wanted: Callable[[Desired], bool]) -> int:
         """Create every child the caches lack (in order, a bounded batch at a time); 409 is success."""
@@ -431,13 +430,10 @@ class JobController:
             )
             planned = None
         if planned is not None:
-            try:
-                obj, status, children = await self._follow_widths(obj, job, planned, status)
-            except SubmissionFailure as failure:
-                log.warning("job %s/%s cannot be re-fused: %s", m.get("namespace"), m.get("name"), failure)
-                return await self._update_counts(obj, status)
+            obj, status, plan, children = await self._follow_widths(obj, job, planned, status)
+            restartable = {pe_service_name(str(m["name"]), pe.id): pe.restartable for pe in plan.pes}
             recreated = await self._create_missing(
-                children, lambda c: c.resource != PES or c.body["spec"].get("restartFailedPod", True)
+                children, lambda c: c.resource != PES or restartable.get(c.name, False)
             )
             if recreated:
                 await self.recorder.record(
@@ -456,6 +452,10 @@ class JobController:
         if key not in planned.resized:
             plan = widths_module.plan_for(planned.plan, widths)
             stamp = _now().strftime("%a %b %d %H:%M:%S UTC %Y")
+            table = planned.children[0].body["data"]  # the name table: keep the job's transport pair
+            transport = (
+                (table[TRANSPORT_CERT_KEY], table[TRANSPORT_KEY_KEY]) if TRANSPORT_CERT_KEY in table else None
+            )
             children = desired_objects(
                 job,
                 uid,
@@ -463,6 +463,7 @@ class JobController:
                 plan,
                 generation=generation,
                 stamp=stamp,
+                transport=transport,
                 coordinator_mode=self.coordinator_mode,
             )
             planned.resized = {key: (plan, children)}  # only the current widths are worth keeping
@@ -470,8 +471,8 @@ class JobController:
 
     async def _follow_widths(
         self, obj: Object, job: Job, planned: _Planned, status: dict[str, Any]
-    ) -> tuple[Object, dict[str, Any], list[Desired]]:
-        """Apply one pending width change, if any; the children of the widths now applied."""
+    ) -> tuple[Object, dict[str, Any], Plan, list[Desired]]:
+        """Apply one pending width change, if any; the plan and children of the widths now applied."""
         m = meta(obj)
         namespace, name, uid = str(m["namespace"]), str(m["name"]), str(m["uid"])
         regions = self.parallel_regions.store.select_by_labels({labels.JOB: name}, namespace)
@@ -480,18 +481,24 @@ class JobController:
         generation = int(status.get("generationId") or 0)
         for region in regions:
             alias = str(region["spec"]["alias"])
-            if alias not in applied or wanted[alias] == recorded.get(alias):
+            if alias not in applied or wanted[alias] == recorded.get(alias) or widths_module.failed(region):
                 continue
-            if wanted[alias] == applied[alias]:  # first sight: record the width it runs at
+            if wanted[alias] == applied[alias]:  # first sight, or back where it runs: record it
                 await widths_module.record_applied(self.client, region, applied[alias])
                 continue
-            obj, status, generation = await self._resize(
-                obj, job, planned, status, region, applied, wanted[alias]
-            )
+            try:
+                obj, status, generation = await self._resize(
+                    obj, job, planned, status, region, applied, wanted[alias]
+                )
+            except SubmissionFailure as failure:
+                await widths_module.record_failure(self.client, region, failure.message)
+                await self.recorder.record(region, "Warning", "ResizeFailed", failure.message)
+                await self.recorder.record(obj, "Warning", "ResizeFailed", failure.message)
+                continue
             applied[alias] = wanted[alias]
             break
-        _, children = self._children_at(job, uid, planned, applied, generation)
-        return obj, status, children
+        plan, children = self._children_at(job, uid, planned, applied, generation)
+        return obj, status, plan, children
 
     async def _resize(
         self,
@@ -503,17 +510,19 @@ class JobController:
         applied: dict[str, int],
         width: int,
     ) -> tuple[Object, dict[str, Any], int]:
+        """One region's change: plan it (nothing is written if it cannot be), then `widths` steps 1 to 3."""
         alias = str(region["spec"]["alias"])
-        generation = widths_module.pending_generation(region)
-        if generation is None:
-            generation = int(status.get("generationId") or 0) + 1
-            region = await widths_module.record_intent(self.client, region, generation, width)
+        pending = widths_module.pending_generation(region)
+        generation = pending if pending is not None else int(status.get("generationId") or 0) + 1
         uid = str(meta(obj)["uid"])
         try:
             running, _ = self._children_at(job, uid, planned, applied, generation)
             target, children = self._children_at(job, uid, planned, {**applied, alias: width}, generation)
         except (SubmissionError, TopologyError, FusionConstraintError, ValueError) as err:
             raise SubmissionFailure(PLANNED, "ResizeFailed", f"{alias} to width {width}: {err}") from None
+        check_placement(job, target, schedulable_nodes(self.nodes.store.select()))
+        if pending is None:
+            region = await widths_module.record_intent(self.client, region, generation, width)
         if status.get("generationId") != generation:
             obj = await self._write_status(obj, {**status, "generationId": generation})
             status = dict(obj.get("status") or status)

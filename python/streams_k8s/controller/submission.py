@@ -154,7 +154,8 @@ def plan_job(job: Job, app: Application, *, job_id: int, nodes: int | None) -> P
     return plan
 
 
-def host_pools(app: Application) -> list[HostPoolSpec]:
+def host_pools(plan: Plan) -> list[HostPoolSpec]:
+    """The job's host pools: the application's, plus their replicas per parallel channel."""
     return [
         HostPoolSpec(
             name=pool.name,
@@ -164,17 +165,17 @@ def host_pools(app: Application) -> list[HostPoolSpec]:
             membership_mode=MembershipMode.EXCLUSIVE if pool.exclusive else MembershipMode.SHARED,
             size=pool.size,
         )
-        for pool in app.hostpools
+        for pool in plan.topology.hostpools
     ]
 
 
-def check_placement(job: Job, app: Application, plan: Plan, nodes: Iterable[NodeInfo]) -> PlacementPlan:
+def check_placement(job: Job, plan: Plan, nodes: Iterable[NodeInfo]) -> PlacementPlan:
     """Host placement on the cluster now; `SubmissionFailure(Planned, PlacementFailed)` if impossible."""
     try:
         return plan_placement(
             namespace=str(job.metadata.namespace),
             job=str(job.metadata.name),
-            pools=host_pools(app),
+            pools=host_pools(plan),
             pes=[PlacedPe(pe.id, pe.placement) for pe in plan.pes],
             nodes=nodes,
         )
@@ -328,7 +329,7 @@ def desired_objects(
                 "spec": {"clusterIP": "None", "selector": selector, "ports": _service_ports(pe)},
             },
         )
-    for pool in host_pools(app):
+    for pool in host_pools(plan):
         meta = _metadata(job, job_uid, f"{name}-{pool.index}", generation, app)
         add(HOSTPOOLS, HostPool.kind_name, {"metadata": meta, "spec": pool.to_wire()})
     for region in app.parallel_regions:

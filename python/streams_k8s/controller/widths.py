@@ -12,6 +12,9 @@ the history and however often the controller restarts. A change is applied in th
    (new contentId: their pods are replaced); removed PEs are deleted; the name table rewritten;
 3. the region's ``status.width`` / ``selector`` and ``Resized=True`` say it is applied.
 
+A width that cannot be planned or placed changes nothing: ``Resized=False`` (reason
+``ResizeFailed``) and a Warning Event say why, until the region's spec is edited again.
+
 Every step is idempotent. Unchanged PEs are not touched, so their pods keep running.
 """
 
@@ -34,6 +37,7 @@ from streams_k8s.k8s.objects import Object, meta
 from streams_k8s.naming import TABLE_KEY, pe_service_name
 
 RESIZED = "Resized"
+RESIZING, FAILED = "Resizing", "ResizeFailed"
 _GENERATION = re.compile(r"job generation (\d+)")
 
 
@@ -57,18 +61,30 @@ def _by_index(base: Plan, widths: Mapping[str, int]) -> dict[int, int]:
     return {index[alias]: width for alias, width in widths.items() if alias in index}
 
 
-def pending_generation(region: Object) -> int | None:
-    """The job generation a change in progress on this region was given (write-ahead)."""
+def _resized(region: Object, reason: str) -> dict[str, Any] | None:
+    """The region's Resized=False condition with this reason, for its current spec."""
     generation = meta(region).get("generation")
     for c in (region.get("status") or {}).get("conditions") or ():
         if (
             c.get("type") == RESIZED
             and c.get("status") == "False"
+            and c.get("reason") == reason
             and c.get("observedGeneration") == generation
         ):
-            found = _GENERATION.search(str(c.get("message")))
-            return int(found.group(1)) if found else None
+            return dict(c)
     return None
+
+
+def failed(region: Object) -> bool:
+    """This width cannot be applied (fixed by another edit of the region)."""
+    return _resized(region, FAILED) is not None
+
+
+def pending_generation(region: Object) -> int | None:
+    """The job generation a change in progress on this region was given (write-ahead)."""
+    found = _resized(region, RESIZING)
+    match = _GENERATION.search(str(found.get("message"))) if found else None
+    return int(match.group(1)) if match else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,22 +101,25 @@ class WidthChange:
         return diff_plans(self.running, self.target)
 
 
-async def record_intent(client: KubeClient, region: Object, generation: int, width: int) -> Object:
-    status = dict(region.get("status") or {})
-    conditions = list(status.get("conditions") or [])
-    set_condition(
-        conditions,
-        RESIZED,
-        "False",
-        "Resizing",
-        f"to width {width} as job generation {generation}",
-        meta(region).get("generation"),
-    )
+async def _set_resized(
+    client: KubeClient, region: Object, status: str, reason: str, message: str, **fields: Any
+) -> Object:
+    """Write the region's Resized condition (and ``fields``) for its current spec."""
+    conditions = list((region.get("status") or {}).get("conditions") or [])
+    generation = meta(region).get("generation")
+    set_condition(conditions, RESIZED, status, reason, message, generation)
     return await client.patch_status(
         PARALLEL_REGIONS,
         str(meta(region)["name"]),
-        {"conditions": conditions},
+        {**fields, "conditions": conditions},
         str(meta(region)["namespace"]),
+    )
+
+
+async def record_intent(client: KubeClient, region: Object, generation: int, width: int) -> Object:
+    """Step 1 (write-ahead): the job generation this change becomes."""
+    return await _set_resized(
+        client, region, "False", RESIZING, f"to width {width} as job generation {generation}"
     )
 
 
@@ -150,22 +169,21 @@ async def _create(client: KubeClient, child: Desired) -> None:
             raise
 
 
+async def record_failure(client: KubeClient, region: Object, message: str) -> None:
+    """The wanted width cannot be applied: nothing was changed; the region keeps its width."""
+    await _set_resized(client, region, "False", FAILED, message)
+
+
 async def record_applied(client: KubeClient, region: Object, width: int) -> None:
     """Step 3: the region runs at ``width``."""
-    status = dict(region.get("status") or {})
-    conditions = list(status.get("conditions") or [])
     job = (meta(region).get("labels") or {}).get(labels.JOB)
-    set_condition(
-        conditions, RESIZED, "True", "Resized", f"running at width {width}", meta(region).get("generation")
-    )
-    await client.patch_status(
-        PARALLEL_REGIONS,
-        str(meta(region)["name"]),
-        {
-            "width": width,
-            "selector": f"{labels.JOB}={job},{labels.SVC}=pe",
-            "observedGeneration": meta(region).get("generation"),
-            "conditions": conditions,
-        },
-        str(meta(region)["namespace"]),
+    await _set_resized(
+        client,
+        region,
+        "True",
+        "Resized",
+        f"running at width {width}",
+        width=width,
+        selector=f"{labels.JOB}={job},{labels.SVC}=pe",
+        observedGeneration=meta(region).get("generation"),
     )
