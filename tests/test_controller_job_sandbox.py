@@ -105,6 +105,9 @@ async def test_a_generated_job_gets_every_object_and_runs(
         assert sorted(p["metadata"]["name"] for p in pes) == [f"demo-{i}" for i in range(4)]
         for obj in (o for items in found.values() for o in items):
             ref = obj["metadata"]["ownerReferences"][0]
+            if obj["metadata"]["labels"].get(labels.SVC) == "consistent-region-operator":
+                assert ref["kind"] == "ConsistentRegionOperator"  # the coordinator's API Service
+                continue
             assert (ref["kind"], ref["uid"], ref["controller"]) == ("Job", job["metadata"]["uid"], True)
             assert obj["metadata"]["labels"][labels.GENERATION] == "0"
             assert obj["metadata"]["annotations"][labels.APPLICATION_NAME] == "synthetic::App"
