@@ -10,6 +10,8 @@ from streams_k8s.cli.cr_replay import cr_replay
 from streams_k8s.cli.crds import crds
 from streams_k8s.cli.resolve import resolve
 from streams_k8s.cli.schedule import schedule
+from streams_k8s.cli.run import run
+from streams_k8s.cli.sandbox import sandbox as sandbox_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -23,5 +25,7 @@ main.add_command(resolve)
 main.add_command(schedule)
 
 main.add_command(cr_replay)
+main.add_command(run)
+main.add_command(sandbox_command)
 
 __all__ = ["main"]

@@ -1,0 +1,182 @@
+"""Sandbox throughput: creates/s and watch events/s through kubernetes_asyncio on loopback, and
+memory per stored object.
+
+The API server runs in its own process (`streams-k8s sandbox --no-cluster`) so client and server
+do not share an event loop, as with a real cluster. The client uses kubernetes_asyncio's ApiClient
+with raw responses decoded by orjson, as the controller's Kubernetes layer does.
+
+Run: pytest benches/bench_sandbox.py --benchmark-enable -s
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+import tracemalloc
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from kubernetes_asyncio import config
+from kubernetes_asyncio.client import ApiClient, Configuration
+
+from streams_k8s.sandbox.registry import Registry
+
+CMS = "/api/v1/namespaces/default/configmaps"
+
+
+def configmap(i: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": f"cm-{i}", "labels": {"app": "streams", "streams.ibm.com/job": "bench"}},
+        "data": {"aadl.xml": f"<pe id='{i}'/>", "contentId": f"{i:064x}"},
+    }
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, int]]:
+    kubeconfig = tmp_path_factory.mktemp("sandbox") / "kubeconfig"
+    cli = [sys.executable, "-c", "from streams_k8s.cli import main; main()"]
+    proc = subprocess.Popen(
+        [*cli, "sandbox", "--no-cluster", "--kubeconfig", str(kubeconfig), "--crds", str(kubeconfig.parent)],
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stdout is not None
+    proc.stdout.readline()  # "sandbox API server at ...": listening
+    try:
+        yield kubeconfig, proc.pid
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+async def client(kubeconfig: Path) -> ApiClient:
+    configuration = Configuration()
+    await config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
+    configuration.connection_pool_maxsize = 64
+    return ApiClient(configuration)
+
+
+async def call(api: ApiClient, method: str, path: str, body: Any = None, **query: str) -> Any:
+    return await api.call_api(
+        path,
+        method,
+        query_params=list(query.items()),
+        header_params={"Content-Type": "application/json", "Accept": "application/json"},
+        body=body,
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+        _return_http_data_only=True,
+    )
+
+
+async def create_many(api: ApiClient, start: int, count: int, concurrency: int = 32) -> float:
+    """Create `count` ConfigMaps with `concurrency` requests in flight; returns creates/s."""
+    next_index = start
+
+    async def worker() -> None:
+        nonlocal next_index
+        while next_index < start + count:
+            i = next_index
+            next_index += 1
+            response = await call(api, "POST", CMS, configmap(i))
+            orjson.loads(await response.read())
+
+    began = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return count / (time.perf_counter() - began)
+
+
+async def watch_all(api: ApiClient, since: str, expected: int) -> int:
+    response = await call(api, "GET", CMS, watch="true", resourceVersion=since, timeoutSeconds="60")
+    seen = 0
+    async with response:
+        async for line in response.content:
+            orjson.loads(line)
+            seen += 1
+            if seen >= expected:
+                break
+    return seen
+
+
+async def throughput(kubeconfig: Path, pid: int, writes: int, watchers: int) -> dict[str, float]:
+    async with await client(kubeconfig) as api:
+        listing = orjson.loads(await (await call(api, "GET", CMS)).read())
+        start_index = len(listing["items"])
+        since = listing["metadata"]["resourceVersion"]
+        cpu = cpu_seconds(pid)
+        creates = await create_many(api, start_index, writes)
+        server_cpu_per_create = (cpu_seconds(pid) - cpu) / writes
+        # Watch delivery: `watchers` watches replay the `writes` events from the history.
+        began = time.perf_counter()
+        seen = await asyncio.gather(*(watch_all(api, since, writes) for _ in range(watchers)))
+        replay = sum(seen) / (time.perf_counter() - began)
+        # Live delivery: the same watchers open first, then writes are made.
+        listing = orjson.loads(await (await call(api, "GET", CMS, limit="1")).read())
+        since = listing["metadata"]["resourceVersion"]
+        began = time.perf_counter()
+        live_watches = [asyncio.create_task(watch_all(api, since, writes)) for _ in range(watchers)]
+        await create_many(api, start_index + writes, writes)
+        live = sum(await asyncio.gather(*live_watches)) / (time.perf_counter() - began)
+    return {
+        "creates_per_s": creates,
+        "server_cpu_us_per_create": server_cpu_per_create * 1e6,
+        "server_capacity_creates_per_s": 1 / server_cpu_per_create if server_cpu_per_create else 0.0,
+        "replay_events_per_s": replay,
+        "live_events_per_s": live,
+    }
+
+
+def test_sandbox_throughput(benchmark: Any, server: tuple[Path, int]) -> None:
+    writes = 2000 if not benchmark.disabled else 200
+    figures: dict[str, float] = {}
+
+    def run() -> None:
+        figures.update(asyncio.run(throughput(*server, writes, watchers=10)))
+
+    benchmark.pedantic(run, rounds=1, iterations=1)
+    benchmark.extra_info.update(figures)
+    print(
+        f"\nsandbox throughput ({writes} writes, 10 watchers): "
+        + ", ".join(f"{k}={v:,.0f}" for k, v in figures.items())
+    )
+    assert figures["creates_per_s"] > 0
+
+
+def test_sandbox_memory_per_object(benchmark: Any) -> None:
+    count = 10_000 if not benchmark.disabled else 1000
+    figures: dict[str, float] = {}
+
+    def run() -> None:
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        registry = Registry()
+        rt = registry.types[("", "configmaps")]
+        for i in range(count):
+            registry.create(rt, "v1", "default", configmap(i))
+        used = tracemalloc.get_traced_memory()[0] - before
+        tracemalloc.stop()
+        figures["bytes_per_object"] = used / count
+        figures["json_bytes_per_object"] = len(orjson.dumps(registry.get(rt, "default", "cm-1")))
+
+    benchmark.pedantic(run, rounds=1, iterations=1)
+    benchmark.extra_info.update(figures)
+    print(
+        f"\nsandbox memory ({count} ConfigMaps, watch history and object history on): "
+        f"{figures['bytes_per_object']:,.0f} bytes/object "
+        f"(the object is {figures['json_bytes_per_object']:,.0f} bytes of JSON)"
+    )
+    assert figures["bytes_per_object"] > 0

@@ -1,0 +1,115 @@
+"""`streams-k8s run`: run controllers under the Manager (watches, leader election, health, metrics).
+
+Controllers are named as ``module:function`` with ``--controller``, or registered by installed
+packages under the ``streams_k8s.controllers`` entry-point group; each function receives the
+Manager and declares its informers and controllers on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from typing import Any
+
+import click
+from pydantic import ValidationError
+
+from streams_k8s.k8s.logs import configure_logging
+from streams_k8s.k8s.manager import Manager
+from streams_k8s.k8s.settings import RuntimeSettings
+
+ENTRY_POINT_GROUP = "streams_k8s.controllers"
+Setup = Callable[[Manager], Any]
+
+
+class BadUsage(click.ClickException):
+    """Wrong flags or settings: one line on stderr, exit code 2 (as click's own usage errors)."""
+
+    exit_code = 2
+
+
+class OneLineErrors(click.Command):
+    """Report flag parsing errors as one line, without the usage block click prints by default."""
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            raise BadUsage(exc.format_message()) from None
+
+
+def _load_setup(spec: str) -> Setup:
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise BadUsage(f"--controller {spec!r}: expected MODULE:FUNCTION")
+    try:
+        target = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise BadUsage(f"--controller {spec!r}: {exc}") from exc
+    if not callable(target):
+        raise BadUsage(f"--controller {spec!r} is not callable")
+    return target  # type: ignore[no-any-return]
+
+
+async def _serve(settings: RuntimeSettings, setups: list[Setup]) -> int:
+    manager = Manager(settings)
+    await manager.connect()
+    for setup in setups:
+        result = setup(manager)
+        if inspect.isawaitable(result):
+            await result
+    return await manager.run()
+
+
+@click.command(cls=OneLineErrors)
+@click.option(
+    "--kubeconfig",
+    type=click.Path(exists=True, dir_okay=False),
+    help="kubeconfig file [$KUBECONFIG, ~/.kube/config, else the pod's service account]",
+)
+@click.option("--context", help="kubeconfig context")
+@click.option("--namespace", "-n", help="watch only this namespace (default: all namespaces)")
+@click.option("--health-port", type=click.IntRange(0, 65535), help="/healthz and /readyz port [8081]")
+@click.option(
+    "--metrics-port", type=click.IntRange(0, 65535), help="/metrics port (may equal --health-port) [8080]"
+)
+@click.option("--bind-address", help="address the HTTP servers listen on [0.0.0.0]")
+@click.option("--leader-election/--no-leader-election", default=None, help="elect a leader on a Lease [on]")
+@click.option("--lease-name", help="Lease name [streams-k8s-controller]")
+@click.option("--lease-namespace", help="Lease namespace [pod namespace, --namespace or default]")
+@click.option("--identity", help="this replica's name in the Lease [hostname_pid]")
+@click.option(
+    "--controller",
+    "controllers",
+    multiple=True,
+    metavar="MODULE:FUNCTION",
+    help=f"controller setup to run (repeatable) [entry points '{ENTRY_POINT_GROUP}']",
+)
+@click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]))
+@click.option("--log-format", type=click.Choice(["json", "text"]))
+def run(controllers: tuple[str, ...], **flags: Any) -> None:
+    """Run the controllers until SIGTERM (settings also from STREAMS_K8S_* variables)."""
+    try:
+        settings = RuntimeSettings(**{k: v for k, v in flags.items() if v is not None})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise BadUsage(f"invalid settings: {where + ': ' if where else ''}{first['msg']}") from None
+    setups = [_load_setup(spec) for spec in controllers]
+    if not setups:
+        setups = [ep.load() for ep in entry_points(group=ENTRY_POINT_GROUP)]
+    if not setups:
+        raise BadUsage(
+            f"no controllers: pass --controller MODULE:FUNCTION or install '{ENTRY_POINT_GROUP}' entry points"
+        )
+    configure_logging(settings.log_level, settings.log_format)
+    try:
+        code = asyncio.run(_serve(settings, setups))
+    except Exception as exc:
+        raise click.ClickException(f"cannot start: {exc}") from None
+    raise SystemExit(code)

@@ -1,0 +1,211 @@
+"""The controller loop: watch events become keys, workers reconcile keys from the queue.
+
+Level-triggered: ``reconcile(key)`` sees only the key, reads the cache, converges, and returns
+``Requeue(after)`` or ``None`` (done). An exception retries the key with per-key exponential
+backoff under the global bucket; success forgets its failures. The queue guarantees one
+in-flight reconcile per key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from streams_k8s.k8s.backoff import RetryLimiter
+from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.informer import Informer
+from streams_k8s.k8s.metrics import RuntimeMetrics
+from streams_k8s.k8s.objects import Object, ObjectKey, meta, object_key
+from streams_k8s.k8s.workqueue import QueueShutDown, WorkQueue
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Requeue:
+    """Reconcile this key again after ``after`` seconds (periodic checks, waiting on others)."""
+
+    after: float
+
+
+Reconciler = Callable[[ObjectKey], Awaitable[Requeue | None]]
+Mapper = Callable[[Object], Iterable[ObjectKey]]
+# (old, new): old is None on add, new is None on delete. True lets the event through.
+Predicate = Callable[[Object | None, Object | None], bool]
+
+
+def own_key(obj: Object) -> Iterable[ObjectKey]:
+    """The object itself (the ``For`` of controller-runtime)."""
+    return (object_key(obj),)
+
+
+def owner_mapper(kind: str, api_version: str | None = None) -> Mapper:
+    """Map a child to its controlling owner of ``kind`` (same namespace, as GC requires)."""
+
+    def mapper(obj: Object) -> Iterable[ObjectKey]:
+        namespace = meta(obj).get("namespace") or ""
+        return [
+            ObjectKey(namespace, ref["name"])
+            for ref in meta(obj).get("ownerReferences") or ()
+            if ref.get("controller")
+            and ref.get("kind") == kind
+            and (api_version is None or ref.get("apiVersion") == api_version)
+            and ref.get("name")
+        ]
+
+    return mapper
+
+
+def generation_changed(old: Object | None, new: Object | None) -> bool:
+    """Skip updates that left ``metadata.generation`` alone (status-only or metadata-only writes)."""
+    if old is None or new is None:
+        return True
+    generation = meta(new).get("generation")
+    if generation is None:  # a kind without generation (ConfigMap, ...): every change counts
+        return True
+    return bool(generation != meta(old).get("generation") or meta(new).get("deletionTimestamp"))
+
+
+def labels_changed(old: Object | None, new: Object | None) -> bool:
+    if old is None or new is None:
+        return True
+    return meta(old).get("labels") != meta(new).get("labels")
+
+
+def any_of(*predicates: Predicate) -> Predicate:
+    def predicate(old: Object | None, new: Object | None) -> bool:
+        return any(p(old, new) for p in predicates)
+
+    return predicate
+
+
+class Controller:
+    def __init__(
+        self,
+        name: str,
+        reconcile: Reconciler,
+        *,
+        workers: int = 1,
+        timeout: float | None = None,
+        limiter: RetryLimiter[ObjectKey] | None = None,
+        metrics: RuntimeMetrics | None = None,
+    ) -> None:
+        if workers < 1:
+            raise ValueError("a controller needs at least one worker")
+        self.name = name
+        self.workers = workers
+        # A hung reconcile would hold its key (and a worker) forever: cut it off and retry.
+        self.timeout = timeout
+        self._reconcile = reconcile
+        self.metrics = metrics if metrics is not None else RuntimeMetrics()
+        self.queue: WorkQueue[ObjectKey] = WorkQueue(name, limiter, self.metrics)
+        self.informers: list[Informer] = []
+        self._tasks: list[asyncio.Task[None]] = []
+        self._m_duration = self.metrics.reconcile_duration.labels(name)
+        self._m_errors = self.metrics.reconcile_errors.labels(name)
+        self._m_result = {
+            r: self.metrics.reconcile_total.labels(name, r) for r in ("success", "requeue", "error")
+        }
+
+    def watch(
+        self, informer: Informer, mapper: Mapper = own_key, predicates: Sequence[Predicate] = ()
+    ) -> Controller:
+        """Enqueue ``mapper(obj)`` for every event of ``informer`` that passes all ``predicates``."""
+        queue = self.queue
+
+        def enqueue(old: Object | None, new: Object | None) -> None:
+            if all(p(old, new) for p in predicates):
+                obj = new if new is not None else old
+                if obj is not None:
+                    for key in mapper(obj):
+                        queue.add(key)
+
+        informer.add_handler(lambda kind, old, new: enqueue(old, new))
+        self.informers.append(informer)
+        # Watching a cache that is already filled: what it holds was never announced to us.
+        for obj in informer.store.select():
+            enqueue(None, obj)
+        return self
+
+    def owns(
+        self,
+        informer: Informer,
+        kind: str,
+        api_version: str | None = None,
+        predicates: Sequence[Predicate] = (),
+    ) -> Controller:
+        """Children: an event on a child reconciles its controlling owner."""
+        return self.watch(informer, owner_mapper(kind, api_version), predicates)
+
+    async def run(self) -> None:
+        """Run the workers until ``shutdown``; returns when they have all stopped."""
+        self._tasks = [
+            asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}") for i in range(self.workers)
+        ]
+        try:
+            await asyncio.gather(*self._tasks)
+        finally:
+            for task in self._tasks:
+                task.cancel()
+
+    async def shutdown(self, grace: float = 30.0) -> None:
+        """Stop taking keys; let in-flight reconciles finish for up to ``grace`` seconds."""
+        self.queue.shut_down()
+        pending = [t for t in self._tasks if not t.done()]
+        if not pending:
+            return
+        _, late = await asyncio.wait(pending, timeout=grace)
+        for task in late:
+            task.cancel()
+        if late:
+            log.warning("controller %s: %d reconciles cancelled after %.0fs", self.name, len(late), grace)
+            await asyncio.wait(late)
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except QueueShutDown:
+                return
+            try:
+                await self.reconcile_once(key)
+            finally:
+                self.queue.done(key)
+
+    async def reconcile_once(self, key: ObjectKey) -> None:
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(self.timeout):
+                result = await self._reconcile(key)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._m_errors.inc()
+            self._m_result["error"].inc()
+            retry = self.queue.retries(key) + 1
+            extra = {"controller": self.name, "key": str(key), "retry": retry}
+            if isinstance(exc, ApiError):  # expected now and then (409 on a stale cache, throttling)
+                log.warning("controller %s: reconcile of %s: %s", self.name, key, exc, extra=extra)
+            elif isinstance(exc, TimeoutError) and self.timeout is not None:
+                log.warning(
+                    "controller %s: reconcile of %s took over %.0fs",
+                    self.name,
+                    key,
+                    self.timeout,
+                    extra=extra,
+                )
+            else:
+                log.exception("controller %s: reconcile of %s failed", self.name, key, extra=extra)
+            self.queue.add_rate_limited(key)
+            return
+        finally:
+            self._m_duration.observe(time.monotonic() - started)
+        self.queue.forget(key)
+        if result is None:
+            self._m_result["success"].inc()
+        else:
+            self._m_result["requeue"].inc()
+            self.queue.add_after(key, result.after)

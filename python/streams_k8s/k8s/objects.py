@@ -1,0 +1,39 @@
+"""Keys and small accessors for Kubernetes objects held as plain dicts."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+Object = dict[str, Any]
+
+
+class ObjectKey(NamedTuple):
+    """What a controller reconciles: namespace ("" when cluster-scoped) and name."""
+
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+
+def meta(obj: Object) -> dict[str, Any]:
+    m = obj.get("metadata")
+    return m if isinstance(m, dict) else {}
+
+
+def object_key(obj: Object) -> ObjectKey:
+    m = meta(obj)
+    return ObjectKey(m.get("namespace") or "", m.get("name") or "")
+
+
+def resource_version(obj: Object) -> str:
+    return str(meta(obj).get("resourceVersion") or "")
+
+
+def prune_for_cache(obj: Object) -> Object:
+    """Drop what a controller never reads and what costs the most memory: managedFields."""
+    m = obj.get("metadata")
+    if isinstance(m, dict):
+        m.pop("managedFields", None)
+    return obj

@@ -1,0 +1,74 @@
+"""Runtime settings: defaults, overridden by ``STREAMS_K8S_*`` environment variables, then by flags."""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Literal, Self
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_identity() -> str:
+    # In a pod the hostname is the pod name: unique and readable in `kubectl get lease`.
+    return f"{socket.gethostname()}_{os.getpid()}"
+
+
+class RuntimeSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="STREAMS_K8S_", extra="forbid")
+
+    kubeconfig: str | None = Field(
+        None, description="kubeconfig path; default $KUBECONFIG, ~/.kube/config or in-cluster"
+    )
+    context: str | None = Field(None, description="kubeconfig context")
+    namespace: str | None = Field(None, description="watch only this namespace (default: all)")
+
+    bind_address: str = "0.0.0.0"
+    health_port: int = Field(8081, ge=0, le=65535)
+    metrics_port: int = Field(8080, ge=0, le=65535)
+
+    leader_election: bool = True
+    lease_name: str = "streams-k8s-controller"
+    lease_namespace: str | None = Field(
+        None, description="default: the pod's namespace, --namespace or 'default'"
+    )
+    identity: str = Field(default_factory=_default_identity)
+    lease_duration: float = Field(15.0, gt=0)
+    renew_deadline: float = Field(10.0, gt=0)
+    retry_period: float = Field(2.0, gt=0)
+
+    qps: float = Field(50.0, gt=0)
+    burst: int = Field(100, ge=1)
+    max_concurrency: int = Field(32, ge=1)
+    request_timeout: float = Field(30.0, gt=0)
+
+    page_size: int = Field(500, ge=0)
+    watch_timeout: float = Field(
+        300.0, gt=0, description="minimum server timeoutSeconds (randomised up to 2x)"
+    )
+    inactivity_timeout: float = Field(70.0, gt=0, description="reconnect a watch silent for this long")
+    watch_stale_budget: float = Field(150.0, gt=0, description="liveness fails when a watch is silent longer")
+    loop_lag_budget: float = Field(5.0, gt=0)
+    backoff_initial: float = Field(0.8, gt=0)
+    backoff_max: float = Field(30.0, gt=0)
+    backoff_reset: float = Field(120.0, gt=0)
+
+    cache_sync_timeout: float = Field(120.0, gt=0)
+    ready_requires_leader: bool = Field(False, description="standby replicas report not ready")
+    shutdown_grace: float = Field(30.0, ge=0)
+
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_format: Literal["json", "text"] = "json"
+
+    @model_validator(mode="after")
+    def _check_lease_timing(self) -> Self:
+        if not self.lease_duration > self.renew_deadline > self.retry_period:
+            raise ValueError("lease_duration > renew_deadline > retry_period is required")
+        return self
+
+    def effective_lease_namespace(self) -> str:
+        if self.lease_namespace:
+            return self.lease_namespace
+        pod_namespace = os.environ.get("POD_NAMESPACE")
+        return pod_namespace or self.namespace or "default"

@@ -1,0 +1,127 @@
+"""Kubernetes `Status` errors: what the API server answers when a request cannot be served."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_REASONS = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    406: "NotAcceptable",
+    409: "Conflict",
+    410: "Expired",
+    415: "UnsupportedMediaType",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
+
+
+class ApiError(Exception):
+    """An error the API server reports as a `kind: Status` body with an HTTP code."""
+
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        *,
+        reason: str | None = None,
+        name: str | None = None,
+        group: str | None = None,
+        kind: str | None = None,
+        causes: list[dict[str, str]] | None = None,
+        retry_after: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.reason = reason or _REASONS.get(code, "Unknown")
+        self.name = name
+        self.group = group
+        self.kind = kind
+        self.causes = causes
+        self.retry_after = retry_after
+
+    def status(self) -> dict[str, Any]:
+        """The `Status` body of this error."""
+        details: dict[str, Any] = {}
+        if self.name is not None:
+            details["name"] = self.name
+        if self.group is not None:
+            details["group"] = self.group
+        if self.kind is not None:
+            details["kind"] = self.kind
+        if self.causes:
+            details["causes"] = self.causes
+        if self.retry_after is not None:
+            details["retryAfterSeconds"] = self.retry_after
+        body: dict[str, Any] = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
+        if details:
+            body["details"] = details
+        return body
+
+
+def not_found(resource: str, name: str, group: str = "") -> ApiError:
+    return ApiError(
+        404, f'{_qualified(resource, group)} "{name}" not found', name=name, group=group, kind=resource
+    )
+
+
+def already_exists(resource: str, name: str, group: str = "") -> ApiError:
+    return ApiError(
+        409,
+        f'{_qualified(resource, group)} "{name}" already exists',
+        reason="AlreadyExists",
+        name=name,
+        group=group,
+        kind=resource,
+    )
+
+
+def conflict(resource: str, name: str, group: str = "", why: str = "") -> ApiError:
+    why = why or "the object has been modified; please apply your changes to the latest version and try again"
+    return ApiError(
+        409,
+        f'Operation cannot be fulfilled on {_qualified(resource, group)} "{name}": {why}',
+        name=name,
+        group=group,
+        kind=resource,
+    )
+
+
+def invalid(kind: str, name: str, causes: list[dict[str, str]], group: str = "") -> ApiError:
+    """422 Invalid with one cause per offending field, worded like the API server."""
+    summary = ", ".join(f"{c['field']}: {c['message']}" for c in causes)
+    return ApiError(
+        422,
+        f'{kind}{"." + group if group else ""} "{name}" is invalid: {summary}',
+        name=name,
+        group=group,
+        kind=kind,
+        causes=causes,
+    )
+
+
+def cause(field: str, message: str, reason: str = "FieldValueInvalid") -> dict[str, str]:
+    return {"reason": reason, "message": message, "field": field}
+
+
+def bad_request(message: str) -> ApiError:
+    return ApiError(400, message)
+
+
+def _qualified(resource: str, group: str) -> str:
+    return f"{resource}.{group}" if group else resource

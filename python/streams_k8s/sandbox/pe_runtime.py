@@ -1,0 +1,162 @@
+"""The simulated PE runtime: what the Streams PE container would tell the controller.
+
+For every Running and Ready pod labelled `app=streams, svc=pe`, it reports connectivity `"Full"`
+once per pod (per launch), as the runtime's connectivity thread does:
+`PUT {controller}/api/state/job/{job}/pe/{pe}/connectivity` with the JSON string body, expecting
+a 2xx; failures are retried. The job and PE id come from the `streams.ibm.com/job` and
+`streams.ibm.com/pe` labels (or the STREAMS_JOB_NAME / STREAMS_PE_ID env of the first container).
+
+The reporter is pluggable (any async callable), and `RuntimeHooks` is where further behaviour
+attaches: the runtime calls `pe_started` / `pe_stopped`; `consistent_region.ConsistentRegionParticipant`
+is the hook that answers consistent-region drains and resets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import orjson
+
+from streams_k8s.sandbox.registry import Registry
+from streams_k8s.sandbox.resources import ResourceType
+from streams_k8s.sandbox.store import WatchEvent
+from streams_k8s.sandbox.worker import Worker
+from streams_k8s.sandbox.workloads import is_ready
+
+log = logging.getLogger(__name__)
+
+PODS = ("", "pods")
+JOB_LABEL = "streams.ibm.com/job"
+PE_LABEL = "streams.ibm.com/pe"
+
+
+@dataclass(frozen=True)
+class PeIdentity:
+    namespace: str
+    pod: str
+    uid: str
+    job: str
+    pe: str
+
+
+Reporter = Callable[[PeIdentity, str], Awaitable[None]]
+
+
+class RuntimeHooks:
+    """Extension point for behaviour beyond connectivity (consistent regions): override these."""
+
+    async def pe_started(self, pe: PeIdentity, pod: dict[str, Any]) -> None:
+        """The PE's pod is Running and Ready and its connectivity was reported."""
+
+    async def pe_stopped(self, pe: PeIdentity) -> None:
+        """The PE's pod terminated or was deleted."""
+
+    async def close(self) -> None:
+        """The sandbox stops: release what the hooks hold."""
+
+
+class HttpConnectivityReporter:
+    """Reports to the controller's REST API like the real runtime (PUT, JSON string body)."""
+
+    def __init__(self, base_url: str, timeout: float = 2.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = aiohttp.ClientTimeout(total=timeout)
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __call__(self, pe: PeIdentity, state: str) -> None:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=self.timeout)
+        url = f"{self.base_url.format(namespace=pe.namespace)}/api/state/job/{pe.job}/pe/{pe.pe}/connectivity"
+        body = orjson.dumps(state)
+        async with self._session.put(
+            url, data=body, headers={"Content-Type": "application/json"}
+        ) as response:
+            if response.status >= 300:
+                raise RuntimeError(f"PUT {url} answered {response.status}: {(await response.text())[:200]}")
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+def is_pe_pod(pod: dict[str, Any]) -> bool:
+    labels = pod["metadata"].get("labels") or {}
+    return labels.get("app") == "streams" and labels.get("svc") == "pe"
+
+
+def identify(pod: dict[str, Any]) -> PeIdentity | None:
+    meta = pod["metadata"]
+    labels = meta.get("labels") or {}
+    containers = (pod.get("spec") or {}).get("containers") or [{}]
+    env = {e.get("name"): e.get("value") for e in containers[0].get("env") or [] if isinstance(e, dict)}
+    job = labels.get(JOB_LABEL) or env.get("STREAMS_JOB_NAME")
+    pe = labels.get(PE_LABEL) or env.get("STREAMS_PE_ID")
+    if not job or pe is None:
+        return None
+    return PeIdentity(meta["namespace"], meta["name"], meta["uid"], str(job), str(pe))
+
+
+class SimulatedPeRuntime:
+    def __init__(
+        self,
+        registry: Registry,
+        reporter: Reporter | None,
+        *,
+        hooks: RuntimeHooks | None = None,
+        retry_interval: float = 1.0,
+    ) -> None:
+        self.registry = registry
+        self.reporter = reporter
+        self.hooks = hooks or RuntimeHooks()
+        self.retry_interval = retry_interval
+        self.pods_rt: ResourceType = registry.types[PODS]
+        self.worker: Worker[tuple[str, str]] = Worker("pe-runtime", self._sync)
+        self.reported: dict[str, PeIdentity] = {}  # pod uid -> identity, once connectivity was accepted
+        self.failures: list[tuple[PeIdentity, str]] = []
+        self._stopped: list[PeIdentity] = []
+        registry.store.listeners.append(self._on_event)
+
+    def _on_event(self, rt: ResourceType, event: WatchEvent) -> None:
+        if rt.key != PODS or not is_pe_pod(event.obj):
+            return
+        key = (event.obj["metadata"]["namespace"], event.obj["metadata"]["name"])
+        if event.type == "DELETED" or not is_ready(event.obj):
+            pe = self.reported.pop(event.obj["metadata"]["uid"], None)
+            if pe is None:
+                return
+            self._stopped.append(pe)
+        self.worker.add(key)
+
+    async def _sync(self, key: tuple[str, str]) -> None:
+        while self._stopped:
+            await self.hooks.pe_stopped(self._stopped.pop(0))
+        pod = self.registry.find(self.pods_rt, *key)
+        if pod is None or not is_ready(pod) or pod["metadata"]["uid"] in self.reported:
+            return
+        pe = identify(pod)
+        if pe is None:
+            log.warning(
+                "PE pod %s/%s has no %s/%s labels: connectivity not reported", *key, JOB_LABEL, PE_LABEL
+            )
+            return
+        if self.reporter is not None:
+            try:
+                await self.reporter(pe, "Full")
+            except Exception as exc:  # an unreachable controller is retried, as by the real runtime
+                self.failures.append((pe, str(exc)))
+                asyncio.get_running_loop().call_later(self.retry_interval, self.worker.add, key)
+                return
+        self.reported[pe.uid] = pe
+        await self.hooks.pe_started(pe, pod)
+
+    async def close(self) -> None:
+        await self.hooks.close()
+        close = getattr(self.reporter, "close", None)
+        if close is not None:
+            await close()

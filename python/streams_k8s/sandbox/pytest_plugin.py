@@ -1,0 +1,39 @@
+"""pytest fixtures for the sandbox (registered through the `pytest11` entry point).
+
+- `sandbox`: a started `Sandbox` per test. Options come from `@pytest.mark.sandbox(...)`, whose
+  keyword arguments are those of `Sandbox` (e.g. `nodes=3`, `crd_dirs=[path]`, `token="t"`).
+- `sandbox_api`: a kubernetes_asyncio `ApiClient` connected to that sandbox.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from streams_k8s.sandbox.sandbox import Sandbox
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "sandbox(**options): keyword arguments for the `sandbox` fixture's Sandbox(...)"
+    )
+
+
+@pytest_asyncio.fixture
+async def sandbox(request: pytest.FixtureRequest) -> AsyncIterator[Sandbox]:
+    options: dict[str, Any] = {}
+    for marker in reversed(list(request.node.iter_markers("sandbox"))):  # closest marker wins
+        options.update(marker.kwargs)
+    async with Sandbox(**options) as sb:
+        yield sb
+
+
+@pytest_asyncio.fixture
+async def sandbox_api(sandbox: Sandbox) -> AsyncIterator[Any]:
+    from kubernetes_asyncio.client import ApiClient
+
+    async with ApiClient(await sandbox.client_configuration()) as api:
+        yield api

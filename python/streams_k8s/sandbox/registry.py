@@ -1,0 +1,811 @@
+"""The API server's semantics, independent of HTTP: create, read, update, patch, delete and watch
+with resourceVersions, generation, subresources, finalizers, namespaces and CRD registration.
+
+Objects given to the registry become its property; stored objects are never mutated (every write
+stores a new dict), so readers and watch events can share them without copying.
+"""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+import random
+import re
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+
+from streams_k8s.sandbox import cel, defaults, schema
+from streams_k8s.sandbox.errors import (
+    ApiError,
+    already_exists,
+    bad_request,
+    cause,
+    conflict,
+    invalid,
+    not_found,
+)
+from streams_k8s.sandbox.patch import json_patch, merge_patch, strategic_merge_patch
+from streams_k8s.sandbox.resources import ResourceType, builtin_types, get_path, set_path, type_from_crd
+from streams_k8s.sandbox.selectors import FieldMatcher, LabelSelector, selector_to_string
+from streams_k8s.sandbox.store import ObjKey, Store, Watcher
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_NAMES = {("", "namespaces"), ("", "services")}
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+_SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
+
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def clone(obj: Any) -> Any:
+    """A deep copy of a JSON value (fast: one orjson round trip)."""
+    return orjson.loads(orjson.dumps(obj))
+
+
+class Registry:
+    """Every served resource type and the objects stored for them."""
+
+    def __init__(self, history_size: int = 10_000, object_history: int = 50) -> None:
+        self.store = Store(history_size, object_history)
+        self.types: dict[tuple[str, str], ResourceType] = {}
+        self.served: dict[tuple[str, str], dict[str, ResourceType]] = {}
+        # The simulated kubelet turns this on: bound pods then terminate gracefully.
+        self.graceful_pods = False
+        self._service_ips = ipaddress.ip_network("10.96.0.0/12").hosts()
+        next(self._service_ips)  # 10.96.0.1 is the kubernetes service
+        for rt in builtin_types():
+            self.register(rt)
+        for ns in _SYSTEM_NAMESPACES:
+            self.create(self.types[("", "namespaces")], "v1", None, {"metadata": {"name": ns}})
+
+    # -- resource types -------------------------------------------------------------------------
+
+    def register(self, rt: ResourceType) -> None:
+        old = self.types.get(rt.key)
+        if old is not None:
+            for version in old.versions:
+                self.served.get((old.group, version), {}).pop(old.plural, None)
+        self.types[rt.key] = rt
+        for version in rt.versions:
+            self.served.setdefault((rt.group, version), {})[rt.plural] = rt
+        self.store.collection(rt)
+
+    def unregister(self, key: tuple[str, str]) -> None:
+        rt = self.types.pop(key, None)
+        if rt is None:
+            return
+        for version in rt.versions:
+            group_version = self.served.get((rt.group, version), {})
+            group_version.pop(rt.plural, None)
+            if not group_version:
+                self.served.pop((rt.group, version), None)
+        coll = self.store.collection(rt)
+        for obj_key, obj in list(coll.objects.items()):
+            final = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(self.store.next_rv())}}
+            self._remove(rt, obj_key, final)
+        for watcher in list(coll.watchers):
+            watcher.signal("end")
+        del self.store.collections[rt.key]
+
+    def resolve(self, group: str, version: str, plural: str) -> ResourceType:
+        rt = self.served.get((group, version), {}).get(plural)
+        if rt is None:
+            gv = f"{group}/{version}" if group else version
+            raise ApiError(404, f"the server could not find the requested resource ({plural} in {gv})")
+        return rt
+
+    def type_of(self, api_version: str, kind: str) -> ResourceType | None:
+        group, _, version = api_version.rpartition("/")
+        return next((rt for rt in self.served.get((group, version), {}).values() if rt.kind == kind), None)
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def get(self, rt: ResourceType, ns: str | None, name: str) -> dict[str, Any]:
+        obj = self.store.get(rt, (ns or "", name))
+        if obj is None:
+            raise not_found(rt.plural, name, rt.group)
+        return obj
+
+    def find(self, rt: ResourceType, ns: str | None, name: str) -> dict[str, Any] | None:
+        return self.store.get(rt, (ns or "", name))
+
+    def items(self, rt: ResourceType, ns: str | None = None) -> Iterator[dict[str, Any]]:
+        """Stored objects of a resource (all namespaces when `ns` is None), unordered."""
+        for (obj_ns, _), obj in list(self.store.collection(rt).objects.items()):
+            if ns is None or obj_ns == ns:
+                yield obj
+
+    def list(
+        self,
+        rt: ResourceType,
+        ns: str | None,
+        labels: LabelSelector | None = None,
+        fields: FieldMatcher | None = None,
+        limit: int = 0,
+        continue_token: str | None = None,
+    ) -> tuple[list[dict[str, Any]], int, str | None, int | None]:
+        """Matching objects sorted by namespace/name, the list RV, a continue token, remaining count."""
+        coll = self.store.collection(rt)
+        list_rv = self.store.rv
+        start: ObjKey | None = None
+        if continue_token:
+            list_rv, start = _decode_continue(continue_token)
+            if list_rv < coll.compacted_rv:
+                raise ApiError(
+                    410,
+                    "The provided continue parameter is too old to display a consistent "
+                    "list result. You can start a new list without the continue parameter.",
+                    reason="Expired",
+                )
+        keys = sorted(k for k in coll.objects if (ns is None or k[0] == ns) and (start is None or k > start))
+        out: list[dict[str, Any]] = []
+        last: ObjKey | None = None
+        remaining = 0
+        for key in keys:
+            obj = coll.objects[key]
+            if labels is not None and not labels.matches(obj["metadata"].get("labels")):
+                continue
+            if fields is not None and not fields(obj):
+                continue
+            if limit and len(out) >= limit:
+                remaining += 1
+                continue
+            out.append(obj)
+            last = key
+        token = _encode_continue(list_rv, last) if remaining and last is not None else None
+        return out, list_rv, token, (remaining if token else None)
+
+    def output(self, rt: ResourceType, obj: dict[str, Any], version: str) -> dict[str, Any]:
+        """The object as the client's API version shows it (CR versions differ only in apiVersion)."""
+        api_version = rt.api_version(version)
+        return obj if obj.get("apiVersion") == api_version else {**obj, "apiVersion": api_version}
+
+    # -- create ---------------------------------------------------------------------------------
+
+    def create(
+        self, rt: ResourceType, version: str, ns: str | None, body: Any, dry_run: bool = False
+    ) -> dict[str, Any]:
+        obj = self._check_body(rt, version, ns, body)
+        meta = obj["metadata"]
+        if rt.namespaced:
+            self._check_namespace_open(ns or "")
+            meta["namespace"] = ns
+        else:
+            meta.pop("namespace", None)
+        if not meta.get("name"):
+            prefix = meta.get("generateName")
+            if not prefix:
+                raise invalid(
+                    rt.kind,
+                    "",
+                    [
+                        cause(
+                            "metadata.name",
+                            "Required value: name or generateName is required",
+                            "FieldValueRequired",
+                        )
+                    ],
+                    rt.group,
+                )
+            meta["name"] = self._generate_name(rt, ns, prefix)
+        self._check_name(rt, meta["name"])
+        key = (ns or "", meta["name"])
+        if self.store.get(rt, key) is not None:
+            raise already_exists(rt.plural, meta["name"], rt.group)
+        for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "selfLink"):
+            meta.pop(field, None)
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = now()
+        if rt.generation:
+            meta["generation"] = 1
+        else:
+            meta.pop("generation", None)
+        if rt.status_subresource and not rt.builtin:
+            obj.pop("status", None)
+        hook = defaults.ON_CREATE.get(rt.key)
+        if hook is not None:
+            hook(obj)
+        if rt.key == ("", "services"):
+            self._allocate_cluster_ip(obj)
+        if rt.key == CRD_KEY:
+            self._prepare_crd(obj)
+        self._validate(rt, version, obj, None)
+        if dry_run:
+            return self.output(rt, obj, version)
+        meta["resourceVersion"] = str(self.store.next_rv())
+        self.store.put(rt, key, obj, "ADDED")
+        if rt.key == CRD_KEY:
+            self.register(type_from_crd(obj))
+        return self.output(rt, obj, version)
+
+    def _generate_name(self, rt: ResourceType, ns: str | None, prefix: str) -> str:
+        for _ in range(16):
+            name = prefix + "".join(random.choices(_NAME_CHARS, k=5))
+            if self.store.get(rt, (ns or "", name)) is None:
+                return name
+        raise ApiError(
+            409, f"could not generate a unique name from prefix {prefix!r}", reason="AlreadyExists"
+        )
+
+    def _check_body(self, rt: ResourceType, version: str, ns: str | None, body: Any) -> dict[str, Any]:
+        if not isinstance(body, dict):
+            raise bad_request(f"the body of a {rt.kind} must be a JSON object")
+        api_version = body.get("apiVersion")
+        if api_version not in (None, rt.api_version(version)):
+            raise bad_request(
+                f"the API version in the data ({api_version}) does not match the expected "
+                f"API version ({rt.api_version(version)})"
+            )
+        if body.get("kind") not in (None, rt.kind):
+            raise bad_request(
+                f"the kind in the data ({body.get('kind')}) does not match the expected kind ({rt.kind})"
+            )
+        meta = body.get("metadata")
+        if meta is None:
+            meta = body["metadata"] = {}
+        if not isinstance(meta, dict):
+            raise bad_request("metadata must be an object")
+        if rt.namespaced and meta.get("namespace") not in (None, "", ns):
+            raise bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
+        body["apiVersion"] = rt.api_version(rt.storage_version)
+        body["kind"] = rt.kind
+        return body
+
+    def _check_name(self, rt: ResourceType, name: str) -> None:
+        if rt.key in _LABEL_NAMES:
+            ok, limit, what = _DNS_LABEL.match(name), 63, "RFC 1123 label"
+        else:
+            ok, limit, what = _DNS_SUBDOMAIN.match(name), 253, "RFC 1123 subdomain"
+        if not ok or len(name) > limit:
+            raise invalid(
+                rt.kind,
+                name,
+                [
+                    cause(
+                        "metadata.name",
+                        f'Invalid value: "{name}": a lowercase '
+                        f"{what} must consist of lower case alphanumeric characters, '-' or '.', and must "
+                        f"start and end with an alphanumeric character (at most {limit} characters)",
+                    )
+                ],
+                rt.group,
+            )
+
+    def _check_namespace_open(self, ns: str) -> None:
+        namespace = self.store.get(self.types[("", "namespaces")], ("", ns))
+        if namespace is None:
+            raise not_found("namespaces", ns)
+        if namespace["metadata"].get("deletionTimestamp"):
+            raise ApiError(
+                403,
+                f"unable to create new content in namespace {ns} because it is being terminated",
+                reason="Forbidden",
+                name=ns,
+                kind="namespaces",
+            )
+
+    def _allocate_cluster_ip(self, obj: dict[str, Any]) -> None:
+        spec = obj["spec"]
+        if spec.get("clusterIP") in (None, ""):
+            spec["clusterIP"] = str(next(self._service_ips))
+        spec["clusterIPs"] = [spec["clusterIP"]]
+
+    def _validate(
+        self, rt: ResourceType, version: str, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> None:
+        labels = obj["metadata"].get("labels") or {}
+        if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
+            raise invalid(
+                rt.kind,
+                obj["metadata"].get("name", ""),
+                [cause("metadata.labels", "Invalid value: label values must be strings")],
+                rt.group,
+            )
+        if rt.builtin or version not in rt.schemas:
+            return
+        spec_schema = rt.schemas[version]
+        pruned = schema.prune(obj, spec_schema, root=True)
+        obj.clear()
+        obj.update(schema.apply_defaults(pruned, spec_schema))
+        errors = schema.validate(
+            {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")},
+            {
+                **spec_schema,
+                "required": [
+                    r
+                    for r in spec_schema.get("required") or []
+                    if r not in ("apiVersion", "kind", "metadata")
+                ],
+            },
+        )
+        errors += cel.check(obj, old, spec_schema)
+        if errors:
+            raise invalid(rt.kind, obj["metadata"].get("name", ""), errors, rt.group)
+
+    # -- update and patch -----------------------------------------------------------------------
+
+    def update(
+        self,
+        rt: ResourceType,
+        version: str,
+        ns: str | None,
+        name: str,
+        body: Any,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        require_rv: bool = True,
+    ) -> dict[str, Any]:
+        old = self.get(rt, ns, name)
+        new = self._check_body(rt, version, ns, body)
+        meta = new["metadata"]
+        if meta.get("name", name) != name:
+            raise bad_request(
+                f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})"
+            )
+        old_meta = old["metadata"]
+        rv = meta.get("resourceVersion")
+        if rv:
+            if rv != old_meta["resourceVersion"]:
+                raise conflict(rt.plural, name, rt.group)
+        elif require_rv and not rt.builtin:
+            raise invalid(
+                rt.kind,
+                name,
+                [cause("metadata.resourceVersion", "Invalid value: 0x0: must be specified for an update")],
+                rt.group,
+            )
+        if meta.get("uid") and meta["uid"] != old_meta["uid"]:
+            raise conflict(
+                rt.plural,
+                name,
+                rt.group,
+                f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: "
+                f"{old_meta['uid']}",
+            )
+        if subresource == "status":
+            new = {**old, "status": new.get("status")} if "status" in new else dict(old)
+            if new.get("status") is None:
+                new.pop("status", None)
+            new["metadata"] = dict(old_meta)
+        else:
+            if rt.status_subresource:
+                if "status" in old:
+                    new["status"] = old["status"]
+                else:
+                    new.pop("status", None)
+            new["metadata"] = self._merge_meta(rt, name, meta, old_meta)
+        return self._write(rt, version, ns, name, new, old, dry_run)
+
+    def _merge_meta(
+        self, rt: ResourceType, name: str, meta: dict[str, Any], old_meta: dict[str, Any]
+    ) -> dict[str, Any]:
+        merged = dict(meta)
+        for field in (
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+            "namespace",
+            "name",
+        ):
+            if field in old_meta:
+                merged[field] = old_meta[field]
+            else:
+                merged.pop(field, None)
+        if old_meta.get("deletionTimestamp"):
+            added = set(merged.get("finalizers") or []) - set(old_meta.get("finalizers") or [])
+            if added:
+                raise invalid(
+                    rt.kind,
+                    name,
+                    [
+                        cause(
+                            "metadata.finalizers",
+                            "Forbidden: no new finalizers can "
+                            "be added if the object is being deleted, found new finalizers "
+                            f"{sorted(added)}",
+                            "FieldValueForbidden",
+                        )
+                    ],
+                    rt.group,
+                )
+        return merged
+
+    def _write(
+        self,
+        rt: ResourceType,
+        version: str,
+        ns: str | None,
+        name: str,
+        new: dict[str, Any],
+        old: dict[str, Any],
+        dry_run: bool,
+    ) -> dict[str, Any]:
+        meta = new["metadata"]
+        meta["resourceVersion"] = old["metadata"]["resourceVersion"]
+        if rt.key == CRD_KEY:
+            self._prepare_crd(new)
+        self._validate(rt, version, new, old)
+        if rt.generation and _spec_of(new) != _spec_of(old):
+            meta["generation"] = old["metadata"].get("generation", 1) + 1
+        if new == old:
+            return self.output(rt, old, version)  # a no-op write does not bump the resourceVersion
+        if dry_run:
+            return self.output(rt, new, version)
+        meta["resourceVersion"] = str(self.store.next_rv())
+        key = (ns or "", name)
+        if meta.get("deletionTimestamp") and self._may_remove(rt, new):
+            self._remove(rt, key, new)
+            return self.output(rt, new, version)
+        self.store.put(rt, key, new, "MODIFIED")
+        if rt.key == CRD_KEY:
+            self.register(type_from_crd(new))
+        return self.output(rt, new, version)
+
+    def patch(
+        self,
+        rt: ResourceType,
+        version: str,
+        ns: str | None,
+        name: str,
+        content_type: str,
+        patch: Any,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        old = self.get(rt, ns, name)
+        current = self.output(rt, old, version)
+        patched = _apply_patch(content_type, current, patch, strategic=rt.builtin)
+        if not isinstance(patched, dict):
+            raise ApiError(422, "the patch produced something other than an object")
+        return self.update(rt, version, ns, name, patched, subresource, dry_run, require_rv=False)
+
+    # -- scale subresource ----------------------------------------------------------------------
+
+    def get_scale(self, rt: ResourceType, ns: str | None, name: str) -> dict[str, Any]:
+        if rt.scale is None:
+            raise not_found(f"{rt.plural}/scale", name, rt.group)
+        obj = self.get(rt, ns, name)
+        meta = obj["metadata"]
+        status: dict[str, Any] = {"replicas": get_path(obj, rt.scale.status_replicas_path) or 0}
+        if rt.scale.label_selector_path:
+            selector = get_path(obj, rt.scale.label_selector_path)
+            if selector:
+                status["selector"] = selector
+        elif rt.builtin:
+            status["selector"] = selector_to_string(get_path(obj, ".spec.selector"))
+        scale_meta = {
+            k: meta[k]
+            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if k in meta
+        }
+        return {
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": scale_meta,
+            "spec": {"replicas": get_path(obj, rt.scale.spec_replicas_path) or 0},
+            "status": status,
+        }
+
+    def update_scale(
+        self, rt: ResourceType, version: str, ns: str | None, name: str, scale: Any, dry_run: bool = False
+    ) -> dict[str, Any]:
+        current = self.get_scale(rt, ns, name)
+        assert rt.scale is not None
+        if not isinstance(scale, dict) or not isinstance((scale.get("spec") or {}).get("replicas"), int):
+            raise invalid(
+                "Scale", name, [cause("spec.replicas", "Required value: an integer")], "autoscaling"
+            )
+        if scale["spec"]["replicas"] < 0:
+            raise invalid(
+                "Scale",
+                name,
+                [
+                    cause(
+                        "spec.replicas",
+                        f"Invalid value: {scale['spec']['replicas']}: must be greater than or equal to 0",
+                    )
+                ],
+                "autoscaling",
+            )
+        rv = (scale.get("metadata") or {}).get("resourceVersion")
+        if rv and rv != current["metadata"]["resourceVersion"]:
+            raise conflict(rt.plural, name, rt.group)
+        obj = clone(self.get(rt, ns, name))
+        set_path(obj, rt.scale.spec_replicas_path, scale["spec"]["replicas"])
+        self.update(rt, version, ns, name, obj, dry_run=dry_run)
+        return self.get_scale(rt, ns, name)
+
+    def patch_scale(
+        self,
+        rt: ResourceType,
+        version: str,
+        ns: str | None,
+        name: str,
+        content_type: str,
+        patch: Any,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        current = self.get_scale(rt, ns, name)
+        patched = _apply_patch(content_type, current, patch, strategic=True)
+        return self.update_scale(rt, version, ns, name, patched, dry_run)
+
+    # -- delete ---------------------------------------------------------------------------------
+
+    def delete(
+        self,
+        rt: ResourceType,
+        ns: str | None,
+        name: str,
+        options: dict[str, Any] | None = None,
+        version: str | None = None,
+    ) -> tuple[dict[str, Any], bool]:
+        """Delete (or start deleting) an object. Returns the object and whether it is gone."""
+        options = options or {}
+        obj = self.get(rt, ns, name)
+        meta = obj["metadata"]
+        pre = options.get("preconditions") or {}
+        if pre.get("uid") and pre["uid"] != meta["uid"]:
+            raise conflict(
+                rt.plural,
+                name,
+                rt.group,
+                f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta['uid']}",
+            )
+        if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
+            raise conflict(
+                rt.plural,
+                name,
+                rt.group,
+                "Precondition failed: ResourceVersion in precondition: "
+                f"{pre['resourceVersion']}, ResourceVersion in object meta: {meta['resourceVersion']}",
+            )
+        version = version or rt.storage_version
+        policy = options.get("propagationPolicy")
+        if policy is None and options.get("orphanDependents") is not None:
+            policy = "Orphan" if options["orphanDependents"] else "Background"
+        if policy not in (None, "Background", "Foreground", "Orphan"):
+            raise invalid(
+                "DeleteOptions",
+                "",
+                [
+                    cause(
+                        "propagationPolicy",
+                        f'Unsupported value: "{policy}": '
+                        'supported values: "Foreground", "Background", "Orphan"',
+                        "FieldValueNotSupported",
+                    )
+                ],
+            )
+        finalizers = list(meta.get("finalizers") or [])
+        if policy == "Foreground" and "foregroundDeletion" not in finalizers:
+            finalizers.append("foregroundDeletion")
+        if policy == "Orphan" and "orphan" not in finalizers:
+            finalizers.append("orphan")
+        grace = options.get("gracePeriodSeconds")
+        graceful = (
+            rt.key == ("", "pods")
+            and self.graceful_pods
+            and obj.get("spec", {}).get("nodeName")
+            and obj.get("status", {}).get("phase") not in ("Succeeded", "Failed")
+        )
+        if graceful:
+            grace = obj["spec"].get("terminationGracePeriodSeconds", 30) if grace is None else grace
+        else:
+            grace = 0
+        if options.get("dryRun"):
+            return self.output(rt, obj, version), False
+        new = dict(obj)
+        new_meta = new["metadata"] = dict(meta)
+        if finalizers:
+            new_meta["finalizers"] = finalizers
+        if not meta.get("deletionTimestamp"):
+            at = datetime.now(UTC) + timedelta(seconds=grace)
+            new_meta["deletionTimestamp"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+            new_meta["deletionGracePeriodSeconds"] = grace
+            if rt.generation:
+                new_meta["generation"] = meta.get("generation", 1) + 1
+        else:
+            new_meta["deletionGracePeriodSeconds"] = min(grace, meta.get("deletionGracePeriodSeconds", grace))
+        if rt.key == ("", "namespaces"):
+            new["status"] = {**new.get("status", {}), "phase": "Terminating"}
+        key = (ns or "", name)
+        if self._may_remove(rt, new):
+            new_meta["resourceVersion"] = str(self.store.next_rv())
+            self._remove(rt, key, new)
+            return self.output(rt, new, version), True
+        if new != obj:
+            new_meta["resourceVersion"] = str(self.store.next_rv())
+            self.store.put(rt, key, new, "MODIFIED")
+        return self.output(rt, new, version), False
+
+    def _may_remove(self, rt: ResourceType, obj: dict[str, Any]) -> bool:
+        meta = obj["metadata"]
+        if meta.get("finalizers"):
+            return False
+        if rt.key == ("", "namespaces") and (obj.get("spec") or {}).get("finalizers"):
+            return False
+        return not meta.get("deletionGracePeriodSeconds")
+
+    def _remove(self, rt: ResourceType, key: ObjKey, final: dict[str, Any]) -> None:
+        """Remove an object; `final` (its last state, with a new resourceVersion) goes to watchers."""
+        self.store.remove(rt, key, final)
+        if rt.key == CRD_KEY:
+            names = final["spec"]["names"]
+            self.unregister((final["spec"]["group"], names["plural"]))
+
+    # -- watch ----------------------------------------------------------------------------------
+
+    def watch(
+        self,
+        rt: ResourceType,
+        version: str,
+        ns: str | None,
+        labels: LabelSelector | None,
+        fields: FieldMatcher | None,
+        since: str | None,
+        initial_events_end: bool = False,
+    ) -> Watcher:
+        """Open a watch. `since` None/""/"0" first sends ADDED for every matching object; a
+        resourceVersion replays the history after it, or raises 410 Expired when compacted."""
+        coll = self.store.collection(rt)
+        watcher = Watcher(rt, rt.api_version(version), ns, labels, fields)
+        if since in (None, "", "0"):
+            for obj in self.list(rt, ns, labels, fields)[0]:
+                watcher.queue.put_nowait(_added_line(obj, watcher.api_version))
+            if initial_events_end:
+                watcher.queue.put_nowait(self.bookmark(watcher, initial_events_end=True))
+        else:
+            try:
+                rv = int(since)
+            except ValueError:
+                raise bad_request(f"invalid resource version {since!r}") from None
+            if rv < coll.compacted_rv:
+                raise ApiError(410, f"too old resource version: {rv} ({coll.compacted_rv})", reason="Expired")
+            for event in coll.events_since(rv):
+                watcher.offer(event)
+        coll.watchers.add(watcher)
+        return watcher
+
+    def unwatch(self, watcher: Watcher) -> None:
+        coll = self.store.collections.get(watcher.rt.key)
+        if coll is not None:
+            coll.watchers.discard(watcher)
+
+    def bookmark(self, watcher: Watcher, initial_events_end: bool = False) -> bytes:
+        meta: dict[str, Any] = {"resourceVersion": str(self.store.rv)}
+        if initial_events_end:
+            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+        obj = {"kind": watcher.rt.kind, "apiVersion": watcher.api_version, "metadata": meta}
+        return b'{"type":"BOOKMARK","object":' + orjson.dumps(obj) + b"}\n"
+
+    def compact(self, rt: ResourceType | None = None) -> None:
+        """Forget the watch history (all resources by default): older resourceVersions get 410."""
+        for coll in self.store.collections.values():
+            if rt is None or coll.rt.key == rt.key:
+                coll.compact(self.store.rv)
+
+    # -- CRDs -----------------------------------------------------------------------------------
+
+    def _prepare_crd(self, crd: dict[str, Any]) -> None:
+        spec = crd.get("spec")
+        name = crd["metadata"].get("name", "")
+        errors = []
+        if not isinstance(spec, dict):
+            raise invalid(
+                "CustomResourceDefinition", name, [cause("spec", "Required value")], "apiextensions.k8s.io"
+            )
+        names = spec.get("names") or {}
+        for field in ("plural", "kind"):
+            if not names.get(field):
+                errors.append(cause(f"spec.names.{field}", "Required value", "FieldValueRequired"))
+        if not spec.get("group"):
+            errors.append(cause("spec.group", "Required value", "FieldValueRequired"))
+        versions = spec.get("versions") or []
+        if not versions:
+            errors.append(
+                cause(
+                    "spec.versions",
+                    "Required value: must have exactly one version marked as storage version",
+                    "FieldValueRequired",
+                )
+            )
+        elif sum(1 for v in versions if v.get("storage")) != 1:
+            errors.append(
+                cause(
+                    "spec.versions", "Invalid value: must have exactly one version marked as storage version"
+                )
+            )
+        if spec.get("scope", "Namespaced") not in ("Namespaced", "Cluster"):
+            errors.append(cause("spec.scope", f"Unsupported value: {spec.get('scope')!r}"))
+        if not errors and name != f"{names['plural']}.{spec['group']}":
+            errors.append(
+                cause("metadata.name", f'Invalid value: "{name}": must be spec.names.plural+"."+spec.group')
+            )
+        if not errors:
+            taken = self.types.get((spec["group"], names["plural"]))
+            if taken is not None and taken.builtin:
+                errors.append(cause("spec.names.plural", "Invalid value: the resource is built in"))
+        if errors:
+            raise invalid("CustomResourceDefinition", name, errors, "apiextensions.k8s.io")
+        names.setdefault("singular", names["kind"].lower())
+        names.setdefault("listKind", f"{names['kind']}List")
+        spec.setdefault("scope", "Namespaced")
+        at = now()
+        crd["status"] = {
+            "acceptedNames": names,
+            "storedVersions": [v["name"] for v in versions if v.get("storage")],
+            "conditions": [
+                {
+                    "type": "NamesAccepted",
+                    "status": "True",
+                    "reason": "NoConflicts",
+                    "message": "no conflicts found",
+                    "lastTransitionTime": at,
+                },
+                {
+                    "type": "Established",
+                    "status": "True",
+                    "reason": "InitialNamesAccepted",
+                    "message": "the initial names have been accepted",
+                    "lastTransitionTime": at,
+                },
+            ],
+        }
+
+
+def _apply_patch(content_type: str, current: dict[str, Any], patch: Any, strategic: bool) -> Any:
+    if content_type == MERGE_PATCH:
+        if not isinstance(patch, dict):
+            raise bad_request("a merge patch must be a JSON object")
+        return merge_patch(current, patch)
+    if content_type == JSON_PATCH:
+        return json_patch(current, patch)
+    if content_type == STRATEGIC_PATCH and strategic:
+        if not isinstance(patch, dict):
+            raise bad_request("a strategic merge patch must be a JSON object")
+        return strategic_merge_patch(current, patch)
+    allowed = [JSON_PATCH, MERGE_PATCH] + ([STRATEGIC_PATCH] if strategic else [])
+    raise ApiError(
+        415,
+        f"the body of the request was in an unknown format - accepted media types "
+        f"include: {', '.join(allowed)}",
+    )
+
+
+def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+
+
+def _added_line(obj: dict[str, Any], api_version: str) -> bytes:
+    if obj.get("apiVersion") != api_version:
+        obj = {**obj, "apiVersion": api_version}
+    return b'{"type":"ADDED","object":' + orjson.dumps(obj) + b"}\n"
+
+
+def _encode_continue(rv: int, key: ObjKey) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps({"rv": rv, "ns": key[0], "name": key[1]})).decode()
+
+
+def _decode_continue(token: str) -> tuple[int, ObjKey]:
+    try:
+        data = orjson.loads(base64.urlsafe_b64decode(token.encode()))
+        return int(data["rv"]), (str(data["ns"]), str(data["name"]))
+    except (ValueError, KeyError, TypeError):
+        raise bad_request(f"invalid continue token {token!r}") from None

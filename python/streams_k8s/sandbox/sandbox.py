@@ -1,0 +1,306 @@
+"""`Sandbox`: the embedded API server, its garbage collector and (optionally) the simulated cluster,
+started together on loopback with a kubeconfig written for clients."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from streams_k8s.sandbox.cluster import SimulatedCluster
+from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
+from streams_k8s.sandbox.errors import ApiError
+from streams_k8s.sandbox.faults import Faults
+from streams_k8s.sandbox.gc import GarbageCollector
+from streams_k8s.sandbox.kubeconfig import write_kubeconfig
+from streams_k8s.sandbox.nodes import NodeSpec, load_nodes, make_nodes
+from streams_k8s.sandbox.pe_runtime import (
+    HttpConnectivityReporter,
+    Reporter,
+    RuntimeHooks,
+    SimulatedPeRuntime,
+)
+from streams_k8s.sandbox.registry import CRD_KEY, Registry
+from streams_k8s.sandbox.server import ApiServer, RequestRecord, json_response
+from streams_k8s.sandbox.store import WatchEvent
+from streams_k8s.sandbox.tls import TlsFiles, self_signed
+from streams_k8s.sandbox.worker import Worker
+
+log = logging.getLogger(__name__)
+
+
+def default_crd_dir() -> Path:
+    """The repository's generated `crds/` directory (python/streams_k8s/sandbox/ -> repo root)."""
+    return Path(__file__).resolve().parents[3] / "crds"
+
+
+class Sandbox:
+    """An embedded Kubernetes API on 127.0.0.1.
+
+    >>> async with Sandbox() as sb:
+    ...     config = await sb.client_configuration()   # kubernetes_asyncio Configuration
+    ...     sb.kubeconfig_path, sb.url
+    """
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        token: str | None = None,
+        crd_dirs: Sequence[Path] | None = None,
+        kubeconfig_path: Path | None = None,
+        history_size: int = 10_000,
+        object_history: int = 50,
+        bookmark_interval: float = 1.0,
+        simulate: bool = True,
+        nodes: int | Sequence[NodeSpec] | Path = 3,
+        zones: Sequence[str] | None = None,
+        start_delay: float = 0.0,
+        termination_delay: float = 0.0,
+        pe_runtime: bool = True,
+        controller_url: str | None = None,
+        pe_reporter: Reporter | None = None,
+        pe_hooks: RuntimeHooks | None = None,
+        consistent_region_url: str | None = None,
+        disabled_apis: Sequence[str] = (),
+        tls: bool = False,
+        tls_cert: Path | None = None,
+        tls_key: Path | None = None,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.token = token
+        self.crd_dirs = [default_crd_dir()] if crd_dirs is None else list(crd_dirs)
+        self.registry = Registry(history_size, object_history)
+        for group_version in disabled_apis:  # e.g. "events.k8s.io/v1", to emulate an older cluster
+            group, _, version = group_version.rpartition("/")
+            for rt in list(self.registry.types.values()):
+                if rt.group == group and version in rt.versions and group:
+                    self.registry.unregister(rt.key)
+        self.faults = Faults(self.registry)
+        self.gc = GarbageCollector(self.registry)
+        self.server = ApiServer(self.registry, self.faults, token=token, bookmark_interval=bookmark_interval)
+        self.server.control = self._control
+        self._kubeconfig_path = kubeconfig_path
+        self.tls = tls or tls_cert is not None
+        self._tls_files = TlsFiles(tls_cert, tls_key or tls_cert) if tls_cert is not None else None
+        self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
+        self._runner: web.AppRunner | None = None
+        self.workers: list[Worker[Any]] = list(self.gc.workers)
+        self.cluster: SimulatedCluster | None = None
+        self.pe_runtime: SimulatedPeRuntime | None = None
+        if simulate:
+            self.cluster = SimulatedCluster(
+                self.registry,
+                _node_specs(nodes, list(zones or [])),
+                start_delay=start_delay,
+                termination_delay=termination_delay,
+            )
+            self.workers += self.cluster.workers
+            if pe_runtime:
+                reporter = pe_reporter or (
+                    HttpConnectivityReporter(controller_url) if controller_url else None
+                )
+                if pe_hooks is None and consistent_region_url:
+                    pe_hooks = ConsistentRegionParticipant(consistent_region_url)
+                self.pe_runtime = SimulatedPeRuntime(self.registry, reporter, hooks=pe_hooks)
+                self.workers.append(self.pe_runtime.worker)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def start(self) -> Sandbox:
+        for directory in self.crd_dirs:
+            self.install_crds(directory)
+        for worker in self.workers:
+            worker.start()
+        self._tmpdir = tempfile.TemporaryDirectory(prefix="streams-sandbox-")
+        if self.tls and self._tls_files is None:
+            self._tls_files = self_signed(Path(self._tmpdir.name), self.host)
+        context = self._tls_files.server_context() if self._tls_files is not None else None
+        self._runner = web.AppRunner(self.server.app(), access_log=None, shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=context)
+        await site.start()
+        server = site._server
+        assert isinstance(server, asyncio.base_events.Server)
+        self.port = server.sockets[0].getsockname()[1]
+        self.server.address = f"{self.host}:{self.port}"
+        if self._kubeconfig_path is None:
+            self._kubeconfig_path = Path(self._tmpdir.name) / "kubeconfig"
+        ca = self._tls_files.cert if self._tls_files is not None else None
+        write_kubeconfig(self._kubeconfig_path, self.url, self.token, ca)
+        log.info("sandbox API server on %s (kubeconfig %s)", self.url, self._kubeconfig_path)
+        return self
+
+    async def stop(self) -> None:
+        self.faults.clear()
+        for coll in self.registry.store.collections.values():
+            for watcher in list(coll.watchers):
+                watcher.signal("end")
+        for worker in self.workers:
+            await worker.stop()
+        if self.pe_runtime is not None:
+            await self.pe_runtime.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self._tmpdir is not None:
+            self._tmpdir.cleanup()
+            self._tmpdir = None
+
+    async def __aenter__(self) -> Sandbox:
+        return await self.start()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    # -- clients --------------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        if self._kubeconfig_path is None:
+            raise RuntimeError("the sandbox is not started")
+        return self._kubeconfig_path
+
+    async def client_configuration(self) -> Any:
+        """A kubernetes_asyncio `Configuration` loaded from the sandbox's kubeconfig."""
+        from kubernetes_asyncio import config
+        from kubernetes_asyncio.client import Configuration
+
+        configuration = Configuration()
+        await config.load_kube_config(
+            config_file=str(self.kubeconfig_path), client_configuration=configuration
+        )
+        return configuration
+
+    # -- assertions and control -----------------------------------------------------------------
+
+    @property
+    def requests(self) -> list[RequestRecord]:
+        """Every request served so far (bounded), oldest first."""
+        return list(self.server.requests)
+
+    def history(
+        self, resource: str, name: str, namespace: str | None = None, group: str = ""
+    ) -> list[WatchEvent]:
+        """The recorded changes of one object (ADDED/MODIFIED/DELETED with the object after each)."""
+        rt = self.registry.types.get((group, resource))
+        if rt is None:
+            raise KeyError(f"unknown resource {resource!r} in group {group!r}")
+        limit = self.registry.store.object_history_size
+        return self.registry.store.object_history.get((rt.key, (namespace or "", name)), [])[-limit:]
+
+    async def settle(self, max_wait: float = 10.0) -> None:
+        """Wait until the garbage collector and simulated controllers have nothing left to do."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max_wait
+        quiet = 0
+        while quiet < 3:
+            await asyncio.sleep(0.001)
+            quiet = quiet + 1 if all(w.idle for w in self.workers) else 0
+            if loop.time() > deadline:
+                raise TimeoutError("the sandbox did not settle")
+
+    def delete_behind(
+        self, resource: str, name: str, namespace: str | None = None, group: str = "", force: bool = False
+    ) -> None:
+        """Delete an object directly (no HTTP, no faults, not in the request log), as another actor
+        would behind the controller's back. `force` first drops its finalizers."""
+        rt = self.registry.types.get((group, resource))
+        if rt is None:
+            raise KeyError(f"unknown resource {resource!r} in group {group!r}")
+        if force:
+            obj = self.registry.get(rt, namespace, name)
+            if obj["metadata"].get("finalizers"):
+                stripped = {**obj, "metadata": {**obj["metadata"], "finalizers": []}}
+                self.registry.update(rt, rt.storage_version, namespace, name, stripped)
+            if self.registry.find(rt, namespace, name) is None:
+                return
+        self.registry.delete(rt, namespace, name, {"gracePeriodSeconds": 0} if force else None)
+
+    def install_crd(self, crd: dict[str, Any]) -> None:
+        """Create (or replace) a CustomResourceDefinition, as `kubectl apply` of its manifest would."""
+        rt = self.registry.types[CRD_KEY]
+        existing = self.registry.find(rt, None, crd["metadata"]["name"])
+        if existing is None:
+            self.registry.create(rt, "v1", None, crd)
+        else:
+            crd["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
+            self.registry.update(rt, "v1", None, crd["metadata"]["name"], crd)
+
+    def install_crds(self, directory: Path) -> int:
+        """Install every CRD in the YAML files of a directory; returns how many."""
+        if not directory.is_dir():
+            log.info("no CRD directory at %s: no custom resources installed from it", directory)
+            return 0
+        count = 0
+        for path in sorted(directory.glob("*.y*ml")):
+            for doc in _crd_documents(yaml.safe_load_all(path.read_text())):
+                self.install_crd(doc)
+                count += 1
+        return count
+
+    async def _control(self, path: str, request: web.Request) -> web.StreamResponse:
+        """`/_sandbox/...`: the HTTP form of fault injection and assertions."""
+        if path == "faults" and request.method == "POST":
+            return json_response(self.faults.apply(await request.json()))
+        if path == "faults" and request.method == "DELETE":
+            self.faults.clear()
+            return json_response({"rules": 0})
+        if path == "cluster" and request.method == "POST" and self.cluster is not None:
+            return json_response(self.cluster.apply(await request.json()) or {})
+        if path == "delete" and request.method == "POST":
+            spec = await request.json()
+            self.delete_behind(
+                spec["resource"],
+                spec["name"],
+                spec.get("namespace"),
+                spec.get("group", ""),
+                bool(spec.get("force")),
+            )
+            return json_response({"deleted": spec["name"]})
+        if path == "requests" and request.method == "GET":
+            return json_response(
+                [
+                    {
+                        "time": r.time,
+                        "method": r.method,
+                        "path": r.path,
+                        "query": r.query,
+                        "status": r.status,
+                        "verb": r.info.verb if r.info else None,
+                    }
+                    for r in self.server.requests
+                ]
+            )
+        raise ApiError(404, f"unknown sandbox control endpoint /_sandbox/{path}")
+
+
+def _node_specs(nodes: int | Sequence[NodeSpec] | Path, zones: list[str]) -> list[NodeSpec]:
+    if isinstance(nodes, int):
+        return make_nodes(nodes, zones)
+    if isinstance(nodes, Path):
+        return load_nodes(nodes, zones)
+    return list(nodes)
+
+
+def _crd_documents(docs: Iterable[Any]) -> Iterable[dict[str, Any]]:
+    for doc in docs:
+        if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
+            yield doc
+        elif isinstance(doc, dict) and doc.get("kind") == "List":
+            yield from _crd_documents(doc.get("items") or [])

@@ -1,0 +1,264 @@
+"""The simulated scheduler: binds Pending pods to nodes as kube-scheduler's filters would.
+
+Honoured: spec.nodeName (pods that name a node skip scheduling), nodeSelector, required node
+affinity (In, NotIn, Exists, DoesNotExist, Gt, Lt; matchFields on metadata.name), required pod
+affinity and anti-affinity with topologyKey (including existing pods' anti-affinity), taints and
+tolerations (NoSchedule, NoExecute; PreferNoSchedule is ignored), cordoned nodes, resource
+requests (cpu, memory) and the node's pod count. Preferred (soft) rules and topology spread
+constraints are not evaluated; among feasible nodes the one with the fewest pods wins.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from fractions import Fraction
+from typing import Any
+
+from streams_k8s.sandbox.conditions import set_condition
+from streams_k8s.sandbox.errors import ApiError
+from streams_k8s.sandbox.quantity import parse_quantity
+from streams_k8s.sandbox.registry import Registry, clone
+from streams_k8s.sandbox.resources import ResourceType
+from streams_k8s.sandbox.selectors import selector_from_spec
+from streams_k8s.sandbox.store import WatchEvent
+from streams_k8s.sandbox.worker import Worker
+
+PODS = ("", "pods")
+NODES = ("", "nodes")
+TERMINAL = ("Succeeded", "Failed")
+
+PodKey = tuple[str, str]
+
+
+def is_active(pod: dict[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") not in TERMINAL
+
+
+def tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool:
+    for tol in tolerations:
+        if tol.get("effect") and tol["effect"] != taint.get("effect"):
+            continue
+        if tol.get("operator") == "Exists":
+            if not tol.get("key") or tol["key"] == taint.get("key"):
+                return True
+        elif tol.get("key") == taint.get("key") and tol.get("value", "") == taint.get("value", ""):
+            return True
+    return False
+
+
+def _requirement_holds(expr: dict[str, Any], labels: dict[str, str]) -> bool:
+    key, op, values = expr.get("key", ""), expr.get("operator"), expr.get("values") or []
+    present = key in labels
+    if op == "In":
+        return present and labels[key] in values
+    if op == "NotIn":
+        return not present or labels[key] not in values
+    if op == "Exists":
+        return present
+    if op == "DoesNotExist":
+        return not present
+    if op in ("Gt", "Lt") and present and values:
+        try:
+            have, want = int(labels[key]), int(values[0])
+        except ValueError:
+            return False
+        return have > want if op == "Gt" else have < want
+    return False
+
+
+def matches_node_affinity(pod_spec: dict[str, Any], node: dict[str, Any]) -> bool:
+    labels = node["metadata"].get("labels") or {}
+    for key, value in (pod_spec.get("nodeSelector") or {}).items():
+        if labels.get(key) != value:
+            return False
+    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    if not required:
+        return True
+    fields = {"metadata.name": node["metadata"]["name"]}
+    for term in required.get("nodeSelectorTerms") or []:
+        exprs = term.get("matchExpressions") or []
+        field_exprs = term.get("matchFields") or []
+        if not exprs and not field_exprs:
+            continue
+        if all(_requirement_holds(e, labels) for e in exprs) and all(
+            _requirement_holds(e, fields) for e in field_exprs
+        ):
+            return True
+    return False
+
+
+def pod_requests(pod: dict[str, Any]) -> tuple[Fraction, Fraction]:
+    cpu, memory = Fraction(0), Fraction(0)
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        requests = (container.get("resources") or {}).get("requests") or {}
+        limits = (container.get("resources") or {}).get("limits") or {}
+        cpu += parse_quantity(requests.get("cpu", limits.get("cpu", 0)))
+        memory += parse_quantity(requests.get("memory", limits.get("memory", 0)))
+    return cpu, memory
+
+
+class Scheduler:
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self.pods_rt: ResourceType = registry.types[PODS]
+        self.nodes_rt: ResourceType = registry.types[NODES]
+        self.worker: Worker[PodKey] = Worker("scheduler", self._schedule)
+        self.waiting: set[PodKey] = set()
+        registry.store.listeners.append(self._on_event)
+
+    def _on_event(self, rt: ResourceType, event: WatchEvent) -> None:
+        if rt.key == NODES or (rt.key == PODS and event.type == "DELETED"):
+            for key in self.waiting:
+                self.worker.add(key)
+        if rt.key != PODS:
+            return
+        meta = event.obj["metadata"]
+        key = (meta["namespace"], meta["name"])
+        if event.type == "DELETED":
+            self.waiting.discard(key)
+            return
+        spec = event.obj.get("spec") or {}
+        if (
+            not spec.get("nodeName")
+            and spec.get("schedulerName", "default-scheduler") == "default-scheduler"
+            and not meta.get("deletionTimestamp")
+        ):
+            self.worker.add(key)
+        elif event.old is not None and event.old["spec"].get("nodeName") != spec.get("nodeName"):
+            for waiting in self.waiting:  # a pod landing can satisfy a waiting pod's affinity
+                self.worker.add(waiting)
+
+    def _schedule(self, key: PodKey) -> None:
+        pod = self.registry.find(self.pods_rt, key[0], key[1])
+        if pod is None or pod["spec"].get("nodeName") or pod["metadata"].get("deletionTimestamp"):
+            self.waiting.discard(key)
+            return
+        nodes = sorted(self.registry.items(self.nodes_rt), key=lambda n: n["metadata"]["name"])
+        bound = [p for p in self.registry.items(self.pods_rt) if p["spec"].get("nodeName") and is_active(p)]
+        reasons: Counter[str] = Counter()
+        feasible: list[tuple[int, str]] = []
+        for node in nodes:
+            reason = self._unfit(pod, node, nodes, bound)
+            if reason is None:
+                load = sum(1 for p in bound if p["spec"]["nodeName"] == node["metadata"]["name"])
+                feasible.append((load, node["metadata"]["name"]))
+            else:
+                reasons[reason] += 1
+        if feasible:
+            self.waiting.discard(key)
+            self._bind(pod, min(feasible)[1])
+        else:
+            self.waiting.add(key)
+            detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))
+            message = f"0/{len(nodes)} nodes are available" + (f": {detail}." if detail else ".")
+            self._condition(pod, "False", "Unschedulable", message)
+
+    def _unfit(
+        self,
+        pod: dict[str, Any],
+        node: dict[str, Any],
+        nodes: list[dict[str, Any]],
+        bound: list[dict[str, Any]],
+    ) -> str | None:
+        spec = pod["spec"]
+        tolerations = spec.get("tolerations") or []
+        node_spec = node.get("spec") or {}
+        if node_spec.get("unschedulable") and not tolerates(
+            tolerations, {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+        ):
+            return "node(s) were unschedulable"
+        if not matches_node_affinity(spec, node):
+            return "node(s) didn't match Pod's node affinity/selector"
+        for taint in node_spec.get("taints") or []:
+            if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(tolerations, taint):
+                return f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value', '')}}}"
+        name = node["metadata"]["name"]
+        here = [p for p in bound if p["spec"]["nodeName"] == name]
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        if len(here) + 1 > int(allocatable.get("pods", 110)):
+            return "Too many pods"
+        cpu, memory = pod_requests(pod)
+        used_cpu = sum((pod_requests(p)[0] for p in here), Fraction(0))
+        used_memory = sum((pod_requests(p)[1] for p in here), Fraction(0))
+        if cpu and used_cpu + cpu > parse_quantity(allocatable.get("cpu", "0")):
+            return "Insufficient cpu"
+        if memory and used_memory + memory > parse_quantity(allocatable.get("memory", "0")):
+            return "Insufficient memory"
+        return self._pod_affinity_unfit(pod, node, nodes, bound)
+
+    def _pod_affinity_unfit(
+        self,
+        pod: dict[str, Any],
+        node: dict[str, Any],
+        nodes: list[dict[str, Any]],
+        bound: list[dict[str, Any]],
+    ) -> str | None:
+        node_labels = {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in nodes}
+        affinity = pod["spec"].get("affinity") or {}
+        ns = pod["metadata"]["namespace"]
+
+        def peers(term: dict[str, Any], term_ns: str) -> list[dict[str, Any]]:
+            selector = selector_from_spec(term.get("labelSelector"))
+            namespaces = term.get("namespaces") or [term_ns]
+            return [
+                p
+                for p in bound
+                if p["metadata"]["namespace"] in namespaces and selector.matches(p["metadata"].get("labels"))
+            ]
+
+        def same_domain(other: dict[str, Any], key: str) -> bool:
+            here = (node["metadata"].get("labels") or {}).get(key)
+            there = node_labels.get(other["spec"]["nodeName"], {}).get(key)
+            return here is not None and here == there
+
+        for term in _required(affinity.get("podAffinity")):
+            key = term.get("topologyKey", "")
+            candidates = peers(term, ns)
+            if not any(same_domain(p, key) for p in candidates):
+                own = selector_from_spec(term.get("labelSelector")).matches(pod["metadata"].get("labels"))
+                if candidates or not own:  # the first pod of a self-affine group may go anywhere
+                    return "node(s) didn't match pod affinity rules"
+        for term in _required(affinity.get("podAntiAffinity")):
+            key = term.get("topologyKey", "")
+            if any(same_domain(p, key) for p in peers(term, ns)):
+                return "node(s) didn't match pod anti-affinity rules"
+        for other in bound:  # existing pods' anti-affinity also keeps this pod away
+            other_affinity = other["spec"].get("affinity") or {}
+            for term in _required(other_affinity.get("podAntiAffinity")):
+                selector = selector_from_spec(term.get("labelSelector"))
+                namespaces = term.get("namespaces") or [other["metadata"]["namespace"]]
+                if (
+                    ns in namespaces
+                    and selector.matches(pod["metadata"].get("labels"))
+                    and same_domain(other, term.get("topologyKey", ""))
+                ):
+                    return "node(s) didn't satisfy existing pods anti-affinity rules"
+        return None
+
+    def _bind(self, pod: dict[str, Any], node_name: str) -> None:
+        new = clone(pod)
+        new["spec"]["nodeName"] = node_name
+        meta = pod["metadata"]
+        try:
+            bound = self.registry.update(self.pods_rt, "v1", meta["namespace"], meta["name"], new)
+        except ApiError as err:
+            if err.code not in (404, 409):
+                raise
+            return
+        self._condition(bound, "True", None, None)
+
+    def _condition(self, pod: dict[str, Any], status: str, reason: str | None, message: str | None) -> None:
+        new = clone(pod)
+        set_condition(new["status"], "PodScheduled", status, reason, message)
+        meta = pod["metadata"]
+        try:
+            self.registry.update(self.pods_rt, "v1", meta["namespace"], meta["name"], new, "status")
+        except ApiError as err:
+            if err.code not in (404, 409):
+                raise
+
+
+def _required(rules: dict[str, Any] | None) -> list[dict[str, Any]]:
+    return list((rules or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or [])

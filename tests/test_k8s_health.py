@@ -1,0 +1,65 @@
+"""Health and metrics endpoints over HTTP."""
+
+from __future__ import annotations
+
+import socket
+
+import aiohttp
+import pytest
+
+from streams_k8s.k8s.health import HealthServer
+from streams_k8s.k8s.metrics import RuntimeMetrics
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class Flags:
+    def __init__(self) -> None:
+        self.live: list[str] = []
+        self.ready: list[str] = ["cache pods not synced"]
+
+
+@pytest.mark.parametrize("same_port", [True, False])
+async def test_health_readiness_and_metrics(same_port: bool) -> None:
+    flags = Flags()
+    metrics = RuntimeMetrics()
+    metrics.leader.labels("ns/lease").set(1)
+    health_port, metrics_port = (0, 0) if same_port else (free_port(), free_port())
+    server = HealthServer(
+        liveness=lambda: flags.live,
+        readiness=lambda: flags.ready,
+        registry=metrics.registry,
+        host="127.0.0.1",
+        health_port=health_port,
+        metrics_port=metrics_port,
+    )
+    await server.start()
+    assert (server.health_port == server.metrics_port) is same_port
+    try:
+        base = f"http://127.0.0.1:{server.health_port}"
+        async with aiohttp.ClientSession() as http:
+            async with http.get(base + "/healthz") as r:
+                assert r.status == 200
+                assert (await r.json()) == {"status": "ok"}
+            async with http.get(base + "/readyz") as r:
+                assert r.status == 503
+                assert (await r.json())["problems"] == ["cache pods not synced"]
+            flags.live.append("watch pods silent for 200s (budget 150s)")
+            flags.ready.clear()
+            async with http.get(base + "/livez") as r:
+                assert r.status == 503
+            async with http.get(base + "/readyz") as r:
+                assert r.status == 200
+            async with http.get(f"http://127.0.0.1:{server.metrics_port}/metrics") as r:
+                assert r.status == 200
+                text = await r.text()
+                assert 'streams_k8s_leader{lease="ns/lease"} 1.0' in text
+            if not same_port:
+                async with http.get(f"http://127.0.0.1:{server.metrics_port}/healthz") as r:
+                    assert r.status == 404  # the metrics listener serves metrics only
+    finally:
+        await server.stop()

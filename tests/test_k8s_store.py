@@ -1,0 +1,36 @@
+"""The informer cache's read API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streams_k8s.k8s.objects import ObjectKey
+from streams_k8s.k8s.store import Store
+
+
+def obj(namespace: str, name: str, **labels: str) -> dict[str, Any]:
+    return {"metadata": {"namespace": namespace, "name": name, "labels": labels}}
+
+
+def test_select_by_namespace_predicate_and_labels() -> None:
+    store = Store()
+    for o in (obj("a", "p1", job="j1", pe="0"), obj("a", "p2", job="j1", pe="1"), obj("b", "p3", job="j1")):
+        store.put(ObjectKey(o["metadata"]["namespace"], o["metadata"]["name"]), o)
+    assert len(store) == 3
+    assert [o["metadata"]["name"] for o in store.select("a")] == ["p1", "p2"]
+    assert [
+        o["metadata"]["name"] for o in store.select(where=lambda o: "pe" not in o["metadata"]["labels"])
+    ] == ["p3"]
+    assert [o["metadata"]["name"] for o in store.select_by_labels({"job": "j1", "pe": "1"})] == ["p2"]
+    assert len(store.select_by_labels({"job": "j1"}, namespace="b")) == 1
+
+
+def test_swap_replaces_everything_at_once_and_iteration_is_a_snapshot() -> None:
+    store = Store()
+    store.put(ObjectKey("a", "old"), obj("a", "old"))
+    previous = store.swap({ObjectKey("a", "new"): obj("a", "new")})
+    assert list(previous) == [ObjectKey("a", "old")]
+    for key in store:  # deleting while iterating is safe
+        store.delete(key)
+    assert len(store) == 0
+    assert store.get(ObjectKey("a", "new")) is None

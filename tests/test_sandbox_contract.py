@@ -1,0 +1,682 @@
+"""Contract suite: the sandbox's Kubernetes REST semantics, driven through raw HTTP (aiohttp) and
+through kubernetes_asyncio's ApiClient. Every test runs once per client."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+from kubernetes_asyncio.client import ApiClient
+
+from sandbox_clients import JSONPATCH, MERGE, STRATEGIC, Client, KubeAsyncio, RawHttp
+from sandbox_crds import GROUP, WIDGETS, widget, widget_crd
+from streams_k8s.sandbox import Sandbox
+
+# The API server alone: no simulated scheduler or kubelet moving pods around.
+pytestmark = pytest.mark.sandbox(simulate=False)
+
+CMS = "/api/v1/namespaces/default/configmaps"
+PODS = "/api/v1/namespaces/default/pods"
+
+
+@pytest.fixture(params=["http", "kubernetes_asyncio"])
+async def client(request: pytest.FixtureRequest, sandbox: Sandbox) -> AsyncIterator[Client]:
+    if request.param == "http":
+        async with aiohttp.ClientSession() as session:
+            yield RawHttp(sandbox, session)
+    else:
+        async with ApiClient(await sandbox.client_configuration()) as api:
+            yield KubeAsyncio(api)
+
+
+@pytest.fixture
+async def widgets(client: Client) -> Client:
+    status, body = await client.call(
+        "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", widget_crd()
+    )
+    assert status == 201, body
+    return client
+
+
+def cm(name: str, labels: dict[str, str] | None = None, **data: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": labels or {}},
+        "data": data,
+    }
+
+
+def pod(name: str, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": {"containers": [{"name": "main", "image": "busybox:1"}], **spec},
+    }
+
+
+async def collect(client: Client, path: str, query: dict[str, Any], count: int) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    async for event in client.watch(path, query):
+        events.append(event)
+        if len(events) >= count:
+            break
+    return events
+
+
+# -- discovery -----------------------------------------------------------------------------------
+
+
+async def test_discovery_lists_groups_resources_and_subresources(client: Client) -> None:
+    status, version = await client.call("GET", "/version")
+    assert status == 200
+    assert version["major"] == "1"
+    _, core = await client.call("GET", "/api")
+    assert core["versions"] == ["v1"]
+    _, groups = await client.call("GET", "/apis")
+    names = {g["name"] for g in groups["groups"]}
+    assert {"apps", "coordination.k8s.io", "events.k8s.io", "apiextensions.k8s.io"} <= names
+    _, v1 = await client.call("GET", "/api/v1")
+    by_name = {r["name"]: r for r in v1["resources"]}
+    assert by_name["pods"]["shortNames"] == ["po"]
+    assert by_name["pods"]["namespaced"]
+    assert "watch" in by_name["pods"]["verbs"]
+    assert "pods/status" in by_name
+    _, apps = await client.call("GET", "/apis/apps/v1")
+    scale = {r["name"]: r for r in apps["resources"]}["statefulsets/scale"]
+    assert scale["kind"] == "Scale"
+    assert scale["group"] == "autoscaling"
+    status, _ = await client.call("GET", "/apis/nope.example.com/v1")
+    assert status == 404
+
+
+async def test_crd_registration_serves_the_resource_and_its_discovery(widgets: Client) -> None:
+    _, group_doc = await widgets.call("GET", f"/apis/{GROUP}")
+    assert group_doc["preferredVersion"]["version"] == "v1"
+    _, resources = await widgets.call("GET", f"/apis/{GROUP}/v1")
+    names = {r["name"]: r for r in resources["resources"]}
+    assert names["widgets"]["shortNames"] == ["wd"]
+    assert {"widgets/status", "widgets/scale"} <= set(names)
+    _, crd = await widgets.call(
+        "GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{GROUP}"
+    )
+    established = {c["type"]: c["status"] for c in crd["status"]["conditions"]}
+    assert established["Established"] == "True"
+
+
+# -- identity, create, errors --------------------------------------------------------------------
+
+
+async def test_create_sets_identity_and_rejects_duplicates(client: Client) -> None:
+    status, created = await client.call("POST", CMS, cm("one", a="1"))
+    assert status == 201
+    meta = created["metadata"]
+    assert meta["uid"]
+    assert meta["creationTimestamp"].endswith("Z")
+    assert int(meta["resourceVersion"]) > 0
+    status, err = await client.call("POST", CMS, cm("one"))
+    assert status == 409
+    assert err["kind"] == "Status"
+    assert err["reason"] == "AlreadyExists"
+    assert err["details"]["name"] == "one"
+    status, generated = await client.call("POST", CMS, {"metadata": {"generateName": "gen-"}})
+    assert status == 201
+    assert generated["metadata"]["name"].startswith("gen-")
+    assert len(generated["metadata"]["name"]) == len("gen-") + 5
+
+
+async def test_invalid_names_unknown_namespaces_and_resources_are_rejected(client: Client) -> None:
+    status, err = await client.call("POST", CMS, cm("Bad_Name"))
+    assert status == 422
+    assert err["reason"] == "Invalid"
+    assert err["details"]["causes"][0]["field"] == "metadata.name"
+    status, err = await client.call("POST", "/api/v1/namespaces/missing/configmaps", cm("x"))
+    assert status == 404
+    assert err["reason"] == "NotFound"
+    assert err["details"]["kind"] == "namespaces"
+    status, err = await client.call("GET", f"{CMS}/absent")
+    assert status == 404
+    assert err["message"] == 'configmaps "absent" not found'
+    status, _ = await client.call("GET", "/api/v1/namespaces/default/gizmos")
+    assert status == 404
+
+
+async def test_resource_version_is_global_and_list_reports_it(client: Client) -> None:
+    _, a = await client.call("POST", CMS, cm("a"))
+    _, b = await client.call("POST", PODS, pod("p"))
+    assert int(b["metadata"]["resourceVersion"]) > int(a["metadata"]["resourceVersion"])
+    _, listing = await client.call("GET", CMS)
+    assert int(listing["metadata"]["resourceVersion"]) >= int(b["metadata"]["resourceVersion"])
+    assert listing["kind"] == "ConfigMapList"
+
+
+# -- optimistic concurrency and generation -------------------------------------------------------
+
+
+async def test_stale_update_gets_409_and_noop_update_keeps_resource_version(client: Client) -> None:
+    _, created = await client.call("POST", CMS, cm("c", a="1"))
+    first = dict(created, data={"a": "2"})
+    status, updated = await client.call("PUT", f"{CMS}/c", first)
+    assert status == 200
+    assert updated["data"] == {"a": "2"}
+    stale = dict(created, data={"a": "3"})
+    status, err = await client.call("PUT", f"{CMS}/c", stale)
+    assert status == 409
+    assert err["reason"] == "Conflict"
+    status, same = await client.call("PUT", f"{CMS}/c", updated)
+    assert status == 200
+    assert same["metadata"]["resourceVersion"] == updated["metadata"]["resourceVersion"]
+    unconditional = cm("c", a="4")  # built-in kinds accept an update without resourceVersion
+    status, _ = await client.call("PUT", f"{CMS}/c", unconditional)
+    assert status == 200
+
+
+async def test_custom_resource_update_needs_resource_version(widgets: Client) -> None:
+    await widgets.call("POST", WIDGETS, widget("w"))
+    status, err = await widgets.call("PUT", f"{WIDGETS}/w", widget("w", size=2))
+    assert status == 422
+    assert err["details"]["causes"][0]["field"] == "metadata.resourceVersion"
+
+
+async def test_generation_follows_spec_changes_only(widgets: Client) -> None:
+    _, w = await widgets.call("POST", WIDGETS, widget("g"))
+    assert w["metadata"]["generation"] == 1
+    _, w = await widgets.call("PATCH", f"{WIDGETS}/g", {"metadata": {"labels": {"x": "y"}}}, MERGE)
+    assert w["metadata"]["generation"] == 1
+    _, w = await widgets.call("PATCH", f"{WIDGETS}/g/status", {"status": {"phase": "Ready"}}, MERGE)
+    assert w["metadata"]["generation"] == 1
+    assert w["status"]["phase"] == "Ready"
+    _, w = await widgets.call("PATCH", f"{WIDGETS}/g", {"spec": {"size": 3}}, MERGE)
+    assert w["metadata"]["generation"] == 2
+
+
+async def test_status_subresource_isolation(widgets: Client) -> None:
+    body = widget("s")
+    body["status"] = {"phase": "Injected"}
+    _, w = await widgets.call("POST", WIDGETS, body)
+    assert "status" not in w  # status on create is dropped
+    _, w = await widgets.call(
+        "PUT", f"{WIDGETS}/s/status", {**w, "status": {"phase": "Ready"}, "spec": {"color": "red"}}
+    )
+    assert w["status"] == {"phase": "Ready"}
+    assert w["spec"]["color"] == "blue"
+    _, w = await widgets.call(
+        "PUT", f"{WIDGETS}/s", {**w, "status": {"phase": "Hacked"}, "spec": {"color": "red"}}
+    )
+    assert w["status"] == {"phase": "Ready"}
+    assert w["spec"]["color"] == "red"
+    status, got = await widgets.call("GET", f"{WIDGETS}/s/status")
+    assert status == 200
+    assert got["status"]["phase"] == "Ready"
+
+
+# -- patches ---------------------------------------------------------------------------------------
+
+
+async def test_merge_patch_deletes_with_null_and_replaces_lists(client: Client) -> None:
+    await client.call("POST", CMS, cm("m", a="1", b="2"))
+    status, patched = await client.call("PATCH", f"{CMS}/m", {"data": {"a": None, "c": "3"}}, MERGE)
+    assert status == 200
+    assert patched["data"] == {"b": "2", "c": "3"}
+    _, patched = await client.call("PATCH", f"{CMS}/m", {"metadata": {"finalizers": ["x/y"]}}, MERGE)
+    _, patched = await client.call("PATCH", f"{CMS}/m", {"metadata": {"finalizers": ["x/z"]}}, MERGE)
+    assert patched["metadata"]["finalizers"] == ["x/z"]
+    await client.call("PATCH", f"{CMS}/m", {"metadata": {"finalizers": None}}, MERGE)
+
+
+async def test_json_patch_with_test_operation(client: Client) -> None:
+    _, created = await client.call("POST", CMS, cm("j", a="1"))
+    rv = created["metadata"]["resourceVersion"]
+    ops = [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": rv},
+        {"op": "add", "path": "/data/b", "value": "2"},
+        {"op": "remove", "path": "/data/a"},
+    ]
+    status, patched = await client.call("PATCH", f"{CMS}/j", ops, JSONPATCH)
+    assert status == 200
+    assert patched["data"] == {"b": "2"}
+    status, err = await client.call("PATCH", f"{CMS}/j", ops, JSONPATCH)  # rv changed: test fails
+    assert status == 422
+    assert err["kind"] == "Status"
+    status, _ = await client.call("PATCH", f"{CMS}/j", [{"op": "remove", "path": "/data/zz"}], JSONPATCH)
+    assert status == 422
+
+
+async def test_strategic_merge_patch_merges_containers_by_name_and_is_refused_for_crs(
+    widgets: Client,
+) -> None:
+    body = pod("sm")
+    body["spec"]["containers"].append({"name": "side", "image": "busybox:1"})
+    await widgets.call("POST", PODS, body)
+    patch = {"spec": {"containers": [{"name": "side", "image": "busybox:2"}]}}
+    status, patched = await widgets.call("PATCH", f"{PODS}/sm", patch, STRATEGIC)
+    assert status == 200
+    images = {c["name"]: c["image"] for c in patched["spec"]["containers"]}
+    assert images == {"main": "busybox:1", "side": "busybox:2"}
+    await widgets.call("POST", WIDGETS, widget("sp"))
+    status, err = await widgets.call("PATCH", f"{WIDGETS}/sp", {"spec": {"size": 2}}, STRATEGIC)
+    assert status == 415
+    assert err["reason"] == "UnsupportedMediaType"
+
+
+# -- selectors and pagination --------------------------------------------------------------------
+
+
+async def test_label_selectors_support_every_operator(client: Client) -> None:
+    for name, labels in [
+        ("a", {"tier": "web", "env": "prod"}),
+        ("b", {"tier": "db", "env": "dev"}),
+        ("c", {"tier": "cache"}),
+        ("d", {}),
+    ]:
+        await client.call("POST", CMS, cm(name, labels))
+
+    async def names(selector: str) -> list[str]:
+        status, listing = await client.call("GET", CMS, query={"labelSelector": selector})
+        assert status == 200, listing
+        return [i["metadata"]["name"] for i in listing["items"]]
+
+    assert await names("tier=web") == ["a"]
+    assert await names("tier==db") == ["b"]
+    assert await names("tier!=web") == ["b", "c", "d"]
+    assert await names("tier in (web,cache)") == ["a", "c"]
+    assert await names("tier notin (web,cache)") == ["b", "d"]
+    assert await names("env") == ["a", "b"]
+    assert await names("!env") == ["c", "d"]
+    assert await names("tier,env notin (prod)") == ["b", "c"]
+    status, err = await client.call("GET", CMS, query={"labelSelector": "tier in web"})
+    assert status == 400
+    assert err["reason"] == "BadRequest"
+
+
+async def test_field_selectors(client: Client) -> None:
+    await client.call("POST", PODS, pod("on-node", nodeName="node-a"))
+    await client.call("POST", PODS, pod("pending"))
+    _, listing = await client.call("GET", PODS, query={"fieldSelector": "spec.nodeName=node-a"})
+    assert [i["metadata"]["name"] for i in listing["items"]] == ["on-node"]
+    _, listing = await client.call(
+        "GET", PODS, query={"fieldSelector": "status.phase=Pending,metadata.name!=on-node"}
+    )
+    assert [i["metadata"]["name"] for i in listing["items"]] == ["pending"]
+    _, listing = await client.call(
+        "GET", "/api/v1/pods", query={"fieldSelector": "metadata.namespace=default"}
+    )
+    assert len(listing["items"]) == 2
+    status, err = await client.call("GET", CMS, query={"fieldSelector": "data.a=1"})
+    assert status == 400
+    assert "field label not supported" in err["message"]
+
+
+async def test_list_pagination_with_limit_and_continue(client: Client) -> None:
+    for i in range(7):
+        await client.call("POST", CMS, cm(f"page-{i}"))
+    seen: list[str] = []
+    token = None
+    pages = 0
+    while True:
+        query: dict[str, Any] = {"limit": 3}
+        if token:
+            query["continue"] = token
+        _, listing = await client.call("GET", CMS, query=query)
+        seen += [i["metadata"]["name"] for i in listing["items"]]
+        pages += 1
+        token = listing["metadata"].get("continue")
+        if not token:
+            break
+        assert listing["metadata"]["remainingItemCount"] > 0
+    assert seen == [f"page-{i}" for i in range(7)]
+    assert pages == 3
+
+
+# -- watch -----------------------------------------------------------------------------------------
+
+
+async def test_watch_resumes_from_a_resource_version(client: Client) -> None:
+    _, listing = await client.call("GET", CMS)
+    rv = listing["metadata"]["resourceVersion"]
+    await client.call("POST", CMS, cm("w1"))
+    await client.call("PATCH", f"{CMS}/w1", {"data": {"k": "v"}}, MERGE)
+    await client.call("DELETE", f"{CMS}/w1")
+    events = await collect(client, CMS, {"resourceVersion": rv, "timeoutSeconds": 5}, 3)
+    assert [e["type"] for e in events] == ["ADDED", "MODIFIED", "DELETED"]
+    rvs = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
+    assert rvs == sorted(rvs)
+    assert rvs[0] > int(rv)
+
+
+async def test_watch_without_resource_version_sends_current_state_then_changes(client: Client) -> None:
+    await client.call("POST", CMS, cm("existing"))
+
+    async def later() -> None:
+        await asyncio.sleep(0.1)
+        await client.call("POST", CMS, cm("new"))
+
+    task = asyncio.create_task(later())
+    events = await collect(client, CMS, {"timeoutSeconds": 5}, 2)
+    await task
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
+        ("ADDED", "existing"),
+        ("ADDED", "new"),
+    ]
+
+
+async def test_watch_from_compacted_resource_version_is_410(client: Client, sandbox: Sandbox) -> None:
+    _, created = await client.call("POST", CMS, cm("old"))
+    await client.call("PATCH", f"{CMS}/old", {"data": {"a": "b"}}, MERGE)
+    sandbox.faults.compact()
+    events = await collect(client, CMS, {"resourceVersion": created["metadata"]["resourceVersion"]}, 1)
+    assert events[0]["type"] == "HTTP"
+    assert events[0]["status"] == 410
+    assert events[0]["object"]["reason"] == "Expired"
+
+
+@pytest.mark.sandbox(bookmark_interval=0.1)
+async def test_watch_bookmarks_and_timeout(client: Client) -> None:
+    events = [
+        e
+        async for e in client.watch(
+            CMS, {"allowWatchBookmarks": "true", "timeoutSeconds": 1, "resourceVersion": "1"}
+        )
+    ]
+    bookmarks = [e for e in events if e["type"] == "BOOKMARK"]
+    assert len(bookmarks) >= 3  # the stream ended by itself after timeoutSeconds
+    assert bookmarks[0]["object"]["kind"] == "ConfigMap"
+    assert bookmarks[0]["object"]["metadata"]["resourceVersion"]
+
+
+async def test_send_initial_events_ends_with_annotated_bookmark(client: Client) -> None:
+    await client.call("POST", CMS, cm("i1"))
+    query = {
+        "sendInitialEvents": "true",
+        "allowWatchBookmarks": "true",
+        "resourceVersionMatch": "NotOlderThan",
+        "timeoutSeconds": 5,
+    }
+    events = await collect(client, CMS, query, 2)
+    assert events[0]["type"] == "ADDED"
+    assert events[1]["type"] == "BOOKMARK"
+    assert events[1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+
+
+async def test_watch_reports_label_selector_transitions(client: Client) -> None:
+    _, listing = await client.call("GET", CMS)
+    rv = listing["metadata"]["resourceVersion"]
+    await client.call("POST", CMS, cm("t", {"role": "other"}))
+    await client.call("PATCH", f"{CMS}/t", {"metadata": {"labels": {"role": "mine"}}}, MERGE)
+    await client.call("PATCH", f"{CMS}/t", {"data": {"x": "1"}}, MERGE)
+    await client.call("PATCH", f"{CMS}/t", {"metadata": {"labels": {"role": "other"}}}, MERGE)
+    events = await collect(client, CMS, {"resourceVersion": rv, "labelSelector": "role=mine"}, 3)
+    assert [e["type"] for e in events] == ["ADDED", "MODIFIED", "DELETED"]
+
+
+# -- delete, finalizers, garbage collection ------------------------------------------------------
+
+
+async def test_delete_preconditions(client: Client) -> None:
+    _, created = await client.call("POST", CMS, cm("pre"))
+    body = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": "not-the-uid"}}
+    status, err = await client.call("DELETE", f"{CMS}/pre", body)
+    assert status == 409
+    assert err["reason"] == "Conflict"
+    body = {"preconditions": {"resourceVersion": "1"}}
+    status, _ = await client.call("DELETE", f"{CMS}/pre", body)
+    assert status == 409
+    body = {"preconditions": {"uid": created["metadata"]["uid"]}}
+    status, gone = await client.call("DELETE", f"{CMS}/pre", body)
+    assert status == 200
+    assert gone["kind"] == "Status"
+    assert gone["details"]["name"] == "pre"
+    status, _ = await client.call("GET", f"{CMS}/pre")
+    assert status == 404
+
+
+async def test_finalizers_hold_deletion_until_removed(client: Client) -> None:
+    _, created = await client.call(
+        "POST", CMS, {**cm("fin"), "metadata": {"name": "fin", "finalizers": ["a/b"]}}
+    )
+    rv = created["metadata"]["resourceVersion"]
+    status, deleting = await client.call("DELETE", f"{CMS}/fin")
+    assert status == 200
+    assert deleting["metadata"]["deletionTimestamp"]
+    status, err = await client.call(
+        "PATCH", f"{CMS}/fin", {"metadata": {"finalizers": ["a/b", "c/d"]}}, MERGE
+    )
+    assert status == 422
+    assert err["details"]["causes"][0]["field"] == "metadata.finalizers"
+    status, _ = await client.call("PATCH", f"{CMS}/fin", {"metadata": {"finalizers": None}}, MERGE)
+    assert status == 200
+    status, _ = await client.call("GET", f"{CMS}/fin")
+    assert status == 404
+    events = await collect(client, CMS, {"resourceVersion": rv}, 2)
+    assert [e["type"] for e in events] == ["MODIFIED", "DELETED"]
+
+
+def owned(name: str, owner: dict[str, Any], block: bool = False) -> dict[str, Any]:
+    ref = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": block,
+    }
+    return {"metadata": {"name": name, "ownerReferences": [ref]}}
+
+
+async def test_background_deletion_collects_dependents(client: Client, sandbox: Sandbox) -> None:
+    _, owner = await client.call("POST", CMS, cm("owner"))
+    await client.call("POST", CMS, owned("dep-1", owner))
+    await client.call("POST", CMS, owned("dep-2", owner))
+    status, _ = await client.call("DELETE", f"{CMS}/owner", {"propagationPolicy": "Background"})
+    assert status == 200
+    await sandbox.settle()
+    _, listing = await client.call("GET", CMS)
+    assert listing["items"] == []
+
+
+async def test_foreground_deletion_waits_for_blocking_dependents(client: Client, sandbox: Sandbox) -> None:
+    _, owner = await client.call("POST", CMS, cm("fg"))
+    blocker = owned("blocker", owner, block=True)
+    blocker["metadata"]["finalizers"] = ["test/hold"]
+    await client.call("POST", CMS, blocker)
+    await client.call("POST", CMS, owned("plain", owner))
+    status, deleting = await client.call("DELETE", f"{CMS}/fg", query={"propagationPolicy": "Foreground"})
+    assert status == 200
+    assert "foregroundDeletion" in deleting["metadata"]["finalizers"]
+    await sandbox.settle()
+    _, still = await client.call("GET", f"{CMS}/fg")
+    assert still["metadata"]["deletionTimestamp"]
+    _, held = await client.call("GET", f"{CMS}/blocker")
+    assert held["metadata"]["deletionTimestamp"]
+    assert (await client.call("GET", f"{CMS}/plain"))[0] == 404
+    await client.call("PATCH", f"{CMS}/blocker", {"metadata": {"finalizers": None}}, MERGE)
+    await sandbox.settle()
+    assert (await client.call("GET", f"{CMS}/fg"))[0] == 404
+
+
+async def test_orphan_deletion_keeps_dependents_without_the_owner_reference(
+    client: Client, sandbox: Sandbox
+) -> None:
+    _, owner = await client.call("POST", CMS, cm("orph"))
+    await client.call("POST", CMS, owned("kept", owner))
+    status, _ = await client.call("DELETE", f"{CMS}/orph", {"propagationPolicy": "Orphan"})
+    assert status == 200
+    await sandbox.settle()
+    assert (await client.call("GET", f"{CMS}/orph"))[0] == 404
+    status, kept = await client.call("GET", f"{CMS}/kept")
+    assert status == 200
+    assert "ownerReferences" not in kept["metadata"]
+
+
+async def test_dependent_of_a_missing_owner_is_collected(client: Client, sandbox: Sandbox) -> None:
+    ghost = {"metadata": {"name": "ghost", "uid": "00000000-0000-0000-0000-000000000000"}}
+    await client.call("POST", CMS, owned("orphaned", ghost))
+    await sandbox.settle()
+    assert (await client.call("GET", f"{CMS}/orphaned"))[0] == 404
+
+
+async def test_namespace_deletion_cascades_and_blocks_creation(client: Client, sandbox: Sandbox) -> None:
+    ns_body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "doomed"}}
+    status, ns = await client.call("POST", "/api/v1/namespaces", ns_body)
+    assert status == 201
+    assert ns["status"]["phase"] == "Active"
+    held = cm("held")
+    held["metadata"]["finalizers"] = ["test/hold"]
+    await client.call("POST", "/api/v1/namespaces/doomed/configmaps", held)
+    await client.call("POST", "/api/v1/namespaces/doomed/configmaps", cm("plain"))
+    status, deleting = await client.call("DELETE", "/api/v1/namespaces/doomed")
+    assert status == 200
+    assert deleting["status"]["phase"] == "Terminating"
+    status, err = await client.call("POST", "/api/v1/namespaces/doomed/configmaps", cm("late"))
+    assert status == 403
+    assert err["reason"] == "Forbidden"
+    await sandbox.settle()
+    _, listing = await client.call("GET", "/api/v1/namespaces/doomed/configmaps")
+    assert [i["metadata"]["name"] for i in listing["items"]] == ["held"]
+    await client.call(
+        "PATCH", "/api/v1/namespaces/doomed/configmaps/held", {"metadata": {"finalizers": None}}, MERGE
+    )
+    await sandbox.settle()
+    assert (await client.call("GET", "/api/v1/namespaces/doomed"))[0] == 404
+
+
+# -- CRD schemas, scale ----------------------------------------------------------------------------
+
+
+async def test_crd_schema_validation_reports_field_causes(widgets: Client) -> None:
+    bad = widget("bad", size=11, label="UPPER", tags=["a", "b", "c", "d"], port=1.5, limits={"cpu": "x"})
+    bad["spec"]["color"] = "green"
+    status, err = await widgets.call("POST", WIDGETS, bad)
+    assert status == 422
+    assert err["reason"] == "Invalid"
+    fields = {c["field"] for c in err["details"]["causes"]}
+    assert fields >= {"spec.size", "spec.label", "spec.tags", "spec.color", "spec.port", "spec.limits.cpu"}
+    missing = widget("missing")
+    del missing["spec"]["color"]
+    status, err = await widgets.call("POST", WIDGETS, missing)
+    assert status == 422
+    assert err["details"]["causes"][0] == {
+        "reason": "FieldValueRequired",
+        "message": "Required value",
+        "field": "spec.color",
+    }
+    status, _ = await widgets.call("POST", WIDGETS, widget("ok", port="http", note=None))
+    assert status == 201
+
+
+async def test_crd_defaulting_and_pruning(widgets: Client) -> None:
+    body = widget("d", extra={"anything": {"goes": 1}})
+    body["spec"]["unknown"] = "dropped"
+    body["topLevel"] = "dropped"
+    status, w = await widgets.call("POST", WIDGETS, body)
+    assert status == 201
+    assert w["spec"]["size"] == 1
+    assert w["spec"]["mode"] == "fast"
+    assert w["spec"]["replicas"] == 1
+    assert "unknown" not in w["spec"]
+    assert "topLevel" not in w
+    assert w["spec"]["extra"] == {"anything": {"goes": 1}}
+
+
+async def test_crd_cel_rule_is_enforced(widgets: Client) -> None:
+    status, err = await widgets.call("POST", WIDGETS, widget("big", size=7))
+    assert status == 422
+    assert "only red widgets are bigger than 5" in err["message"]
+    status, _ = await widgets.call("POST", WIDGETS, widget("bigred", size=7, color="red"))
+    assert status == 201
+
+
+async def test_scale_subresource_of_custom_resources_and_statefulsets(widgets: Client) -> None:
+    await widgets.call("POST", WIDGETS, widget("sc", replicas=2))
+    await widgets.call(
+        "PATCH", f"{WIDGETS}/sc/status", {"status": {"replicas": 2, "selector": "app=sc"}}, MERGE
+    )
+    status, scale = await widgets.call("GET", f"{WIDGETS}/sc/scale")
+    assert status == 200
+    assert scale["kind"] == "Scale"
+    assert scale["apiVersion"] == "autoscaling/v1"
+    assert scale["spec"]["replicas"] == 2
+    assert scale["status"] == {"replicas": 2, "selector": "app=sc"}
+    status, scale = await widgets.call("PATCH", f"{WIDGETS}/sc/scale", {"spec": {"replicas": 4}}, MERGE)
+    assert status == 200
+    assert scale["spec"]["replicas"] == 4
+    _, w = await widgets.call("GET", f"{WIDGETS}/sc")
+    assert w["spec"]["replicas"] == 4
+    assert w["metadata"]["generation"] == 2
+    scale["spec"]["replicas"] = 5
+    scale["metadata"]["resourceVersion"] = "1"
+    status, _ = await widgets.call("PUT", f"{WIDGETS}/sc/scale", scale)
+    assert status == 409
+    sts = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "db"},
+        "spec": {
+            "replicas": 1,
+            "serviceName": "db",
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": {
+                "metadata": {"labels": {"app": "db"}},
+                "spec": {"containers": [{"name": "c", "image": "db:1"}]},
+            },
+        },
+    }
+    await widgets.call("POST", "/apis/apps/v1/namespaces/default/statefulsets", sts)
+    status, scale = await widgets.call(
+        "PUT",
+        "/apis/apps/v1/namespaces/default/statefulsets/db/scale",
+        {
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": {"name": "db"},
+            "spec": {"replicas": 3},
+        },
+    )
+    assert status == 200
+    assert scale["spec"]["replicas"] == 3
+    assert scale["status"]["selector"] == "app=db"
+
+
+async def test_crd_deletion_removes_the_resource(widgets: Client) -> None:
+    await widgets.call("POST", WIDGETS, widget("gone"))
+    status, _ = await widgets.call(
+        "DELETE", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{GROUP}"
+    )
+    assert status == 200
+    status, _ = await widgets.call("GET", WIDGETS)
+    assert status == 404
+
+
+async def test_leases_and_events_have_full_optimistic_concurrency(client: Client) -> None:
+    leases = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+    lease = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "leader"},
+        "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15},
+    }
+    _, created = await client.call("POST", leases, lease)
+    taken = {**created, "spec": {**created["spec"], "holderIdentity": "b"}}
+    assert (await client.call("PUT", f"{leases}/leader", taken))[0] == 200
+    assert (await client.call("PUT", f"{leases}/leader", {**created, "spec": {"holderIdentity": "c"}}))[
+        0
+    ] == 409
+    event = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "e1"},
+        "reason": "Started",
+        "regarding": {"kind": "Pod", "name": "p"},
+        "note": "hi",
+        "type": "Normal",
+    }
+    status, _ = await client.call("POST", "/apis/events.k8s.io/v1/namespaces/default/events", event)
+    assert status == 201
+    _, listing = await client.call(
+        "GET", "/apis/events.k8s.io/v1/namespaces/default/events", query={"fieldSelector": "reason=Started"}
+    )
+    assert len(listing["items"]) == 1

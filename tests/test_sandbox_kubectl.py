@@ -1,0 +1,183 @@
+"""The contract suite's core through a real `kubectl` against the sandbox's kubeconfig:
+get, list, create, apply, patch, delete, scale and wait, for built-in kinds and a CRD."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+import yaml
+
+from sandbox_crds import widget, widget_crd
+from streams_k8s.sandbox import Sandbox
+
+KUBECTL = shutil.which("kubectl")
+pytestmark = pytest.mark.skipif(
+    KUBECTL is None,
+    reason="kubectl is not installed (.ci/run installs it from the Debian package sources: kubectl or "
+    "kubernetes-client)",
+)
+
+
+class Kubectl:
+    def __init__(self, sandbox: Sandbox, tmp: Path) -> None:
+        self.env = {**os.environ, "KUBECONFIG": str(sandbox.kubeconfig_path), "HOME": str(tmp)}
+        self.cache = tmp / "kube-cache"
+        self.tmp = tmp
+
+    async def run(self, *args: str, stdin: str | None = None, ok: bool = True) -> tuple[int, str, str]:
+        assert KUBECTL is not None
+        proc = await asyncio.create_subprocess_exec(
+            KUBECTL,
+            "--cache-dir",
+            str(self.cache),
+            "--request-timeout",
+            "20s",
+            *args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=self.env,
+        )
+        out, err = await proc.communicate(stdin.encode() if stdin is not None else None)
+        rc = proc.returncode if proc.returncode is not None else -1
+        if ok:
+            assert rc == 0, f"kubectl {' '.join(args)} failed ({rc}): {err.decode()}"
+        return rc, out.decode(), err.decode()
+
+    async def json(self, *args: str) -> dict[str, object]:
+        _, out, _ = await self.run(*args, "-o", "json")
+        return orjson.loads(out)  # type: ignore[no-any-return]
+
+    def manifest(self, name: str, *docs: object) -> str:
+        path = self.tmp / name
+        path.write_text(yaml.safe_dump_all(docs))
+        return str(path)
+
+
+@pytest.fixture
+def kubectl(sandbox: Sandbox, tmp_path: Path) -> Kubectl:
+    return Kubectl(sandbox, tmp_path)
+
+
+def configmap(name: str, **data: str) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": {"app": "demo"}},
+        "data": data,
+    }
+
+
+async def test_get_and_list_builtin_kinds(kubectl: Kubectl) -> None:
+    _, out, _ = await kubectl.run("get", "namespaces")
+    assert "default" in out
+    assert "Active" in out
+    nodes = await kubectl.json("get", "nodes")
+    assert len(nodes["items"]) == 3  # type: ignore[arg-type]
+    _, out, _ = await kubectl.run("api-resources")
+    assert "statefulsets" in out
+    assert "leases" in out
+
+
+async def test_create_get_patch_delete_configmap(kubectl: Kubectl) -> None:
+    await kubectl.run("create", "-f", kubectl.manifest("cm.yaml", configmap("settings", a="1")))
+    _, out, _ = await kubectl.run("get", "configmap", "settings", "-o", "jsonpath={.data.a}")
+    assert out == "1"
+    rc, _, err = await kubectl.run(
+        "create", "-f", kubectl.manifest("cm.yaml", configmap("settings")), ok=False
+    )
+    assert rc != 0
+    assert "AlreadyExists" in err or "already exists" in err
+    await kubectl.run("patch", "configmap", "settings", "-p", '{"data":{"b":"2"}}')
+    await kubectl.run("patch", "configmap", "settings", "--type", "merge", "-p", '{"data":{"a":null}}')
+    await kubectl.run(
+        "patch",
+        "configmap",
+        "settings",
+        "--type",
+        "json",
+        "-p",
+        '[{"op":"add","path":"/data/c","value":"3"}]',
+    )
+    cm = await kubectl.json("get", "configmap", "settings")
+    assert cm["data"] == {"b": "2", "c": "3"}
+    _, out, _ = await kubectl.run("get", "configmaps", "-l", "app in (demo)", "-o", "name")
+    assert out.strip() == "configmap/settings"
+    await kubectl.run("delete", "configmap", "settings")
+    rc, _, err = await kubectl.run("get", "configmap", "settings", ok=False)
+    assert rc != 0
+    assert "NotFound" in err or "not found" in err
+
+
+async def test_apply_scale_and_wait_for_a_statefulset(kubectl: Kubectl) -> None:
+    sts = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "db"},
+        "spec": {
+            "replicas": 1,
+            "serviceName": "db",
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": {
+                "metadata": {"labels": {"app": "db"}},
+                "spec": {"containers": [{"name": "c", "image": "db:1"}]},
+            },
+        },
+    }
+    _, out, _ = await kubectl.run("apply", "-f", kubectl.manifest("sts.yaml", sts))
+    assert "created" in out
+    sts["spec"]["template"]["spec"]["containers"][0]["image"] = "db:2"  # type: ignore[index]
+    _, out, _ = await kubectl.run("apply", "-f", kubectl.manifest("sts.yaml", sts))
+    assert "configured" in out
+    await kubectl.run("scale", "statefulset", "db", "--replicas=2")
+    await kubectl.run("wait", "--for=condition=Ready", "pod/db-1", "--timeout=20s")
+    got = await kubectl.json("get", "statefulset", "db")
+    assert got["metadata"]["generation"] == 3  # type: ignore[index]
+    assert got["spec"]["template"]["spec"]["containers"][0]["image"] == "db:2"  # type: ignore[index]
+    _, out, _ = await kubectl.run("get", "pods", "-l", "app=db")
+    assert "Running" in out
+    await kubectl.run("delete", "statefulset", "db")
+    await kubectl.run("wait", "--for=delete", "pod/db-0", "--timeout=20s")
+
+
+async def test_custom_resources_through_kubectl(kubectl: Kubectl) -> None:
+    await kubectl.run("apply", "-f", kubectl.manifest("crd.yaml", widget_crd()))
+    await kubectl.run(
+        "wait", "--for=condition=Established", "crd/widgets.test.streams.ibm.com", "--timeout=20s"
+    )
+    await kubectl.run("apply", "-f", kubectl.manifest("w.yaml", widget("gear", replicas=1)))
+    _, out, _ = await kubectl.run("get", "wd")
+    assert "COLOR" in out
+    assert "blue" in out
+    await kubectl.run("scale", "widget/gear", "--replicas=4")
+    _, out, _ = await kubectl.run("get", "widget", "gear", "-o", "jsonpath={.spec.replicas}")
+    assert out == "4"
+    await kubectl.run(
+        "patch",
+        "widget",
+        "gear",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        '{"status":{"phase":"Running"}}',
+    )
+    await kubectl.run("wait", "--for=jsonpath={.status.phase}=Running", "widget/gear", "--timeout=20s")
+    rc, _, err = await kubectl.run(
+        "apply", "-f", kubectl.manifest("bad.yaml", widget("bad", size=42)), ok=False
+    )
+    assert rc != 0
+    assert "spec.size" in err
+    await kubectl.run("delete", "widget", "gear")
+    _, out, _ = await kubectl.run("get", "widgets", "-o", "name")
+    assert out.strip() == ""
+
+
+@pytest.mark.sandbox(tls=True, token="kubectl-token")
+async def test_kubectl_over_tls_with_a_bearer_token(kubectl: Kubectl) -> None:
+    _, out, _ = await kubectl.run("get", "namespace", "default", "-o", "name")
+    assert out.strip() == "namespace/default"
