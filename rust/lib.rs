@@ -5,6 +5,7 @@
 //! `cargo test` exercises the pure-Rust core without an interpreter.
 
 pub mod cr_fsm;
+pub mod fusion;
 pub mod properties;
 pub mod scheduler;
 

@@ -10,9 +10,12 @@ __all__ = [
     "CrRegion",
     "CrRejected",
     "CrStep",
+    "FusionError",
     "PropertiesError",
     "__version__",
+    "automatic_pe_count",
     "cr_gauge_names",
+    "fuse",
     "parse_properties",
     "place_vreplicas",
 ]
@@ -156,3 +159,51 @@ class CrRegion:
 
 def cr_gauge_names() -> list[str]:
     """Prometheus names of the eight gauges, in the order of CrStep.gauges."""
+
+# --- fusion (application pipeline) ---
+
+class FusionError(ValueError):
+    """Operators that must share a PE cannot; args: (constraint, (node, node))."""
+
+_NodeTuple = tuple[
+    list[int],
+    list[int],
+    bool,
+    list[int],
+    list[int],
+    bool,
+    int,
+    int | None,
+    bool,
+    bool,
+    int | None,
+    int | None,
+]
+
+def fuse(
+    nodes: list[_NodeTuple],
+    edges: list[tuple[int, int]],
+    *,
+    manual: int | None = None,
+    channel_policy: str = "noChannelInfluence",
+    previous: list[int | None] | None = None,
+) -> tuple[list[list[int]], list[tuple[str, int, int, str | None, tuple[int, int] | None]]]:
+    """Partition interned topology nodes into PEs; ``manual=None`` is legacy (one PE per unit).
+
+    ``previous`` (re-fusion): the earlier PE of each node, None for new nodes; units that stay
+    whole keep their PE and only the others are placed.
+
+    Node tuple: (colocations, exlocations, isolated, host_colocations, host_exlocations,
+    host_isolated, host_key, consistent_region, restartable, relocatable, jvm, channel).
+    Returns (PEs as sorted node positions, notices ``(kind, asked, got, constraint, nodes)``).
+    """
+
+def automatic_pe_count(
+    operators: int,
+    min_threads: int,
+    max_threads: int,
+    cpu_request_millis: int,
+    cpu_limit_millis: int | None = None,
+    nodes: int | None = None,
+) -> int:
+    """The automatic PE count: clamp(ceil(min_threads/limit), 1, ceil(max_threads/request)), ≤ nodes."""

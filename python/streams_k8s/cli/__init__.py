@@ -8,6 +8,7 @@ from streams_k8s import __version__
 from streams_k8s._native import __version__ as native_version
 from streams_k8s.cli.cr_replay import cr_replay
 from streams_k8s.cli.crds import crds
+from streams_k8s.cli.plan import plan
 from streams_k8s.cli.resolve import resolve
 from streams_k8s.cli.schedule import schedule
 from streams_k8s.cli.run import run
@@ -27,5 +28,6 @@ main.add_command(schedule)
 main.add_command(cr_replay)
 main.add_command(run)
 main.add_command(sandbox_command)
+main.add_command(plan)
 
 __all__ = ["main"]

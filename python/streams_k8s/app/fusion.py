@@ -1,0 +1,200 @@
+"""Fusion front-end: turns a topology into the plain data the native partitioner takes.
+
+Every string constraint (colocation ids, host specs, JVM arguments, channels) is interned into an
+integer here; the partitioner (``streams_k8s._native.fuse``, Rust) never sees a string. Mode
+selection, the automatic PE count inputs and readable errors live here too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+
+from streams_k8s._native import FusionError, automatic_pe_count, fuse
+from streams_k8s.api.base import ResourceRequirements
+from streams_k8s.api.job import Fusion, FusionMode
+from streams_k8s.app.topology import Node, Topology
+
+
+class FusionConstraintError(ValueError):
+    """Operators that must share a PE cannot; the message names them and the constraint."""
+
+
+@dataclass(frozen=True, slots=True)
+class FusionResult:
+    pes: list[list[int]]  # node indices per PE, PEs ordered by smallest node index
+    target: int | None  # the PE count asked for (None in legacy mode)
+    notices: list[str]
+    inputs: FusionInputs
+
+
+class _Interner:
+    def __init__(self) -> None:
+        self._ids: dict[Hashable, int] = {}
+
+    def __call__(self, value: Hashable) -> int:
+        return self._ids.setdefault(value, len(self._ids))
+
+
+_NodeTuple = tuple[
+    list[int],
+    list[int],
+    bool,
+    list[int],
+    list[int],
+    bool,
+    int,
+    int | None,
+    bool,
+    bool,
+    int | None,
+    int | None,
+]
+
+
+class FusionInputs:
+    """Interned node specs, kept across re-fusions: a node reused by a rebuilt topology is not redone."""
+
+    def __init__(self) -> None:
+        self.ids = _Interner()
+        self._specs: dict[int, tuple[Node, _NodeTuple]] = {}
+
+    def spec(self, topo: Topology, node: Node) -> _NodeTuple:
+        cached = self._specs.get(node.index)
+        if cached is not None and cached[0] is node:
+            return cached[1]
+        spec = _node_tuple(topo, node, self.ids)
+        self._specs[node.index] = (node, spec)
+        return spec
+
+
+def host_spec(topo: Topology, node: Node) -> tuple[str | None, int | None, int | None]:
+    """(declared host, pool index, in-pool index): operators with different specs never share a PE."""
+    p = node.placement
+    host = p.host
+    if p.pool_index is not None and p.inpool_index is not None:
+        pool = topo.app.hostpool(p.pool_index)
+        if pool is not None and p.inpool_index < len(pool.hosts):
+            host = host or pool.hosts[p.inpool_index]
+    return host, p.pool_index, p.inpool_index
+
+
+def _node_tuple(
+    topo: Topology, node: Node, ids: _Interner
+) -> tuple[
+    list[int],
+    list[int],
+    bool,
+    list[int],
+    list[int],
+    bool,
+    int,
+    int | None,
+    bool,
+    bool,
+    int | None,
+    int | None,
+]:
+    op = node.operator
+    return (
+        [ids(("pc", c)) for c in node.partitions.colocations],
+        [ids(("px", c)) for c in node.partitions.exlocations],
+        node.partitions.isolation,
+        [ids(("hc", c)) for c in node.placement.colocations],
+        [ids(("hx", c)) for c in node.placement.exlocations],
+        node.placement.isolation,
+        ids(("host", host_spec(topo, node))),
+        node.consistent_region,
+        op.restartable,
+        op.relocatable,
+        ids(("jvm", op.jvm_arguments)) if op.jvm_arguments is not None else None,
+        ids(("ch", node.channel_key)) if node.channels else None,
+    )
+
+
+def _millicores(resources: ResourceRequirements | None, which: str) -> int | None:
+    values = getattr(resources, which, None) if resources else None
+    raw = values.get("cpu") if values else None
+    if raw is None:
+        return None
+    text = str(raw)
+    if text.endswith("m"):
+        return max(1, int(float(text[:-1])))
+    return max(1, int(float(text) * 1000))
+
+
+def thread_counts(topo: Topology) -> tuple[int, int]:
+    """(min, max) threads: sources plus threaded ports; one per operator plus threaded ports."""
+    threaded = sum(
+        1 for n in topo.nodes.values() for p in n.operator.input_ports if p.threaded_port is not None
+    )
+    sources = sum(1 for n in topo.nodes.values() if not n.operator.input_ports)
+    return sources + threaded, len(topo.nodes) + threaded
+
+
+def target_pe_count(
+    topo: Topology, fusion: Fusion, resources: ResourceRequirements | None, nodes: int | None
+) -> int | None:
+    """N for manual and automatic fusion; None for legacy."""
+    mode = fusion.mode
+    if mode is FusionMode.LEGACY:
+        return None
+    if mode is FusionMode.MANUAL:
+        assert fusion.manual is not None
+        return fusion.manual
+    low, high = thread_counts(topo)
+    return automatic_pe_count(
+        len(topo.nodes),
+        low,
+        high,
+        _millicores(resources, "requests") or 100,
+        _millicores(resources, "limits"),
+        nodes,
+    )
+
+
+def fuse_topology(
+    topo: Topology,
+    fusion: Fusion,
+    *,
+    resources: ResourceRequirements | None = None,
+    nodes: int | None = None,
+    inputs: FusionInputs | None = None,
+    previous: Mapping[str, int] | None = None,
+) -> FusionResult:
+    """Partition ``topo`` into PEs as ``fusion`` says. Raises FusionConstraintError.
+
+    ``previous`` (node name → earlier PE id) asks for a re-fusion that moves as little as it can;
+    ``inputs`` reuses the interned specs of an earlier fusion of the same application.
+    """
+    inputs = inputs or FusionInputs()
+    order: Sequence[Node] = sorted(topo.nodes.values(), key=lambda n: n.index)
+    position = {n.index: i for i, n in enumerate(order)}
+    tuples = [inputs.spec(topo, n) for n in order]
+    edges = [(position[e.src], position[e.dst]) for e in topo.edges]
+    target = target_pe_count(topo, fusion, resources, nodes)
+    policy = fusion.type.value if fusion.type is not None else "noChannelInfluence"
+    before = [previous.get(n.name) for n in order] if previous is not None and target is not None else None
+    try:
+        pes, raw_notices = fuse(tuples, edges, manual=target, channel_policy=policy, previous=before)
+    except FusionError as err:
+        constraint, (a, b) = err.args
+        raise FusionConstraintError(
+            f"operators {order[a].name} and {order[b].name} must be fused together "
+            f"but their {constraint} constraints forbid it"
+        ) from None
+    notices = []
+    for kind, asked, got, constraint, pair in raw_notices:
+        if kind == "more" and pair is not None:
+            a, b = pair
+            why = (
+                f"{order[a].name} is partition-isolated"
+                if a == b
+                else f"{order[a].name} and {order[b].name} cannot share a PE ({constraint})"
+            )
+            notices.append(f"{got} PEs instead of the {asked} asked for: {why}")
+        else:
+            notices.append(f"{got} PEs instead of the {asked} asked for: only {got} fusable units")
+    return FusionResult(
+        pes=[[order[i].index for i in pe] for pe in pes], target=target, notices=notices, inputs=inputs
+    )

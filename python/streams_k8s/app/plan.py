@@ -1,0 +1,370 @@
+"""The physical plan: PEs with ids, ports and AADL, the name table, and the re-fusion diff.
+
+PE ids: at first submission, the container index (PEs ordered by their smallest node index). On
+re-fusion, a PE whose sorted operator names equal those of a previous PE keeps that PE's id; the
+others get fresh ids above the previous maximum, in container order.
+
+PE ports: one input port per operator input port fed from another PE (shared by all its senders)
+or by an import; one output port per operator output port feeding another PE, per splitter
+channel for parallel-region fan-out, or per exported stream. Port ids are 0-based per PE, input
+ports ordered by their smallest sending PE id and output ports by their smallest receiving PE
+id (import/export-only ports last, ties by operator index and port).
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from streams_k8s.api.base import ResourceRequirements
+from streams_k8s.api.job import Fusion, ParallelRegionWidth
+from streams_k8s.api.processing_element import Placement, PoolLocation
+from streams_k8s.app.fusion import FusionInputs, fuse_topology
+from streams_k8s.app.model import Application
+from streams_k8s.app.submission import WidthOverride, apply_overrides, resolve_values, resolve_widths
+from streams_k8s.app.topology import Edge, Topology, build_topology
+
+_LAST = 2**63  # sort key of ports with no peer PE (imports, exports)
+
+
+@dataclass(slots=True)
+class PeInputPort:
+    id: int
+    node: int
+    port: int
+    senders: list[tuple[int, Edge]] = field(default_factory=list)  # (source PE id, edge)
+
+
+@dataclass(slots=True)
+class PeOutputPort:
+    id: int
+    node: int
+    port: int
+    channel: tuple[int, int] | None  # (splitter region, channel) for parallel fan-out
+    receivers: list[tuple[int, Edge]] = field(default_factory=list)  # (destination PE id, edge)
+    exports: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class PlannedPe:
+    id: int
+    index: int  # container index: position when ordered by smallest node index
+    nodes: list[int]
+    operators: list[str]
+    inputs: list[PeInputPort] = field(default_factory=list)
+    outputs: list[PeOutputPort] = field(default_factory=list)
+    aadl: str = ""
+    content_id: str = ""
+    placement: Placement = field(default_factory=Placement)
+    regions: list[int] = field(default_factory=list)
+    restartable: bool = True
+    signature: tuple[object, ...] = ()  # inputs of the AADL; equal signatures render equal AADL
+
+
+@dataclass(slots=True)
+class PortIndex:
+    """Where every node and PE port ended up, for rendering connections."""
+
+    pe_of: dict[int, int]  # node index → PE id
+    inputs: dict[tuple[int, int], tuple[int, int]]  # (node, port) → (PE id, PE port id)
+    outputs: dict[tuple[int, int, tuple[int, int] | None], tuple[int, int]]  # (node, port, channel) → ...
+
+    @classmethod
+    def of(cls, pes: Sequence[PlannedPe]) -> PortIndex:
+        return cls(
+            pe_of={n: pe.id for pe in pes for n in pe.nodes},
+            inputs={(p.node, p.port): (pe.id, p.id) for pe in pes for p in pe.inputs},
+            outputs={(p.node, p.port, p.channel): (pe.id, p.id) for pe in pes for p in pe.outputs},
+        )
+
+
+def _signature(topo: Topology, pe: PlannedPe, ports: PortIndex) -> tuple[object, ...]:
+    """Everything a PE's AADL depends on beyond the (immutable, shared) nodes and connections.
+
+    Nodes are compared by identity: a rebuilt topology reuses the node objects it did not touch.
+    """
+
+    def channel(e: Edge) -> tuple[int, int] | None:
+        return (e.splitter.region, e.splitter.channel) if e.splitter else None
+
+    return (
+        pe.id,
+        pe.index,
+        tuple(id(topo.nodes[n]) for n in pe.nodes),
+        tuple(
+            (
+                p.id,
+                p.node,
+                p.port,
+                tuple((s, id(e), ports.outputs[(e.src, e.src_port, channel(e))]) for s, e in p.senders),
+            )
+            for p in pe.inputs
+        ),
+        tuple(
+            (
+                p.id,
+                p.node,
+                p.port,
+                p.channel,
+                p.exports,
+                tuple((r, id(e), ports.inputs[(e.dst, e.dst_port)]) for r, e in p.receivers),
+            )
+            for p in pe.outputs
+        ),
+    )
+
+
+@dataclass(slots=True)
+class Plan:
+    job_name: str
+    job_id: int
+    topology: Topology
+    pes: list[PlannedPe]
+    notices: list[str]
+    name_table: dict[str, str]
+    fusion: Fusion
+    fusion_inputs: FusionInputs
+
+    def pe_of_node(self) -> dict[int, int]:
+        return {n: pe.id for pe in self.pes for n in pe.nodes}
+
+
+def assign_pe_ids(
+    operator_sets: Sequence[Sequence[str]], previous: Mapping[int, Sequence[str]] | None
+) -> list[int]:
+    """PE id per container (see module docs)."""
+    if not previous:
+        return list(range(len(operator_sets)))
+    by_key = {"".join(sorted(ops)): pe_id for pe_id, ops in previous.items()}
+    next_id = max(previous, default=-1) + 1
+    ids = []
+    for ops in operator_sets:
+        key = "".join(sorted(ops))
+        if key in by_key:
+            ids.append(by_key.pop(key))
+        else:
+            ids.append(next_id)
+            next_id += 1
+    return ids
+
+
+def _ports(topo: Topology, pes: list[PlannedPe]) -> None:
+    pe_of = {n: pe.id for pe in pes for n in pe.nodes}
+    by_id = {pe.id: pe for pe in pes}
+    inputs: dict[tuple[int, int], PeInputPort] = {}
+    outputs: dict[tuple[int, int, tuple[int, int] | None], PeOutputPort] = {}
+    for edge in topo.edges:
+        src_pe, dst_pe = pe_of[edge.src], pe_of[edge.dst]
+        if src_pe == dst_pe:
+            continue
+        channel = (edge.splitter.region, edge.splitter.channel) if edge.splitter else None
+        out = outputs.setdefault(
+            (edge.src, edge.src_port, channel), PeOutputPort(-1, edge.src, edge.src_port, channel)
+        )
+        out.receivers.append((dst_pe, edge))
+        inp = inputs.setdefault((edge.dst, edge.dst_port), PeInputPort(-1, edge.dst, edge.dst_port))
+        inp.senders.append((src_pe, edge))
+    for node in topo.nodes.values():
+        for port in node.imports:
+            inputs.setdefault((node.index, port), PeInputPort(-1, node.index, port))
+        for port, exports in node.exports.items():
+            key = (node.index, port, None)
+            out = outputs.setdefault(key, PeOutputPort(-1, node.index, port, None))
+            out.exports = tuple(name for name, _ in exports)
+    for inp in sorted(inputs.values(), key=lambda p: (p.node, p.port)):
+        by_id[pe_of[inp.node]].inputs.append(inp)
+    for out in sorted(outputs.values(), key=lambda p: (p.node, p.port, p.channel or (-1, -1))):
+        by_id[pe_of[out.node]].outputs.append(out)
+    for pe in pes:
+        pe.inputs.sort(key=lambda p: (min((s for s, _ in p.senders), default=_LAST), p.node, p.port))
+        pe.outputs.sort(
+            key=lambda p: (
+                min((r for r, _ in p.receivers), default=_LAST),
+                p.node,
+                p.port,
+                p.channel or (-1, -1),
+            )
+        )
+        for i, inp in enumerate(pe.inputs):
+            inp.id = i
+        for i, out in enumerate(pe.outputs):
+            out.id = i
+
+
+def _placement(topo: Topology, nodes: list[int], isolated_elsewhere: list[str]) -> Placement:
+    host = next((topo.nodes[n].placement.host for n in nodes if topo.nodes[n].placement.host), None)
+    pool = next(
+        (
+            topo.nodes[n].placement
+            for n in nodes
+            if topo.nodes[n].placement.pool_index is not None
+            and (pl := topo.app.hostpool(topo.nodes[n].placement.pool_index or 0)) is not None
+            and pl.name != "$default"
+        ),
+        None,
+    )
+    isolated = next((topo.nodes[n].name for n in nodes if topo.nodes[n].placement.isolation), None)
+    return Placement(
+        host=host,
+        co_locations=sorted({c for n in nodes for c in topo.nodes[n].placement.colocations}),
+        ex_locations=sorted({c for n in nodes for c in topo.nodes[n].placement.exlocations}),
+        isolation=isolated,
+        isolation_labels=[name for name in isolated_elsewhere if name != isolated],
+        host_pool_location=(
+            PoolLocation(pool_index=pool.pool_index or 0, inpool_index=pool.inpool_index) if pool else None
+        ),
+    )
+
+
+def name_table(job_id: int, pes: Sequence[PlannedPe]) -> dict[str, str]:
+    """Operator port label ``J.O.P`` → PE port label ``E.I@J`` for every PE input port."""
+    return {f"{job_id}.{p.node}.{p.port}": f"{pe.id}.{p.id}@{job_id}" for pe in pes for p in pe.inputs}
+
+
+def render_name_table(table: Mapping[str, str], stamp: str) -> str:
+    """Java-properties text as ``Properties.store`` writes it (labels need no escaping)."""
+    lines = ["#Operator port labels", f"#{stamp}"]
+    lines += [f"{k}={v}" for k, v in sorted(table.items())]
+    return "\n".join(lines) + "\n"
+
+
+def content_id(aadl: str) -> str:
+    return hashlib.sha256(aadl.encode("utf-8")).hexdigest()
+
+
+def plan_topology(
+    topo: Topology,
+    fusion: Fusion,
+    *,
+    job_name: str,
+    job_id: int = 0,
+    resources: ResourceRequirements | None = None,
+    nodes: int | None = None,
+    previous: Plan | None = None,
+) -> Plan:
+    """Fuse ``topo`` and build every PE with its ports and AADL."""
+    from streams_k8s.app.aadl import pe_aadl  # aadl renders PlannedPe: import late to avoid a cycle
+
+    result = fuse_topology(
+        topo,
+        fusion,
+        resources=resources,
+        nodes=nodes,
+        inputs=previous.fusion_inputs if previous else None,
+        previous={topo_name: pe.id for pe in previous.pes for topo_name in pe.operators}
+        if previous
+        else None,
+    )
+    operator_sets = [[topo.nodes[n].name for n in pe] for pe in result.pes]
+    prev = {pe.id: pe.operators for pe in previous.pes} if previous else None
+    ids = assign_pe_ids(operator_sets, prev)
+    pes = [
+        PlannedPe(id=pe_id, index=i, nodes=nodes_, operators=ops)
+        for i, (pe_id, nodes_, ops) in enumerate(zip(ids, result.pes, operator_sets, strict=True))
+    ]
+    _ports(topo, pes)
+    ports = PortIndex.of(pes)
+    rendered = {pe.signature: (pe.aadl, pe.content_id) for pe in previous.pes} if previous else {}
+    isolated = sorted(n.name for n in topo.nodes.values() if n.placement.isolation)
+    for pe in pes:
+        members = [topo.nodes[n] for n in pe.nodes]
+        pe.placement = _placement(topo, pe.nodes, isolated)
+        pe.regions = sorted({c.region for n in members for c in n.channels})
+        pe.restartable = all(n.operator.restartable for n in members)
+        pe.signature = (job_name, job_id, *_signature(topo, pe, ports))
+        if pe.signature in rendered:
+            pe.aadl, pe.content_id = rendered[pe.signature]
+        else:
+            pe.aadl = pe_aadl(topo, pe, ports, job_name=job_name, job_id=job_id)
+            pe.content_id = content_id(pe.aadl)
+    pes.sort(key=lambda p: p.id)
+    return Plan(
+        job_name=job_name,
+        job_id=job_id,
+        topology=topo,
+        pes=pes,
+        notices=result.notices,
+        name_table=name_table(job_id, pes),
+        fusion=fusion,
+        fusion_inputs=result.inputs,
+    )
+
+
+def plan_application(
+    app: Application,
+    fusion: Fusion,
+    *,
+    job_name: str,
+    job_id: int = 0,
+    submission_values: Mapping[str, str] | None = None,
+    widths: Sequence[ParallelRegionWidth] = (),
+    resources: ResourceRequirements | None = None,
+    nodes: int | None = None,
+) -> Plan:
+    """The whole pipeline from a parsed ADL: values, widths, topology, fusion, PEs."""
+    values = resolve_values(app, submission_values or {})
+    region_widths = resolve_widths(app, values, [WidthOverride(w.alias, w.width) for w in widths])
+    topo = build_topology(app, region_widths)
+    return plan_topology(topo, fusion, job_name=job_name, job_id=job_id, resources=resources, nodes=nodes)
+
+
+@dataclass(frozen=True, slots=True)
+class PlanDiff:
+    unchanged: list[int]
+    changed: list[int]
+    added: list[int]
+    removed: list[int]
+
+
+def refuse_with_widths(
+    previous: Plan,
+    widths: Sequence[ParallelRegionWidth],
+    *,
+    resources: ResourceRequirements | None = None,
+    nodes: int | None = None,
+) -> tuple[Plan, PlanDiff]:
+    """Re-fuse after width changes; node indices and PE ids are kept where operators survive.
+
+    This is the time-sensitive path (a resize): only what the change touches is rebuilt and
+    re-rendered, and the cyclic garbage collector is paused meanwhile, because its full passes
+    over the previous plan's objects would cost more than the re-fusion (nothing here makes cycles).
+    """
+    topo = previous.topology
+    new_widths = apply_overrides(topo.app, topo.widths, [WidthOverride(w.alias, w.width) for w in widths])
+    with _collector_paused():
+        new_topo = build_topology(topo.app, new_widths, topo)
+        plan = plan_topology(
+            new_topo,
+            previous.fusion,
+            job_name=previous.job_name,
+            job_id=previous.job_id,
+            resources=resources,
+            nodes=nodes,
+            previous=previous,
+        )
+    return plan, diff_plans(previous, plan)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def diff_plans(before: Plan, after: Plan) -> PlanDiff:
+    old = {pe.id: pe.content_id for pe in before.pes}
+    new = {pe.id: pe.content_id for pe in after.pes}
+    return PlanDiff(
+        unchanged=sorted(i for i in new if old.get(i) == new[i]),
+        changed=sorted(i for i in new if i in old and old[i] != new[i]),
+        added=sorted(i for i in new if i not in old),
+        removed=sorted(i for i in old if i not in new),
+    )

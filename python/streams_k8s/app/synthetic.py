@@ -1,0 +1,235 @@
+"""Synthetic Streams applications (ADL v4200 and SAB) of any size and shape, for tests and benches.
+
+Shape: one source fans out to ``chains`` pipelines of ``length`` Functors, which fan in to one sink
+(or end in per-chain sinks). Options add parallel regions (the middle operator of the first
+``regions`` chains, constant width), host pools (chains spread over tagged pools), partition
+colocation of neighbouring operators, partition exlocation inside a chain, partition isolation of
+chain heads and consistent regions (one per chain). The output follows the compiler's ADL layout.
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from xml.sax.saxutils import quoteattr
+
+NS = "http://www.ibm.com/xmlns/prod/streams/application/v4200"
+
+
+@dataclass(frozen=True)
+class SyntheticSpec:
+    name: str = "synthetic::App"
+    chains: int = 4
+    length: int = 5
+    fan_in: bool = True
+    regions: int = 0
+    width: int = 2
+    pools: int = 0
+    colocate_pairs: bool = False
+    exlocate_chain_ends: bool = False
+    isolate_heads: int = 0
+    consistent_chains: int = 0
+
+    @property
+    def operators(self) -> int:
+        return 1 + self.chains * self.length + (1 if self.fan_in else self.chains)
+
+
+def _conn(oper: int, name: str, port: int, kind: str) -> str:
+    return f'<connection operIndex="{oper}" operName={quoteattr(name)} portIndex="{port}" portKind="{kind}"/>'
+
+
+def _port(kind: str, index: int, name: str, conns: list[str]) -> str:
+    stream = f' streamName={quoteattr(name)} viewable="true"' if kind == "output" else ""
+    return (
+        f'<port encoding="LE" index="{index}" isMutable="false" name={quoteattr(name)}{stream} '
+        f'transport="TCP" tupleTypeIndex="0"><connections>{"".join(conns)}</connections></port>'
+    )
+
+
+class _Writer:
+    def __init__(self, spec: SyntheticSpec) -> None:
+        self.spec = spec
+        self.names: dict[int, str] = {0: "Source"}
+        self.inputs: dict[int, list[int]] = {}
+        self.outputs: dict[int, list[int]] = {}
+        self.extra: dict[int, str] = {}
+        self.region_ops: list[int] = []
+        self.chain_of: dict[int, int] = {}
+
+    def link(self, a: int, b: int) -> None:
+        self.outputs.setdefault(a, []).append(b)
+        self.inputs.setdefault(b, []).append(a)
+
+    def build(self) -> None:
+        s = self.spec
+        next_index = 1
+        sink = 1 + s.chains * s.length
+        if s.fan_in:
+            self.names[sink] = "Sink"
+        for c in range(s.chains):
+            prev = 0
+            for j in range(s.length):
+                op = next_index
+                next_index += 1
+                self.names[op] = f"C{c}_{j}"
+                self.chain_of[op] = c
+                self.link(prev, op)
+                prev = op
+                self.extra[op] = self._constraints(c, j, op)
+                if c < s.regions and j == s.length // 2:
+                    self.region_ops.append(op)
+            if s.fan_in:
+                self.link(prev, sink)
+            else:
+                end = sink + c
+                self.names[end] = f"Sink{c}"
+                self.chain_of[end] = c
+                self.link(prev, end)
+
+    def _constraints(self, c: int, j: int, op: int) -> str:
+        s = self.spec
+        parts = []
+        if c < s.consistent_chains:
+            start = '<value key="isStartOfRegion" type="boolean">true</value>' if j == 0 else ""
+            parts.append(
+                f'<splAnnotation internal="true" tag="consistentRegionEntry">'
+                f'<value key="index" type="int32">{c}</value>{start}</splAnnotation>'
+            )
+        partitions = []
+        # an isolated chain head is never part of a colocated pair (that would be unsatisfiable)
+        paired = s.colocate_pairs and not (c < s.isolate_heads and j < 2)
+        if paired and j % 2 == 0 and j + 1 < s.length:
+            partitions.append(f'<coLocation colocId="co_{c}_{j}"/>')
+        if paired and j % 2 == 1:
+            partitions.append(f'<coLocation colocId="co_{c}_{j - 1}"/>')
+        if s.exlocate_chain_ends and j in (0, s.length - 1):
+            partitions.append(f'<exLocation exlocId="ex_{c}"/>')
+        iso = ' isolation="true"' if c < s.isolate_heads and j == 0 else ""
+        self.extra[-op] = f"<partitions{iso}>{''.join(partitions)}</partitions>" if partitions or iso else ""
+        return "".join(parts)
+
+    def pool_of(self, op: int) -> int:
+        s = self.spec
+        if s.pools and op in self.chain_of:
+            return 1 + self.chain_of[op] % s.pools
+        return 0
+
+    def operator(self, op: int) -> str:
+        name = self.names[op]
+        definition = 1 if op == 0 else (2 if not self.outputs.get(op) else 0)
+        ins = [
+            _port(
+                "input",
+                0,
+                "In",
+                [_conn(src, self.names[src], 0, "output") for src in self.inputs.get(op, [])],
+            )
+        ]
+        outs = [
+            _port("output", 0, name, [_conn(d, self.names[d], 0, "input") for d in self.outputs.get(op, [])])
+        ]
+        return (
+            f'<primitiveOperInstance definitionIndex="{definition}" index="{op}" name={quoteattr(name)} '
+            f'optimized="true" relocatable="true" restartable="true" singleThreadedOnOutputs="true"'
+            f' sourceIndex="0" startLine="1" endLine="1">'
+            f"{self.extra.get(op, '')}"
+            f"{'<inputPorts>' + ''.join(ins) + '</inputPorts>' if op in self.inputs else ''}"
+            f"{'<outputPorts>' + ''.join(outs) + '</outputPorts>' if op in self.outputs else ''}"
+            f'<envVars/><resources><poolLocation poolIndex="{self.pool_of(op)}"/></resources>'
+            f"<runtimeConstants/><sharedObject class={quoteattr(name)}><wrapper>none</wrapper>"
+            f"<uri>bin/{name}.so</uri></sharedObject>"
+            f"{self.extra.get(-op, '')}</primitiveOperInstance>"
+        )
+
+    def document(self) -> str:
+        s = self.spec
+        main = max(self.names) + 1
+        pools = ['<hostpool index="0" membershipMode="shared" name="$default"/>'] + [
+            f'<hostpool index="{p + 1}" membershipMode="shared" name="pool{p}">'
+            f'<tag name="pool{p}"/></hostpool>'
+            for p in range(s.pools)
+        ]
+        regions = "".join(
+            f'<parallelRegion index="{i}" name={quoteattr(self.names[op])}>'
+            f'<parallelOperator operIndex="{op}">'
+            '<splitter iportIndex="0" kind="RoundRobin"/></parallelOperator>'
+            f"<parallelWidth><constantWidth>{s.width}</constantWidth></parallelWidth></parallelRegion>"
+            for i, op in enumerate(self.region_ops)
+        )
+        consistent = "".join(
+            _CONSISTENT_REGION.format(index=c) for c in range(min(s.consistent_chains, s.chains))
+        )
+        ops = "".join(self.operator(op) for op in sorted(self.names))
+        name = quoteattr(s.name)
+        where = 'sourceIndex="0" startLine="1" endLine="1"'
+        return (
+            '<?xml version="1.0" encoding="UTF-8"?>\n'
+            f'<applicationSet xmlns="{NS}" name={quoteattr(s.name + ".appset")}>'
+            f"<splApplication {_APPLICATION_ATTRS} name={name}>"
+            f"<libraries/><hostpools>{''.join(pools)}</hostpools>{_TYPES_AND_DEFINITIONS}"
+            f'<composites><sourceUris><uri index="0" path="file:///app.spl"/></sourceUris><compositeOperDefinitions>'
+            f'<compositeOperDefinition index="0" kind={name} numberOfInputPorts="0" numberOfOutputPorts="0" '
+            f'{where} toolkitIndex="0"/></compositeOperDefinitions><compositeOperInstances>'
+            f'<compositeOperInstance definitionIndex="0" index="{main}" name={name} {where}>{ops}{consistent}'
+            f"</compositeOperInstance></compositeOperInstances></composites>"
+            f'<toolkits><toolkit index="0" name="spl" uri="file:///spl" version="1.4.0"/></toolkits>'
+            f"{'<parallelRegions>' + regions + '</parallelRegions>' if regions else ''}"
+            f"</splApplication></applicationSet>\n"
+        )
+
+
+_APPLICATION_ATTRS = (
+    'adlPath="app/app.adl" applicationDirectory="app" applicationScope="Default" avoidRuntimeYield="auto" '
+    'buildId="synthetic" bundle="./app.sab" outputDirectory="output" productVersion="4.3.0.0" version="1.0.0"'
+)
+_TYPES_AND_DEFINITIONS = "".join(
+    [
+        '<tupleTypes><tupleType index="0"><attribute name="i" type="uint64"/></tupleType></tupleTypes>',
+        "<primitiveOperDefinitions>",
+        *(
+            f'<primitiveOperDefinition index="{i}" kind="{kind}" runtimeType="SPL_CPlusPlus" '
+            'toolkitIndex="0"/>'
+            for i, kind in enumerate(
+                ("spl.relational::Functor", "spl.utility::Beacon", "spl.utility::Custom")
+            )
+        ),
+        "</primitiveOperDefinitions>",
+    ]
+)
+_CONSISTENT_REGION = (
+    '<splAnnotation internal="true" tag="consistentRegion"><value key="index" type="int64">{index}</value>'
+    '<value key="trigger" type="enum{{periodic,operatorDriven}}">operatorDriven</value>'
+    '<value key="drainTimeout" type="float64">180</value><value key="resetTimeout" type="float64">180</value>'
+    '<value key="maxConsecutiveResetAttempts" type="int32">5</value></splAnnotation>'
+)
+
+
+def synthetic_adl(spec: SyntheticSpec) -> bytes:
+    """The ADL of the application ``spec`` describes."""
+    writer = _Writer(spec)
+    writer.build()
+    return writer.document().encode("utf-8")
+
+
+def write_sab(path: str | Path, spec: SyntheticSpec) -> Path:
+    """Write a SAB (zip with bundleInfo.xml and tar/bundle.tar holding the ADL) to ``path``."""
+    adl = synthetic_adl(spec)
+    tar_buf = io.BytesIO()
+    with tarfile.open(fileobj=tar_buf, mode="w") as tar:
+        info = tarfile.TarInfo("app/app.adl")
+        info.size = len(adl)
+        tar.addfile(info, io.BytesIO(adl))
+    bundle_info = (
+        '<bundleInfoModel xmlns="http://www.ibm.com/xmlns/prod/streams/spl/bundleInfoModel" '
+        'adlFile="app.adl" buildId="synthetic" bundleVersion="4300" executionMode="distributed">'
+        '<toolkit name="spl" version="1.4.0"/></bundleInfoModel>'
+    )
+    path = Path(path)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("bundleInfo.xml", bundle_info)
+        zf.writestr("tar/bundle.tar", tar_buf.getvalue())
+    return path

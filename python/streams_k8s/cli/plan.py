@@ -1,0 +1,211 @@
+"""``streams-k8s plan``: what a bundle or Job becomes (PEs, ports, AADL, name table), offline."""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+import orjson
+import yaml
+from pydantic import ValidationError
+
+from streams_k8s.api.job import Fusion, Job, ParallelRegionWidth
+from streams_k8s.app.adl import AdlError, parse_adl
+from streams_k8s.app.bundle import BundleError, read_bundle
+from streams_k8s.app.fusion import FusionConstraintError
+from streams_k8s.app.plan import Plan, PlanDiff, plan_application, refuse_with_widths, render_name_table
+from streams_k8s.app.submission import SubmissionError
+from streams_k8s.app.topology import TopologyError
+
+_ERRORS = (
+    BundleError,
+    AdlError,
+    SubmissionError,
+    TopologyError,
+    FusionConstraintError,
+    ValidationError,
+    OSError,
+)
+
+
+def _fusion(text: str | None) -> Fusion | None:
+    if text is None:
+        return None
+    if text in ("legacy", "automatic"):
+        return Fusion(legacy=True) if text == "legacy" else Fusion(automatic=True)
+    if text.startswith("manual="):
+        return Fusion(manual=int(text.removeprefix("manual=")))
+    raise click.BadParameter("use manual=N, legacy or automatic", param_hint="--fusion")
+
+
+def _pairs(values: tuple[str, ...], what: str) -> list[tuple[str, str]]:
+    out = []
+    for v in values:
+        name, sep, value = v.partition("=")
+        if not sep or not name:
+            raise click.BadParameter(f"'{v}' is not NAME=VALUE", param_hint=what)
+        out.append((name, value))
+    return out
+
+
+def _pe_rows(plan: Plan) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": pe.id,
+            "operators": pe.operators,
+            "inputPorts": len(pe.inputs),
+            "outputPorts": len(pe.outputs),
+            "hostPool": pe.placement.host_pool_location.pool_index
+            if pe.placement.host_pool_location
+            else None,
+            "placement": pe.placement.to_wire(),
+            "contentId": pe.content_id,
+        }
+        for pe in plan.pes
+    ]
+
+
+def _config_maps(plan: Plan) -> list[dict[str, Any]]:
+    labels = {"app": "streams", "streams.ibm.com/job": plan.job_name}
+    maps: list[dict[str, Any]] = [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": f"{plan.job_name}-{pe.id}",
+                "labels": {**labels, "streams.ibm.com/pe": str(pe.id), "svc": "pe"},
+                "annotations": {"streams.ibm.com/contentId": pe.content_id},
+            },
+            "data": {"aadl.xml": pe.aadl},
+        }
+        for pe in plan.pes
+    ]
+    stamp = datetime.now(UTC).strftime("%a %b %d %H:%M:%S UTC %Y")
+    maps.append(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": plan.job_name, "labels": labels},
+            "data": {"operator_port_labels.properties": render_name_table(plan.name_table, stamp)},
+        }
+    )
+    return maps
+
+
+def _print_table(plan: Plan) -> None:
+    click.echo(f"{'PE':>4}  {'IN':>3} {'OUT':>3}  {'CONTENT':12}  OPERATORS")
+    for row in _pe_rows(plan):
+        ops = ", ".join(row["operators"])
+        click.echo(
+            f"{row['id']:>4}  {row['inputPorts']:>3} {row['outputPorts']:>3}  {row['contentId'][:12]}  {ops}"
+        )
+
+
+def _emit(data: Any, output: str) -> None:
+    if output == "json":
+        click.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
+    else:
+        click.echo(yaml.safe_dump(data, sort_keys=False, width=10_000), nl=False)
+
+
+def _load(source: Path) -> tuple[bytes, Job | None]:
+    """The ADL bytes and the Job (when ``source`` is a Job manifest pointing at a file bundle)."""
+    if source.suffix in (".yaml", ".yml", ".json"):
+        job = Job.model_validate(yaml.safe_load(source.read_text()))
+        if job.spec.bundle.file is None:
+            raise BundleError("the Job's bundle is not a local file (bundle.file.path); plan needs the SAB")
+        path = Path(job.spec.bundle.file.path)
+        if not path.is_absolute():
+            path = source.parent / path
+        if path.is_dir():
+            path = path / job.spec.bundle.name
+        return read_bundle(path).adl, job
+    if source.suffix == ".adl":
+        return source.read_bytes(), None
+    return read_bundle(source).adl, None
+
+
+@click.command("plan")
+@click.argument("source", type=click.Path(path_type=Path))
+@click.option(
+    "--fusion", "fusion_text", help="manual=N, legacy or automatic (default: the Job's, else automatic)."
+)
+@click.option(
+    "--width", "widths", multiple=True, help="ALIAS=N parallel width (ALIAS may use *); repeatable."
+)
+@click.option(
+    "--submission-time", "values", multiple=True, help="NAME=VALUE submission-time value; repeatable."
+)
+@click.option("--nodes", type=click.IntRange(min=1), help="Cluster node count (bounds automatic fusion).")
+@click.option("--diff", is_flag=True, help="Plan with the base widths, re-fuse with --width, print the diff.")
+@click.option("-o", "--output", type=click.Choice(["table", "json", "yaml"]), default="table")
+def plan(
+    source: Path,
+    fusion_text: str | None,
+    widths: tuple[str, ...],
+    values: tuple[str, ...],
+    nodes: int | None,
+    diff: bool,
+    output: str,
+) -> None:
+    """Show the PEs a bundle (.sab/.adl) or Job manifest becomes."""
+    try:
+        adl, job = _load(source)
+        app = parse_adl(adl, what=source.name)
+        spec = job.spec if job else None
+        fusion = _fusion(fusion_text) or (spec.fusion if spec else Fusion())
+        width_list = [ParallelRegionWidth(alias=a, width=int(w)) for a, w in _pairs(widths, "--width")]
+        base_widths = list(spec.parallel_regions) if spec else []
+        kwargs: dict[str, Any] = {
+            "job_name": job.metadata.name if job and job.metadata and job.metadata.name else "job",
+            "submission_values": {
+                **(spec.submission_time_values if spec else {}),
+                **dict(_pairs(values, "--submission-time")),
+            },
+            "resources": spec.processing_element.resources if spec else None,
+            "nodes": nodes,
+        }
+        if diff:
+            before = plan_application(app, fusion, widths=base_widths, **kwargs)
+            after, changes = refuse_with_widths(
+                before, width_list, resources=kwargs["resources"], nodes=nodes
+            )
+            _emit_diff(after, changes, output)
+            return
+        result = plan_application(app, fusion, widths=base_widths + width_list, **kwargs)
+    except _ERRORS as err:
+        _fail(err)
+    for notice in result.notices:
+        click.echo(f"notice: {notice}", err=True)
+    if output == "table":
+        _print_table(result)
+    elif output == "json":
+        _emit({"pes": _pe_rows(result), "nameTable": result.name_table}, output)
+    else:
+        _emit({"pes": _pe_rows(result), "configMaps": _config_maps(result)}, output)
+
+
+def _emit_diff(plan: Plan, changes: PlanDiff, output: str) -> None:
+    data = {
+        "unchanged": changes.unchanged,
+        "changed": changes.changed,
+        "added": changes.added,
+        "removed": changes.removed,
+    }
+    if output == "table":
+        for key, ids in data.items():
+            click.echo(f"{key:10} {' '.join(map(str, ids)) or '-'}")
+    else:
+        _emit({**data, "pes": _pe_rows(plan)}, output)
+
+
+def _fail(err: Exception) -> NoReturn:
+    message = str(err).splitlines()[0] if str(err) else type(err).__name__
+    if isinstance(err, ValidationError):
+        first = err.errors()[0]
+        message = f"invalid Job: {'.'.join(map(str, first['loc']))}: {first['msg']}"
+    click.echo(f"error: {message}", err=True)
+    sys.exit(1)

@@ -1,0 +1,34 @@
+"""`streams-k8s plan`: output formats, diff and one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+from click.testing import CliRunner
+
+from streams_k8s.app.synthetic import SyntheticSpec, write_sab
+from streams_k8s.cli import main
+
+
+def test_plan_json_and_diff(tmp_path: Path) -> None:
+    sab = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=2, length=3, regions=1, width=2))
+    result = CliRunner().invoke(main, ["plan", str(sab), "--fusion", "legacy", "-o", "json"])
+    assert result.exit_code == 0, result.output
+    data = orjson.loads(result.output)
+    assert len(data["pes"]) == 1 + 2 * 3 + 1 + 1
+    diff = CliRunner().invoke(main, ["plan", str(sab), "--fusion", "legacy", "--diff", "--width", "C0_1=3"])
+    assert diff.exit_code == 0, diff.output
+    assert "added" in diff.output
+
+
+def test_plan_errors_are_one_line(tmp_path: Path) -> None:
+    sab = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=1, length=2))
+    result = CliRunner().invoke(main, ["plan", str(sab), "--width", "Nope=2"])
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [
+        "error: no parallel region matches alias 'Nope' (regions: none)"
+    ]
+    missing = CliRunner().invoke(main, ["plan", str(tmp_path / "absent.sab")])
+    assert missing.exit_code == 1
+    assert "no such bundle" in missing.output

@@ -1,0 +1,90 @@
+"""Topology: widths from constants, submission-time values and overrides; replicas and connections."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from streams_k8s.app.adl import parse_adl
+from streams_k8s.app.bundle import read_bundle
+from streams_k8s.app.model import Application
+from streams_k8s.app.submission import SubmissionError, WidthOverride, resolve_values, resolve_widths
+from streams_k8s.app.topology import Edge, build_topology
+
+APPS = Path(__file__).resolve().parents[1] / ".." / "shared" / "testdata" / "open-streams" / "apps"
+
+
+def _app(name: str) -> Application:
+    path = APPS / name
+    if not path.exists():
+        pytest.skip(f"shared test data not found at {path}")
+    return parse_adl(read_bundle(path).adl if name.endswith(".sab") else path.read_bytes())
+
+
+def test_parallel_widths_from_values_and_full_mesh() -> None:
+    app = _app("apps.parallel.Parallel.sab")
+    widths = resolve_widths(app, resolve_values(app, {"width1": "2", "apps.parallel::Work.width2": "3"}))
+    assert widths == {0: 2, 1: 3, 2: 1}
+    topo = build_topology(app, widths)
+    assert len(topo.nodes) == 2 + 2 + 3 + 1
+    names = set(topo.by_name())
+    assert {"Source", "Sink", "Result.Region1[1]", "Result.Region2[2]", "Result.Region3[0]"} <= names
+    # w1 + w1*w2 + w2*w3 + w3 connections: adjacent regions are full meshes
+    assert len(topo.edges) == 2 + 6 + 3 + 1
+    into_region2 = [e for e in topo.edges if e.splitter and e.splitter.region == 1]
+    assert sorted(e.splitter.channel for e in into_region2 if e.splitter) == [0, 0, 1, 1, 2, 2]
+
+
+def test_overrides_with_patterns_last_match_wins() -> None:
+    app = _app("apps.parallel.Parallel.sab")
+    overrides = [WidthOverride("Result.*", 4), WidthOverride("*Region3", 2)]
+    assert resolve_widths(app, resolve_values(app, {}), overrides) == {0: 4, 1: 4, 2: 2}
+    with pytest.raises(SubmissionError, match="no parallel region matches alias 'Nope'"):
+        resolve_widths(app, resolve_values(app, {}), [WidthOverride("Nope", 2)])
+
+
+def test_submission_value_errors() -> None:
+    app = _app("apps.parallel.Parallel.sab")
+    with pytest.raises(SubmissionError, match="unknown submission-time value 'widthX'"):
+        resolve_values(app, {"widthX": "1"})
+    with pytest.raises(SubmissionError, match="is not an integer"):
+        resolve_widths(app, resolve_values(app, {"width1": "two"}))
+    with pytest.raises(SubmissionError, match="below 1"):
+        resolve_widths(app, resolve_values(app, {"width1": "0"}))
+
+
+def test_nested_regions_multiply_and_are_named_by_global_channel() -> None:
+    app = _app("spl.runtime.udpNestedPEBoundary.adl")
+    topo = build_topology(app, resolve_widths(app, {}))
+    assert len(topo.nodes) == 3 + 2 + 2 * 4 + 2 * 4 * 3
+    names = topo.by_name()
+    last = names["P1[1].H2[7].F2[23]"]
+    assert [(c.local, c.global_) for c in last.channels] == [(1, 1), (3, 7), (2, 23)]
+    # inside a channel, replicas connect only to the same channel
+    f2 = {n.index for n in topo.nodes.values() if n.operator.name == "P1.H2.F2"}
+    for edge in topo.edges:
+        if edge.src in f2:
+            src, dst = topo.nodes[edge.src], topo.nodes[edge.dst]
+            assert src.channels[:2] == dst.channels[:2]
+
+
+def test_previous_indices_are_kept_on_rebuild() -> None:
+    app = _app("apps.parallel.Parallel.sab")
+    first = build_topology(app, {0: 2, 1: 2, 2: 2})
+    before = {n.name: n.index for n in first.nodes.values()}
+    second = build_topology(app, {0: 5, 1: 2, 2: 2}, first)
+    after = {n.name: n.index for n in second.nodes.values()}
+    assert all(after[name] == index for name, index in before.items())
+    assert len(set(after.values())) == len(after)
+    assert min(after[f"Result.Region1[{c}]"] for c in (2, 3, 4)) > max(before.values())
+    # the incremental rebuild equals a fresh expansion with the same indices
+    fresh = build_topology(app, {0: 5, 1: 2, 2: 2})
+    assert {n.name for n in fresh.nodes.values()} == set(after)
+    rename = {n.index: n.name for n in second.nodes.values()}
+    fresh_names = {n.index: n.name for n in fresh.nodes.values()}
+
+    def named(topo_edges: list[Edge], names: dict[int, str]) -> set[tuple[str, str]]:
+        return {(names[e.src], names[e.dst]) for e in topo_edges}
+
+    assert named(second.edges, rename) == named(fresh.edges, fresh_names)
