@@ -101,6 +101,7 @@ fn place_vreplicas(
     };
     let placed = py.detach(|| scheduler::place(&pods, want, &filters, &priorities));
     Ok((placed.placements, placed.left))
+}
 
 create_exception!(
     _native,
@@ -243,7 +244,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_properties, m)?)?;
     m.add_function(wrap_pyfunction!(place_vreplicas, m)?)?;
     cr_fsm::register(m)?;
-
     m.add("FusionError", m.py().get_type::<FusionError>())?;
     m.add_function(wrap_pyfunction!(fuse, m)?)?;
     m.add_function(wrap_pyfunction!(automatic_pe_count, m)?)?;
