@@ -1,0 +1,14 @@
+"""REST resources the instance operator reads and writes."""
+
+from __future__ import annotations
+
+from streams_k8s.api import GROUP, VERSION, HostPool, Job, ProcessingElement
+from streams_k8s.k8s.client import Resource
+
+JOBS = Resource(GROUP, VERSION, Job.plural, Job.kind_name)
+PES = Resource(GROUP, VERSION, ProcessingElement.plural, ProcessingElement.kind_name)
+HOSTPOOLS = Resource(GROUP, VERSION, HostPool.plural, HostPool.kind_name)
+PODS = Resource("", "v1", "pods", "Pod")
+CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
+SERVICES = Resource("", "v1", "services", "Service")
+NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
