@@ -10,9 +10,9 @@ from streams_k8s.cli.cr_replay import cr_replay
 from streams_k8s.cli.crds import crds
 from streams_k8s.cli.plan import plan
 from streams_k8s.cli.resolve import resolve
-from streams_k8s.cli.schedule import schedule
 from streams_k8s.cli.run import run
 from streams_k8s.cli.sandbox import sandbox as sandbox_command
+from streams_k8s.cli.schedule import schedule
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

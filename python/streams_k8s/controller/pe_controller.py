@@ -78,7 +78,7 @@ class PodsByOwner:
             self._by_owner[owner].pop(object_key(old), None)
             if not self._by_owner[owner]:
                 del self._by_owner[owner]
-        if new is not None and (owner := self._owner(new)) is not None:
+        if kind != "delete" and new is not None and (owner := self._owner(new)) is not None:
             self._by_owner[owner][object_key(new)] = new
 
     def of(self, owner_uid: str) -> list[Object]:
@@ -123,10 +123,11 @@ class PeController:
         ]
 
     def _on_pe_event(self, kind: str, old: Object | None, new: Object | None) -> None:
-        if new is None and old is not None:
-            launches = int((old.get("status") or {}).get("launchCount") or 0)
+        gone = new if kind == "delete" else None  # the informer passes the deleted object as `new`
+        if gone is not None:
+            launches = int((gone.get("status") or {}).get("launchCount") or 0)
             if launches:
-                self._deleted_launches[object_key(old)] = (str(meta(old).get("uid")), launches)
+                self._deleted_launches[object_key(gone)] = (str(meta(gone).get("uid")), launches)
 
     # --- reconcile -------------------------------------------------------------------------
 
