@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from k8s_support import eventually
 from streams_k8s.api.job import Job
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
@@ -19,7 +20,6 @@ from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.objects import ObjectKey
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.kubeconfig import write_kubeconfig
-from tests.k8s_support import eventually
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")

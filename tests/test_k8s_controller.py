@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from kubernetes_asyncio.client import Configuration
 
+from k8s_support import eventually
 from streams_k8s.k8s.backoff import ItemBackoff, RetryLimiter, TokenBucket
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.controller import (
@@ -22,7 +23,6 @@ from streams_k8s.k8s.controller import (
 )
 from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.objects import ObjectKey
-from tests.k8s_support import eventually
 
 
 def fast_limiter() -> RetryLimiter[ObjectKey]:

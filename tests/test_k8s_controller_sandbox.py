@@ -10,13 +10,13 @@ from dataclasses import dataclass
 
 import pytest
 
+from k8s_support import eventually
 from streams_k8s.k8s.backoff import Backoff, ItemBackoff, RetryLimiter, TokenBucket
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.controller import Controller
 from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.objects import ObjectKey, meta
 from streams_k8s.sandbox import Sandbox
-from tests.k8s_support import eventually
 
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 MARK = "example.streams.ibm.com/converged"

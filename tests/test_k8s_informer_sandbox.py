@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
+from k8s_support import eventually
 from streams_k8s.k8s.backoff import Backoff
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.controller import Controller
 from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.objects import ObjectKey
 from streams_k8s.sandbox import Sandbox
-from tests.k8s_support import eventually
 
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)

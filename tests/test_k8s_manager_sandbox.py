@@ -16,14 +16,14 @@ from typing import Any
 import aiohttp
 import pytest
 
+import k8s_example
+from k8s_support import eventually, eventually_async
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.leader import LEASES
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.settings import RuntimeSettings
 from streams_k8s.sandbox import Sandbox
-from tests import k8s_example
-from tests.k8s_support import eventually, eventually_async
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
@@ -202,7 +202,7 @@ def free_port() -> int:
 def spawn(sandbox: Sandbox, identity: str) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")]),
         "STREAMS_K8S_LEASE_DURATION": "3",
         "STREAMS_K8S_RENEW_DEADLINE": "2",
         "STREAMS_K8S_RETRY_PERIOD": "0.5",
@@ -212,7 +212,7 @@ def spawn(sandbox: Sandbox, identity: str) -> subprocess.Popen[bytes]:
         sys.executable, "-c", "from streams_k8s.cli import main; main()", "run",
         "--kubeconfig", str(sandbox.kubeconfig_path), "--namespace", "default",
         "--health-port", port, "--metrics-port", port, "--bind-address", "127.0.0.1",
-        "--identity", identity, "--controller", "tests.k8s_example:setup", "--log-format", "text",
+        "--identity", identity, "--controller", "k8s_example:setup", "--log-format", "text",
     ]  # fmt: skip
     return subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, ClassVar, Literal
 
@@ -214,6 +215,12 @@ class JobStatus(Status):
     processing_elements_ready: Annotated[int, Field(ge=0)] = 0
     pods_ready: Annotated[int, Field(ge=0)] = 0
     message: str | None = None
+    submission_started: datetime | None = Field(
+        None, description="Start of the current submission attempt (the submission time-out counts from it)."
+    )
+    planned_nodes: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="Schedulable node count automatic fusion used; a re-plan reuses it."
+    )
 
 
 class Job(Resource[JobSpec, JobStatus]):

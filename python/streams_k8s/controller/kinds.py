@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from streams_k8s.api import GROUP, VERSION, HostPool, Job, ProcessingElement
+from streams_k8s.api import (
+    GROUP,
+    VERSION,
+    ConsistentRegion,
+    ConsistentRegionOperator,
+    HostPool,
+    Job,
+    ParallelRegion,
+    ProcessingElement,
+)
 from streams_k8s.k8s.client import Resource
 
 JOBS = Resource(GROUP, VERSION, Job.plural, Job.kind_name)
@@ -12,3 +21,9 @@ PODS = Resource("", "v1", "pods", "Pod")
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 SERVICES = Resource("", "v1", "services", "Service")
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
+PARALLEL_REGIONS = Resource(GROUP, VERSION, ParallelRegion.plural, ParallelRegion.kind_name)
+CONSISTENT_REGIONS = Resource(GROUP, VERSION, ConsistentRegion.plural, ConsistentRegion.kind_name)
+CONSISTENT_REGION_OPERATORS = Resource(
+    GROUP, VERSION, ConsistentRegionOperator.plural, ConsistentRegionOperator.kind_name
+)
+SECRETS = Resource("", "v1", "secrets", "Secret")

@@ -1,0 +1,507 @@
+"""The job controller: a Job becomes its children (see `submission`), and its status tells how far.
+
+Phases: Submitting → Submitted (every child exists) → Running (every PE pod ready), or Failed;
+Deleting once the Job is being deleted (owner references then remove every child).
+Conditions: Valid, BundleFetched, Planned, PodsReady; an Event marks each milestone and failure.
+
+The status is a write-ahead log. Before anything is created the status records the job id, the
+submission start and the node count fusion uses (`plannedNodes`); every status write carries the
+resourceVersion it was computed from, so a stale cache never overwrites newer facts. A controller
+killed anywhere re-plans the same PEs from the recorded facts and creates what is missing (names
+are deterministic, AlreadyExists is success): no duplicates, no orphans, no second id.
+
+A failed submission (invalid spec, bundle that cannot be fetched, plan or placement that cannot be
+satisfied, `submissionTimeOutInSeconds` passed) is recorded as phase Failed first, then every
+child is deleted with Foreground propagation. It stays Failed until its spec changes; the next
+attempt starts from a clean slate once the last child is gone.
+
+Once submitted, a deleted ConfigMap, Service, HostPool, ParallelRegion, ConsistentRegion(Operator)
+is recreated; a deleted PE is recreated when it is restartable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from streams_k8s.api.job import Job, JobPhase
+from streams_k8s.app.model import Application
+from streams_k8s.app.plan import Plan
+from streams_k8s.controller import labels
+from streams_k8s.controller.bundles import BundleError, BundleFetcher
+from streams_k8s.controller.certificates import transport_certificate
+from streams_k8s.controller.job_ids import allocate_job_id
+from streams_k8s.controller.kinds import (
+    CONFIGMAPS,
+    CONSISTENT_REGION_OPERATORS,
+    CONSISTENT_REGIONS,
+    HOSTPOOLS,
+    JOBS,
+    NODES,
+    PARALLEL_REGIONS,
+    PES,
+    PODS,
+    SERVICES,
+)
+from streams_k8s.controller.placement import NodeInfo
+from streams_k8s.controller.submission import (
+    Desired,
+    SubmissionFailure,
+    check_placement,
+    desired_objects,
+    needs_transport_certificate,
+    plan_job,
+    read_application,
+    validate_job,
+)
+from streams_k8s.k8s.client import Resource
+from streams_k8s.k8s.conditions import find_condition, format_time, set_condition
+from streams_k8s.k8s.controller import Requeue
+from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.events import EventRecorder
+from streams_k8s.k8s.informer import Informer
+from streams_k8s.k8s.manager import Manager
+from streams_k8s.k8s.objects import Object, ObjectKey, meta
+
+log = logging.getLogger(__name__)
+
+VALID, BUNDLE_FETCHED, PLANNED, PODS_READY = "Valid", "BundleFetched", "Planned", "PodsReady"
+# Children created concurrently by one submission (the client's QPS bucket still applies).
+CREATE_CONCURRENCY = 16
+# How soon to look again while a clean slate is being deleted.
+CLEANUP_POLL = 0.5
+CHILD_KINDS: tuple[Resource, ...] = (
+    CONFIGMAPS,
+    SERVICES,
+    HOSTPOOLS,
+    PARALLEL_REGIONS,
+    CONSISTENT_REGION_OPERATORS,
+    CONSISTENT_REGIONS,
+    PES,
+)
+
+
+@dataclass(slots=True)
+class _Planned:
+    """A job's plan and children, kept while its spec generation and job id stay the same."""
+
+    generation: int
+    job_id: int
+    app: Application
+    plan: Plan
+    children: list[Desired]
+    restartable: dict[str, bool]  # PE object name → may be recreated
+
+
+def schedulable_nodes(nodes: Iterable[Object]) -> list[NodeInfo]:
+    """Nodes a PE pod could land on: not cordoned, not tainted against every pod."""
+    infos = [NodeInfo.from_wire(n) for n in nodes]
+    return [
+        n
+        for n in infos
+        if not n.unschedulable and not any(t.effect in ("NoSchedule", "NoExecute") for t in n.taints)
+    ]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class JobController:
+    def __init__(self, manager: Manager, fetcher_factory: Callable[[], Awaitable[BundleFetcher]]) -> None:
+        self.client = manager.client
+        self.jobs = manager.informer(JOBS)
+        self.pes = manager.informer(PES)
+        self.hostpools = manager.informer(HOSTPOOLS)
+        self.configmaps = manager.informer(CONFIGMAPS, label_selector=f"{labels.APP}={labels.APP_VALUE}")
+        self.services = manager.informer(SERVICES, label_selector=f"{labels.APP}={labels.APP_VALUE}")
+        self.pods = manager.informer(PODS, label_selector=f"{labels.APP}={labels.APP_VALUE}")
+        self.parallel_regions = manager.informer(PARALLEL_REGIONS)
+        self.consistent_regions = manager.informer(CONSISTENT_REGIONS)
+        self.cros = manager.informer(CONSISTENT_REGION_OPERATORS)
+        self.nodes = manager.informer(NODES)
+        self.children: dict[Resource, Informer] = {
+            CONFIGMAPS: self.configmaps,
+            SERVICES: self.services,
+            HOSTPOOLS: self.hostpools,
+            PARALLEL_REGIONS: self.parallel_regions,
+            CONSISTENT_REGION_OPERATORS: self.cros,
+            CONSISTENT_REGIONS: self.consistent_regions,
+            PES: self.pes,
+        }
+        self.recorder: EventRecorder = manager.event_recorder("streams-job-controller")
+        self._fetcher_factory = fetcher_factory
+        self._fetcher: BundleFetcher | None = None
+        self._planned: dict[str, _Planned] = {}  # by Job uid
+        self.controller = manager.controller("jobs", self.reconcile, workers=4)
+        self.controller.watch(self.jobs)
+        for informer in self.children.values():
+            self.controller.watch(informer, self._job_of)
+        self.controller.watch(self.pods, self._job_of)
+
+    @staticmethod
+    def _job_of(obj: Object) -> list[ObjectKey]:
+        job = (meta(obj).get("labels") or {}).get(labels.JOB)
+        return [ObjectKey(meta(obj).get("namespace") or "", job)] if job else []
+
+    async def _bundle_fetcher(self) -> BundleFetcher:
+        if self._fetcher is None:
+            self._fetcher = await self._fetcher_factory()
+        return self._fetcher
+
+    # --- reconcile ------------------------------------------------------------------------
+
+    async def reconcile(self, key: ObjectKey) -> Requeue | None:
+        obj = self.jobs.store.get(key)
+        if obj is None:
+            return None  # gone: owner references removed its children
+        m = meta(obj)
+        uid, generation = str(m.get("uid")), int(m.get("generation") or 1)
+        status: dict[str, Any] = dict(obj.get("status") or {})
+        if m.get("deletionTimestamp"):
+            self._planned.pop(uid, None)
+            if status.get("phase") != JobPhase.DELETING:
+                status["phase"] = JobPhase.DELETING.value
+                await self._write_status(obj, status)
+            return None
+        phase = status.get("phase")
+        try:
+            job = validate_job(obj)
+        except SubmissionFailure as failure:
+            if phase == JobPhase.FAILED and status.get("observedGeneration") == generation:
+                return await self._clean(obj, uid)
+            await self._fail(obj, status, failure, generation)
+            return await self._clean(obj, uid)
+
+        if phase == JobPhase.FAILED:
+            if status.get("observedGeneration") == generation:
+                return await self._clean(obj, uid)  # stays failed; finishes a cleanup cut short
+            if (wait := await self._clean(obj, uid)) is not None:
+                return wait  # the new attempt starts once the old children are gone
+            obj = await self._write_status(obj, self._restart(status, generation))
+            status, phase = dict(obj.get("status") or {}), JobPhase.SUBMITTING.value
+        if phase in (JobPhase.SUBMITTED, JobPhase.RUNNING) and status.get("id") is not None:
+            return await self._maintain(obj, job, status)
+        return await self._submit(obj, job, status, generation)
+
+    # --- submission -----------------------------------------------------------------------
+
+    def _restart(self, status: dict[str, Any], generation: int) -> dict[str, Any]:
+        """A new attempt after a failure: keep the id, forget the rest (null deletes in a merge patch)."""
+        conditions: list[dict[str, Any]] = []
+        set_condition(conditions, VALID, "True", "Validated", "the spec is valid", generation)
+        fresh: dict[str, Any] = {
+            "phase": JobPhase.SUBMITTING.value,
+            "conditions": conditions,
+            "observedGeneration": generation,
+            "submissionStarted": format_time(_now()),
+            "generationId": 0,
+        }
+        if status.get("id") is not None:
+            fresh["id"] = status["id"]
+        return {**dict.fromkeys(status), **fresh}
+
+    async def _submit(self, obj: Object, job: Job, status: dict[str, Any], generation: int) -> Requeue | None:
+        uid = str(meta(obj)["uid"])
+        if status.get("id") is None:
+            obj, status = await self._record_intent(obj, job, status, generation)
+        started = datetime.fromisoformat(str(status["submissionStarted"]).replace("Z", "+00:00"))
+        remaining = job.spec.submission_time_out_in_seconds - (_now() - started).total_seconds()
+        try:
+            async with asyncio.timeout(max(remaining, 0.0)):
+                return await self._submit_within(obj, job, status, generation, uid)
+        except TimeoutError:
+            failure = SubmissionFailure(
+                "Submitted",
+                "SubmissionTimedOut",
+                f"submission did not finish within submissionTimeOutInSeconds="
+                f"{job.spec.submission_time_out_in_seconds}",
+            )
+            fresh = self.jobs.store.get(ObjectKey(str(job.metadata.namespace), str(job.metadata.name))) or obj
+            await self._fail(fresh, dict(fresh.get("status") or status), failure, generation)
+            return await self._clean(fresh, uid)
+        except SubmissionFailure as failure:
+            await self._fail(obj, status, failure, generation)
+            return await self._clean(obj, uid)
+
+    async def _record_intent(
+        self, obj: Object, job: Job, status: dict[str, Any], generation: int
+    ) -> tuple[Object, dict[str, Any]]:
+        """Write-ahead: the job id and the start of the submission, before anything is made."""
+        namespace = str(job.metadata.namespace)
+        fresh = await self.client.get(JOBS, str(job.metadata.name), namespace)  # never trust a stale id
+        if (fresh.get("status") or {}).get("id") is not None:
+            return fresh, dict(fresh["status"])
+        taken = [
+            int(s["id"])
+            for j in self.jobs.store.select(namespace)
+            if (s := j.get("status") or {}).get("id") is not None
+        ]
+        job_id = await allocate_job_id(self.client, namespace, taken)
+        status = dict(fresh.get("status") or {})
+        status.update(
+            phase=JobPhase.SUBMITTING.value,
+            id=job_id,
+            generationId=0,
+            observedGeneration=generation,
+            submissionStarted=format_time(_now()),
+        )
+        conditions = list(status.get("conditions") or [])
+        set_condition(conditions, VALID, "True", "Validated", "the spec is valid", generation)
+        status["conditions"] = conditions
+        written = await self._write_status(fresh, status)
+        await self.recorder.record(written, "Normal", "SubmissionStarted", f"submitting as job id {job_id}")
+        return written, dict(written.get("status") or status)
+
+    async def _submit_within(
+        self, obj: Object, job: Job, status: dict[str, Any], generation: int, uid: str
+    ) -> Requeue | None:
+        planned, obj, status = await self._plan(obj, job, status, generation, uid)
+        if any(meta(child).get("deletionTimestamp") for child in self._owned(obj, uid)):
+            return Requeue(CLEANUP_POLL)  # children of an earlier attempt are still going away
+        await self._create_missing(planned.children, lambda child: True)
+        status = dict(status)
+        status["phase"] = JobPhase.SUBMITTED.value
+        status["message"] = f"{len(planned.plan.pes)} PEs submitted"
+        obj = await self._write_status(obj, status)
+        await self.recorder.record(
+            obj,
+            "Normal",
+            "SubmissionSucceeded",
+            f"created {len(planned.children)} objects for {len(planned.plan.pes)} PEs",
+        )
+        return await self._maintain(obj, job, dict(obj.get("status") or status))
+
+    async def _plan(
+        self, obj: Object, job: Job, status: dict[str, Any], generation: int, uid: str
+    ) -> tuple[_Planned, Object, dict[str, Any]]:
+        """The job's plan (cached), recording BundleFetched, Planned and plannedNodes on first use."""
+        job_id = int(status["id"])
+        cached = self._planned.get(uid)
+        if cached is not None and cached.generation == generation and cached.job_id == job_id:
+            return cached, obj, status
+        namespace = str(job.metadata.namespace)
+        conditions = list(status.get("conditions") or [])
+        try:
+            fetched = await (await self._bundle_fetcher()).fetch(namespace, job.spec.bundle)
+        except BundleError as err:
+            raise SubmissionFailure(BUNDLE_FETCHED, err.reason, str(err)) from None
+        changed = set_condition(
+            conditions,
+            BUNDLE_FETCHED,
+            "True",
+            "Fetched",
+            f"{job.spec.bundle.name} sha256:{fetched.digest[:12]}",
+            generation,
+        )
+        nodes = schedulable_nodes(self.jobs_nodes())
+        planned_nodes = status.get("plannedNodes") or max(len(nodes), 1)
+        planned = await asyncio.to_thread(
+            self._build, job, uid, str(fetched.path), job_id, int(planned_nodes), nodes, generation
+        )
+        changed |= set_condition(
+            conditions,
+            PLANNED,
+            "True",
+            "Planned",
+            f"{len(planned.plan.pes)} PEs; " + "; ".join(planned.plan.notices),
+            generation,
+        )
+        if (
+            changed
+            or status.get("plannedNodes") != planned_nodes
+            or status.get("processingElements") != len(planned.plan.pes)
+        ):
+            status = {
+                **status,
+                "conditions": conditions,
+                "plannedNodes": planned_nodes,
+                "processingElements": len(planned.plan.pes),
+            }
+            obj = await self._write_status(obj, status)
+            status = dict(obj.get("status") or status)
+            if find_condition(conditions, PLANNED) is not None:
+                await self.recorder.record(obj, "Normal", "Planned", f"{len(planned.plan.pes)} PEs planned")
+        self._planned[uid] = planned
+        return planned, obj, status
+
+    def jobs_nodes(self) -> list[Object]:
+        return self.nodes.store.select()
+
+    def _build(
+        self,
+        job: Job,
+        uid: str,
+        bundle_path: str,
+        job_id: int,
+        planned_nodes: int,
+        nodes: list[NodeInfo],
+        generation: int,
+    ) -> _Planned:
+        """Parse, plan, check placement and render the children (CPU-bound: runs in a thread)."""
+        app = read_application(bundle_path, job.spec.bundle.name)
+        plan = plan_job(job, app, job_id=job_id, nodes=planned_nodes)
+        check_placement(job, app, plan, nodes)
+        transport = (
+            transport_certificate(job.spec.transport_certificate_validity_in_days)
+            if needs_transport_certificate(job)
+            else None
+        )
+        stamp = _now().strftime("%a %b %d %H:%M:%S UTC %Y")
+        children = desired_objects(job, uid, app, plan, generation=0, stamp=stamp, transport=transport)
+        restartable = {f"{job.metadata.name}-{pe.id}": pe.restartable for pe in plan.pes}
+        return _Planned(generation, job_id, app, plan, children, restartable)
+
+    async def _create_missing(self, children: list[Desired], wanted: Callable[[Desired], bool]) -> int:
+        """Create every child the caches lack (in order, a bounded batch at a time); 409 is success."""
+        missing = [
+            c
+            for c in children
+            if self.children[c.resource].store.get(ObjectKey(str(c.body["metadata"]["namespace"]), c.name))
+            is None
+            and wanted(c)
+        ]
+        slots = asyncio.Semaphore(CREATE_CONCURRENCY)
+
+        async def create(child: Desired) -> None:
+            async with slots:
+                try:
+                    await self.client.create(child.resource, child.body)
+                except ApiError as err:
+                    if not err.already_exists:
+                        raise
+
+        # Kinds in order (PEs last, once their prerequisites exist); within a kind, concurrently.
+        for resource in dict.fromkeys(c.resource for c in missing):
+            await asyncio.gather(*(create(c) for c in missing if c.resource == resource))
+        return len(missing)
+
+    # --- after submission -----------------------------------------------------------------
+
+    async def _maintain(self, obj: Object, job: Job, status: dict[str, Any]) -> Requeue | None:
+        """Recreate deleted children; keep PE/pod counts, PodsReady and the phase current."""
+        m = meta(obj)
+        uid, generation = str(m["uid"]), int(m.get("generation") or 1)
+        try:
+            planned, obj, status = await self._plan(
+                obj, job, status, int(status.get("observedGeneration") or generation), uid
+            )
+        except SubmissionFailure as failure:
+            log.warning(
+                "job %s/%s cannot be re-planned to restore its children: %s",
+                m.get("namespace"),
+                m.get("name"),
+                failure,
+            )
+            planned = None
+        if planned is not None:
+            recreated = await self._create_missing(
+                planned.children, lambda c: c.resource != PES or planned.restartable.get(c.name, False)
+            )
+            if recreated:
+                await self.recorder.record(
+                    obj, "Normal", "ChildrenRecreated", f"recreated {recreated} deleted objects"
+                )
+        return await self._update_counts(obj, status)
+
+    async def _update_counts(self, obj: Object, status: dict[str, Any]) -> Requeue | None:
+        m = meta(obj)
+        namespace, name = str(m.get("namespace")), str(m.get("name"))
+        pes = self.pes.store.select_by_labels({labels.JOB: name}, namespace)
+        pods = self.pods.store.select_by_labels({labels.JOB: name, labels.SVC: "pe"}, namespace)
+        expected = int(status.get("processingElements") or len(pes))
+        ready_pes = sum(1 for pe in pes if (pe.get("status") or {}).get("connectivity") == "Full")
+        ready_pods = sum(1 for pod in pods if _pod_ready(pod))
+        conditions = list(status.get("conditions") or [])
+        all_ready = expected > 0 and ready_pods >= expected
+        set_condition(
+            conditions,
+            PODS_READY,
+            "True" if all_ready else "False",
+            "AllPodsReady" if all_ready else "PodsNotReady",
+            f"{ready_pods}/{expected} PE pods ready",
+            m.get("generation"),
+        )
+        phase = JobPhase.RUNNING.value if all_ready else JobPhase.SUBMITTED.value
+        wanted = {
+            **status,
+            "conditions": conditions,
+            "phase": phase,
+            "processingElementsReady": ready_pes,
+            "podsReady": ready_pods,
+        }
+        if wanted != status:
+            written = await self._write_status(obj, wanted)
+            if phase != status.get("phase") and phase == JobPhase.RUNNING.value:
+                await self.recorder.record(written, "Normal", "Running", f"all {expected} PE pods are ready")
+        return None
+
+    # --- failure --------------------------------------------------------------------------
+
+    async def _fail(
+        self, obj: Object, status: dict[str, Any], failure: SubmissionFailure, generation: int
+    ) -> None:
+        status = dict(status)
+        conditions = list(status.get("conditions") or [])
+        set_condition(conditions, failure.condition, "False", failure.reason, failure.message, generation)
+        status.update(
+            phase=JobPhase.FAILED.value,
+            message=f"{failure.reason}: {failure.message}",
+            observedGeneration=generation,
+            conditions=conditions,
+        )
+        written = await self._write_status(obj, status)
+        self._planned.pop(str(meta(obj).get("uid")), None)
+        await self.recorder.record(
+            written, "Warning", "SubmissionFailed", f"{failure.reason}: {failure.message}"
+        )
+
+    def _owned(self, obj: Object, uid: str) -> list[Object]:
+        m = meta(obj)
+        found: list[Object] = []
+        for informer in self.children.values():
+            for child in informer.store.select_by_labels(
+                {labels.JOB: str(m.get("name"))}, str(m.get("namespace"))
+            ):
+                if any(ref.get("uid") == uid for ref in meta(child).get("ownerReferences") or ()):
+                    found.append(child)
+        return found
+
+    async def _clean(self, obj: Object, uid: str) -> Requeue | None:
+        """Delete every child of this Job (Foreground); Requeue until none is left."""
+        m = meta(obj)
+        namespace, name = str(m.get("namespace")), str(m.get("name"))
+        remaining = 0
+        for resource, informer in self.children.items():
+            for child in informer.store.select_by_labels({labels.JOB: name}, namespace):
+                cm = meta(child)
+                if not any(ref.get("uid") == uid for ref in cm.get("ownerReferences") or ()):
+                    continue
+                remaining += 1
+                if cm.get("deletionTimestamp"):
+                    continue
+                try:
+                    await self.client.delete(
+                        resource, str(cm["name"]), namespace, propagation="Foreground", uid=cm.get("uid")
+                    )
+                except ApiError as err:
+                    if not (err.not_found or err.conflict):
+                        raise
+        return Requeue(CLEANUP_POLL) if remaining else None
+
+    async def _write_status(self, obj: Object, status: dict[str, Any]) -> Object:
+        """Merge-patch the status, conditional on the resourceVersion it was computed from."""
+        m = meta(obj)
+        patch = {"metadata": {"resourceVersion": m.get("resourceVersion")}, "status": status}
+        return await self.client.patch(JOBS, str(m["name"]), patch, str(m["namespace"]), subresource="status")
+
+
+def _pod_ready(pod: Object) -> bool:
+    status = pod.get("status") or {}
+    if status.get("phase") != "Running" or meta(pod).get("deletionTimestamp"):
+        return False
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())

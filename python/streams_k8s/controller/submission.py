@@ -1,0 +1,416 @@
+"""Submission: what a Job becomes in Kubernetes objects, as a pure function of the Job and its plan.
+
+`validate_job` turns the user's manifest into a `Job` or one clear `SubmissionFailure` naming the
+field; `plan_job` runs the application pipeline (ADL → topology → fusion → PEs); `check_placement`
+refuses host constraints the cluster cannot satisfy; `desired_objects` lists every child with a
+deterministic name, labels, annotations and the Job as controlling owner, in creation order:
+
+| kind | name | content |
+|---|---|---|
+| ConfigMap | `<job>` | name table `operator_port_labels.properties` (+ transport cert/key with TLSv1.2) |
+| ConfigMap | `<job>-<peId>` | `aadl.xml`, annotation `streams.ibm.com/contentId` |
+| Service | `<job>-<peId>` | headless: `sys-<i>` 10000+i/TCP, `sys-metrics`, `sys-notifications`, |
+| | | `sys-consistentregion` |
+| HostPool | `<job>-<poolIndex>` | one per ADL host pool |
+| ParallelRegion | `<job>-<regionIndex>` | alias and width |
+| ConsistentRegionOperator | `<job>-consistent-region-operator` | when the job has consistent regions |
+| ConsistentRegion | `<job>-cr<regionIndex>` | region settings and its PEs |
+| ProcessingElement | `<job>-<peId>` | plan + the job's PE template |
+
+PEs come last, so every prerequisite of a PE's pod already exists when the PE appears. The
+coordinator Deployment of a ConsistentRegionOperator is not made here: the consistent-region
+controller builds it from the CRO.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from streams_k8s.api.consistent_region import (
+    ConsistentRegion,
+    ConsistentRegionOperator,
+    ConsistentRegionOperatorSpec,
+    ConsistentRegionSpec,
+    Trigger,
+)
+from streams_k8s.api.host_pool import HostPool, HostPoolSpec, MembershipMode
+from streams_k8s.api.job import Job
+from streams_k8s.api.parallel_region import ParallelRegion, ParallelRegionSpec
+from streams_k8s.api.processing_element import (
+    ProcessingElement,
+    ProcessingElementSpec,
+    ProcessingElementTemplate,
+    TransportSecurityType,
+)
+from streams_k8s.app.adl import AdlError, parse_adl
+from streams_k8s.app.bundle import BundleError, read_bundle
+from streams_k8s.app.fusion import FusionConstraintError
+from streams_k8s.app.model import Application
+from streams_k8s.app.plan import Plan, PlannedPe, plan_application, render_name_table
+from streams_k8s.app.submission import SubmissionError
+from streams_k8s.app.topology import TopologyError
+from streams_k8s.controller import labels
+from streams_k8s.controller.certificates import TRANSPORT_CERT_KEY, TRANSPORT_KEY_KEY
+from streams_k8s.controller.kinds import (
+    CONFIGMAPS,
+    CONSISTENT_REGION_OPERATORS,
+    CONSISTENT_REGIONS,
+    HOSTPOOLS,
+    PARALLEL_REGIONS,
+    PES,
+    SERVICES,
+)
+from streams_k8s.controller.placement import NodeInfo, PlacedPe, PlacementError, PlacementPlan, plan_placement
+from streams_k8s.controller.pod_spec import CONSISTENT_REGION_PORT, METRICS_PORT, NOTIFICATIONS_PORT
+from streams_k8s.controller.resources import divide_resources
+from streams_k8s.k8s.client import Resource
+from streams_k8s.naming import PE_PORT_BASE, TABLE_KEY, pe_service_name
+
+AADL_KEY = "aadl.xml"
+# A PE's objects are `<job>-<peId>`: the job name leaves room for a 5-digit PE id in 63 characters.
+MAX_JOB_NAME = 57
+_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+@dataclass(frozen=True, slots=True)
+class SubmissionFailure(Exception):
+    """Why a submission cannot go on: a condition (type, reason) and a message naming what to fix."""
+
+    condition: str
+    reason: str
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass(frozen=True, slots=True)
+class Desired:
+    """One child object to create (409 AlreadyExists means it is there)."""
+
+    resource: Resource
+    body: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return str(self.body["metadata"]["name"])
+
+
+def validate_job(obj: dict[str, Any]) -> Job:
+    """The Job model of a manifest, or `SubmissionFailure(Valid, ...)` naming the first bad field."""
+    try:
+        job = Job.from_wire(obj)
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "(object)"
+        message = str(first["msg"]).removeprefix("Value error, ")
+        more = f" (and {err.error_count() - 1} more problems)" if err.error_count() > 1 else ""
+        raise SubmissionFailure("Valid", "InvalidSpec", f"{field}: {message}{more}") from None
+    name = str(job.metadata.name or "")
+    if not _DNS_LABEL.match(name) or len(name) > MAX_JOB_NAME:
+        raise SubmissionFailure(
+            "Valid",
+            "InvalidName",
+            f"metadata.name: '{name}' must be a DNS label (lower-case letters, digits and '-', starting "
+            f"with a letter) of at most {MAX_JOB_NAME} characters: it names the job's PE Services",
+        )
+    return job
+
+
+def read_application(path: str, what: str) -> Application:
+    """The parsed ADL of the bundle at ``path``; `SubmissionFailure(Planned, ...)` if unreadable."""
+    try:
+        return parse_adl(read_bundle(path).adl, what=what)
+    except (BundleError, AdlError, OSError) as err:
+        raise SubmissionFailure("Planned", "InvalidBundle", f"bundle {what}: {err}") from None
+
+
+def plan_job(job: Job, app: Application, *, job_id: int, nodes: int | None) -> Plan:
+    """The pipeline's plan of ``app`` for ``job``; `SubmissionFailure(Planned, ...)` if it cannot be."""
+    spec = job.spec
+    try:
+        plan = plan_application(
+            app,
+            spec.fusion,
+            job_name=str(job.metadata.name),
+            job_id=job_id,
+            submission_values=spec.submission_time_values,
+            widths=spec.parallel_regions,
+            resources=spec.processing_element.resources,
+            nodes=nodes,
+        )
+    except (SubmissionError, TopologyError, FusionConstraintError) as err:
+        raise SubmissionFailure("Planned", "PlanningFailed", str(err)) from None
+    if plan.pes and len(pe_service_name(str(job.metadata.name), max(p.id for p in plan.pes))) > 63:
+        raise SubmissionFailure("Planned", "PlanningFailed", "PE names would exceed 63 characters")
+    return plan
+
+
+def host_pools(app: Application) -> list[HostPoolSpec]:
+    return [
+        HostPoolSpec(
+            name=pool.name,
+            index=pool.index,
+            hosts=list(pool.hosts),
+            tags=list(pool.tags),
+            membership_mode=MembershipMode.EXCLUSIVE if pool.exclusive else MembershipMode.SHARED,
+            size=pool.size,
+        )
+        for pool in app.hostpools
+    ]
+
+
+def check_placement(job: Job, app: Application, plan: Plan, nodes: Iterable[NodeInfo]) -> PlacementPlan:
+    """Host placement on the cluster now; `SubmissionFailure(Planned, PlacementFailed)` if impossible."""
+    try:
+        return plan_placement(
+            namespace=str(job.metadata.namespace),
+            job=str(job.metadata.name),
+            pools=host_pools(app),
+            pes=[PlacedPe(pe.id, pe.placement) for pe in plan.pes],
+            nodes=nodes,
+        )
+    except PlacementError as err:
+        raise SubmissionFailure("Planned", "PlacementFailed", str(err)) from None
+
+
+def consistent_region_pes(plan: Plan) -> dict[int, list[int]]:
+    """Consistent-region index → ids of the PEs holding one of its operators."""
+    regions: dict[int, set[int]] = {}
+    for pe in plan.pes:
+        for node in pe.nodes:
+            region = plan.topology.nodes[node].consistent_region
+            if region is not None:
+                regions.setdefault(region, set()).add(pe.id)
+    return {index: sorted(pes) for index, pes in sorted(regions.items())}
+
+
+def child_labels(job: Job, generation: int) -> dict[str, str]:
+    return {
+        labels.APP: labels.APP_VALUE,
+        labels.JOB: str(job.metadata.name),
+        labels.GENERATION: str(generation),
+    }
+
+
+def _metadata(
+    job: Job,
+    job_uid: str,
+    name: str,
+    generation: int,
+    app: Application,
+    extra_labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": job.metadata.namespace,
+        "labels": {**child_labels(job, generation), **(extra_labels or {})},
+        "annotations": {
+            labels.APPLICATION_NAME: app.name,
+            labels.APPLICATION_SCOPE: app.scope,
+            **(annotations or {}),
+        },
+        "ownerReferences": [
+            {
+                "apiVersion": job.api_version,
+                "kind": job.kind,
+                "name": job.metadata.name,
+                "uid": job_uid,
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ],
+    }
+
+
+def _pe_spec(job: Job, pe: PlannedPe, plan: Plan, regions: Sequence[int]) -> ProcessingElementSpec:
+    template: ProcessingElementTemplate = job.spec.processing_element
+    inherited = template.model_dump(exclude={"resources"})
+    inherited["image_pull_policy"] = template.image_pull_policy or job.spec.image_pull_policy
+    inherited["image_pull_secret"] = template.image_pull_secret or job.spec.image_pull_secret
+    if template.restart_failed_pod is None:
+        inherited["restart_failed_pod"] = pe.restartable
+    resources = (
+        divide_resources(job.spec.resources, len(plan.pes))
+        if job.spec.resources is not None
+        else template.resources
+    )
+    return ProcessingElementSpec(
+        **inherited,
+        resources=resources,
+        id=pe.id,
+        content_id=pe.content_id,
+        sab_name=job.spec.bundle.name,
+        operators=pe.operators,
+        regions=list(regions),
+        placement=pe.placement,
+    )
+
+
+def _service_ports(pe: PlannedPe) -> list[dict[str, Any]]:
+    ports = [{"name": f"sys-{p.id}", "port": PE_PORT_BASE + p.id, "protocol": "TCP"} for p in pe.inputs]
+    return [
+        *ports,
+        {"name": "sys-metrics", "port": METRICS_PORT, "protocol": "TCP"},
+        {"name": "sys-notifications", "port": NOTIFICATIONS_PORT, "protocol": "UDP"},
+        {"name": "sys-consistentregion", "port": CONSISTENT_REGION_PORT, "protocol": "UDP"},
+    ]
+
+
+def consistent_region_name(job: str, index: int) -> str:
+    return f"{job}-cr{index}"
+
+
+def consistent_region_operator_name(job: str) -> str:
+    return f"{job}-consistent-region-operator"
+
+
+def desired_objects(
+    job: Job,
+    job_uid: str,
+    app: Application,
+    plan: Plan,
+    *,
+    generation: int,
+    stamp: str,
+    transport: tuple[str, str] | None = None,
+) -> list[Desired]:
+    """Every child of the job, in creation order (see the module docs)."""
+    name = str(job.metadata.name)
+    out: list[Desired] = []
+
+    def add(resource: Resource, kind: str, body: dict[str, Any]) -> None:
+        api_version = "v1" if not resource.group else resource.api_version
+        out.append(Desired(resource, {"apiVersion": api_version, "kind": kind, **body}))
+
+    table = {TABLE_KEY: render_name_table(plan.name_table, stamp)}
+    if transport is not None:
+        table[TRANSPORT_CERT_KEY], table[TRANSPORT_KEY_KEY] = transport
+    add(CONFIGMAPS, "ConfigMap", {"metadata": _metadata(job, job_uid, name, generation, app), "data": table})
+
+    for pe in plan.pes:
+        pe_labels = {labels.SVC: "pe", labels.PE: str(pe.id)}
+        meta = _metadata(
+            job,
+            job_uid,
+            pe_service_name(name, pe.id),
+            generation,
+            app,
+            pe_labels,
+            {labels.CONTENT_ID: pe.content_id},
+        )
+        add(CONFIGMAPS, "ConfigMap", {"metadata": meta, "data": {AADL_KEY: pe.aadl}})
+    for pe in plan.pes:
+        selector = {**child_labels(job, generation), labels.PE: str(pe.id)}
+        meta = _metadata(
+            job,
+            job_uid,
+            pe_service_name(name, pe.id),
+            generation,
+            app,
+            {labels.SVC: "pe", labels.PE: str(pe.id)},
+        )
+        add(
+            SERVICES,
+            "Service",
+            {
+                "metadata": meta,
+                "spec": {"clusterIP": "None", "selector": selector, "ports": _service_ports(pe)},
+            },
+        )
+    for pool in host_pools(app):
+        meta = _metadata(job, job_uid, f"{name}-{pool.index}", generation, app)
+        add(HOSTPOOLS, HostPool.kind_name, {"metadata": meta, "spec": pool.to_wire()})
+    for region in app.parallel_regions:
+        width = ParallelRegionSpec(
+            index=region.index, alias=region.name, width=plan.topology.widths[region.index]
+        )
+        meta = _metadata(job, job_uid, f"{name}-{region.index}", generation, app)
+        add(PARALLEL_REGIONS, ParallelRegion.kind_name, {"metadata": meta, "spec": width.to_wire()})
+
+    regions = consistent_region_pes(plan)
+    declared = {r.index: r for r in app.consistent_regions}
+    if regions:
+        cro = ConsistentRegionOperatorSpec(
+            job_name=name,
+            job_uid=job_uid,
+            num_regions=len(regions),
+            image_pull_policy=job.spec.image_pull_policy,
+            image_pull_secret=job.spec.image_pull_secret,
+        )
+        meta = _metadata(job, job_uid, consistent_region_operator_name(name), generation, app)
+        add(
+            CONSISTENT_REGION_OPERATORS,
+            ConsistentRegionOperator.kind_name,
+            {"metadata": meta, "spec": cro.to_wire()},
+        )
+    for index, pes in regions.items():
+        add(
+            CONSISTENT_REGIONS,
+            ConsistentRegion.kind_name,
+            {
+                "metadata": _metadata(
+                    job,
+                    job_uid,
+                    consistent_region_name(name, index),
+                    generation,
+                    app,
+                    {labels.CR: consistent_region_name(name, index)},
+                ),
+                "spec": _consistent_region_spec(plan, index, pes, declared).to_wire(),
+            },
+        )
+
+    pe_regions = {
+        pe: [r for r, members in regions.items() if pe in members] for pe in (p.id for p in plan.pes)
+    }
+    for pe in plan.pes:
+        extra = {labels.SVC: "pe", labels.PE: str(pe.id), labels.CR: "true" if pe_regions[pe.id] else "false"}
+        meta = _metadata(job, job_uid, pe_service_name(name, pe.id), generation, app, extra)
+        spec = _pe_spec(job, pe, plan, pe_regions[pe.id])
+        add(PES, ProcessingElement.kind_name, {"metadata": meta, "spec": spec.to_wire()})
+    return out
+
+
+def _consistent_region_spec(
+    plan: Plan, index: int, pes: list[int], declared: dict[int, Any]
+) -> ConsistentRegionSpec:
+    members = [n for n in plan.topology.nodes.values() if n.consistent_region == index]
+    starts: dict[str, bool] = {}
+    triggers: dict[str, bool] = {}
+    logical: int | None = None
+    for node in members:
+        entry = node.operator.annotation("consistentRegionEntry")
+        if entry is None:
+            continue
+        starts[node.name] = entry.get("isStartOfRegion") == "true"
+        triggers[node.name] = entry.get("isTriggerOperator") == "true"
+        raw = entry.get("logicalIndex")
+        logical = int(raw) if raw is not None and raw.isdecimal() else logical
+    config = declared.get(logical if logical is not None else index)
+    trigger = (
+        Trigger.PERIODIC if config is not None and config.trigger == "periodic" else Trigger.OPERATOR_DRIVEN
+    )
+    return ConsistentRegionSpec(
+        region_index=index,
+        logical_index=logical,
+        num_start_operators=sum(starts.values()),
+        trigger=trigger,
+        period=config.period if config is not None and trigger is Trigger.PERIODIC else None,
+        drain_timeout=config.drain_timeout if config is not None else 180.0,
+        reset_timeout=config.reset_timeout if config is not None else 180.0,
+        max_consecutive_reset_attempts=config.max_consecutive_reset_attempts if config is not None else 5,
+        pes_in_region=pes,
+        operators_to_start_region_map=starts,
+        operators_to_trigger_map=triggers,
+    )
+
+
+def needs_transport_certificate(job: Job) -> bool:
+    return job.spec.processing_element.transport_security_type is TransportSecurityType.TLS_V1_2
