@@ -1,0 +1,131 @@
+"""The instance operator: what `streams-k8s run` runs by default (entry point `streams_k8s.controllers`).
+
+`setup(manager)` declares the controllers on the Manager and starts the servers PE pods talk to:
+the REST API (port 10000) and the bundle repository (redis protocol, port 6379). Settings beyond
+the runtime's come from the environment:
+
+| variable | default | use |
+|---|---|---|
+| `STREAMS_K8S_API_PORT` | 10000 | REST API port |
+| `STREAMS_K8S_REPOSITORY_PORT` | 6379 | bundle repository port |
+| `STREAMS_K8S_BUNDLE_CACHE` | `<tmp>/streams-k8s-bundles` | bundle cache directory |
+| `POD_NAME`, `POD_NAMESPACE` | unset | this replica's pod (downward API): the leader labels it |
+|  |  | `streams.ibm.com/serving=true`, which the `streams-api` Service selects |
+
+Every replica serves; the Service routes only to the one labelled, the leader, whose job
+controller fetched the bundles and whose caches are warm.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+from aiohttp import web
+
+from streams_k8s.controller.bundle_repository import REPOSITORY_PORT, BundleRepository
+from streams_k8s.controller.bundles import BundleCache, BundleFetcher, DataReader
+from streams_k8s.controller.job_controller import JobController
+from streams_k8s.controller.kinds import CONFIGMAPS, PODS, SECRETS
+from streams_k8s.controller.rest_api import API_PORT, InstanceRestApi
+from streams_k8s.k8s.client import KubeClient, Resource
+from streams_k8s.k8s.controller import Requeue
+from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.manager import Manager
+from streams_k8s.k8s.objects import ObjectKey, meta
+
+SERVING_LABEL = "streams.ibm.com/serving"
+OPERATOR_POD_SELECTOR = "app.kubernetes.io/name=streams-k8s-operator"
+
+
+def _data_reader(client: KubeClient, resource: Resource) -> DataReader:
+    async def read(namespace: str, name: str) -> Mapping[str, str]:
+        try:
+            obj = await client.get(resource, name, namespace)
+        except ApiError as err:
+            if err.not_found:
+                raise KeyError(name) from None
+            raise
+        return dict(obj.get("data") or {})
+
+    return read
+
+
+@dataclass
+class InstanceOperator:
+    """The running pieces, so an embedding (tests, the sandbox demo) can stop the servers."""
+
+    jobs: JobController
+    rest: InstanceRestApi
+    repository: BundleRepository
+    runner: web.AppRunner
+    api_port: int = 0
+    _sessions: list[aiohttp.ClientSession] = field(default_factory=list)
+
+    async def stop(self) -> None:
+        await self.runner.cleanup()
+        await self.repository.stop()
+        for session in self._sessions:
+            await session.close()
+
+
+def _serving_label(manager: Manager, pod_name: str, namespace: str) -> None:
+    """On the leader only (controllers run there): label this pod serving, unlabel the others."""
+    pods = manager.informer(PODS, namespace=namespace, label_selector=OPERATOR_POD_SELECTOR)
+    client = manager.client
+
+    async def reconcile(key: ObjectKey) -> Requeue | None:
+        pod = pods.store.get(key)
+        if pod is None:
+            return None
+        serving = (meta(pod).get("labels") or {}).get(SERVING_LABEL) == "true"
+        mine = key.name == pod_name
+        if serving != mine:
+            value = "true" if mine else None
+            await client.patch(
+                PODS, key.name, {"metadata": {"labels": {SERVING_LABEL: value}}}, key.namespace
+            )
+        return None
+
+    manager.controller("serving-label", reconcile).watch(pods)
+
+
+async def setup(manager: Manager) -> InstanceOperator:
+    settings = manager.settings
+    client = manager.client
+    namespace = settings.namespace or os.environ.get("POD_NAMESPACE") or "default"
+    cache = BundleCache(
+        Path(
+            os.environ.get("STREAMS_K8S_BUNDLE_CACHE") or Path(tempfile.gettempdir()) / "streams-k8s-bundles"
+        )
+    )
+    sessions: list[aiohttp.ClientSession] = []
+
+    async def fetcher() -> BundleFetcher:
+        session = aiohttp.ClientSession()
+        sessions.append(session)
+        return BundleFetcher(
+            cache,
+            session,
+            read_secret=_data_reader(client, SECRETS),
+            read_config_map=_data_reader(client, CONFIGMAPS),
+        )
+
+    jobs = JobController(manager, fetcher)
+    if pod_name := os.environ.get("POD_NAME"):
+        _serving_label(manager, pod_name, namespace)
+
+    rest = InstanceRestApi(client, jobs.jobs, jobs.pes, jobs.services, settings.namespace)
+    runner = web.AppRunner(rest.app(), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, settings.bind_address, int(os.environ.get("STREAMS_K8S_API_PORT", API_PORT)))
+    await site.start()
+    repository = BundleRepository(cache, namespace)
+    await repository.start(
+        settings.bind_address, int(os.environ.get("STREAMS_K8S_REPOSITORY_PORT", REPOSITORY_PORT))
+    )
+    return InstanceOperator(jobs, rest, repository, runner, int(runner.addresses[0][1]), sessions)
