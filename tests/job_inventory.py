@@ -20,7 +20,9 @@ def synthetic_job(name: str, directory: Path, pes: int, *, chains: int | None = 
     """A Job of a generated pipeline with at least ``pes`` operators, fused into ``pes`` PEs."""
     chains = chains or max(1, min(100, pes // 10))
     length = max(1, -(-pes // chains))
-    sab = write_sab(directory / f"{name}.sab", SyntheticSpec(name=f"{name}::App", chains=chains, length=length))
+    sab = write_sab(
+        directory / f"{name}.sab", SyntheticSpec(name=f"{name}::App", chains=chains, length=length)
+    )
     return {
         "apiVersion": "streams.ibm.com/v1",
         "kind": "Job",
@@ -68,7 +70,11 @@ class Inventory:
             found.append(f"PE ids {sorted(ids.elements())} (want 0..{pes - 1} once each)")
         pe_uids = {pe["metadata"]["uid"]: pe for pe in self.pes}
         per_pe = Counter(p["metadata"]["ownerReferences"][0]["uid"] for p in self.pods)
-        orphans = [p["metadata"]["name"] for p in self.pods if p["metadata"]["ownerReferences"][0]["uid"] not in pe_uids]
+        orphans = [
+            p["metadata"]["name"]
+            for p in self.pods
+            if p["metadata"]["ownerReferences"][0]["uid"] not in pe_uids
+        ]
         if orphans:
             found.append(f"pods without a PE: {orphans}")
         for uid, pe in pe_uids.items():

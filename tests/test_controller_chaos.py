@@ -68,4 +68,5 @@ async def test_operator_killed_20_times_during_a_200_pe_submission_converges(
 
         await client.create(JOBS, synthetic_job("after", tmp_path, 2))
         after = await wait_running(client, "after", within=60)
-        assert after.get("id") is not None and after["id"] not in ids
+        assert after.get("id") is not None
+        assert after["id"] not in ids

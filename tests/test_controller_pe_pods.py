@@ -228,4 +228,3 @@ async def test_job_deletion_removes_pes_and_pods(sandbox: Sandbox, client: KubeC
             return not pods and not pes
 
         await eventually_async(empty)
-
