@@ -36,13 +36,23 @@ class Usage:
 class OperatorProcess:
     """`streams-k8s run --controller streams_k8s.controller.operator:setup` in its own process."""
 
-    def __init__(self, kubeconfig: Path, log: Path, namespace: str = "default") -> None:
+    def __init__(self, kubeconfig: Path, log: Path, *, qps: int = 500, namespace: str = "default") -> None:
         self.kubeconfig, self.log, self.namespace = kubeconfig, log, namespace
+        # The runtime's default client rate (50/s, burst 100) would make API throttling the whole story.
+        self.qps = qps
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
 
     def start(self) -> None:
-        env = {**os.environ, "STREAMS_K8S_LOG_LEVEL": "WARNING"}
+        env = {
+            **os.environ,
+            "STREAMS_K8S_LOG_LEVEL": "WARNING",
+            "STREAMS_K8S_QPS": str(self.qps),
+            "STREAMS_K8S_BURST": str(self.qps),
+            # Free ports: the REST API and bundle repository must not collide between tests.
+            "STREAMS_K8S_API_PORT": "0",
+            "STREAMS_K8S_REPOSITORY_PORT": "0",
+        }
         command = [
             str(CLI),
             "run",
