@@ -32,6 +32,7 @@ from streams_k8s.sandbox import Sandbox
 WRITES = {"POST", "PUT", "PATCH", "DELETE"}
 REQUEST_LOG = 1_000_000  # the sandbox keeps 10,000 by default: too few for 1,000 PEs
 FLOOR_IN_FLIGHT = 32
+OPERATOR_QPS = 500  # client rate of both the operator and the floor script
 
 
 def _sandbox(pes: int) -> Sandbox:
@@ -52,12 +53,12 @@ async def _until(check: Any, within: float, every: float = 0.05) -> float:
 
 async def _ours(pes: int, tmp: Path) -> tuple[dict[str, Any], list[tuple[Resource, Object]]]:
     async with _sandbox(pes) as sandbox, await KubeClient.connect(str(sandbox.kubeconfig_path)) as client:
-        operator = OperatorProcess(sandbox.kubeconfig_path, tmp / "operator.log")
+        operator = OperatorProcess(sandbox.kubeconfig_path, tmp / "operator.log", qps=OPERATOR_QPS)
         operator.start()
         try:
-            # Ready once it watches Jobs (its caches are synced before controllers start).
-            await _until(lambda: _watching(sandbox, "streamsjobs"), within=60)
-            await asyncio.sleep(0.5)
+            # Started once it has listed Jobs; then give the caches a moment to sync.
+            await _until(lambda: _listed(sandbox, "streamsjobs"), within=60)
+            await asyncio.sleep(1.0)
             mark = len(sandbox.requests)
             job = synthetic_job("bench", tmp, pes)
             started = time.monotonic()
@@ -92,8 +93,9 @@ async def _ours(pes: int, tmp: Path) -> tuple[dict[str, Any], list[tuple[Resourc
     return figures, objects
 
 
-async def _watching(sandbox: Sandbox, plural: str) -> bool:
-    return any(plural in r.path and r.query.get("watch") in ("true", "1") for r in list(sandbox.requests))
+async def _listed(sandbox: Sandbox, plural: str) -> bool:
+    """The operator has listed ``plural`` (a watch is logged only when it ends)."""
+    return any(r.method == "GET" and r.path.endswith(f"/{plural}") for r in list(sandbox.requests))
 
 
 def _bare(obj: Object) -> Object:
@@ -114,7 +116,12 @@ def _bare(obj: Object) -> Object:
 
 
 async def _floor(pes: int, objects: list[tuple[Resource, Object]]) -> dict[str, Any]:
-    async with _sandbox(pes) as sandbox, await KubeClient.connect(str(sandbox.kubeconfig_path)) as client:
+    async with (
+        _sandbox(pes) as sandbox,
+        await KubeClient.connect(
+            str(sandbox.kubeconfig_path), qps=OPERATOR_QPS, burst=OPERATOR_QPS
+        ) as client,
+    ):
         mark = len(sandbox.requests)
         gate = asyncio.Semaphore(FLOOR_IN_FLIGHT)
 

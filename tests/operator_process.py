@@ -52,6 +52,8 @@ class OperatorProcess:
             # Free ports: the REST API and bundle repository must not collide between tests.
             "STREAMS_K8S_API_PORT": "0",
             "STREAMS_K8S_REPOSITORY_PORT": "0",
+            # A bundle cache of its own: another test's bundle of the same name must not be served.
+            "STREAMS_K8S_BUNDLE_CACHE": str(self.log.parent / "bundle-cache"),
         }
         command = [
             str(CLI),

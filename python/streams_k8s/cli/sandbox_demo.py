@@ -176,6 +176,7 @@ async def run_demo(*, kubeconfig: Path, keep: bool, console: Console | None = No
     os.environ["STREAMS_K8S_REPOSITORY_PORT"] = str(_free_port())
     with tempfile.TemporaryDirectory(prefix="streams-demo-") as tmp:
         bundle = write_sab(Path(tmp) / "demo.sab", APPLICATION)
+        os.environ["STREAMS_K8S_BUNDLE_CACHE"] = str(Path(tmp) / "bundle-cache")
         sandbox = Sandbox(
             nodes=3,
             zones=list(ZONES),
