@@ -2,8 +2,9 @@
 
 The instance operator runs as its own process (`streams-k8s run`), the sandbox in this one, so
 the operator's CPU seconds and peak RSS are its own (kernel rusage; startup included). Figures:
-time from `create Job` to phase Running, API writes per PE (the sandbox's request log: every
-POST/PUT/PATCH/DELETE after the Job's create), CPU seconds, peak RSS. The floor is a bare script
+time from `create Job` to phase Running (and to the last pod created), API writes per PE (the
+sandbox's request log: every POST/PUT/PATCH/DELETE after the Job's create, until every PE has
+reported connectivity to the operator's REST API), CPU seconds, peak RSS. The floor is a bare script
 with no logic creating the same objects (ConfigMaps, Services, host pools, PEs, pods, no owner
 references) into a fresh sandbox with 32 requests in flight, until every pod runs; the ratio is
 ours / floor.
@@ -23,7 +24,7 @@ from typing import Any
 import pytest
 
 from job_inventory import NS, Inventory, synthetic_job
-from operator_process import OperatorProcess, require_operator
+from operator_process import OperatorProcess, free_port, require_operator
 from streams_k8s.controller.kinds import CONFIGMAPS, HOSTPOOLS, JOBS, PES, PODS, SERVICES
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.objects import Object
@@ -35,9 +36,10 @@ FLOOR_IN_FLIGHT = 32
 OPERATOR_QPS = 500  # client rate of both the operator and the floor script
 
 
-def _sandbox(pes: int) -> Sandbox:
+def _sandbox(pes: int, api_port: int | None = None) -> Sandbox:
     nodes = max(3, -(-pes // 80))  # 110 pods and 8 CPUs per node; PEs request 100m
-    sandbox = Sandbox(nodes=nodes, zones=["zone-a", "zone-b"])
+    url = f"http://127.0.0.1:{api_port}" if api_port else None  # PEs report connectivity there
+    sandbox = Sandbox(nodes=nodes, zones=["zone-a", "zone-b"], controller_url=url)
     sandbox.server.requests = collections.deque(maxlen=REQUEST_LOG)
     return sandbox
 
@@ -52,8 +54,14 @@ async def _until(check: Any, within: float, every: float = 0.05) -> float:
 
 
 async def _ours(pes: int, tmp: Path) -> tuple[dict[str, Any], list[tuple[Resource, Object]]]:
-    async with _sandbox(pes) as sandbox, await KubeClient.connect(str(sandbox.kubeconfig_path)) as client:
-        operator = OperatorProcess(sandbox.kubeconfig_path, tmp / "operator.log", qps=OPERATOR_QPS)
+    api_port = free_port()
+    async with (
+        _sandbox(pes, api_port) as sandbox,
+        await KubeClient.connect(str(sandbox.kubeconfig_path)) as client,
+    ):
+        operator = OperatorProcess(
+            sandbox.kubeconfig_path, tmp / "operator.log", qps=OPERATOR_QPS, api_port=api_port
+        )
         operator.start()
         try:
             # Started once it has listed Jobs; then give the caches a moment to sync.
@@ -72,6 +80,12 @@ async def _ours(pes: int, tmp: Path) -> tuple[dict[str, Any], list[tuple[Resourc
 
             await _until(running, within=600, every=0.1)
             elapsed = time.monotonic() - started
+
+            async def connected() -> bool:  # the PEs' connectivity reports are writes of a submission too
+                pes_now, _ = await client.list_all(PES, NS)
+                return all((pe.get("status") or {}).get("connectivity") == "Full" for pe in pes_now)
+
+            await _until(connected, within=300, every=0.5)
             log = list(sandbox.requests)[mark:]
             writes = sum(1 for r in log if r.method in WRITES) - 1
             last_pod = max(r.time for r in log if r.method == "POST" and r.path.endswith("/pods")) - wall

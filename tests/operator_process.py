@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import signal
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -19,6 +20,12 @@ import pytest
 
 OPERATOR_SETUP = "streams_k8s.controller.operator:setup"
 CLI = Path(sys.executable).with_name("streams-k8s")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def require_operator() -> None:
@@ -36,8 +43,11 @@ class Usage:
 class OperatorProcess:
     """`streams-k8s run --controller streams_k8s.controller.operator:setup` in its own process."""
 
-    def __init__(self, kubeconfig: Path, log: Path, *, qps: int = 500, namespace: str = "default") -> None:
+    def __init__(
+        self, kubeconfig: Path, log: Path, *, qps: int = 500, api_port: int = 0, namespace: str = "default"
+    ) -> None:
         self.kubeconfig, self.log, self.namespace = kubeconfig, log, namespace
+        self.api_port = api_port  # the REST API the simulated PEs report to (0: any free port)
         # The runtime's default client rate (50/s, burst 100) would make API throttling the whole story.
         self.qps = qps
         self.process: subprocess.Popen[bytes] | None = None
@@ -50,7 +60,7 @@ class OperatorProcess:
             "STREAMS_K8S_QPS": str(self.qps),
             "STREAMS_K8S_BURST": str(self.qps),
             # Free ports: the REST API and bundle repository must not collide between tests.
-            "STREAMS_K8S_API_PORT": "0",
+            "STREAMS_K8S_API_PORT": str(self.api_port),
             "STREAMS_K8S_REPOSITORY_PORT": "0",
             # A bundle cache of its own: another test's bundle of the same name must not be served.
             "STREAMS_K8S_BUNDLE_CACHE": str(self.log.parent / "bundle-cache"),
