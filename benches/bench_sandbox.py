@@ -25,6 +25,7 @@ import pytest
 from kubernetes_asyncio import config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
+from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.registry import Registry
 
 CMS = "/api/v1/namespaces/default/configmaps"
@@ -180,3 +181,69 @@ def test_sandbox_memory_per_object(benchmark: Any) -> None:
         f"(the object is {figures['json_bytes_per_object']:,.0f} bytes of JSON)"
     )
     assert figures["bytes_per_object"] > 0
+
+
+async def cluster_scale(count: int) -> dict[str, float]:
+    """Create `count` PE-like pods, each with a headless Service, and time until all are Running
+    with Endpoints (the simulated scheduler, kubelet and endpoints controller at work)."""
+    async with Sandbox(nodes=50, zones=["z1", "z2", "z3"], crd_dirs=[]) as sb:
+        registry = sb.registry
+        pods, services = registry.types[("", "pods")], registry.types[("", "services")]
+        began = time.perf_counter()
+        for i in range(count):
+            labels = {
+                "app": "streams",
+                "svc": "pe",
+                "streams.ibm.com/job": "bench",
+                "streams.ibm.com/pe": str(i),
+            }
+            registry.create(
+                pods,
+                "v1",
+                "default",
+                {
+                    "metadata": {"name": f"bench-{i}", "labels": labels},
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "pe",
+                                "image": "runtime:1",
+                                "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
+                            }
+                        ]
+                    },
+                },
+            )
+            registry.create(
+                services,
+                "v1",
+                "default",
+                {
+                    "metadata": {"name": f"bench-{i}"},
+                    "spec": {"clusterIP": "None", "selector": labels, "ports": [{"port": 10000}]},
+                },
+            )
+            if i % 200 == 0:
+                await asyncio.sleep(0)  # let the simulated controllers run alongside, as with a controller
+        await sb.settle(max_wait=600)
+        elapsed = time.perf_counter() - began
+        running = sum(1 for p in registry.items(pods) if p["status"].get("phase") == "Running")
+        endpoints = sum(1 for e in registry.items(registry.types[("", "endpoints")]) if e["subsets"])
+    assert running == count
+    assert endpoints == count
+    return {"pods_per_s_to_running_with_endpoints": count / elapsed, "seconds": elapsed}
+
+
+def test_simulated_cluster_scale(benchmark: Any) -> None:
+    count = 5000 if not benchmark.disabled else 200
+    figures: dict[str, float] = {}
+
+    def run() -> None:
+        figures.update(asyncio.run(cluster_scale(count)))
+
+    benchmark.pedantic(run, rounds=1, iterations=1)
+    benchmark.extra_info.update(figures)
+    print(
+        f"\nsimulated cluster: {count} PE pods + headless Services on 50 nodes Running with Endpoints in "
+        f"{figures['seconds']:.1f} s ({figures['pods_per_s_to_running_with_endpoints']:,.0f} pods/s)"
+    )

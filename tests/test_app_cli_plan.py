@@ -32,3 +32,36 @@ def test_plan_errors_are_one_line(tmp_path: Path) -> None:
     missing = CliRunner().invoke(main, ["plan", str(tmp_path / "absent.sab")])
     assert missing.exit_code == 1
     assert "no such bundle" in missing.output
+
+
+def test_plan_a_job_manifest(tmp_path: Path) -> None:
+    write_sab(tmp_path / "app.sab", SyntheticSpec(chains=3, length=4, regions=1, width=2))
+    (tmp_path / "job.yaml").write_text(
+        "apiVersion: streams.ibm.com/v1\nkind: Job\nmetadata: {name: demo}\n"
+        "spec:\n  bundle: {name: app.sab, file: {path: .}}\n  fusion: {manual: 2}\n"
+        "  parallelRegions: [{alias: 'C0_*', width: 3}]\n"
+    )
+    result = CliRunner().invoke(main, ["plan", str(tmp_path / "job.yaml"), "-o", "yaml"])
+    assert result.exit_code == 0, result.output
+    import yaml
+
+    data = yaml.safe_load(result.output)
+    assert len(data["pes"]) == 2
+    maps = {m["metadata"]["name"]: m for m in data["configMaps"]}
+    assert set(maps) == {"demo-0", "demo-1", "demo"}
+    assert "operator_port_labels.properties" in maps["demo"]["data"]
+    assert (
+        maps["demo-0"]["metadata"]["annotations"]["streams.ibm.com/contentId"] == data["pes"][0]["contentId"]
+    )
+    nodes = CliRunner().invoke(
+        main, ["plan", str(tmp_path / "job.yaml"), "--fusion", "automatic", "--nodes", "1"]
+    )
+    assert nodes.exit_code == 0, nodes.output
+    assert len(nodes.output.strip().splitlines()) == 2  # header + one PE
+
+
+def test_invalid_job_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "job.yaml").write_text("spec: {bundle: {}}\n")
+    result = CliRunner().invoke(main, ["plan", str(tmp_path / "job.yaml")])
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == ["error: invalid Job: spec.bundle.name: Field required"]

@@ -165,6 +165,7 @@ specs = st.builds(
     colocate_pairs=st.booleans(),
     isolate_heads=st.integers(0, 2),
     consistent_chains=st.integers(0, 2),
+    replicate_pools=st.booleans(),
 )
 
 
@@ -209,7 +210,7 @@ def test_generated_aadl_validates(schema: etree.XMLSchema) -> None:
 
 def test_incremental_refusion_renders_what_a_full_render_would() -> None:
     from streams_k8s.app.aadl import pe_aadl
-    from streams_k8s.app.plan import PortIndex
+    from streams_k8s.app.physical import PortIndex
 
     spec = SyntheticSpec(chains=6, length=8, regions=3, width=2, pools=2, colocate_pairs=True)
     app = parse_adl(synthetic_adl(spec))
@@ -224,3 +225,19 @@ def test_incremental_refusion_renders_what_a_full_render_would() -> None:
             assert pe_aadl(after.topology, pe, ports, job_name="j", job_id=1) == pe.aadl
         # PEs away from the resized region keep their id and content
         assert diff.unchanged
+
+
+def test_automatic_pe_count_follows_threads_cpu_and_nodes() -> None:
+    from streams_k8s.api.base import ResourceRequirements
+    from streams_k8s.app.fusion import target_pe_count, thread_counts
+
+    # 3 chains fanning out from 1 source: the one source is the only thread the app must have
+    app = parse_adl(synthetic_adl(SyntheticSpec(chains=3, length=10)))
+    plan = plan_application(app, Fusion(legacy=True), job_name="j")
+    assert thread_counts(plan.topology) == (1, 32)
+    small = ResourceRequirements(requests={"cpu": "100m"})  # one busy thread needs 10 such PEs
+    assert target_pe_count(plan.topology, Fusion(), small, None) == 10
+    assert target_pe_count(plan.topology, Fusion(), small, 4) == 4  # bounded by the node count
+    big = ResourceRequirements(requests={"cpu": "2"}, limits={"cpu": "4"})
+    assert target_pe_count(plan.topology, Fusion(), big, None) == 1
+    assert len(plan_application(app, Fusion(), job_name="j", resources=small, nodes=4).pes) == 4

@@ -45,6 +45,9 @@ def schema() -> etree.XMLSchema:
         exlocate_chain_ends=st.booleans(),
         isolate_heads=st.integers(0, 1),
         consistent_chains=st.integers(0, 2),
+        replicate_pools=st.booleans(),
+        width_values=st.booleans(),
+        required_values=st.booleans(),
     )
 )
 def test_generated_adl_is_schema_valid_and_parses(spec: SyntheticSpec, schema: etree.XMLSchema) -> None:

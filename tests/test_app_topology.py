@@ -88,3 +88,37 @@ def test_previous_indices_are_kept_on_rebuild() -> None:
         return {(names[e.src], names[e.dst]) for e in topo_edges}
 
     assert named(second.edges, rename) == named(fresh.edges, fresh_names)
+
+
+def test_replicated_host_pools_per_channel() -> None:
+    from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl
+
+    app = parse_adl(
+        synthetic_adl(SyntheticSpec(chains=1, length=3, regions=1, width=3, pools=1, replicate_pools=True))
+    )
+    topo = build_topology(app, {0: 3})
+    names = topo.by_name()
+    pools = [topo.hostpool(names[f"C0_1[{c}]"].placement.pool_index or 0) for c in range(3)]
+    assert [(p.name, p.tags) for p in pools if p] == [
+        ("pool0_0_0", ("pool0_0",)),
+        ("pool0_0_1", ("pool0_1",)),
+        ("pool0_0_2", ("pool0_2",)),
+    ]
+    assert names["C0_0"].placement.pool_index == 1  # outside the region: the original pool
+    wider = build_topology(app, {0: 4}, topo)
+    assert [p.index for p in wider.hostpools][: len(topo.hostpools)] == [p.index for p in topo.hostpools]
+    assert wider.by_name()["C0_1[3]"].placement.pool_index == max(p.index for p in wider.hostpools)
+
+
+def test_entering_nested_regions_goes_through_one_splitter_per_region() -> None:
+    app = _app("spl.runtime.udpNestedPEBoundary.adl")
+    topo = build_topology(app, resolve_widths(app, {}))
+    names = {n.index: n.name for n in topo.nodes.values()}
+    from_beat = [e for e in topo.edges if names[e.src] == "Beat"]
+    assert len(from_beat) == 2 * 4 * 3  # every F2 replica, through P1, H2 and F2 splitters
+    for edge in from_beat:
+        assert edge.splitter is not None
+        dst = topo.nodes[edge.dst]
+        assert [(s.region, s.channel) for s in edge.splitter.path] == [
+            (c.region, c.local) for c in dst.channels
+        ]

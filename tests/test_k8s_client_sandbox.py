@@ -158,6 +158,14 @@ async def test_5xx_is_retried_for_reads_but_not_for_creates(sandbox: Sandbox, cl
     assert raised.value.status == 500  # the caller decides; a retried create would answer 409
 
 
+async def test_a_5xx_with_retry_after_is_retried_even_for_creates(
+    sandbox: Sandbox, client: KubeClient
+) -> None:
+    sandbox.faults.fail(503, 1, verb="create", resource="configmaps", retry_after=1)
+    created = await client.create(CONFIGMAPS, configmap("u"), "default")  # the server asked us back
+    assert created["metadata"]["name"] == "u"
+
+
 async def test_concurrency_and_qps_limits(sandbox: Sandbox) -> None:
     sandbox.faults.delay(0.2, verb="list")
     async with await KubeClient.connect(str(sandbox.kubeconfig_path), max_concurrency=2) as limited:

@@ -73,15 +73,10 @@ async def test_recording_never_raises(sandbox: Sandbox, client: KubeClient, subj
     assert client.metrics.registry.get_sample_value("streams_k8s_events_total", {"outcome": "failed"}) == 1
 
 
-@pytest.mark.skip(
-    reason="sandbox feature missing: discovery requests (GET /apis/events.k8s.io/v1) bypass fault "
-    "injection and events.k8s.io/v1 cannot be switched off, so an old cluster cannot be emulated"
-)
+@pytest.mark.sandbox(disabled_apis=["events.k8s.io/v1"])  # an older cluster
 async def test_core_v1_fallback_when_events_k8s_io_is_not_served(
-    sandbox: Sandbox, client: KubeClient, subject: dict[str, Any]
+    client: KubeClient, subject: dict[str, Any]
 ) -> None:
-    # The recorder's first request is discovery of events.k8s.io/v1: answer it as an old cluster does.
-    sandbox.faults.fail(404, 1, verb="get", message="the server could not find the requested resource")
     recorder = EventRecorder(client, "streams-controller", "replica-1")
     for _ in range(2):
         await recorder.record(subject, "Warning", "PodFailed", "pe-3 exited with 1")

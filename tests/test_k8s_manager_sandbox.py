@@ -187,6 +187,11 @@ async def test_two_managers_exactly_one_reconciles(sandbox: Sandbox, client: Kub
         assert sample("streams_k8s_leader", {"lease": "default/streams-k8s-controller"}) == 0
         async with aiohttp.ClientSession() as http:  # the standby is live and ready (caches synced)
             assert await get_status(http, second.base + "/readyz") == 200
+            assert await get_status(http, second.base + "/healthz") == 200
+        second.manager.settings.ready_requires_leader = True  # when configured, only the leader is ready
+        assert second.manager.readiness() == ["not the leader"]
+        first.manager.settings.ready_requires_leader = True
+        assert first.manager.readiness() == []
     finally:
         for run in (first, second):
             run.manager.stop()

@@ -19,7 +19,10 @@
 //! - legacy: one PE per FU;
 //! - manual N: exactly N PEs unless constraints force more (a notice names the constraint) or there
 //!   are fewer FUs than N;
-//! - automatic: manual with N from [`automatic_target`].
+//! - automatic: manual with N from [`automatic_target`]:
+//!   `N = clamp(ceil(min_threads / cpu_limit), 1, ceil(max_threads / cpu_request))`, then at most
+//!   the node count (when known) and the operator count; `min_threads` = sources + threaded input
+//!   ports, `max_threads` = operators + threaded input ports, CPU in cores of one PE pod.
 //!
 //! # Algorithm (manual)
 //! 1. Isolated FUs get their own PEs; the others share `k = N - isolated` PEs of balanced size

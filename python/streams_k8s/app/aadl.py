@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from lxml import etree
 
-from streams_k8s.app.model import Application
-from streams_k8s.app.plan import PlannedPe, PortIndex
-from streams_k8s.app.topology import Node, Topology
+from streams_k8s.app.model import Application, ExportSpec, RuntimeConstant
+from streams_k8s.app.physical import PlannedPe, PortIndex
+from streams_k8s.app.submission import spl_literal
+from streams_k8s.app.topology import Node, SplitterStep, Topology
 
 AUG = "http://www.ibm.com/xmlns/prod/streams/application/augmented"
 BASE = "http://www.ibm.com/xmlns/prod/streams/application"
@@ -27,10 +28,10 @@ def _el(parent: etree._Element, ns: str, local: str, /, **attrs: str) -> etree._
     return etree.SubElement(parent, f"{{{ns}}}{local}", attrs)
 
 
-def _context(root: etree._Element, app: Application) -> None:
+def _context(root: etree._Element, topo: Topology) -> None:
     _el(root, BASE, "libraries")
     pools = _el(root, BASE, "hostpools")
-    for pool in app.hostpools:
+    for pool in topo.hostpools:
         attrs = {
             "name": pool.name,
             "index": str(pool.index),
@@ -44,8 +45,8 @@ def _context(root: etree._Element, app: Application) -> None:
         for tag in pool.tags:
             _el(el, BASE, "tag", name=tag)
     types = _el(root, BASE, "tupleTypes")
-    for tt in app.tuple_types:
-        _tuple_type(types, BASE, app, tt.index)
+    for tt in topo.app.tuple_types:
+        _tuple_type(types, BASE, topo.app, tt.index)
 
 
 def _tuple_type(parent: etree._Element, ns: str, app: Application, index: int) -> None:
@@ -102,7 +103,7 @@ def _oper_instance(parent: etree._Element, topo: Topology, node: Node, ports: Po
             ck.set("period", repr(op.checkpointing.period))
     rcs = _el(el, BASE, "runtimeConstants")
     for rc in op.runtime_constants:
-        _el(rcs, BASE, "runtimeConstant", name=rc.name, value=rc.value)
+        _runtime_constant(rcs, topo, rc)
     _input_ports(el, topo, node, ports)
     _output_ports(el, topo, node, ports)
     for a in op.annotations:
@@ -128,8 +129,25 @@ def _oper_instance(parent: etree._Element, topo: Topology, node: Node, ports: Po
             )
 
 
+def _runtime_constant(parent: etree._Element, topo: Topology, rc: RuntimeConstant) -> None:
+    """A constant backed by a submission-time value takes the value the user gave, as SPL."""
+    value = rc.value
+    index = rc.submission_time_value_index
+    el = _el(parent, BASE, "runtimeConstant", name=rc.name)
+    if index is not None:
+        given = topo.given_values.get(index)
+        if given is not None:
+            kind = next((v.kind for v in topo.app.submission_time_values if v.index == index), "named")
+            value = spl_literal(given, kind)
+        el.set("submissionTimeValueIndex", str(index))
+        if rc.default_value is not None:
+            el.set("defaultValue", rc.default_value)
+    el.set("value", value)
+
+
 def _input_ports(el: etree._Element, topo: Topology, node: Node, ports: PortIndex) -> None:
     container = _el(el, BASE, "inputPorts")
+    dedicated = (node.threading or topo.default_threading) == "dedicated"
     incoming: dict[int, list[tuple[bool, dict[str, str]]]] = {}
     for edge in sorted(topo.edges_into(node.index), key=lambda e: (e.dst_port, e.src, e.src_port)):
         inter = ports.pe_of[edge.src] != ports.pe_of[node.index]
@@ -157,7 +175,9 @@ def _input_ports(el: etree._Element, topo: Topology, node: Node, ports: PortInde
             for inter, attrs in conns:
                 if inter == want_inter:
                     _el(p, BASE, "interPeConnection" if inter else "intraPeConnection", **attrs)
-        injected = any(not inter and "splitterIndex" in attrs for inter, attrs in conns)
+        # intra-PE connections get a thread of their own where the runtime expects one: from a
+        # parallel channel's splitter, or into an operator asking for a dedicated thread
+        injected = any(not inter and (dedicated or "splitterIndex" in attrs) for inter, attrs in conns)
         if port.threaded_port is not None or injected:
             tp = _el(
                 p,
@@ -187,9 +207,8 @@ def _output_ports(el: etree._Element, topo: Topology, node: Node, ports: PortInd
             logicalStreamName=port.stream_name,
         )
         p.set(f"{{{XSI}}}type", "p:physOperInstanceOutputPortType")
-        direct: list[tuple[bool, dict[str, str]]] = []
-        split: dict[int, dict[int, list[tuple[bool, dict[str, str]]]]] = {}
-        kinds: dict[int, tuple[str, int]] = {}
+        direct: list[_Connection] = []
+        split: list[tuple[tuple[SplitterStep, ...], _Connection]] = []
         for edge in sorted(topo.edges_from(node.index), key=lambda e: (e.src_port, e.dst, e.dst_port)):
             if edge.src_port != port.index:
                 continue
@@ -198,41 +217,80 @@ def _output_ports(el: etree._Element, topo: Topology, node: Node, ports: PortInd
             if inter:
                 attrs["pePortIndex"] = str(ports.inputs[(edge.dst, edge.dst_port)][1])
             if edge.splitter:
-                split.setdefault(edge.splitter.region, {}).setdefault(edge.splitter.channel, []).append(
-                    (inter, attrs)
-                )
-                kinds[edge.splitter.region] = (edge.splitter.kind.value, edge.splitter.iport)
+                split.append((edge.splitter.path, (inter, attrs)))
             else:
                 direct.append((inter, attrs))
-        for want_inter in (True, False):
-            for inter, attrs in direct:
-                if inter == want_inter:
-                    _el(p, BASE, "interPeConnection" if inter else "intraPeConnection", **attrs)
-        for region, channels in sorted(split.items()):
-            kind, iport = kinds[region]
-            sp = _el(
-                p,
-                BASE,
-                "splitter",
-                kind=kind,
-                index=str(region),
-                iportIndex=str(iport),
-                regionIndex=str(region),
-            )
-            for channel, conns in sorted(channels.items()):
-                ch = _el(sp, BASE, "parallelChannel", index=str(channel))
-                # the schema allows one kind of connection per channel: inter wins when mixed
-                inter_conns = [a for inter, a in conns if inter]
-                tag = "interPeConnection" if inter_conns else "intraPeConnection"
-                for attrs in inter_conns or [a for _, a in conns]:
-                    _el(ch, BASE, tag, **attrs)
+        _connections(p, direct)
+        _splitters(p, split, 0)
+
+
+_Connection = tuple[bool, dict[str, str]]  # (inter-PE, attributes)
+
+
+def _connections(parent: etree._Element, conns: list[_Connection]) -> None:
+    """Inter-PE connections first, then intra-PE ones, as the schema orders them."""
+    for want_inter in (True, False):
+        for inter, attrs in conns:
+            if inter == want_inter:
+                _el(parent, BASE, "interPeConnection" if inter else "intraPeConnection", **attrs)
+
+
+def _splitters(
+    parent: etree._Element, items: list[tuple[tuple[SplitterStep, ...], _Connection]], depth: int
+) -> None:
+    """Splitters at ``depth`` of the paths, each channel holding its connections or deeper splitters.
+
+    The schema lets a parallel channel hold one kind of content, so a channel with several kinds
+    (inter-PE, intra-PE, nested splitters) is written as several channel elements with its index.
+    """
+    regions: dict[tuple[int, str, int], dict[int, list[tuple[tuple[SplitterStep, ...], _Connection]]]] = {}
+    for path, conn in items:
+        step = path[depth]
+        key = (step.region, step.kind.value, step.iport)
+        regions.setdefault(key, {}).setdefault(step.channel, []).append((path, conn))
+    for (region, kind, iport), channels in sorted(regions.items()):
+        sp = _el(
+            parent,
+            BASE,
+            "splitter",
+            kind=kind,
+            index=str(region),
+            iportIndex=str(iport),
+            regionIndex=str(region),
+        )
+        for channel, sub in sorted(channels.items()):
+            deeper = [(path, conn) for path, conn in sub if len(path) > depth + 1]
+            here = [conn for path, conn in sub if len(path) == depth + 1]
+            for want_inter in (True, False):
+                kind_conns = [c for c in here if c[0] == want_inter]
+                if kind_conns:
+                    _connections(_el(sp, BASE, "parallelChannel", index=str(channel)), kind_conns)
+            if deeper:
+                _splitters(_el(sp, BASE, "parallelChannel", index=str(channel)), deeper, depth + 1)
+
+
+def _exported_stream(port: etree._Element, operator: str, spec: ExportSpec) -> None:
+    el = _el(port, AUG, "exportedStream", exportOperName=operator)
+    if spec.stream_name is not None:
+        el.set("name", spec.stream_name)
+    if spec.allow_filter is not None:
+        el.set("allowFilter", _b(spec.allow_filter))
+    if spec.congestion_policy is not None:
+        el.set("congestionPolicy", spec.congestion_policy)
+    if spec.properties:
+        props = _el(el, BASE, "properties")
+        for prop in spec.properties:
+            p = _el(props, BASE, "property", name=prop.name, type=prop.type)
+            for value in prop.values:
+                _el(p, BASE, "value").text = value
 
 
 def _pe_ports(root: etree._Element, topo: Topology, pe: PlannedPe, ports: PortIndex) -> None:
     app = topo.app
     inputs = _el(root, AUG, "inputPorts")
     for p in pe.inputs:
-        port = topo.nodes[p.node].operator.input_ports[p.port]
+        port = topo.nodes[p.node].operator.input_port(p.port)
+        assert port is not None  # the topology only connects existing ports
         el = _el(inputs, AUG, "inputPort", id=str(p.id), index=str(p.id), peId=str(pe.id))
         el.set("encoding", port.encoding)
         el.set("transport", port.transport)
@@ -263,14 +321,15 @@ def _pe_ports(root: etree._Element, topo: Topology, pe: PlannedPe, ports: PortIn
         _el(el, AUG, "operInstanceConnection", operInstanceIndex=str(p.node), iportIndex=str(p.port))
     outputs = _el(root, AUG, "outputPorts")
     for out in pe.outputs:
-        oport = topo.nodes[out.node].operator.output_ports[out.port]
+        oport = topo.nodes[out.node].operator.output_port(out.port)
+        assert oport is not None  # the topology only connects existing ports
         el = _el(outputs, AUG, "outputPort", id=str(out.id), index=str(out.id), peId=str(pe.id))
         el.set("encoding", oport.encoding)
         el.set("transport", oport.transport)
         el.set("singleThreadedOnOutput", "true")
         _tuple_type(el, AUG, app, oport.tuple_type_index)
         if out.exports:
-            _el(el, AUG, "exportedStream", exportOperName=out.exports[0], name=oport.stream_name)
+            _exported_stream(el, *out.exports[0])  # the schema allows one exported stream per port
         static = _el(el, AUG, "staticConnections")
         for dst_pe, edge in sorted(out.receivers, key=lambda r: (r[0], r[1].dst, r[1].dst_port)):
             iport = ports.inputs[(edge.dst, edge.dst_port)][1]
@@ -305,7 +364,7 @@ def pe_aadl(topo: Topology, pe: PlannedPe, ports: PortIndex, *, job_name: str, j
         "jobName": job_name,
         "user": "user",
         "applicationScope": app.scope,
-        "class": f"BeJwzMDQyNnRx{pe.index}",
+        "class": f"PE{pe.index}",  # the container class; it names no code (dynamicLoad)
         "language": "C++" if cpp else "Java",
         "optimized": _b(all(n.operator.optimized for n in members)),
         "restartable": _b(all(n.operator.restartable for n in members)),
@@ -328,7 +387,7 @@ def pe_aadl(topo: Topology, pe: PlannedPe, ports: PortIndex, *, job_name: str, j
         attrs["checkpointDirectory"] = app.checkpoint_directory
     for key, value in attrs.items():
         root.set(key, value)
-    _context(root, app)
+    _context(root, topo)
     env = _el(root, AUG, "envVars")
     for name, value in sorted({kv for n in members for kv in n.operator.env_vars}):
         _el(env, BASE, "envVar", name=name, value=value)

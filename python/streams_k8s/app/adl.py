@@ -57,19 +57,23 @@ class AdlError(ValueError):
 
 
 def _local(el: etree._Element) -> str:
-    return etree.QName(el).localname
+    return str(el.tag).rpartition("}")[2]
+
+
+def _qualified(el: etree._Element, name: str) -> str:
+    """``name`` in ``el``'s namespace: every element the parser reads is in the ADL's namespace."""
+    tag = str(el.tag)
+    return tag[: tag.find("}") + 1] + name
 
 
 def _children(el: etree._Element | None, name: str) -> Iterator[etree._Element]:
     if el is None:
-        return
-    for child in el:
-        if isinstance(child.tag, str) and _local(child) == name:
-            yield child
+        return iter(())
+    return el.iterchildren(_qualified(el, name))
 
 
 def _child(el: etree._Element | None, name: str) -> etree._Element | None:
-    return next(_children(el, name), None)
+    return next(el.iterchildren(_qualified(el, name)), None) if el is not None else None
 
 
 def _req(el: etree._Element, attr: str) -> str:
@@ -214,20 +218,30 @@ def _export_spec(el: etree._Element) -> ExportSpec:
     )
 
 
+def _unique_ports(el: etree._Element, ports: tuple[InputPort, ...] | tuple[OutputPort, ...]) -> None:
+    indices = [p.index for p in ports]
+    if len(set(indices)) != len(indices):
+        raise AdlError(f"line {el.sourceline}: operator '{el.get('name')}' declares a port index twice")
+
+
 def _operator(el: etree._Element, kind: OperatorKind, composite: int) -> Operator:
     ckpt = _child(el, "checkpointing")
     jvm = _child(el, "jvmArguments")
     so = _child(el, "sharedObject")
     tracing = _child(el, "tracing")
     period = ckpt.get("period") if ckpt is not None else None
+    inputs = tuple(_input_port(p) for p in _children(_child(el, "inputPorts"), "port"))
+    outputs = tuple(_output_port(p) for p in _children(_child(el, "outputPorts"), "port"))
+    _unique_ports(el, inputs)
+    _unique_ports(el, outputs)
     return Operator(
         index=_int(el, "index"),
         name=_req(el, "name"),
         kind=kind,
         definition_index=_int(el, "definitionIndex"),
         composite=composite,
-        input_ports=tuple(_input_port(p) for p in _children(_child(el, "inputPorts"), "port")),
-        output_ports=tuple(_output_port(p) for p in _children(_child(el, "outputPorts"), "port")),
+        input_ports=inputs,
+        output_ports=outputs,
         restartable=_bool(el, "restartable", True),
         relocatable=_bool(el, "relocatable", True),
         optimized=_bool(el, "optimized", True),

@@ -3,6 +3,11 @@
 Every string constraint (colocation ids, host specs, JVM arguments, channels) is interned into an
 integer here; the partitioner (``streams_k8s._native.fuse``, Rust) never sees a string. Mode
 selection, the automatic PE count inputs and readable errors live here too.
+
+Automatic fusion picks ``N = clamp(ceil(min_threads / cpu_limit), 1, ceil(max_threads / cpu_request))``,
+then at most the node count (when known) and the operator count, where ``min_threads`` = sources +
+threaded input ports, ``max_threads`` = operators + threaded input ports, and the CPU is one PE
+pod's request/limit in cores (the limit defaults to the request). See ``rust/fusion/mod.rs``.
 """
 
 from __future__ import annotations
@@ -73,7 +78,7 @@ def host_spec(topo: Topology, node: Node) -> tuple[str | None, int | None, int |
     p = node.placement
     host = p.host
     if p.pool_index is not None and p.inpool_index is not None:
-        pool = topo.app.hostpool(p.pool_index)
+        pool = topo.hostpool(p.pool_index)
         if pool is not None and p.inpool_index < len(pool.hosts):
             host = host or pool.hosts[p.inpool_index]
     return host, p.pool_index, p.inpool_index

@@ -164,6 +164,12 @@ class Operator:
     def annotation(self, tag: str) -> Annotation | None:
         return next((a for a in self.annotations if a.tag == tag), None)
 
+    def input_port(self, index: int) -> InputPort | None:
+        return next((p for p in self.input_ports if p.index == index), None)
+
+    def output_port(self, index: int) -> OutputPort | None:
+        return next((p for p in self.output_ports if p.index == index), None)
+
 
 @dataclass(frozen=True, slots=True)
 class CompositePort:

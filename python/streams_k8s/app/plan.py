@@ -17,68 +17,25 @@ import gc
 import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from streams_k8s.api.base import ResourceRequirements
-from streams_k8s.api.job import Fusion, ParallelRegionWidth
+from streams_k8s.api.job import Fusion, ParallelRegionWidth, ThreadingModel
 from streams_k8s.api.processing_element import Placement, PoolLocation
+from streams_k8s.app.aadl import pe_aadl
 from streams_k8s.app.fusion import FusionInputs, fuse_topology
 from streams_k8s.app.model import Application
-from streams_k8s.app.submission import WidthOverride, apply_overrides, resolve_values, resolve_widths
+from streams_k8s.app.physical import PeInputPort, PeOutputPort, PlannedPe, PortIndex
+from streams_k8s.app.submission import (
+    WidthOverride,
+    apply_overrides,
+    match_values,
+    resolve_values,
+    resolve_widths,
+)
 from streams_k8s.app.topology import Edge, Topology, build_topology
 
 _LAST = 2**63  # sort key of ports with no peer PE (imports, exports)
-
-
-@dataclass(slots=True)
-class PeInputPort:
-    id: int
-    node: int
-    port: int
-    senders: list[tuple[int, Edge]] = field(default_factory=list)  # (source PE id, edge)
-
-
-@dataclass(slots=True)
-class PeOutputPort:
-    id: int
-    node: int
-    port: int
-    channel: tuple[int, int] | None  # (splitter region, channel) for parallel fan-out
-    receivers: list[tuple[int, Edge]] = field(default_factory=list)  # (destination PE id, edge)
-    exports: tuple[str, ...] = ()
-
-
-@dataclass(slots=True)
-class PlannedPe:
-    id: int
-    index: int  # container index: position when ordered by smallest node index
-    nodes: list[int]
-    operators: list[str]
-    inputs: list[PeInputPort] = field(default_factory=list)
-    outputs: list[PeOutputPort] = field(default_factory=list)
-    aadl: str = ""
-    content_id: str = ""
-    placement: Placement = field(default_factory=Placement)
-    regions: list[int] = field(default_factory=list)
-    restartable: bool = True
-    signature: tuple[object, ...] = ()  # inputs of the AADL; equal signatures render equal AADL
-
-
-@dataclass(slots=True)
-class PortIndex:
-    """Where every node and PE port ended up, for rendering connections."""
-
-    pe_of: dict[int, int]  # node index → PE id
-    inputs: dict[tuple[int, int], tuple[int, int]]  # (node, port) → (PE id, PE port id)
-    outputs: dict[tuple[int, int, tuple[int, int] | None], tuple[int, int]]  # (node, port, channel) → ...
-
-    @classmethod
-    def of(cls, pes: Sequence[PlannedPe]) -> PortIndex:
-        return cls(
-            pe_of={n: pe.id for pe in pes for n in pe.nodes},
-            inputs={(p.node, p.port): (pe.id, p.id) for pe in pes for p in pe.inputs},
-            outputs={(p.node, p.port, p.channel): (pe.id, p.id) for pe in pes for p in pe.outputs},
-        )
 
 
 def _signature(topo: Topology, pe: PlannedPe, ports: PortIndex) -> tuple[object, ...]:
@@ -173,7 +130,7 @@ def _ports(topo: Topology, pes: list[PlannedPe]) -> None:
         for port, exports in node.exports.items():
             key = (node.index, port, None)
             out = outputs.setdefault(key, PeOutputPort(-1, node.index, port, None))
-            out.exports = tuple(name for name, _ in exports)
+            out.exports = exports
     for inp in sorted(inputs.values(), key=lambda p: (p.node, p.port)):
         by_id[pe_of[inp.node]].inputs.append(inp)
     for out in sorted(outputs.values(), key=lambda p: (p.node, p.port, p.channel or (-1, -1))):
@@ -201,7 +158,7 @@ def _placement(topo: Topology, nodes: list[int], isolated_elsewhere: list[str]) 
             topo.nodes[n].placement
             for n in nodes
             if topo.nodes[n].placement.pool_index is not None
-            and (pl := topo.app.hostpool(topo.nodes[n].placement.pool_index or 0)) is not None
+            and (pl := topo.hostpool(topo.nodes[n].placement.pool_index or 0)) is not None
             and pl.name != "$default"
         ),
         None,
@@ -246,8 +203,6 @@ def plan_topology(
     previous: Plan | None = None,
 ) -> Plan:
     """Fuse ``topo`` and build every PE with its ports and AADL."""
-    from streams_k8s.app.aadl import pe_aadl  # aadl renders PlannedPe: import late to avoid a cycle
-
     result = fuse_topology(
         topo,
         fusion,
@@ -303,11 +258,16 @@ def plan_application(
     widths: Sequence[ParallelRegionWidth] = (),
     resources: ResourceRequirements | None = None,
     nodes: int | None = None,
+    threading: ThreadingModel | None = None,
 ) -> Plan:
     """The whole pipeline from a parsed ADL: values, widths, topology, fusion, PEs."""
+    given = match_values(app, submission_values or {})
     values = resolve_values(app, submission_values or {})
     region_widths = resolve_widths(app, values, [WidthOverride(w.alias, w.width) for w in widths])
-    topo = build_topology(app, region_widths)
+    mode = threading.mode if threading else None
+    topo = build_topology(
+        app, region_widths, given_values=given, default_threading=mode.value if mode else None
+    )
     return plan_topology(topo, fusion, job_name=job_name, job_id=job_id, resources=resources, nodes=nodes)
 
 

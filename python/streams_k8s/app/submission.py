@@ -43,9 +43,9 @@ def _literal(value: str) -> str:
     return value
 
 
-def resolve_values(app: Application, given: Mapping[str, str]) -> dict[int, str]:
-    """Map each submission-time value index to its value (given, else default)."""
-    resolved: dict[int, str] = {}
+def match_values(app: Application, given: Mapping[str, str]) -> dict[int, str]:
+    """The values the user gave, by submission-time value index (unknown/ambiguous names refused)."""
+    matched: dict[int, str] = {}
     for name, value in given.items():
         hits = [v for v in app.submission_time_values if _matches(name, v)]
         if not hits:
@@ -56,9 +56,15 @@ def resolve_values(app: Application, given: Mapping[str, str]) -> dict[int, str]
             raise SubmissionError(
                 f"submission-time value '{name}' is ambiguous: qualify it as one of {options}"
             )
-        if hits[0].index in resolved:
+        if hits[0].index in matched:
             raise SubmissionError(f"submission-time value {_qualified(hits[0])} is given twice")
-        resolved[hits[0].index] = value
+        matched[hits[0].index] = value
+    return matched
+
+
+def resolve_values(app: Application, given: Mapping[str, str]) -> dict[int, str]:
+    """Map each submission-time value index to its value (given, else default)."""
+    resolved = match_values(app, given)
     for v in app.submission_time_values:
         if v.index in resolved:
             continue
@@ -67,6 +73,18 @@ def resolve_values(app: Application, given: Mapping[str, str]) -> dict[int, str]
         elif v.required:
             raise SubmissionError(f"required submission-time value {_qualified(v)} is missing")
     return resolved
+
+
+def spl_literal(value: str, kind: str) -> str:
+    """How a given value appears in a runtime constant: an SPL rstring, or a list of them for
+    ``namedList`` values (given comma-separated)."""
+
+    def quoted(text: str) -> str:
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    if kind == "namedList":
+        return "[" + ",".join(quoted(item.strip()) for item in value.split(",")) + "]"
+    return quoted(value)
 
 
 def _pattern(alias: str) -> re.Pattern[str]:

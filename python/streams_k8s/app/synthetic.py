@@ -4,7 +4,8 @@ Shape: one source fans out to ``chains`` pipelines of ``length`` Functors, which
 (or end in per-chain sinks). Options add parallel regions (the middle operator of the first
 ``regions`` chains, constant width), host pools (chains spread over tagged pools), partition
 colocation of neighbouring operators, partition exlocation inside a chain, partition isolation of
-chain heads and consistent regions (one per chain). The output follows the compiler's ADL layout.
+chain heads, consistent regions (one per chain) and host pools replicated per parallel channel.
+Combinations that could not be satisfied are avoided. The output follows the compiler's ADL layout.
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ class SyntheticSpec:
     exlocate_chain_ends: bool = False
     isolate_heads: int = 0
     consistent_chains: int = 0
+    replicate_pools: bool = False  # regions replicate their chain's host pool per channel
+    # region widths from submission-time values width0, width1, … (default ``width``, or required)
+    width_values: bool = False
+    required_values: bool = False
 
     @property
     def operators(self) -> int:
@@ -56,7 +61,8 @@ class _Writer:
         self.names: dict[int, str] = {0: "Source"}
         self.inputs: dict[int, list[int]] = {}
         self.outputs: dict[int, list[int]] = {}
-        self.extra: dict[int, str] = {}
+        self.annotations: dict[int, str] = {}
+        self.partitions: dict[int, str] = {}
         self.region_ops: list[int] = []
         self.chain_of: dict[int, int] = {}
 
@@ -79,7 +85,7 @@ class _Writer:
                 self.chain_of[op] = c
                 self.link(prev, op)
                 prev = op
-                self.extra[op] = self._constraints(c, j, op)
+                self.annotations[op] = self._constraints(c, j, op)
                 if c < s.regions and j == s.length // 2:
                     self.region_ops.append(op)
             if s.fan_in:
@@ -94,14 +100,21 @@ class _Writer:
         s = self.spec
         parts = []
         if c < s.consistent_chains:
-            start = '<value key="isStartOfRegion" type="boolean">true</value>' if j == 0 else ""
+            first = '<value key="isStartOfRegion" type="boolean">true</value>' if j == 0 else ""
             parts.append(
                 f'<splAnnotation internal="true" tag="consistentRegionEntry">'
-                f'<value key="index" type="int32">{c}</value>{start}</splAnnotation>'
+                f'<value key="index" type="int32">{c}</value>{first}</splAnnotation>'
             )
         partitions = []
         # an isolated chain head is never part of a colocated pair (that would be unsatisfiable)
-        paired = s.colocate_pairs and not (c < s.isolate_heads and j < 2)
+        # nor is a parallel operator whose host pool is replicated per channel (different hosts)
+        start = j - j % 2
+        in_replicated_region = s.replicate_pools and s.pools > 0 and c < s.regions
+        paired = (
+            s.colocate_pairs
+            and not (c < s.isolate_heads and j < 2)
+            and not (in_replicated_region and s.length // 2 in (start, start + 1))
+        )
         if paired and j % 2 == 0 and j + 1 < s.length:
             partitions.append(f'<coLocation colocId="co_{c}_{j}"/>')
         if paired and j % 2 == 1:
@@ -109,8 +122,30 @@ class _Writer:
         if s.exlocate_chain_ends and j in (0, s.length - 1):
             partitions.append(f'<exLocation exlocId="ex_{c}"/>')
         iso = ' isolation="true"' if c < s.isolate_heads and j == 0 else ""
-        self.extra[-op] = f"<partitions{iso}>{''.join(partitions)}</partitions>" if partitions or iso else ""
+        self.partitions[op] = (
+            f"<partitions{iso}>{''.join(partitions)}</partitions>" if partitions or iso else ""
+        )
         return "".join(parts)
+
+    def _width(self, region: int) -> str:
+        if self.spec.width_values:
+            return f"<submissionTimeParameterIndexForWidth>{region}</submissionTimeParameterIndexForWidth>"
+        return f"<constantWidth>{self.spec.width}</constantWidth>"
+
+    def _width_values(self) -> str:
+        if not (self.spec.width_values and self.region_ops):
+            return ""
+        default = "" if self.spec.required_values else f' defaultValue="&quot;{self.spec.width}&quot;"'
+        values = "".join(
+            f'<submissionTimeValue compositeName={quoteattr(self.spec.name)} index="{i}" kind="named" '
+            f'name="width{i}" required="{"true" if self.spec.required_values else "false"}"{default}/>'
+            for i in range(len(self.region_ops))
+        )
+        return f"<submissionTimeValues>{values}</submissionTimeValues>"
+
+    def _replicated_tag(self, op: int) -> str:
+        pool = self.pool_of(op)
+        return f'<replicateHostTag name="pool{pool - 1}"/>' if self.spec.replicate_pools and pool else ""
 
     def pool_of(self, op: int) -> int:
         s = self.spec
@@ -136,13 +171,13 @@ class _Writer:
             f'<primitiveOperInstance definitionIndex="{definition}" index="{op}" name={quoteattr(name)} '
             f'optimized="true" relocatable="true" restartable="true" singleThreadedOnOutputs="true"'
             f' sourceIndex="0" startLine="1" endLine="1">'
-            f"{self.extra.get(op, '')}"
+            f"{self.annotations.get(op, '')}"
             f"{'<inputPorts>' + ''.join(ins) + '</inputPorts>' if op in self.inputs else ''}"
             f"{'<outputPorts>' + ''.join(outs) + '</outputPorts>' if op in self.outputs else ''}"
             f'<envVars/><resources><poolLocation poolIndex="{self.pool_of(op)}"/></resources>'
             f"<runtimeConstants/><sharedObject class={quoteattr(name)}><wrapper>none</wrapper>"
             f"<uri>bin/{name}.so</uri></sharedObject>"
-            f"{self.extra.get(-op, '')}</primitiveOperInstance>"
+            f"{self.partitions.get(op, '')}</primitiveOperInstance>"
         )
 
     def document(self) -> str:
@@ -157,7 +192,8 @@ class _Writer:
             f'<parallelRegion index="{i}" name={quoteattr(self.names[op])}>'
             f'<parallelOperator operIndex="{op}">'
             '<splitter iportIndex="0" kind="RoundRobin"/></parallelOperator>'
-            f"<parallelWidth><constantWidth>{s.width}</constantWidth></parallelWidth></parallelRegion>"
+            f"<parallelWidth>{self._width(i)}</parallelWidth>"
+            f"{self._replicated_tag(op)}</parallelRegion>"
             for i, op in enumerate(self.region_ops)
         )
         consistent = "".join(
@@ -178,7 +214,7 @@ class _Writer:
             f"</compositeOperInstance></compositeOperInstances></composites>"
             f'<toolkits><toolkit index="0" name="spl" uri="file:///spl" version="1.4.0"/></toolkits>'
             f"{'<parallelRegions>' + regions + '</parallelRegions>' if regions else ''}"
-            f"</splApplication></applicationSet>\n"
+            f"{self._width_values()}</splApplication></applicationSet>\n"
         )
 
 

@@ -24,6 +24,7 @@ from streams_k8s.app.model import (
     Application,
     ExportSpec,
     HostPlacement,
+    HostPool,
     ImportSpec,
     Operator,
     OperatorKind,
@@ -49,13 +50,29 @@ class Channel:
 
 
 @dataclass(frozen=True, slots=True)
-class SplitterUse:
-    """The splitter an edge goes through: on the producer's port, entering ``region``."""
+class SplitterStep:
+    """One splitter on the way into a parallel region: the consumer's local ``channel`` of ``region``."""
 
     region: int
     kind: SplitterKind
-    channel: int  # the consumer's local channel in ``region``
     iport: int
+    channel: int
+
+
+@dataclass(frozen=True, slots=True)
+class SplitterUse:
+    """The splitters an edge goes through, on the producer's port: one per region it enters,
+    outermost first (nested regions nest their splitters inside the outer one's channels)."""
+
+    path: tuple[SplitterStep, ...]
+
+    @property
+    def region(self) -> int:
+        return self.path[0].region
+
+    @property
+    def channel(self) -> int:
+        return self.path[0].channel
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +93,7 @@ class Node:
     placement: HostPlacement
     partitions: Partitions
     consistent_region: int | None
+    threading: str | None = None  # @threading model of the operator or its nearest composite
     imports: dict[int, tuple[tuple[str, int, ImportSpec], ...]] = field(default_factory=dict)  # by input port
     exports: dict[int, tuple[tuple[str, ExportSpec], ...]] = field(default_factory=dict)  # by output port
 
@@ -100,9 +118,16 @@ class Topology:
     region_ops: dict[int, list[int]] = field(default_factory=dict)  # operators inside each region
     op_hops: dict[int, list[int]] = field(default_factory=dict)  # hops touching each operator
     max_index: int = 0  # highest node index ever given: removed indices are not reused
+    hostpools: tuple[HostPool, ...] = ()  # the application's pools plus per-channel replicas
+    replica_pools: dict[tuple[int, int, int], HostPool] = field(default_factory=dict)
+    given_values: dict[int, str] = field(default_factory=dict)  # submission-time values the user gave
+    default_threading: str | None = None  # the Job's threadingModel, for apps without @threading
 
     _into: dict[int, list[Edge]] | None = None
     _from: dict[int, list[Edge]] | None = None
+
+    def hostpool(self, index: int) -> HostPool | None:
+        return next((p for p in self.hostpools if p.index == index), None)
 
     def by_name(self) -> dict[str, Node]:
         return {n.name: n for n in self.nodes.values()}
@@ -206,9 +231,12 @@ class _Flattener:
     ) -> Iterator[tuple[int, int, tuple[tuple[int, int], ...]]]:
         if depth > 10_000:
             raise TopologyError("connections through composites form a cycle")
-        if oper in self.app.operators:
-            if kind != "input":
-                raise TopologyError(f"connection into output port {port} of operator {oper}")
+        op = self.app.operators.get(oper)
+        if op is not None:
+            if kind != "input" or (op.kind is not OperatorKind.EXPORT and op.input_port(port) is None):
+                raise TopologyError(
+                    f"a connection goes to input port {port} of {op.name}, which has no such port"
+                )
             yield oper, port, entered
             return
         comp = self.app.composites.get(oper)
@@ -274,10 +302,59 @@ def _channels(
     return tuple(out)
 
 
+def _threading(app: Application, op: Operator) -> str | None:
+    """The ``@threading`` model in force for ``op``: its own, else its nearest composite's."""
+    found = op.annotation("threading")
+    comp: int | None = op.composite
+    while found is None and comp is not None:
+        found = next((a for a in app.composites[comp].annotations if a.tag == "threading"), None)
+        comp = app.composites[comp].parent
+    return found.get("model") if found else None
+
+
 def _consistent_region(op: Operator) -> int | None:
     entry = op.annotation("consistentRegionEntry")
     index = entry.get("index") if entry else None
     return int(index) if index is not None else None
+
+
+class _ReplicaPools:
+    """Host pools replicated per channel (``replicateHostTag``): ``<pool>_<region>_<channel>``.
+
+    A replica keeps its index once created, so rebuilding after a width change does not renumber
+    the pools of channels that survive.
+    """
+
+    def __init__(
+        self, app: Application, previous: dict[tuple[int, int, int], HostPool] | None = None
+    ) -> None:
+        self.app = app
+        self.replicas: dict[tuple[int, int, int], HostPool] = dict(previous or {})
+        self.by_index = {p.index: p for p in app.hostpools} | {p.index: p for p in self.replicas.values()}
+
+    def place(
+        self, pool_index: int | None, chain: list[ParallelRegion], channels: tuple[Channel, ...]
+    ) -> int | None:
+        for region, channel in zip(chain, channels, strict=True):
+            pool = self.by_index.get(pool_index) if pool_index is not None else None
+            if pool is None or not set(region.replicate_host_tags) & set(pool.tags):
+                continue
+            key = (pool.index, region.index, channel.global_)
+            if key not in self.replicas:
+                index = max(self.by_index) + 1
+                replicated = set(region.replicate_host_tags)
+                self.replicas[key] = replace(
+                    pool,
+                    index=index,
+                    name=f"{pool.name}_{region.index}_{channel.global_}",
+                    tags=tuple(f"{t}_{channel.global_}" if t in replicated else t for t in pool.tags),
+                )
+                self.by_index[index] = self.replicas[key]
+            pool_index = self.replicas[key].index
+        return pool_index
+
+    def all(self) -> tuple[HostPool, ...]:
+        return tuple(sorted(self.by_index.values(), key=lambda p: p.index))
 
 
 class _Indexer:
@@ -305,7 +382,12 @@ class _Indexer:
 
 
 def _replicate(
-    app: Application, op: Operator, chain: list[ParallelRegion], widths: Mapping[int, int], indexer: _Indexer
+    app: Application,
+    op: Operator,
+    chain: list[ParallelRegion],
+    widths: Mapping[int, int],
+    indexer: _Indexer,
+    pools: _ReplicaPools,
 ) -> list[Node]:
     out = []
     for locals_ in itertools.product(*(range(widths[r.index]) for r in chain)):
@@ -320,6 +402,7 @@ def _replicate(
                 channels=channels,
                 placement=replace(
                     p,
+                    pool_index=pools.place(p.pool_index, chain, channels),
                     host=_substitute(p.host, channels) if p.host else None,
                     colocations=_sub_all(p.colocations, channels),
                     exlocations=_sub_all(p.exlocations, channels),
@@ -330,12 +413,19 @@ def _replicate(
                     exlocations=_sub_all(q.exlocations, channels),
                 ),
                 consistent_region=_consistent_region(op),
+                threading=_threading(app, op),
             )
         )
     return out
 
 
-def build_topology(app: Application, widths: Mapping[int, int], previous: Topology | None = None) -> Topology:
+def build_topology(
+    app: Application,
+    widths: Mapping[int, int],
+    previous: Topology | None = None,
+    given_values: Mapping[int, str] | None = None,
+    default_threading: str | None = None,
+) -> Topology:
     """Expand ``app`` with the given region widths.
 
     With ``previous`` (an earlier topology of the same application), only the operators inside
@@ -343,19 +433,20 @@ def build_topology(app: Application, widths: Mapping[int, int], previous: Topolo
     node and connection is reused, and surviving node names keep their index (stable re-fusion).
     """
     if previous is None:
-        return _fresh(app, widths)
+        return _fresh(app, widths, dict(given_values or {}), default_threading)
     if previous.app is not app:
         raise TopologyError("a topology can only be rebuilt from one of the same application")
     changed = [r for r, w in widths.items() if previous.widths.get(r) != w]
     affected = sorted({op for r in changed for op in previous.region_ops.get(r, ())})
     names = {n.name: n.index for op in affected for n in previous.replicas[op]}
     indexer = _Indexer(previous.max_index, names)
+    pools = _ReplicaPools(app, previous.replica_pools)
     replicas = dict(previous.replicas)
     nodes = dict(previous.nodes)
     for op in affected:
         for old in replicas[op]:
             del nodes[old.index]
-        replicas[op] = _replicate(app, app.operators[op], previous.chains[op], widths, indexer)
+        replicas[op] = _replicate(app, app.operators[op], previous.chains[op], widths, indexer, pools)
         nodes.update((n.index, n) for n in replicas[op])
     hop_edges = list(previous.hop_edges)
     redone = sorted({i for op in affected for i in previous.op_hops.get(op, ())})
@@ -373,18 +464,25 @@ def build_topology(app: Application, widths: Mapping[int, int], previous: Topolo
         region_ops=previous.region_ops,
         op_hops=previous.op_hops,
         max_index=max([previous.max_index] + [n.index for op in affected for n in replicas[op]]),
+        hostpools=pools.all(),
+        replica_pools=pools.replicas,
+        given_values=previous.given_values,
+        default_threading=previous.default_threading,
     )
     topo.patch_edge_index(previous, [previous.hop_edges[i] for i in redone], [hop_edges[i] for i in redone])
     return topo
 
 
-def _fresh(app: Application, widths: Mapping[int, int]) -> Topology:
+def _fresh(
+    app: Application, widths: Mapping[int, int], given_values: dict[int, str], default_threading: str | None
+) -> Topology:
     primitives = sorted(
         (op for op in app.operators.values() if op.kind is OperatorKind.PRIMITIVE), key=lambda o: o.index
     )
     chains = {op.index: _region_chain(app, op) for op in primitives}
     indexer = _Indexer(max(op.index for op in primitives), {})
-    replicas = {op.index: _replicate(app, op, chains[op.index], widths, indexer) for op in primitives}
+    pools = _ReplicaPools(app)
+    replicas = {op.index: _replicate(app, op, chains[op.index], widths, indexer, pools) for op in primitives}
     hops = _Flattener(app).hops()
     hop_edges = [_hop_edges(app, hop, replicas, chains) for hop in hops]
     region_ops: dict[int, list[int]] = {}
@@ -408,6 +506,10 @@ def _fresh(app: Application, widths: Mapping[int, int]) -> Topology:
         region_ops=region_ops,
         op_hops=op_hops,
         max_index=max(nodes),
+        hostpools=pools.all(),
+        replica_pools=pools.replicas,
+        given_values=given_values,
+        default_threading=default_threading,
     )
 
 
@@ -433,7 +535,6 @@ def _hop_edges(
     src_regions = {r.index for r in chains[hop.src]}
     shared = [r.index for r in chains[hop.dst] if r.index in src_regions]
     entered = [r for r in chains[hop.dst] if r.index not in src_regions]
-    splitter_region = entered[0] if entered else None
     # consumers grouped by their channels in the shared regions: a producer feeds its own group
     groups: dict[tuple[int, ...], list[Node]] = {}
     for dst in replicas[hop.dst]:
@@ -444,13 +545,13 @@ def _hop_edges(
         key = tuple(c.local for c in src.channels if c.region in shared)
         for dst in groups.get(key, ()):
             use = None
-            if splitter_region is not None:
-                outer = next(c for c in dst.channels if c.region == splitter_region.index)
+            if entered:
+                local = {c.region: c.local for c in dst.channels}
                 use = SplitterUse(
-                    region=splitter_region.index,
-                    kind=_splitter_kind(splitter_region, hop),
-                    channel=outer.local,
-                    iport=_entry_port(splitter_region, hop),
+                    tuple(
+                        SplitterStep(r.index, _splitter_kind(r, hop), _entry_port(r, hop), local[r.index])
+                        for r in entered
+                    )
                 )
             edges.append(Edge(src.index, hop.src_port, dst.index, hop.dst_port, use))
     return edges

@@ -16,6 +16,7 @@ from streams_k8s.api.job import Fusion, Job, ParallelRegionWidth
 from streams_k8s.app.adl import AdlError, parse_adl
 from streams_k8s.app.bundle import BundleError, read_bundle
 from streams_k8s.app.fusion import FusionConstraintError
+from streams_k8s.app.physical import PlannedPe
 from streams_k8s.app.plan import Plan, PlanDiff, plan_application, refuse_with_widths, render_name_table
 from streams_k8s.app.submission import SubmissionError
 from streams_k8s.app.topology import TopologyError
@@ -95,12 +96,33 @@ def _config_maps(plan: Plan) -> list[dict[str, Any]]:
     return maps
 
 
+def _placement_summary(pe: PlannedPe, plan: Plan) -> str:
+    """host=…, pool=name[i], coloc=…, exloc=…, isolated=… (empty parts left out)."""
+    p = pe.placement
+    parts = []
+    if p.host:
+        parts.append(f"host={p.host}")
+    if p.host_pool_location is not None:
+        pool = plan.topology.hostpool(p.host_pool_location.pool_index)
+        name = pool.name if pool else str(p.host_pool_location.pool_index)
+        index = p.host_pool_location.inpool_index
+        parts.append(f"pool={name}" + (f"[{index}]" if index is not None else ""))
+    if p.co_locations:
+        parts.append("coloc=" + ",".join(p.co_locations))
+    if p.ex_locations:
+        parts.append("exloc=" + ",".join(p.ex_locations))
+    if p.isolation:
+        parts.append(f"isolated={p.isolation}")
+    return " ".join(parts) or "-"
+
+
 def _print_table(plan: Plan) -> None:
-    click.echo(f"{'PE':>4}  {'IN':>3} {'OUT':>3}  {'CONTENT':12}  OPERATORS")
-    for row in _pe_rows(plan):
-        ops = ", ".join(row["operators"])
+    click.echo(f"{'PE':>4}  {'IN':>3} {'OUT':>3}  {'CONTENT':12}  {'PLACEMENT':24}  OPERATORS")
+    for pe in plan.pes:
+        placement = _placement_summary(pe, plan)
         click.echo(
-            f"{row['id']:>4}  {row['inputPorts']:>3} {row['outputPorts']:>3}  {row['contentId'][:12]}  {ops}"
+            f"{pe.id:>4}  {len(pe.inputs):>3} {len(pe.outputs):>3}  {pe.content_id[:12]}  "
+            f"{placement:24}  {', '.join(pe.operators)}"
         )
 
 
@@ -166,6 +188,7 @@ def plan(
                 **dict(_pairs(values, "--submission-time")),
             },
             "resources": spec.processing_element.resources if spec else None,
+            "threading": spec.threading_model if spec else None,
             "nodes": nodes,
         }
         if diff:

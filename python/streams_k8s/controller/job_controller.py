@@ -59,7 +59,7 @@ from streams_k8s.controller.submission import (
     validate_job,
 )
 from streams_k8s.k8s.client import Resource
-from streams_k8s.k8s.conditions import find_condition, format_time, set_condition
+from streams_k8s.k8s.conditions import format_time, set_condition
 from streams_k8s.k8s.controller import Requeue
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.events import EventRecorder
@@ -298,7 +298,7 @@ class JobController:
             f"{job.spec.bundle.name} sha256:{fetched.digest[:12]}",
             generation,
         )
-        nodes = schedulable_nodes(self.jobs_nodes())
+        nodes = schedulable_nodes(self.nodes.store.select())
         planned_nodes = status.get("plannedNodes") or max(len(nodes), 1)
         planned = await asyncio.to_thread(
             self._build, job, uid, str(fetched.path), job_id, int(planned_nodes), nodes, generation
@@ -308,7 +308,7 @@ class JobController:
             PLANNED,
             "True",
             "Planned",
-            f"{len(planned.plan.pes)} PEs; " + "; ".join(planned.plan.notices),
+            "; ".join([f"{len(planned.plan.pes)} PEs", *planned.plan.notices]),
             generation,
         )
         if (
@@ -324,13 +324,11 @@ class JobController:
             }
             obj = await self._write_status(obj, status)
             status = dict(obj.get("status") or status)
-            if find_condition(conditions, PLANNED) is not None:
-                await self.recorder.record(obj, "Normal", "Planned", f"{len(planned.plan.pes)} PEs planned")
+            if changed:
+                note = f"{len(planned.plan.pes)} PEs planned on {planned_nodes} schedulable nodes"
+                await self.recorder.record(obj, "Normal", "Planned", note)
         self._planned[uid] = planned
         return planned, obj, status
-
-    def jobs_nodes(self) -> list[Object]:
-        return self.nodes.store.select()
 
     def _build(
         self,

@@ -51,7 +51,8 @@ from streams_k8s.app.adl import AdlError, parse_adl
 from streams_k8s.app.bundle import BundleError, read_bundle
 from streams_k8s.app.fusion import FusionConstraintError
 from streams_k8s.app.model import Application
-from streams_k8s.app.plan import Plan, PlannedPe, plan_application, render_name_table
+from streams_k8s.app.physical import PlannedPe
+from streams_k8s.app.plan import Plan, plan_application, render_name_table
 from streams_k8s.app.submission import SubmissionError
 from streams_k8s.app.topology import TopologyError
 from streams_k8s.controller import labels
@@ -143,6 +144,7 @@ def plan_job(job: Job, app: Application, *, job_id: int, nodes: int | None) -> P
             widths=spec.parallel_regions,
             resources=spec.processing_element.resources,
             nodes=nodes,
+            threading=spec.threading_model,
         )
     except (SubmissionError, TopologyError, FusionConstraintError) as err:
         raise SubmissionFailure("Planned", "PlanningFailed", str(err)) from None

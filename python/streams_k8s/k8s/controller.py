@@ -178,8 +178,11 @@ class Controller:
     async def reconcile_once(self, key: ObjectKey) -> None:
         started = time.monotonic()
         try:
-            async with asyncio.timeout(self.timeout):
+            if self.timeout is None:
                 result = await self._reconcile(key)
+            else:
+                async with asyncio.timeout(self.timeout):
+                    result = await self._reconcile(key)
         except asyncio.CancelledError:
             raise
         except Exception as exc:

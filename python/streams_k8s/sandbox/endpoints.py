@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from streams_k8s.sandbox.errors import ApiError
+from streams_k8s.sandbox.label_index import LabelIndex, SelectorIndex
 from streams_k8s.sandbox.registry import Registry
 from streams_k8s.sandbox.resources import ResourceType
-from streams_k8s.sandbox.selectors import LabelSelector, Requirement
 from streams_k8s.sandbox.store import WatchEvent
 from streams_k8s.sandbox.worker import Worker
 from streams_k8s.sandbox.workloads import is_ready
@@ -19,11 +19,10 @@ ENDPOINTS = ("", "endpoints")
 ServiceKey = tuple[str, str]
 
 
-def _selector(service: dict[str, Any]) -> LabelSelector | None:
-    selector = (service.get("spec") or {}).get("selector")
-    if not selector:
-        return None
-    return LabelSelector([Requirement(k, "=", (str(v),)) for k, v in selector.items()])
+def _selector(service: dict[str, Any] | None) -> dict[str, str]:
+    if service is None:
+        return {}
+    return {k: str(v) for k, v in ((service.get("spec") or {}).get("selector") or {}).items()}
 
 
 class EndpointsController:
@@ -31,42 +30,51 @@ class EndpointsController:
         self.registry = registry
         self.rts = {key: registry.types[key] for key in (PODS, SERVICES, ENDPOINTS)}
         self.worker: Worker[ServiceKey] = Worker("endpoints-controller", self._sync)
+        self.pods = LabelIndex()
+        self.services = SelectorIndex()
         registry.store.listeners.append(self._on_event)
 
     def _on_event(self, rt: ResourceType, event: WatchEvent) -> None:
         meta = event.obj["metadata"]
+        key = (meta["namespace"], meta["name"]) if rt.key in (SERVICES, PODS) else None
+        if key is None:
+            return
         if rt.key == SERVICES:
-            self.worker.add((meta["namespace"], meta["name"]))
-        elif rt.key == PODS:
-            labels = [meta.get("labels") or {}] + (
-                [event.old["metadata"].get("labels") or {}] if event.old else []
-            )
-            for service in self.registry.items(self.rts[SERVICES], meta["namespace"]):
-                selector = _selector(service)
-                if selector is not None and any(selector.matches(lbl) for lbl in labels):
-                    self.worker.add((meta["namespace"], service["metadata"]["name"]))
+            self.services.update(key, _selector(event.obj) if event.type != "DELETED" else None)
+            self.worker.add(key)
+            return
+        old_labels = event.old["metadata"].get("labels") or {} if event.old else {}
+        new_labels = meta.get("labels") or {} if event.type != "DELETED" else {}
+        self.pods.update(key, old_labels, new_labels)
+        for labels in (old_labels, new_labels):
+            for service in self.services.matching(key[0], labels):
+                self.worker.add(service)
 
     def _sync(self, key: ServiceKey) -> None:
         ns, name = key
         service = self.registry.find(self.rts[SERVICES], ns, name)
         existing = self.registry.find(self.rts[ENDPOINTS], ns, name)
-        selector = _selector(service) if service is not None else None
-        if service is None or selector is None:
+        selector = _selector(service)
+        if service is None or not selector:
             if existing is not None and service is None:
                 self._call(lambda: self.registry.delete(self.rts[ENDPOINTS], ns, name))
             return
-        pods = [
-            p
-            for p in self.registry.items(self.rts[PODS], ns)
-            if selector.matches(p["metadata"].get("labels"))
-            and (p.get("status") or {}).get("podIP")
-            and not p["metadata"].get("deletionTimestamp")
-        ]
+        pods = []
+        for pod_ns, pod_name in sorted(self.pods.candidates(ns, selector)):
+            pod = self.registry.find(self.rts[PODS], pod_ns, pod_name)
+            labels = pod["metadata"].get("labels") or {} if pod is not None else {}
+            if (
+                pod is not None
+                and all(labels.get(k) == v for k, v in selector.items())
+                and (pod.get("status") or {}).get("podIP")
+                and not pod["metadata"].get("deletionTimestamp")
+            ):
+                pods.append(pod)
         subsets: list[dict[str, Any]] = []
         if pods:
             ready: list[dict[str, Any]] = []
             not_ready: list[dict[str, Any]] = []
-            for pod in sorted(pods, key=lambda p: p["metadata"]["name"]):
+            for pod in pods:
                 address = {
                     "ip": pod["status"]["podIP"],
                     "nodeName": pod["spec"].get("nodeName", ""),

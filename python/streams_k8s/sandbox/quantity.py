@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
+from functools import lru_cache
 
 _QUANTITY = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?\d+)?$")
 _SUFFIX = {
@@ -26,6 +27,7 @@ _SUFFIX = {
 }
 
 
+@lru_cache(maxsize=4096)
 def parse_quantity(value: str | int | float) -> Fraction:
     """The value of a quantity; raises ValueError for text that is not one."""
     if isinstance(value, int | float):

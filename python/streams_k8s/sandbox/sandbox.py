@@ -7,6 +7,7 @@ import asyncio
 import logging
 import tempfile
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -27,7 +28,7 @@ from streams_k8s.sandbox.pe_runtime import (
     RuntimeHooks,
     SimulatedPeRuntime,
 )
-from streams_k8s.sandbox.registry import CRD_KEY, Registry
+from streams_k8s.sandbox.registry import CRD_KEY, Registry, clone
 from streams_k8s.sandbox.server import ApiServer, RequestRecord, json_response
 from streams_k8s.sandbox.store import WatchEvent
 from streams_k8s.sandbox.tls import TlsFiles, self_signed
@@ -234,6 +235,7 @@ class Sandbox:
 
     def install_crd(self, crd: dict[str, Any]) -> None:
         """Create (or replace) a CustomResourceDefinition, as `kubectl apply` of its manifest would."""
+        crd = clone(crd)  # the registry keeps what it is given
         rt = self.registry.types[CRD_KEY]
         existing = self.registry.find(rt, None, crd["metadata"]["name"])
         if existing is None:
@@ -249,9 +251,12 @@ class Sandbox:
             return 0
         count = 0
         for path in sorted(directory.glob("*.y*ml")):
-            for doc in _crd_documents(yaml.safe_load_all(path.read_text())):
-                self.install_crd(doc)
-                count += 1
+            try:
+                for doc in _crd_file(path, path.stat().st_mtime_ns):
+                    self.install_crd(doc)
+                    count += 1
+            except (ApiError, yaml.YAMLError) as err:
+                raise ValueError(f"{path}: {err}") from None
         return count
 
     async def _control(self, path: str, request: web.Request) -> web.StreamResponse:
@@ -296,6 +301,13 @@ def _node_specs(nodes: int | Sequence[NodeSpec] | Path, zones: list[str]) -> lis
     if isinstance(nodes, Path):
         return load_nodes(nodes, zones)
     return list(nodes)
+
+
+@lru_cache(maxsize=64)
+def _crd_file(path: Path, mtime_ns: int) -> tuple[dict[str, Any], ...]:
+    """The CRDs of a YAML file, parsed once per version of the file (sandboxes start often)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return tuple(_crd_documents(yaml.load_all(path.read_text(), Loader=loader)))
 
 
 def _crd_documents(docs: Iterable[Any]) -> Iterable[dict[str, Any]]:

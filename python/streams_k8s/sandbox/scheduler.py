@@ -106,6 +106,11 @@ class Scheduler:
         self.nodes_rt: ResourceType = registry.types[NODES]
         self.worker: Worker[PodKey] = Worker("scheduler", self._schedule)
         self.waiting: set[PodKey] = set()
+        # Active pods bound to nodes, kept from store events so a decision never scans all pods.
+        self.bound: dict[PodKey, dict[str, Any]] = {}
+        self.on_node: dict[str, dict[PodKey, dict[str, Any]]] = {}
+        self.used: dict[str, tuple[Fraction, Fraction]] = {}
+        self.anti_affine: dict[PodKey, dict[str, Any]] = {}
         registry.store.listeners.append(self._on_event)
 
     def _on_event(self, rt: ResourceType, event: WatchEvent) -> None:
@@ -116,6 +121,7 @@ class Scheduler:
             return
         meta = event.obj["metadata"]
         key = (meta["namespace"], meta["name"])
+        self._account(key, event.old, None if event.type == "DELETED" else event.obj)
         if event.type == "DELETED":
             self.waiting.discard(key)
             return
@@ -130,20 +136,40 @@ class Scheduler:
             for waiting in self.waiting:  # a pod landing can satisfy a waiting pod's affinity
                 self.worker.add(waiting)
 
+    def _account(self, key: PodKey, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        """Move a pod's claim on its node from `old` to `new` (None: no claim)."""
+        for pod, sign in ((old, -1), (new, 1)):
+            if pod is None or not pod["spec"].get("nodeName") or not is_active(pod):
+                continue
+            node = pod["spec"]["nodeName"]
+            cpu, memory = pod_requests(pod)
+            used_cpu, used_memory = self.used.get(node, (Fraction(0), Fraction(0)))
+            self.used[node] = (used_cpu + sign * cpu, used_memory + sign * memory)
+            pods = self.on_node.setdefault(node, {})
+            if sign < 0:
+                pods.pop(key, None)
+                self.bound.pop(key, None)
+                self.anti_affine.pop(key, None)
+            else:
+                pods[key] = self.bound[key] = pod
+                if _required((pod["spec"].get("affinity") or {}).get("podAntiAffinity")):
+                    self.anti_affine[key] = pod
+
     def _schedule(self, key: PodKey) -> None:
         pod = self.registry.find(self.pods_rt, key[0], key[1])
         if pod is None or pod["spec"].get("nodeName") or pod["metadata"].get("deletionTimestamp"):
             self.waiting.discard(key)
             return
         nodes = sorted(self.registry.items(self.nodes_rt), key=lambda n: n["metadata"]["name"])
-        bound = [p for p in self.registry.items(self.pods_rt) if p["spec"].get("nodeName") and is_active(p)]
+        node_labels = {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in nodes}
         reasons: Counter[str] = Counter()
         feasible: list[tuple[int, str]] = []
+        requests = pod_requests(pod)
         for node in nodes:
-            reason = self._unfit(pod, node, nodes, bound)
+            reason = self._unfit(pod, requests, node, node_labels)
             if reason is None:
-                load = sum(1 for p in bound if p["spec"]["nodeName"] == node["metadata"]["name"])
-                feasible.append((load, node["metadata"]["name"]))
+                name = node["metadata"]["name"]
+                feasible.append((len(self.on_node.get(name, ())), name))
             else:
                 reasons[reason] += 1
         if feasible:
@@ -158,9 +184,9 @@ class Scheduler:
     def _unfit(
         self,
         pod: dict[str, Any],
+        requests: tuple[Fraction, Fraction],
         node: dict[str, Any],
-        nodes: list[dict[str, Any]],
-        bound: list[dict[str, Any]],
+        node_labels: dict[str, dict[str, str]],
     ) -> str | None:
         spec = pod["spec"]
         tolerations = spec.get("tolerations") or []
@@ -175,27 +201,20 @@ class Scheduler:
             if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(tolerations, taint):
                 return f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value', '')}}}"
         name = node["metadata"]["name"]
-        here = [p for p in bound if p["spec"]["nodeName"] == name]
         allocatable = (node.get("status") or {}).get("allocatable") or {}
-        if len(here) + 1 > int(allocatable.get("pods", 110)):
+        if len(self.on_node.get(name, ())) + 1 > int(allocatable.get("pods", 110)):
             return "Too many pods"
-        cpu, memory = pod_requests(pod)
-        used_cpu = sum((pod_requests(p)[0] for p in here), Fraction(0))
-        used_memory = sum((pod_requests(p)[1] for p in here), Fraction(0))
+        cpu, memory = requests
+        used_cpu, used_memory = self.used.get(name, (Fraction(0), Fraction(0)))
         if cpu and used_cpu + cpu > parse_quantity(allocatable.get("cpu", "0")):
             return "Insufficient cpu"
         if memory and used_memory + memory > parse_quantity(allocatable.get("memory", "0")):
             return "Insufficient memory"
-        return self._pod_affinity_unfit(pod, node, nodes, bound)
+        return self._pod_affinity_unfit(pod, node, node_labels)
 
     def _pod_affinity_unfit(
-        self,
-        pod: dict[str, Any],
-        node: dict[str, Any],
-        nodes: list[dict[str, Any]],
-        bound: list[dict[str, Any]],
+        self, pod: dict[str, Any], node: dict[str, Any], node_labels: dict[str, dict[str, str]]
     ) -> str | None:
-        node_labels = {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in nodes}
         affinity = pod["spec"].get("affinity") or {}
         ns = pod["metadata"]["namespace"]
 
@@ -204,7 +223,7 @@ class Scheduler:
             namespaces = term.get("namespaces") or [term_ns]
             return [
                 p
-                for p in bound
+                for p in self.bound.values()
                 if p["metadata"]["namespace"] in namespaces and selector.matches(p["metadata"].get("labels"))
             ]
 
@@ -224,9 +243,8 @@ class Scheduler:
             key = term.get("topologyKey", "")
             if any(same_domain(p, key) for p in peers(term, ns)):
                 return "node(s) didn't match pod anti-affinity rules"
-        for other in bound:  # existing pods' anti-affinity also keeps this pod away
-            other_affinity = other["spec"].get("affinity") or {}
-            for term in _required(other_affinity.get("podAntiAffinity")):
+        for other in self.anti_affine.values():  # existing pods' anti-affinity also keeps this pod away
+            for term in _required((other["spec"].get("affinity") or {}).get("podAntiAffinity")):
                 selector = selector_from_spec(term.get("labelSelector"))
                 namespaces = term.get("namespaces") or [other["metadata"]["namespace"]]
                 if (

@@ -64,10 +64,14 @@ class WorkloadControllers:
         if owner is None or owner["metadata"].get("deletionTimestamp"):
             return  # the garbage collector removes the pods
         uid = owner["metadata"]["uid"]
+        store = self.registry.store
+        dependents = (store.lookup_uid(d) for d in list(store.dependents.get(uid, ())))
         pods = [
             p
-            for p in self.registry.items(self.pods_rt, ns)
-            if any(
+            for p in dependents
+            if p is not None
+            and p["kind"] == "Pod"
+            and any(
                 r.get("uid") == uid and r.get("controller")
                 for r in p["metadata"].get("ownerReferences") or []
             )

@@ -1,0 +1,61 @@
+"""The physical model: PEs and their ports, as fusion and port assignment leave them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from streams_k8s.api.processing_element import Placement
+from streams_k8s.app.model import ExportSpec
+from streams_k8s.app.topology import Edge
+
+
+@dataclass(slots=True)
+class PeInputPort:
+    id: int
+    node: int
+    port: int
+    senders: list[tuple[int, Edge]] = field(default_factory=list)  # (source PE id, edge)
+
+
+@dataclass(slots=True)
+class PeOutputPort:
+    id: int
+    node: int
+    port: int
+    channel: tuple[int, int] | None  # (splitter region, channel) for parallel fan-out
+    receivers: list[tuple[int, Edge]] = field(default_factory=list)  # (destination PE id, edge)
+    exports: tuple[tuple[str, ExportSpec], ...] = ()  # (Export operator name, what it exports)
+
+
+@dataclass(slots=True)
+class PlannedPe:
+    id: int
+    index: int  # container index: position when ordered by smallest node index
+    nodes: list[int]
+    operators: list[str]
+    inputs: list[PeInputPort] = field(default_factory=list)
+    outputs: list[PeOutputPort] = field(default_factory=list)
+    aadl: str = ""
+    content_id: str = ""
+    placement: Placement = field(default_factory=Placement)
+    regions: list[int] = field(default_factory=list)
+    restartable: bool = True
+    signature: tuple[object, ...] = ()  # inputs of the AADL; equal signatures render equal AADL
+
+
+@dataclass(slots=True)
+class PortIndex:
+    """Where every node and PE port ended up, for rendering connections."""
+
+    pe_of: dict[int, int]  # node index → PE id
+    inputs: dict[tuple[int, int], tuple[int, int]]  # (node, port) → (PE id, PE port id)
+    outputs: dict[tuple[int, int, tuple[int, int] | None], tuple[int, int]]  # (node, port, channel) → ...
+
+    @classmethod
+    def of(cls, pes: Sequence[PlannedPe]) -> PortIndex:
+        return cls(
+            pe_of={n: pe.id for pe in pes for n in pe.nodes},
+            inputs={(p.node, p.port): (pe.id, p.id) for pe in pes for p in pe.inputs},
+            outputs={(p.node, p.port, p.channel): (pe.id, p.id) for pe in pes for p in pe.outputs},
+        )

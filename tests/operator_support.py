@@ -1,0 +1,130 @@
+"""The instance operator run in-process against the sandbox, for the controller integration tests."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import socket
+import tarfile
+import zipfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from k8s_support import eventually_async
+from streams_k8s.controller.kinds import JOBS
+from streams_k8s.controller.operator import InstanceOperator, setup
+from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.manager import Manager
+from streams_k8s.k8s.settings import RuntimeSettings
+from streams_k8s.sandbox import Sandbox
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Running:
+    manager: Manager
+    operator: InstanceOperator
+    task: asyncio.Task[int]
+
+    @property
+    def api(self) -> str:
+        return f"http://127.0.0.1:{self.operator.api_port}"
+
+    async def stop(self) -> None:
+        self.manager.stop()
+        await self.task
+        await self.operator.stop()
+
+
+@asynccontextmanager
+async def operator(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, cache: Path, api_port: int = 0, **overrides: Any
+) -> AsyncIterator[Running]:
+    """The operator's `setup` under a Manager, as `streams-k8s run` runs it."""
+    monkeypatch.setenv("STREAMS_K8S_API_PORT", str(api_port))
+    monkeypatch.setenv("STREAMS_K8S_REPOSITORY_PORT", "0")
+    monkeypatch.setenv("STREAMS_K8S_BUNDLE_CACHE", str(cache))
+    settings = RuntimeSettings(
+        kubeconfig=str(sandbox.kubeconfig_path),
+        namespace="default",
+        bind_address="127.0.0.1",
+        health_port=0,
+        metrics_port=0,
+        leader_election=False,
+        backoff_initial=0.05,
+        backoff_max=0.5,
+        shutdown_grace=2.0,
+        **overrides,
+    )
+    manager = Manager(settings)
+    await manager.connect()
+    instance = await setup(manager)
+    running = Running(manager, instance, asyncio.create_task(manager.run(handle_signals=False)))
+    try:
+        yield running
+    finally:
+        await running.stop()
+
+
+def sab_from_adl(path: Path, adl: bytes) -> Path:
+    """A SAB holding ``adl`` (for applications the synthetic generator cannot shape)."""
+    tar_buf = io.BytesIO()
+    with tarfile.open(fileobj=tar_buf, mode="w") as tar:
+        info = tarfile.TarInfo("app/app.adl")
+        info.size = len(adl)
+        tar.addfile(info, io.BytesIO(adl))
+    bundle_info = (
+        '<bundleInfoModel xmlns="http://www.ibm.com/xmlns/prod/streams/spl/bundleInfoModel" '
+        'adlFile="app.adl" buildId="edited" bundleVersion="4300" executionMode="distributed"/>'
+    )
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("bundleInfo.xml", bundle_info)
+        zf.writestr("tar/bundle.tar", tar_buf.getvalue())
+    return path
+
+
+def job_manifest(name: str, sab: Path, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "streams.ibm.com/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"bundle": {"name": sab.name, "file": {"path": str(sab)}}, **spec},
+    }
+
+
+async def job_status(client: KubeClient, name: str) -> dict[str, Any]:
+    try:
+        return dict((await client.get(JOBS, name, "default")).get("status") or {})
+    except ApiError as err:
+        if err.not_found:
+            return {}
+        raise
+
+
+async def wait_for_phase(client: KubeClient, name: str, *phases: str, within: float = 30.0) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+
+    async def reached() -> bool:
+        seen.update(await job_status(client, name))
+        return seen.get("phase") in phases
+
+    try:
+        await eventually_async(reached, within=within)
+    except TimeoutError:
+        raise AssertionError(f"job {name} never reached {phases}; status {seen}") from None
+    return seen
+
+
+def condition(status: dict[str, Any], type_: str) -> dict[str, Any]:
+    return next(c for c in status.get("conditions") or () if c["type"] == type_)

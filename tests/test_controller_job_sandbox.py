@@ -1,0 +1,437 @@
+"""The instance operator against the sandbox: submission, objects, status, failures, recreation."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from k8s_support import eventually_async
+from operator_support import (
+    condition,
+    free_port,
+    job_manifest,
+    job_status,
+    operator,
+    sab_from_adl,
+    wait_for_phase,
+)
+from streams_k8s.api.job import Job
+from streams_k8s.api.processing_element import ProcessingElement
+from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl, write_sab
+from streams_k8s.controller import labels
+from streams_k8s.controller.kinds import (
+    CONFIGMAPS,
+    CONSISTENT_REGION_OPERATORS,
+    CONSISTENT_REGIONS,
+    HOSTPOOLS,
+    JOBS,
+    NODES,
+    PARALLEL_REGIONS,
+    PES,
+    PODS,
+    SERVICES,
+)
+from streams_k8s.controller.placement import PodPlacement
+from streams_k8s.controller.pod_spec import PeRuntimeSettings, build_pod
+from streams_k8s.k8s.client import KubeClient, Resource
+from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.events import EVENTS
+from streams_k8s.naming import TABLE_KEY, NameTable
+from streams_k8s.sandbox import Sandbox
+from streams_k8s.sandbox.nodes import NodeSpec
+
+CHILDREN = (
+    CONFIGMAPS,
+    SERVICES,
+    HOSTPOOLS,
+    PARALLEL_REGIONS,
+    CONSISTENT_REGIONS,
+    CONSISTENT_REGION_OPERATORS,
+    PES,
+)
+API_PORT = free_port()
+KUBECTL = shutil.which("kubectl")
+
+
+@pytest.fixture
+async def client(sandbox: Sandbox) -> AsyncIterator[KubeClient]:
+    async with await KubeClient.connect(str(sandbox.kubeconfig_path)) as c:
+        yield c
+
+
+async def children(client: KubeClient, job: str) -> dict[Resource, list[dict[str, Any]]]:
+    found = {}
+    for resource in CHILDREN:
+        items, _ = await client.list_all(resource, "default", label_selector=f"{labels.JOB}={job}")
+        found[resource] = items
+    return found
+
+
+async def events_of(client: KubeClient, name: str) -> list[dict[str, Any]]:
+    items, _ = await client.list_all(EVENTS, "default")
+    return [e for e in items if e.get("regarding", {}).get("name") == name]
+
+
+def sab(tmp_path: Path, name: str = "app.sab", **spec: Any) -> Path:
+    return write_sab(tmp_path / name, SyntheticSpec(**spec))
+
+
+@pytest.mark.sandbox(nodes=3, controller_url=f"http://127.0.0.1:{API_PORT}")
+async def test_a_generated_job_gets_every_object_and_runs(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = sab(tmp_path, chains=3, length=3, regions=1, width=2, consistent_chains=1)
+    async with operator(sandbox, monkeypatch, tmp_path / "cache", api_port=API_PORT):
+        job = await client.create(JOBS, job_manifest("demo", bundle, fusion={"manual": 4}))
+        status = await wait_for_phase(client, "demo", "Submitted", "Running")
+        assert status["id"] == 0
+        assert status["generationId"] == 0
+        assert status["processingElements"] == 4
+        for type_ in ("Valid", "BundleFetched", "Planned"):
+            assert condition(status, type_)["status"] == "True"
+
+        found = await children(client, "demo")
+        pes = found[PES]
+        assert sorted(p["metadata"]["name"] for p in pes) == [f"demo-{i}" for i in range(4)]
+        for obj in (o for items in found.values() for o in items):
+            ref = obj["metadata"]["ownerReferences"][0]
+            assert (ref["kind"], ref["uid"], ref["controller"]) == ("Job", job["metadata"]["uid"], True)
+            assert obj["metadata"]["labels"][labels.GENERATION] == "0"
+            assert obj["metadata"]["annotations"][labels.APPLICATION_NAME] == "synthetic::App"
+        # every PE: ConfigMap with its AADL and content id, headless Service with the runtime's ports
+        for pe in pes:
+            spec = ProcessingElement.from_wire(pe).spec
+            cm = await client.get(CONFIGMAPS, f"demo-{spec.id}", "default")
+            assert cm["metadata"]["annotations"][labels.CONTENT_ID] == spec.content_id
+            assert "augmentedPE" in cm["data"]["aadl.xml"]
+            service = await client.get(SERVICES, f"demo-{spec.id}", "default")
+            assert service["spec"]["clusterIP"] == "None"
+            names = {p["name"]: (p["port"], p["protocol"]) for p in service["spec"]["ports"]}
+            assert names["sys-metrics"] == (9696, "TCP")
+            assert names["sys-notifications"] == (10000, "UDP")
+            assert names["sys-consistentregion"] == (10001, "UDP")
+            assert spec.sab_name == bundle.name
+            assert spec.restart_failed_pod is True
+            assert spec.image_pull_policy is not None
+            assert spec.image_pull_policy.value == "IfNotPresent"
+        table = NameTable.parse((await client.get(CONFIGMAPS, "demo", "default"))["data"][TABLE_KEY])
+        assert table
+        assert all(label.job_id == 0 for label in table.values())
+        assert len(found[PARALLEL_REGIONS]) == 1
+        assert found[PARALLEL_REGIONS][0]["spec"]["width"] == 2
+        assert len(found[CONSISTENT_REGIONS]) == 1
+        assert len(found[CONSISTENT_REGION_OPERATORS]) == 1
+        region = found[CONSISTENT_REGIONS][0]["spec"]
+        assert region["pesInRegion"]
+        assert all(
+            ProcessingElement.from_wire(p).spec.regions == [0]
+            for p in pes
+            if ProcessingElement.from_wire(p).spec.id in region["pesInRegion"]
+        )
+        assert [h["spec"]["name"] for h in found[HOSTPOOLS]] == ["$default"]
+
+        # Stand in for the PE controller: one pod per PE. The sandbox runs them and its PE runtime
+        # reports connectivity to our REST API; the job becomes Running.
+        job_model = Job.from_wire(await client.get(JOBS, "demo", "default"))
+        for pe in pes:
+            model = ProcessingElement.from_wire(pe)
+            pod = build_pod(
+                job=job_model,
+                pe=model,
+                generation=0,
+                launch_count=1,
+                input_ports=1,
+                placement=PodPlacement(),
+                settings=PeRuntimeSettings(),
+            )
+            await client.create(PODS, pod)
+        status = await wait_for_phase(client, "demo", "Running")
+        assert status["podsReady"] == 4
+        assert condition(status, "PodsReady")["status"] == "True"
+
+        async def connected() -> bool:
+            items, _ = await client.list_all(PES, "default")
+            return all((p.get("status") or {}).get("connectivity") == "Full" for p in items)
+
+        await eventually_async(connected, within=10)
+        reasons = {e["reason"] for e in await events_of(client, "demo")}
+        assert {"SubmissionStarted", "SubmissionSucceeded", "Running"} <= reasons
+
+
+DELETED = ((CONFIGMAPS, "keep-1"), (SERVICES, "keep-0"), (HOSTPOOLS, "keep-0"), (PES, "keep-1"))
+
+
+@pytest.mark.sandbox(nodes=2)
+async def test_deleted_children_come_back_and_job_deletion_collects_them(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = sab(tmp_path, chains=2, length=2)
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("keep", bundle, fusion={"manual": 2}))
+        await wait_for_phase(client, "keep", "Submitted")
+        for resource, name in DELETED:
+            await client.delete(resource, name, "default")
+
+        async def all_back() -> bool:
+            try:
+                for resource, name in DELETED:
+                    await client.get(resource, name, "default")
+            except ApiError as err:
+                if err.not_found:
+                    return False
+                raise
+            return True
+
+        await eventually_async(all_back, within=10)
+        await client.delete(JOBS, "keep", "default")
+
+        async def collected() -> bool:
+            found = await children(client, "keep")
+            return not any(found.values())
+
+        await eventually_async(collected, within=10)
+
+
+@pytest.mark.sandbox(nodes=1)
+async def test_invalid_spec_fails_with_the_field_and_creates_nothing(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = sab(tmp_path)
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        manifest = job_manifest("bad-" + "x" * 56, bundle)  # a label value, too long for PE names
+        await client.create(JOBS, manifest)
+        status = await wait_for_phase(client, manifest["metadata"]["name"], "Failed")
+        valid = condition(status, "Valid")
+        assert valid["status"] == "False"
+        assert valid["reason"] == "InvalidName"
+        assert "metadata.name" in valid["message"]
+        assert not any((await children(client, manifest["metadata"]["name"])).values())
+        assert "SubmissionFailed" in {
+            e["reason"] for e in await events_of(client, manifest["metadata"]["name"])
+        }
+
+
+@pytest.mark.sandbox(nodes=1)
+async def test_missing_bundle_fails_bundle_fetched_then_a_fixed_spec_submits(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = sab(tmp_path)
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        manifest = job_manifest("fetch", bundle)
+        manifest["spec"]["bundle"]["file"]["path"] = str(tmp_path / "absent.sab")
+        await client.create(JOBS, manifest)
+        status = await wait_for_phase(client, "fetch", "Failed")
+        fetched = condition(status, "BundleFetched")
+        assert fetched["status"] == "False"
+        assert fetched["reason"] == "BundleNotFound"
+        assert "absent.sab" in fetched["message"]
+        first_id = status["id"]
+        assert not any((await children(client, "fetch")).values())
+
+        await client.patch(JOBS, "fetch", {"spec": {"bundle": {"file": {"path": str(bundle)}}}}, "default")
+        status = await wait_for_phase(client, "fetch", "Submitted")
+        assert status["id"] == first_id  # the same Job keeps its id
+        assert condition(status, "BundleFetched")["status"] == "True"
+
+
+SOURCE_POOL = '<resources><poolLocation poolIndex="0"/></resources>'
+POOL_1 = '<resources><poolLocation poolIndex="1"/></resources>'
+HOST = '<resources><hostLocation hostname="{}"/></resources>'
+
+
+@pytest.mark.sandbox(nodes=2)
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (  # host(IP) that no node has
+            lambda adl: adl.replace(
+                SOURCE_POOL,
+                '<resources><hostLocation hostname="10.9.9.9"/><poolLocation poolIndex="0"/></resources>',
+                1,
+            ),
+            "host '10.9.9.9' is neither the name nor an address of a node",
+        ),
+        (  # a pool of 3 hosts on 2 nodes
+            lambda adl: adl.replace('name="pool0">', 'name="pool0" size="3">', 1),
+            "host pool 'pool0' needs 3 node(s) but only 0",
+        ),
+        (  # operators that must share a PE (partition colocation) pinned to two different hosts
+            lambda adl: adl.replace(
+                POOL_1, '<resources><hostLocation hostname="node-0"/></resources>', 1
+            ).replace(POOL_1, '<resources><hostLocation hostname="node-1"/></resources>', 1),
+            "C0_0 and C0_1 must be fused together",
+        ),
+    ],
+    ids=["missing-ip", "pool-too-small", "conflicting-hosts"],
+)
+async def test_unsatisfiable_placement_fails_clearly_and_leaves_nothing(
+    sandbox: Sandbox,
+    client: KubeClient,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    edit: Any,
+    expected: str,
+) -> None:
+    spec = SyntheticSpec(chains=2, length=2, pools=1, colocate_pairs=True)
+    adl = edit(synthetic_adl(spec).decode())
+    bundle = sab_from_adl(tmp_path / "app.sab", adl.encode())
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("placed", bundle, fusion={"manual": 1}))
+        status = await wait_for_phase(client, "placed", "Failed")
+        planned = condition(status, "Planned")
+        assert planned["status"] == "False"
+        assert planned["reason"] in ("PlacementFailed", "PlanningFailed")
+        assert expected in planned["message"]
+        assert not any((await children(client, "placed")).values())
+
+
+@pytest.mark.sandbox(nodes=1)
+async def test_job_ids_are_unique_and_survive_a_restart(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = sab(tmp_path, chains=1, length=1)
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        for name in ("one", "two"):
+            await client.create(JOBS, job_manifest(name, bundle))
+            await wait_for_phase(client, name, "Submitted")
+    await client.delete(JOBS, "two", "default")  # its id must not come back
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("three", bundle))
+        await wait_for_phase(client, "three", "Submitted")
+    ids = [(await job_status(client, n)).get("id") for n in ("one", "three")]
+    assert ids == [0, 2]
+
+
+@pytest.mark.sandbox(nodes=1)
+async def test_kubectl_get_stj_shows_the_status_column(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if KUBECTL is None:
+        pytest.skip("kubectl is not installed")
+    bundle = sab(tmp_path, chains=1, length=2)
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("shown", bundle, fusion={"manual": 2}))
+        await wait_for_phase(client, "shown", "Submitted")
+        result = await asyncio.to_thread(
+            subprocess.run,
+            [KUBECTL, "--kubeconfig", str(sandbox.kubeconfig_path), "get", "stj", "-n", "default"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    assert result.returncode == 0, result.stderr
+    header, row = result.stdout.splitlines()[:2]
+    assert header.split()[:3] == ["NAME", "STATUS", "PES"]
+    assert row.split()[:3] == ["shown", "Submitted", "2"]
+
+
+@pytest.mark.sandbox(nodes=1)
+async def test_submission_time_out_fails_and_cleans_up(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = sab(tmp_path, chains=2, length=2)
+    # every PE create is refused for a while: the submission cannot finish in time
+    sandbox.faults.fail(500, None, verb="create", resource="streamspes")
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("slow", bundle, submissionTimeOutInSeconds=2))
+        status = await wait_for_phase(client, "slow", "Failed", within=30)
+        submitted = condition(status, "Submitted")
+        assert submitted["reason"] == "SubmissionTimedOut"
+        assert "submissionTimeOutInSeconds=2" in submitted["message"]
+
+        async def cleaned() -> bool:
+            return not any((await children(client, "slow")).values())
+
+        await eventually_async(cleaned, within=10)
+
+
+REAL_APPS = Path(__file__).resolve().parents[1] / ".." / "shared" / "testdata" / "open-streams" / "apps"
+
+
+@pytest.mark.sandbox(nodes=3)
+@pytest.mark.parametrize(
+    "bundle",
+    [
+        "apps.parallel.Parallel.sab",
+        "apps.consistent.ConsistentRegion.sab",
+        "apps.hostpools.HostPools.sab",
+        "apps.pubsub.Exporter.sab",
+        "apps.pubsub.Importer.sab",
+    ],
+)
+async def test_real_bundles_are_submitted(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bundle: str
+) -> None:
+    path = REAL_APPS / bundle
+    if not path.exists():
+        pytest.skip(f"shared test data not found at {path}")
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("real", path.resolve()))
+        status = await wait_for_phase(client, "real", "Submitted", "Failed")
+        assert status["phase"] == "Submitted", status
+        found = await children(client, "real")
+        assert len(found[PES]) == status["processingElements"]
+        pes = {ProcessingElement.from_wire(p).spec.id: p for p in found[PES]}
+        for pe_id, pe in pes.items():
+            cm = await client.get(CONFIGMAPS, f"real-{pe_id}", "default")
+            assert cm["metadata"]["annotations"][labels.CONTENT_ID] == pe["spec"]["contentId"]
+        if bundle == "apps.hostpools.HostPools.sab":
+            pools = {h["spec"]["name"]: h["spec"] for h in found[HOSTPOOLS]}
+            assert set(pools) == {"source_hosts", "$default", "sink_hosts"}
+            assert pools["source_hosts"]["tags"] == ["source_hosts"]
+        if bundle == "apps.consistent.ConsistentRegion.sab":
+            assert len(found[CONSISTENT_REGIONS]) == 1
+            assert found[CONSISTENT_REGIONS][0]["metadata"]["name"] == "real-cr0"
+
+
+HOSTS = ["c0321.pok.hpc-ng.ibm.com", "c0323.pok.hpc-ng.ibm.com"]
+
+
+@pytest.mark.sandbox(nodes=[NodeSpec(h) for h in HOSTS])
+async def test_real_host_placement_pins_pes_to_the_named_nodes(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = REAL_APPS / "apps.hostplacement.HostPlacement_nodename.sab"
+    if not path.exists():
+        pytest.skip(f"shared test data not found at {path}")
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("hosts", path.resolve()))
+        status = await wait_for_phase(client, "hosts", "Submitted", "Failed")
+        assert status["phase"] == "Submitted", status
+        found = await children(client, "hosts")
+        assert sorted(p["spec"]["placement"]["host"] for p in found[PES]) == HOSTS
+
+
+@pytest.mark.sandbox(nodes=2)
+async def test_real_host_placement_fails_on_a_cluster_without_those_hosts(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = REAL_APPS / "apps.hostplacement.HostPlacement_nodename.sab"
+    if not path.exists():
+        pytest.skip(f"shared test data not found at {path}")
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("hosts", path.resolve()))
+        status = await wait_for_phase(client, "hosts", "Failed")
+        assert "c032" in condition(status, "Planned")["message"]
+        assert not any((await children(client, "hosts")).values())
+
+
+@pytest.mark.sandbox(nodes=3)
+async def test_automatic_fusion_counts_the_schedulable_nodes_and_records_them(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await client.patch(NODES, "node-2", {"spec": {"unschedulable": True}})  # cordoned: not counted
+    bundle = sab(tmp_path, chains=6, length=5)
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("auto", bundle))
+        status = await wait_for_phase(client, "auto", "Submitted")
+    assert status["plannedNodes"] == 2
+    assert 1 <= status["processingElements"] <= 2
+    found = await children(client, "auto")
+    assert len(found[PES]) == status["processingElements"]

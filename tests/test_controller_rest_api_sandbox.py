@@ -1,0 +1,144 @@
+"""The instance REST API over HTTP: the PE runtime's calls, user endpoints, bad input, OpenAPI."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+from openapi_schema_validator import OAS31Validator
+
+from k8s_support import eventually_async
+from operator_support import Running, job_manifest, operator, wait_for_phase
+from streams_k8s.app.synthetic import SyntheticSpec, write_sab
+from streams_k8s.controller.kinds import JOBS, PES, SERVICES
+from streams_k8s.k8s.client import KubeClient
+from streams_k8s.sandbox import Sandbox
+
+
+@pytest.fixture
+async def client(sandbox: Sandbox) -> AsyncIterator[KubeClient]:
+    async with await KubeClient.connect(str(sandbox.kubeconfig_path)) as c:
+        yield c
+
+
+@pytest.fixture
+async def running(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Running]:
+    bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=2, length=2))
+    async with operator(sandbox, monkeypatch, tmp_path / "cache") as run:
+        await client.create(JOBS, job_manifest("rest", bundle, fusion={"manual": 2}))
+        await wait_for_phase(client, "rest", "Submitted")
+        yield run
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+async def call(
+    http: aiohttp.ClientSession, method: str, url: str, body: Any = None, raw: bytes | None = None
+) -> tuple[int, str, Any]:
+    data = raw if raw is not None else (orjson.dumps(body) if body is not None else None)
+    async with http.request(method, url, data=data, headers={"Content-Type": "application/json"}) as response:
+        text = await response.text()
+        kind = response.content_type
+        return response.status, kind, orjson.loads(text) if kind == "application/json" and text else text
+
+
+@pytest.mark.sandbox(nodes=1)
+async def test_the_runtime_calls(running: Running, http: aiohttp.ClientSession, client: KubeClient) -> None:
+    status, kind, body = await call(http, "GET", f"{running.api}/api/state/job/by-id/0/name")
+    assert (status, kind, body) == (200, "text/plain", "rest")
+
+    url = f"{running.api}/api/state/job/rest/pe/1/connectivity"
+    assert (await call(http, "GET", url))[2] == "None"
+    assert (await call(http, "PUT", url, "Partial"))[0] == 204
+    pe = await client.get(PES, "rest-1", "default")
+    assert pe["status"]["connectivity"] == "Partial"
+
+    async def reported() -> bool:
+        return bool((await call(http, "GET", url))[2] == "Partial")
+
+    await eventually_async(reported, within=5)
+
+
+@pytest.mark.sandbox(nodes=1)
+async def test_user_endpoints_become_service_ports(
+    running: Running, http: aiohttp.ClientSession, client: KubeClient
+) -> None:
+    url = f"{running.api}/api/endpoints/job/rest/pe/0/endpoint/web"
+    info = {"canonicalName": "pe0.example", "port": 8080, "protocol": "TCP"}
+    assert (await call(http, "PUT", url, info))[0] == 204
+    service = await client.get(SERVICES, "rest-0", "default")
+    port = next(p for p in service["spec"]["ports"] if p["name"] == "usr-web")
+    assert (port["port"], port["protocol"], port["targetPort"]) == (8080, "TCP", 8080)
+    assert "nodePort" not in port
+
+    async def listed() -> bool:
+        code, _, body = await call(http, "GET", f"{running.api}/api/endpoints/job/rest/endpoint/web")
+        return code == 200 and body == {"canonicalName": "rest-0.default", "port": 8080, "protocol": "TCP"}
+
+    await eventually_async(listed, within=5)
+    code, _, ports = await call(http, "GET", f"{running.api}/api/endpoints/job/rest/pe/0")
+    assert code == 200
+    assert {"usr-web", "sys-metrics"} <= set(ports)
+    # the same endpoint name on another PE of the job is refused
+    code, _, body = await call(http, "PUT", f"{running.api}/api/endpoints/job/rest/pe/1/endpoint/web", info)
+    assert code == 409
+    assert body["reason"] == "AlreadyExists"
+    assert (await call(http, "DELETE", url))[0] == 204
+    service = await client.get(SERVICES, "rest-0", "default")
+    assert all(p["name"] != "usr-web" for p in service["spec"]["ports"])
+
+
+@pytest.mark.sandbox(nodes=1)
+@pytest.mark.parametrize(
+    ("method", "path", "body", "expected"),
+    [
+        ("GET", "/api/state/job/by-id/7/name", None, 404),
+        ("GET", "/api/state/job/by-id/x/name", None, 400),
+        ("GET", "/api/state/job/nojob/pe/0/connectivity", None, 404),
+        ("GET", "/api/state/job/rest/pe/9/connectivity", None, 404),
+        ("GET", "/api/state/job/rest/pe/-1/connectivity", None, 400),
+        ("PUT", "/api/state/job/rest/pe/0/connectivity", b'"Sometimes"', 400),
+        ("PUT", "/api/state/job/rest/pe/0/connectivity", b"{not json", 400),
+        ("PUT", "/api/endpoints/job/rest/pe/0/endpoint/web", b'{"port": "80"}', 400),
+        ("PUT", "/api/endpoints/job/rest/pe/0/endpoint/web", b'{"port": 70000}', 400),
+        ("PUT", "/api/endpoints/job/rest/pe/0/endpoint/Bad_Name", b'{"port": 80}', 400),
+        ("DELETE", "/api/endpoints/job/rest/pe/0/endpoint/absent", None, 404),
+        ("GET", "/api/endpoints/job/rest/endpoint/absent", None, 404),
+        ("GET", "/api/nothing/here", None, 404),
+        ("POST", "/api/state/job/rest/pe/0/connectivity", b'"Full"', 405),
+    ],
+)
+async def test_bad_input_is_a_4xx_with_a_json_body(
+    running: Running, http: aiohttp.ClientSession, method: str, path: str, body: bytes | None, expected: int
+) -> None:
+    status, kind, answer = await call(http, method, f"{running.api}{path}", raw=body)
+    assert status == expected
+    assert kind == "application/json"
+    assert answer["status"] == expected
+    assert answer["message"]
+
+
+@pytest.mark.sandbox(nodes=1)
+async def test_openapi_document_is_valid_and_covers_every_route(
+    running: Running, http: aiohttp.ClientSession
+) -> None:
+    status, _, document = await call(http, "GET", f"{running.api}/api/openapi.json")
+    assert status == 200
+    assert document["openapi"].startswith("3.1")
+    OAS31Validator.check_schema(document["components"]["schemas"]["Error"])
+    routes = {
+        r.resource.canonical
+        for r in running.operator.runner.app.router.routes()
+        if r.resource is not None and r.resource.canonical != "/api/openapi.json"
+    }
+    assert routes == set(document["paths"])

@@ -1,0 +1,134 @@
+"""Submission without a cluster: spec validation and the children a plan becomes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from streams_k8s.api.processing_element import ProcessingElementSpec
+from streams_k8s.app.adl import parse_adl
+from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl
+from streams_k8s.controller import labels
+from streams_k8s.controller.certificates import TRANSPORT_CERT_KEY, TRANSPORT_KEY_KEY
+from streams_k8s.controller.kinds import CONFIGMAPS, CONSISTENT_REGIONS, PES, SERVICES
+from streams_k8s.controller.submission import (
+    Desired,
+    SubmissionFailure,
+    desired_objects,
+    plan_job,
+    validate_job,
+)
+
+UID = "0f7e2b0c-1111-2222-3333-444455556666"
+
+
+def manifest(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "streams.ibm.com/v1",
+        "kind": "Job",
+        "metadata": {"name": "unit", "namespace": "ns", "uid": UID},
+        "spec": {"bundle": {"name": "app.sab"}, **spec},
+    }
+
+
+def children(app_spec: SyntheticSpec, **spec: Any) -> list[Desired]:
+    job = validate_job(manifest(**spec))
+    app = parse_adl(synthetic_adl(app_spec))
+    plan = plan_job(job, app, job_id=3, nodes=3)
+    transport = ("CERT", "KEY") if "processingElement" in spec else None
+    return desired_objects(
+        job, UID, app, plan, generation=0, stamp="Sat Nov 21 10:00:00 UTC 2026", transport=transport
+    )
+
+
+def pe_specs(objects: list[Desired]) -> list[ProcessingElementSpec]:
+    return [ProcessingElementSpec.model_validate(o.body["spec"]) for o in objects if o.resource == PES]
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"fusion": {"manual": 0}}, "spec.fusion.manual"),
+        ({"fusion": {"manual": 2, "legacy": True}}, "spec.fusion"),
+        ({"bundle": {"name": "../evil.sab"}}, "spec.bundle.name"),
+        ({"submissionTimeOutInSeconds": -1}, "spec.submissionTimeOutInSeconds"),
+        ({"unknownField": 1}, "spec.unknownField"),
+    ],
+)
+def test_an_invalid_spec_names_the_field(spec: dict[str, Any], field: str) -> None:
+    with pytest.raises(SubmissionFailure) as failure:
+        validate_job(manifest(**spec))
+    assert failure.value.condition == "Valid"
+    assert failure.value.reason == "InvalidSpec"
+    assert failure.value.message.startswith(field)
+
+
+def test_children_come_in_creation_order_with_the_pes_last() -> None:
+    objects = children(SyntheticSpec(chains=2, length=2, consistent_chains=1), fusion={"manual": 3})
+    kinds = [o.body["kind"] for o in objects]
+    assert kinds[0] == "ConfigMap"
+    assert kinds.index("ProcessingElement") > max(i for i, k in enumerate(kinds) if k != "ProcessingElement")
+    names = [(o.resource, o.name) for o in objects]
+    assert len(names) == len(set(names))
+    for obj in objects:
+        assert obj.body["metadata"]["ownerReferences"][0]["uid"] == UID
+        assert obj.body["metadata"]["namespace"] == "ns"
+    region = next(o for o in objects if o.resource == CONSISTENT_REGIONS)
+    assert region.name == "unit-cr0"
+    assert region.body["metadata"]["labels"][labels.CR] == "unit-cr0"
+    in_region = set(region.body["spec"]["pesInRegion"])
+    for obj in (o for o in objects if o.resource == PES):
+        pe = obj.body["spec"]["id"]
+        assert obj.body["metadata"]["labels"][labels.CR] == ("true" if pe in in_region else "false")
+
+
+def test_job_resources_are_divided_among_the_pes() -> None:
+    objects = children(
+        SyntheticSpec(chains=4, length=1),
+        fusion={"manual": 4},
+        resources={"limits": {"cpu": "16", "memory": "64Gi"}, "requests": {"cpu": "2"}},
+    )
+    for spec in pe_specs(objects):
+        assert spec.resources.limits == {"cpu": "4", "memory": "16Gi"}
+        assert spec.resources.requests == {"cpu": "0.5"}
+
+
+def test_pe_settings_inherit_from_the_job() -> None:
+    objects = children(
+        SyntheticSpec(chains=2, length=1),
+        fusion={"manual": 2},
+        imagePullPolicy="Always",
+        imagePullSecret="registry",
+        processingElement={"transportSecurityType": "TLSv1.2", "restartCompletedPod": True},
+    )
+    for spec in pe_specs(objects):
+        assert spec.image_pull_policy is not None
+        assert spec.image_pull_policy.value == "Always"
+        assert spec.image_pull_secret == "registry"
+        assert spec.restart_failed_pod is True  # unset: the SPL restartable flag
+        assert spec.restart_completed_pod is True
+        assert spec.resources.requests == {"cpu": "100m", "memory": "128Mi"}
+    table = next(o for o in objects if o.resource == CONFIGMAPS and o.name == "unit")
+    assert table.body["data"][TRANSPORT_CERT_KEY] == "CERT"
+    assert table.body["data"][TRANSPORT_KEY_KEY] == "KEY"
+    assert table.body["data"]["operator_port_labels.properties"].startswith("#Operator port labels\n")
+
+
+def test_explicit_restart_failed_pod_wins() -> None:
+    objects = children(SyntheticSpec(chains=1, length=1), processingElement={"restartFailedPod": False})
+    assert all(spec.restart_failed_pod is False for spec in pe_specs(objects))
+
+
+def test_services_carry_one_port_per_pe_input_port() -> None:
+    objects = children(SyntheticSpec(chains=2, length=2), fusion={"legacy": True})
+    for service in (o for o in objects if o.resource == SERVICES):
+        ports = service.body["spec"]["ports"]
+        system = [p for p in ports if p["name"].startswith("sys-") and p["name"][4:].isdigit()]
+        assert [p["port"] for p in system] == [10000 + i for i in range(len(system))]
+        assert service.body["spec"]["selector"] == {
+            labels.APP: "streams",
+            labels.JOB: "unit",
+            labels.GENERATION: "0",
+            labels.PE: service.body["metadata"]["labels"][labels.PE],
+        }

@@ -1,0 +1,117 @@
+"""deploy/: the kustomize base renders, every object validates, and it grants what the operator uses."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate  # type: ignore[import-untyped]
+import pytest
+import yaml
+
+from streams_k8s.api import KINDS
+
+REPO = Path(__file__).resolve().parents[1]
+DEPLOY = REPO / "deploy"
+KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
+KUBERNETES_VERSION = "1.30"
+
+
+@pytest.fixture(scope="module")
+def rendered() -> list[dict[str, Any]]:
+    if not Path(KUBECTL).exists():
+        pytest.skip("kubectl is not installed: cannot render the kustomize base")
+    result = subprocess.run([KUBECTL, "kustomize", str(DEPLOY)], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+
+def by_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [o for o in objects if o["kind"] == kind]
+
+
+def test_every_built_in_object_validates(rendered: list[dict[str, Any]]) -> None:
+    kinds = sorted(o["kind"] for o in rendered)
+    assert kinds == sorted(
+        [
+            "Namespace",
+            "ServiceAccount",
+            "Role",
+            "RoleBinding",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Deployment",
+            "Service",
+            "Service",
+            "ServiceMonitor",
+        ]
+    )
+    for obj in rendered:
+        if obj["apiVersion"].startswith("monitoring.coreos.com/"):
+            continue  # a Prometheus Operator CRD: checked below
+        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+
+
+def test_service_monitor_scrapes_the_metrics_port(rendered: list[dict[str, Any]]) -> None:
+    (monitor,) = by_kind(rendered, "ServiceMonitor")
+    metrics = next(s for s in by_kind(rendered, "Service") if s["metadata"]["name"].endswith("-metrics"))
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= metrics["metadata"]["labels"].items()
+    assert [e["port"] for e in monitor["spec"]["endpoints"]] == [p["name"] for p in metrics["spec"]["ports"]]
+
+
+def test_streams_api_routes_the_runtime_ports_to_the_serving_replica(rendered: list[dict[str, Any]]) -> None:
+    api = next(s for s in by_kind(rendered, "Service") if s["metadata"]["name"] == "streams-api")
+    assert {(p["name"], p["port"]) for p in api["spec"]["ports"]} == {("api", 10000), ("repository", 6379)}
+    assert api["spec"]["selector"]["streams.ibm.com/serving"] == "true"
+    (deployment,) = by_kind(rendered, "Deployment")
+    pod = deployment["spec"]["template"]
+    assert (
+        api["spec"]["selector"].items() - {("streams.ibm.com/serving", "true")}
+        <= pod["metadata"]["labels"].items()
+    )
+    container = pod["spec"]["containers"][0]
+    assert container["args"][0] == "run"
+    assert {e["name"] for e in container["env"]} >= {"POD_NAME", "POD_NAMESPACE"}
+    ports = {p["name"] for p in container["ports"]}
+    assert {"api", "repository", "metrics", "health"} <= ports
+
+
+def _allowed(rules: list[dict[str, Any]], group: str, resource: str, verb: str) -> bool:
+    return any(
+        group in r.get("apiGroups", []) and resource in r.get("resources", []) and verb in r.get("verbs", [])
+        for r in rules
+    )
+
+
+def test_rbac_covers_what_the_operator_touches(rendered: list[dict[str, Any]]) -> None:
+    (role,) = by_kind(rendered, "Role")
+    (cluster_role,) = by_kind(rendered, "ClusterRole")
+    for kind in KINDS:
+        for verb in ("get", "list", "watch", "create", "patch", "delete"):
+            assert _allowed(role["rules"], "streams.ibm.com", kind.plural, verb), (kind.plural, verb)
+    for resource in ("streamsjobs/status", "streamspes/status"):
+        assert _allowed(role["rules"], "streams.ibm.com", resource, "patch")
+    for resource in ("configmaps", "services", "pods"):
+        for verb in ("get", "list", "watch", "create", "update", "patch", "delete"):
+            assert _allowed(role["rules"], "", resource, verb), (resource, verb)
+    assert _allowed(role["rules"], "", "secrets", "get")
+    assert not _allowed(role["rules"], "", "secrets", "list")  # tokens are read by name only
+    assert _allowed(role["rules"], "events.k8s.io", "events", "create")
+    assert _allowed(role["rules"], "coordination.k8s.io", "leases", "update")
+    for verb in ("get", "list", "watch", "patch"):
+        assert _allowed(cluster_role["rules"], "", "nodes", verb)
+    assert [r["resources"] for r in cluster_role["rules"]] == [["nodes"]]
+    (binding,) = by_kind(rendered, "ClusterRoleBinding")
+    assert binding["subjects"][0]["namespace"] == "streams"
+
+
+def test_dockerfile_builds_the_wheel_with_maturin_and_runs_the_operator() -> None:
+    text = (DEPLOY / "Dockerfile").read_text()
+    stages = [line for line in text.splitlines() if line.startswith("FROM ")]
+    assert len(stages) == 2
+    assert "AS builder" in stages[0]
+    assert "maturin build --release" in text
+    assert 'ENTRYPOINT ["streams-k8s"]' in text
+    assert 'CMD ["run"]' in text
