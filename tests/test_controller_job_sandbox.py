@@ -21,7 +21,6 @@ from operator_support import (
     sab_from_adl,
     wait_for_phase,
 )
-from streams_k8s.api.job import Job
 from streams_k8s.api.processing_element import ProcessingElement
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl, write_sab
 from streams_k8s.controller import labels
@@ -34,11 +33,8 @@ from streams_k8s.controller.kinds import (
     NODES,
     PARALLEL_REGIONS,
     PES,
-    PODS,
     SERVICES,
 )
-from streams_k8s.controller.placement import PodPlacement
-from streams_k8s.controller.pod_spec import PeRuntimeSettings, build_pod
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.events import EVENTS
@@ -136,21 +132,8 @@ async def test_a_generated_job_gets_every_object_and_runs(
         )
         assert [h["spec"]["name"] for h in found[HOSTPOOLS]] == ["$default"]
 
-        # Stand in for the PE controller: one pod per PE. The sandbox runs them and its PE runtime
-        # reports connectivity to our REST API; the job becomes Running.
-        job_model = Job.from_wire(await client.get(JOBS, "demo", "default"))
-        for pe in pes:
-            model = ProcessingElement.from_wire(pe)
-            pod = build_pod(
-                job=job_model,
-                pe=model,
-                generation=0,
-                launch_count=1,
-                input_ports=1,
-                placement=PodPlacement(),
-                settings=PeRuntimeSettings(),
-            )
-            await client.create(PODS, pod)
+        # The PE controller (registered by the operator's setup) gives every PE its pod; the sandbox
+        # runs them and its PE runtime reports connectivity to our REST API; the job becomes Running.
         status = await wait_for_phase(client, "demo", "Running")
         assert status["podsReady"] == 4
         assert condition(status, "PodsReady")["status"] == "True"
@@ -174,7 +157,7 @@ async def test_deleted_children_come_back_and_job_deletion_collects_them(
     bundle = sab(tmp_path, chains=2, length=2)
     async with operator(sandbox, monkeypatch, tmp_path / "cache"):
         await client.create(JOBS, job_manifest("keep", bundle, fusion={"manual": 2}))
-        await wait_for_phase(client, "keep", "Submitted")
+        await wait_for_phase(client, "keep", "Submitted", "Running")  # pods may already run
         for resource, name in DELETED:
             await client.delete(resource, name, "default")
 
@@ -235,7 +218,7 @@ async def test_missing_bundle_fails_bundle_fetched_then_a_fixed_spec_submits(
         assert not any((await children(client, "fetch")).values())
 
         await client.patch(JOBS, "fetch", {"spec": {"bundle": {"file": {"path": str(bundle)}}}}, "default")
-        status = await wait_for_phase(client, "fetch", "Submitted")
+        status = await wait_for_phase(client, "fetch", "Submitted", "Running")
         assert status["id"] == first_id  # the same Job keeps its id
         assert condition(status, "BundleFetched")["status"] == "True"
 
@@ -299,11 +282,11 @@ async def test_job_ids_are_unique_and_survive_a_restart(
     async with operator(sandbox, monkeypatch, tmp_path / "cache"):
         for name in ("one", "two"):
             await client.create(JOBS, job_manifest(name, bundle))
-            await wait_for_phase(client, name, "Submitted")
+            await wait_for_phase(client, name, "Submitted", "Running")
     await client.delete(JOBS, "two", "default")  # its id must not come back
     async with operator(sandbox, monkeypatch, tmp_path / "cache"):
         await client.create(JOBS, job_manifest("three", bundle))
-        await wait_for_phase(client, "three", "Submitted")
+        await wait_for_phase(client, "three", "Submitted", "Running")
     ids = [(await job_status(client, n)).get("id") for n in ("one", "three")]
     assert ids == [0, 2]
 
@@ -317,7 +300,7 @@ async def test_kubectl_get_stj_shows_the_status_column(
     bundle = sab(tmp_path, chains=1, length=2)
     async with operator(sandbox, monkeypatch, tmp_path / "cache"):
         await client.create(JOBS, job_manifest("shown", bundle, fusion={"manual": 2}))
-        await wait_for_phase(client, "shown", "Submitted")
+        await wait_for_phase(client, "shown", "Running")
         result = await asyncio.to_thread(
             subprocess.run,
             [KUBECTL, "--kubeconfig", str(sandbox.kubeconfig_path), "get", "stj", "-n", "default"],
@@ -328,7 +311,7 @@ async def test_kubectl_get_stj_shows_the_status_column(
     assert result.returncode == 0, result.stderr
     header, row = result.stdout.splitlines()[:2]
     assert header.split()[:3] == ["NAME", "STATUS", "PES"]
-    assert row.split()[:3] == ["shown", "Submitted", "2"]
+    assert row.split()[:3] == ["shown", "Running", "2"]
 
 
 @pytest.mark.sandbox(nodes=1)
@@ -373,8 +356,8 @@ async def test_real_bundles_are_submitted(
         pytest.skip(f"shared test data not found at {path}")
     async with operator(sandbox, monkeypatch, tmp_path / "cache"):
         await client.create(JOBS, job_manifest("real", path.resolve()))
-        status = await wait_for_phase(client, "real", "Submitted", "Failed")
-        assert status["phase"] == "Submitted", status
+        status = await wait_for_phase(client, "real", "Submitted", "Running", "Failed")
+        assert status["phase"] in ("Submitted", "Running"), status
         found = await children(client, "real")
         assert len(found[PES]) == status["processingElements"]
         pes = {ProcessingElement.from_wire(p).spec.id: p for p in found[PES]}
@@ -402,8 +385,8 @@ async def test_real_host_placement_pins_pes_to_the_named_nodes(
         pytest.skip(f"shared test data not found at {path}")
     async with operator(sandbox, monkeypatch, tmp_path / "cache"):
         await client.create(JOBS, job_manifest("hosts", path.resolve()))
-        status = await wait_for_phase(client, "hosts", "Submitted", "Failed")
-        assert status["phase"] == "Submitted", status
+        status = await wait_for_phase(client, "hosts", "Submitted", "Running", "Failed")
+        assert status["phase"] in ("Submitted", "Running"), status
         found = await children(client, "hosts")
         assert sorted(p["spec"]["placement"]["host"] for p in found[PES]) == HOSTS
 
@@ -430,7 +413,7 @@ async def test_automatic_fusion_counts_the_schedulable_nodes_and_records_them(
     bundle = sab(tmp_path, chains=6, length=5)
     async with operator(sandbox, monkeypatch, tmp_path / "cache"):
         await client.create(JOBS, job_manifest("auto", bundle))
-        status = await wait_for_phase(client, "auto", "Submitted")
+        status = await wait_for_phase(client, "auto", "Submitted", "Running")
     assert status["plannedNodes"] == 2
     assert 1 <= status["processingElements"] <= 2
     found = await children(client, "auto")

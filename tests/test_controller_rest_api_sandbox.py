@@ -32,7 +32,7 @@ async def running(
     bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=2, length=2))
     async with operator(sandbox, monkeypatch, tmp_path / "cache") as run:
         await client.create(JOBS, job_manifest("rest", bundle, fusion={"manual": 2}))
-        await wait_for_phase(client, "rest", "Submitted")
+        await wait_for_phase(client, "rest", "Submitted", "Running")
         yield run
 
 
