@@ -101,7 +101,7 @@ class PeController:
         self.events: EventRecorder = manager.event_recorder("pe-controller")
         # Launch counts of PEs seen deleted, until written onto their ConfigMap.
         self._deleted_launches: dict[ObjectKey, tuple[str, int]] = {}
-        self._jobs_parsed: dict[str, tuple[str, Job]] = {}
+        self._jobs_parsed: dict[ObjectKey, tuple[str, Job]] = {}  # by key: bounded by live jobs
         self.pes.add_handler(self._on_pe_event)
 
         self.controller = manager.controller("pes", self.reconcile, workers=workers)
@@ -137,6 +137,8 @@ class PeController:
             await self._keep_launch_count(key)
             return None
         pe = ProcessingElement.from_wire(obj)
+        if pe.status is not None and pe.status.launch_count > 0:
+            self._deleted_launches.pop(key, None)  # the successor has launched: its status carries on
         if pe.metadata.deletion_timestamp is not None:
             return None  # its pods go with it (owner references)
         job_name = pe.metadata.labels.get(labels.JOB)
@@ -189,11 +191,11 @@ class PeController:
         return None
 
     def _job(self, obj: Object) -> Job:
-        uid, version = str(meta(obj).get("uid")), str(meta(obj).get("resourceVersion"))
-        cached = self._jobs_parsed.get(uid)
+        key, version = object_key(obj), f"{meta(obj).get('uid')}/{meta(obj).get('resourceVersion')}"
+        cached = self._jobs_parsed.get(key)
         if cached is None or cached[0] != version:
             cached = (version, Job.from_wire(obj))
-            self._jobs_parsed[uid] = cached
+            self._jobs_parsed[key] = cached
         return cached[1]
 
     @staticmethod
@@ -251,13 +253,15 @@ class PeController:
     async def _keep_launch_count(self, key: ObjectKey) -> None:
         """A PE was deleted: keep its launch count on its ConfigMap for the PE that replaces it."""
         remembered = self._deleted_launches.get(key)
-        cm = self.configmaps.store.get(key)
-        if remembered is None or cm is None:
+        if remembered is None:
             return
-        current = meta(cm).get("annotations", {}).get(LAUNCH_COUNT_ANNOTATION, "")
-        if not (str(current).isdecimal() and int(current) >= remembered[1]):
+        cm = self.configmaps.store.get(key)
+        current = meta(cm).get("annotations", {}).get(LAUNCH_COUNT_ANNOTATION, "") if cm is not None else ""
+        if cm is not None and not (str(current).isdecimal() and int(current) >= remembered[1]):
             patch = {"metadata": {"annotations": {LAUNCH_COUNT_ANNOTATION: str(remembered[1])}}}
             await self._tolerate_missing(self.client.patch(CONFIGMAPS, key.name, patch, key.namespace))
+        if cm is None:  # the job (which owns the ConfigMap) is gone: no successor will come
+            del self._deleted_launches[key]
 
     async def _create_pod(
         self, job: Job, pe: ProcessingElement, launch: int, facts: AadlFacts, placement: PodPlacement
