@@ -72,7 +72,7 @@ async def test_killed_anywhere_the_submission_converges_without_duplicates_or_or
             ids_seen.add(job_id)
     process = spawn(sandbox, tmp_path / "cache")
     try:
-        status = await wait_for_phase(client, "chaos", "Submitted", within=120)
+        status = await wait_for_phase(client, "chaos", "Submitted", "Running", within=120)
     finally:
         process.send_signal(signal.SIGTERM)
         await asyncio.to_thread(process.wait)
