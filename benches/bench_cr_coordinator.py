@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
+import orjson
 import pytest
 from aiohttp import web
 
@@ -144,3 +145,185 @@ def test_checkpoint_round_100_pes(benchmark: Any, rig: Rig) -> None:
     benchmark.pedantic(lambda: rig.loop.run_until_complete(_round(rig)), rounds=20)
     assert rig.coordinator.regions[0].snapshot()["lastCompletedSeqID"] > first
     assert rig.coordinator.regions[0].state.value == "PROCESSING"
+
+
+# ---- the Kubernetes coordinator in the sandbox ----------------------------------------------
+#
+# The coordinator (dedicated mode, Manager + informers) against the sandbox API server, with the
+# region's status written to the ConsistentRegion status subresource before every notification.
+# Instant PEs: the UDP hints of the region's 100 PEs all arrive at one loopback socket; each
+# triggerDrain datagram makes the next PE report its checkpoint at once.
+
+
+@dataclass
+class KubeRig:
+    loop: asyncio.AbstractEventLoop
+    coordinator: Any  # streams_k8s.consistent.coordinator.Coordinator
+    session: aiohttp.ClientSession
+    base: str
+    resumed: asyncio.Event = field(default_factory=asyncio.Event)
+    resumed_seq: int = 0  # highest sequence id a resumeSubmission hint carried
+    drained: int = 0
+    reports: set[asyncio.Task[None]] = field(default_factory=set)
+
+    @property
+    def local(self) -> LocalCoordinator:
+        return next(iter(self.coordinator.jobs.values())).loop  # type: ignore[no-any-return]
+
+
+class InstantPes(asyncio.DatagramProtocol):
+    def __init__(self, holder: dict[str, KubeRig]) -> None:
+        self.holder = holder
+
+    def datagram_received(self, data: bytes, addr: Any) -> None:
+        r = self.holder["rig"]
+        note = orjson.loads(data)["0"]
+        if note["type"] == NotificationType.TRIGGER_DRAIN.value:
+            pe = r.drained % PES
+            r.drained += 1
+            seq = note["message"].removeprefix("seqId=").encode()
+            task = asyncio.create_task(_report_to(r.session, r.base, pe, seq))
+            r.reports.add(task)
+            task.add_done_callback(r.reports.discard)
+        elif note["type"] == NotificationType.RESUME_SUBMISSION.value:
+            # One hint per PE: only the first of a round's 100 counts.
+            seq = int(note["message"].split(";")[0].removeprefix("seqId="))
+            if seq > r.resumed_seq:
+                r.resumed_seq = seq
+                r.resumed.set()
+
+
+async def _report_to(session: aiohttp.ClientSession, base: str, pe: int, seq: bytes) -> None:
+    async with session.put(f"{base}/region/0/pe/{pe}/checkpoint", data=seq) as resp:
+        assert resp.status == 204
+
+
+@pytest.fixture(scope="module")
+def kube_rig() -> Iterator[KubeRig]:
+    from streams_k8s.consistent.coordinator import (
+        CLIENT_BURST,
+        CLIENT_QPS,
+        CONSISTENT_REGIONS,
+        CoordinatorSettings,
+        setup,
+    )
+    from streams_k8s.k8s.manager import Manager
+    from streams_k8s.k8s.settings import RuntimeSettings
+    from streams_k8s.sandbox import Sandbox
+
+    loop = asyncio.new_event_loop()
+    holder: dict[str, KubeRig] = {}
+
+    async def start() -> tuple[Sandbox, Manager, asyncio.Task[int], asyncio.DatagramTransport]:
+        sandbox = await Sandbox(simulate=False).start()
+        transport, _ = await loop.create_datagram_endpoint(
+            lambda: InstantPes(holder), local_addr=("127.0.0.1", 0)
+        )
+        udp_port = transport.get_extra_info("sockname")[1]
+        manager = Manager(
+            RuntimeSettings(
+                kubeconfig=str(sandbox.kubeconfig_path),
+                namespace="default",
+                bind_address="127.0.0.1",
+                health_port=0,
+                metrics_port=0,
+                leader_election=False,
+                qps=CLIENT_QPS,  # as `streams-k8s coordinator` runs
+                burst=CLIENT_BURST,
+            )
+        )
+        await manager.connect()
+        settings = CoordinatorSettings(
+            job="bench",
+            namespace="default",
+            bind_address="127.0.0.1",
+            api_port=0,
+            udp_host="127.0.0.1",
+            udp_port=udp_port,
+            token_review=False,
+        )
+        coordinator = await setup(manager, settings)
+        spec = region().spec.to_wire()
+        await manager.client.create(
+            CONSISTENT_REGIONS,
+            {
+                "apiVersion": "streams.ibm.com/v1",
+                "kind": "ConsistentRegion",
+                "metadata": {
+                    "name": "bench-cr0",
+                    "namespace": "default",
+                    "labels": {"streams.ibm.com/job": "bench"},
+                },
+                "spec": spec,
+            },
+        )
+        task = asyncio.create_task(manager.run(handle_signals=False))
+        async with asyncio.timeout(10):
+            while not coordinator.jobs:  # noqa: ASYNC110 - the coordinator takes the job on its own
+                await asyncio.sleep(0.01)
+        session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=CONCURRENCY))
+        rig = holder["rig"] = KubeRig(
+            loop, coordinator, session, f"http://127.0.0.1:{coordinator.api_port}{BASE_PATH}"
+        )
+        # No PE objects here: the region is declared healthy directly, as its PEs would make it.
+        rig.local.submit(0, Health(True, True))
+        await rig.local.idle()
+        return sandbox, manager, task, transport
+
+    sandbox, manager, task, transport = loop.run_until_complete(start())
+    yield holder["rig"]
+
+    async def stop() -> None:
+        await holder["rig"].coordinator.close()
+        manager.stop()
+        await task
+        transport.close()
+        await holder["rig"].session.close()
+        await sandbox.stop()
+
+    loop.run_until_complete(stop())
+    loop.close()
+
+
+async def _kube_put_many(r: KubeRig, n: int) -> None:
+    sem = asyncio.Semaphore(CONCURRENCY)
+
+    async def one(i: int) -> None:
+        async with sem, r.session.put(f"{r.base}/region/0/pe/{i % PES}/checkpoint", data=b"999") as resp:
+            assert resp.status == 204
+
+    await asyncio.gather(*(one(i) for i in range(n)))
+    await r.local.idle()
+
+
+@pytest.mark.benchmark(group="cr_coordinator_sandbox")
+def test_sandbox_progress_puts(benchmark: Any, kube_rig: KubeRig) -> None:
+    """2,000 checkpoint PUTs to the Kubernetes coordinator, each answered 204 and judged."""
+    before = kube_rig.local.rejected
+    benchmark.pedantic(lambda: kube_rig.loop.run_until_complete(_kube_put_many(kube_rig, PUTS)), rounds=5)
+    assert kube_rig.local.rejected - before > 0
+    benchmark.extra_info["puts"] = PUTS
+
+
+async def _kube_round(r: KubeRig) -> None:
+    machine = r.local.regions[0]
+    draining = machine.snapshot()["currentSeqID"]
+    r.local.submit(0, TimerFired(TimerKind.DRAIN_PERIOD, machine.timer_seq_id))
+    async with asyncio.timeout(10):
+        while r.resumed_seq <= draining:  # the resume after drain N names N + 1
+            r.resumed.clear()
+            await r.resumed.wait()
+    await r.local.idle()
+
+
+@pytest.mark.benchmark(group="cr_coordinator_sandbox")
+def test_sandbox_checkpoint_round_100_pes(benchmark: Any, kube_rig: KubeRig) -> None:
+    """Drain trigger -> status written -> 100 UDP hints -> 100 checkpoint PUTs -> status
+    written -> resumeSubmission, with every status write confirmed by the sandbox API server."""
+    first = kube_rig.local.regions[0].snapshot()["lastCompletedSeqID"]
+    benchmark.pedantic(lambda: kube_rig.loop.run_until_complete(_kube_round(kube_rig)), rounds=10)
+    assert kube_rig.local.regions[0].snapshot()["lastCompletedSeqID"] > first
+    status = kube_rig.loop.run_until_complete(
+        kube_rig.coordinator.manager.client.get(kube_rig.coordinator.regions.resource, "bench-cr0", "default")
+    )["status"]
+    assert status["lastCompletedSeqID"] == kube_rig.local.regions[0].snapshot()["lastCompletedSeqID"]

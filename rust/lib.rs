@@ -6,6 +6,7 @@
 
 pub mod cr_fsm;
 pub mod fusion;
+pub mod name_table;
 pub mod properties;
 pub mod scheduler;
 

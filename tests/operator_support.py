@@ -24,6 +24,9 @@ from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.settings import RuntimeSettings
 from streams_k8s.sandbox import Sandbox
 
+# Every child created; Running as well once the PE controller has the pods ready.
+SUBMITTED = ("Submitted", "Running")
+
 
 def free_port() -> int:
     with socket.socket() as s:

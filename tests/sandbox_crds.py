@@ -52,6 +52,13 @@ def widget_crd(scope: str = "Namespaced") -> dict[str, Any]:
                                         "replicas": {"type": "integer"},
                                         "phase": {"type": "string"},
                                         "selector": {"type": "string"},
+                                        "conditions": {
+                                            "type": "array",
+                                            "items": {
+                                                "type": "object",
+                                                "x-kubernetes-preserve-unknown-fields": True,
+                                            },
+                                        },
                                     },
                                 },
                             },

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
-import pytest
 from lxml import etree
 
+from repo_paths import real_adl
 from streams_k8s.api.job import Fusion, ParallelRegionWidth
 from streams_k8s.app.aadl import AUG, BASE
 from streams_k8s.app.adl import parse_adl
-from streams_k8s.app.bundle import read_bundle
 from streams_k8s.app.plan import Plan, plan_application
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl
 
@@ -74,10 +72,7 @@ def test_content_id_changes_only_with_the_aadl() -> None:
 
 
 def test_exported_and_imported_streams_reach_the_pe_ports() -> None:
-    apps = Path(__file__).resolve().parents[1] / ".." / "shared" / "testdata" / "open-streams" / "apps"
-    if not (apps / "apps.pubsub.Exporter.sab").exists():
-        pytest.skip(f"shared test data not found at {apps}")
-    exporter = parse_adl(read_bundle(apps / "apps.pubsub.Exporter.sab").adl)
+    exporter = parse_adl(real_adl("apps.pubsub.Exporter.sab"))
     (pe,) = plan_application(exporter, Fusion(manual=1), job_name="x").pes
     root = etree.fromstring(pe.aadl.encode())
     streams = root.findall(f"{A}outputPorts/{A}outputPort/{A}exportedStream")
@@ -85,7 +80,7 @@ def test_exported_and_imported_streams_reach_the_pe_ports() -> None:
     assert [s.get("name") for s in streams] == ["entSectorBargains", None, "hcSectorBargains"]
     values = [v.text for v in streams[1].iterfind(f"{B}properties/{B}property[@name='tickers']/{B}value")]
     assert values == ['"IBM"', '"GOOG"', '"MSFT"']
-    importer = parse_adl(read_bundle(apps / "apps.pubsub.Importer.sab").adl)
+    importer = parse_adl(real_adl("apps.pubsub.Importer.sab"))
     (pe,) = plan_application(importer, Fusion(manual=1), job_name="y").pes
     root = etree.fromstring(pe.aadl.encode())
     ports = root.findall(f"{A}inputPorts/{A}inputPort")
@@ -94,10 +89,7 @@ def test_exported_and_imported_streams_reach_the_pe_ports() -> None:
 
 
 def test_runtime_constants_take_the_submitted_values() -> None:
-    apps = Path(__file__).resolve().parents[1] / ".." / "shared" / "testdata" / "open-streams" / "apps"
-    if not (apps / "apps.pubsub.Exporter.sab").exists():
-        pytest.skip(f"shared test data not found at {apps}")
-    app = parse_adl(read_bundle(apps / "apps.pubsub.Exporter.sab").adl)
+    app = parse_adl(real_adl("apps.pubsub.Exporter.sab"))
     (pe,) = plan_application(app, Fusion(manual=1), job_name="x", submission_values={"portId": 'a"b'}).pes
     root = etree.fromstring(pe.aadl.encode())
     constants = root.findall(f".//{B}runtimeConstant[@submissionTimeValueIndex]")

@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from repo_paths import real_adl
 from streams_k8s.app.adl import AdlError, parse_adl
-from streams_k8s.app.bundle import read_bundle
 from streams_k8s.app.model import OperatorKind, SplitterKind
-
-APPS = Path(__file__).resolve().parents[1] / ".." / "shared" / "testdata" / "open-streams" / "apps"
 
 
 def _real(name: str) -> bytes:
-    path = APPS / name
-    if not path.exists():
-        pytest.skip(f"shared test data not found at {path}")
-    return read_bundle(path).adl if name.endswith(".sab") else path.read_bytes()
+    return real_adl(name)
 
 
 def test_parallel_application_model() -> None:

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from repo_paths import shared_testdata
 from streams_k8s.app.bundle import BundleError, BundleLimits, read_bundle
-
-APPS = Path(__file__).resolve().parents[1] / ".." / "shared" / "testdata" / "open-streams" / "apps"
 
 ADL = (
     b'<?xml version="1.0"?><applicationSet xmlns="http://www.ibm.com/xmlns/prod/streams/application/v4200"/>'
@@ -144,9 +143,7 @@ def test_missing_file_is_a_bundle_error(tmp_path: Path) -> None:
 
 
 def _real_sabs() -> list[Path]:
-    if not APPS.is_dir():
-        pytest.skip(f"shared test data not found at {APPS}")
-    return sorted(APPS.glob("*.sab"))
+    return sorted(shared_testdata("apps").glob("*.sab"))
 
 
 def test_every_real_bundle_opens() -> None:

@@ -2,39 +2,30 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
+from repo_paths import real_adl, shared_testdata
 from streams_k8s._native import parse_properties
 from streams_k8s.api.job import Fusion, FusionType, ParallelRegionWidth
 from streams_k8s.app.adl import parse_adl
-from streams_k8s.app.bundle import read_bundle
 from streams_k8s.app.fusion import FusionConstraintError, host_spec
 from streams_k8s.app.model import Application
 from streams_k8s.app.plan import Plan, plan_application, refuse_with_widths, render_name_table
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "testdata" / "open-streams"
-APPS = SHARED / "apps"
-XSD = SHARED / "schema" / "SAM" / "augmentedApplicationModel.xsd"
-
 
 @pytest.fixture(scope="module")
 def schema() -> etree.XMLSchema:
-    if not XSD.exists():
-        pytest.skip(f"AADL schema not found at {XSD}")
-    return etree.XMLSchema(etree.parse(str(XSD)))
+    return etree.XMLSchema(
+        etree.parse(str(shared_testdata("schema", "SAM", "augmentedApplicationModel.xsd")))
+    )
 
 
 def _real(name: str) -> Application:
-    path = APPS / name
-    if not path.exists():
-        pytest.skip(f"shared test data not found at {path}")
-    return parse_adl(read_bundle(path).adl if name.endswith(".sab") else path.read_bytes())
+    return parse_adl(real_adl(name))
 
 
 def _check(plan: Plan, schema: etree.XMLSchema | None = None) -> None:

@@ -9,27 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
+from repo_paths import shared_testdata
 from streams_k8s.app.adl import parse_adl
 from streams_k8s.app.bundle import read_bundle
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl, write_sab
 
-ADL_XSD = (
-    Path(__file__).resolve().parents[1]
-    / ".."
-    / "shared"
-    / "testdata"
-    / "open-streams"
-    / "schema"
-    / "SAM"
-    / "v4200"
-) / "adlModel.xsd"
-
 
 @pytest.fixture(scope="module")
 def schema() -> etree.XMLSchema:
-    if not ADL_XSD.exists():
-        pytest.skip(f"ADL schema not found at {ADL_XSD}")
-    return etree.XMLSchema(etree.parse(str(ADL_XSD)))
+    return etree.XMLSchema(etree.parse(str(shared_testdata("schema", "SAM", "v4200", "adlModel.xsd"))))
 
 
 @settings(max_examples=25, deadline=None)

@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from repo_paths import real_adl
 from streams_k8s.app.adl import parse_adl
-from streams_k8s.app.bundle import read_bundle
 from streams_k8s.app.model import Application
 from streams_k8s.app.submission import SubmissionError, WidthOverride, resolve_values, resolve_widths
 from streams_k8s.app.topology import Edge, build_topology
 
-APPS = Path(__file__).resolve().parents[1] / ".." / "shared" / "testdata" / "open-streams" / "apps"
-
 
 def _app(name: str) -> Application:
-    path = APPS / name
-    if not path.exists():
-        pytest.skip(f"shared test data not found at {path}")
-    return parse_adl(read_bundle(path).adl if name.endswith(".sab") else path.read_bytes())
+    return parse_adl(real_adl(name))
 
 
 def test_parallel_widths_from_values_and_full_mesh() -> None:

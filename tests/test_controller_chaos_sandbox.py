@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from operator_support import job_manifest, job_status, wait_for_phase
+from operator_support import SUBMITTED, job_manifest, job_status, wait_for_phase
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.controller import labels
 from streams_k8s.controller.job_ids import COUNTER_NAME
@@ -72,7 +72,7 @@ async def test_killed_anywhere_the_submission_converges_without_duplicates_or_or
             ids_seen.add(job_id)
     process = spawn(sandbox, tmp_path / "cache")
     try:
-        status = await wait_for_phase(client, "chaos", "Submitted", "Running", within=120)
+        status = await wait_for_phase(client, "chaos", *SUBMITTED, within=120)
     finally:
         process.send_signal(signal.SIGTERM)
         await asyncio.to_thread(process.wait)

@@ -12,7 +12,7 @@ import pytest
 from openapi_schema_validator import OAS31Validator
 
 from k8s_support import eventually_async
-from operator_support import Running, job_manifest, operator, wait_for_phase
+from operator_support import SUBMITTED, Running, job_manifest, operator, wait_for_phase
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.controller.kinds import JOBS, PES, SERVICES
 from streams_k8s.k8s.client import KubeClient
@@ -32,7 +32,7 @@ async def running(
     bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=2, length=2))
     async with operator(sandbox, monkeypatch, tmp_path / "cache") as run:
         await client.create(JOBS, job_manifest("rest", bundle, fusion={"manual": 2}))
-        await wait_for_phase(client, "rest", "Submitted", "Running")
+        await wait_for_phase(client, "rest", *SUBMITTED)
         yield run
 
 

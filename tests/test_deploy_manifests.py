@@ -12,11 +12,20 @@ import pytest
 import yaml
 
 from streams_k8s.api import KINDS
+from streams_k8s.consistent.manifests import (
+    POOL_NAME,
+    coordinator_auth_delegation,
+    coordinator_pool,
+    coordinator_rbac,
+    pool_network_policy,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "deploy"
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
 KUBERNETES_VERSION = "1.30"
+OPERATOR = "streams-k8s-operator"
+PART_OF = "app.kubernetes.io/part-of"
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +41,43 @@ def by_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [o for o in objects if o["kind"] == kind]
 
 
+def named(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
+    return next(o for o in by_kind(objects, kind) if o["metadata"]["name"] == name)
+
+
+def without_kustomize_labels(obj: dict[str, Any]) -> dict[str, Any]:
+    labels = {k: v for k, v in (obj["metadata"].get("labels") or {}).items() if k != PART_OF}
+    metadata = (
+        {**obj["metadata"], "labels": labels}
+        if labels
+        else {k: v for k, v in obj["metadata"].items() if k != "labels"}
+    )
+    return {**obj, "metadata": metadata}
+
+
+def test_coordinator_rbac_is_the_builders(rendered: list[dict[str, Any]]) -> None:
+    expected = [*coordinator_rbac("streams"), coordinator_auth_delegation("streams")]
+    for obj in expected:
+        found = without_kustomize_labels(named(rendered, obj["kind"], obj["metadata"]["name"]))
+        assert found == obj
+
+
+def test_the_optional_coordinator_pool_is_the_builders() -> None:
+    if not Path(KUBECTL).exists():
+        pytest.skip("kubectl is not installed: cannot render the kustomize component")
+    result = subprocess.run(
+        [KUBECTL, "kustomize", str(DEPLOY / "coordinator-pool")], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    objects = [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+    pool = coordinator_pool(namespace="streams", image="streams-k8s:0.1.0", replicas=3)
+    assert without_kustomize_labels(named(objects, "StatefulSet", POOL_NAME)) == pool
+    policy = without_kustomize_labels(named(objects, "NetworkPolicy", POOL_NAME))
+    assert policy == pool_network_policy(namespace="streams")
+    for obj in objects:
+        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+
+
 def test_every_built_in_object_validates(rendered: list[dict[str, Any]]) -> None:
     kinds = sorted(o["kind"] for o in rendered)
     assert kinds == sorted(
@@ -41,6 +87,10 @@ def test_every_built_in_object_validates(rendered: list[dict[str, Any]]) -> None
             "Role",
             "RoleBinding",
             "ClusterRole",
+            "ClusterRoleBinding",
+            "ServiceAccount",  # the coordinators'
+            "Role",
+            "RoleBinding",
             "ClusterRoleBinding",
             "Deployment",
             "Service",
@@ -71,6 +121,7 @@ def test_streams_api_routes_the_runtime_ports_to_the_serving_replica(rendered: l
         api["spec"]["selector"].items() - {("streams.ibm.com/serving", "true")}
         <= pod["metadata"]["labels"].items()
     )
+    assert {"app": "streams", "svc": "instance-operator"}.items() <= pod["metadata"]["labels"].items()
     container = pod["spec"]["containers"][0]
     assert container["args"][0] == "run"
     assert {e["name"] for e in container["env"]} >= {"POD_NAME", "POD_NAMESPACE"}
@@ -86,7 +137,7 @@ def _allowed(rules: list[dict[str, Any]], group: str, resource: str, verb: str) 
 
 
 def test_rbac_covers_what_the_operator_touches(rendered: list[dict[str, Any]]) -> None:
-    (role,) = by_kind(rendered, "Role")
+    role = named(rendered, "Role", OPERATOR)
     (cluster_role,) = by_kind(rendered, "ClusterRole")
     for kind in KINDS:
         for verb in ("get", "list", "watch", "create", "patch", "delete"):
@@ -100,10 +151,13 @@ def test_rbac_covers_what_the_operator_touches(rendered: list[dict[str, Any]]) -
     assert not _allowed(role["rules"], "", "secrets", "list")  # tokens are read by name only
     assert _allowed(role["rules"], "events.k8s.io", "events", "create")
     assert _allowed(role["rules"], "coordination.k8s.io", "leases", "update")
+    for verb in ("get", "list", "watch", "create"):
+        assert _allowed(role["rules"], "apps", "deployments", verb)
+    assert _allowed(role["rules"], "networking.k8s.io", "networkpolicies", "create")
     for verb in ("get", "list", "watch", "patch"):
         assert _allowed(cluster_role["rules"], "", "nodes", verb)
     assert [r["resources"] for r in cluster_role["rules"]] == [["nodes"]]
-    (binding,) = by_kind(rendered, "ClusterRoleBinding")
+    binding = named(rendered, "ClusterRoleBinding", "streams-k8s-operator-nodes")
     assert binding["subjects"][0]["namespace"] == "streams"
 
 

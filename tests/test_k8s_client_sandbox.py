@@ -80,7 +80,6 @@ async def test_crud_round_trip(client: KubeClient) -> None:
     assert missing.value.not_found
 
 
-@pytest.mark.skip(reason="sandbox lacks server-side apply (application/apply-patch+yaml answers 404/415)")
 async def test_server_side_apply(client: KubeClient) -> None:
     applied = await client.apply(
         CONFIGMAPS, configmap("ssa", k="v"), field_manager="streams-test", namespace="default"

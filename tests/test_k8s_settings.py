@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import pytest
@@ -40,7 +41,10 @@ def test_inconsistent_timings_are_refused() -> None:
         RuntimeSettings(inactivity_timeout=0)
 
 
-def test_run_without_controllers_fails_in_one_line() -> None:
+def test_run_without_controllers_fails_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    # as in an installation without the instance operator's `streams_k8s.controllers` entry point
+    run_module = importlib.import_module("streams_k8s.cli.run")  # the package attribute is the command
+    monkeypatch.setattr(run_module, "entry_points", lambda group: [])
     result = CliRunner().invoke(main, ["run"])
     assert result.exit_code == 2
     assert "no controllers" in result.output

@@ -7,9 +7,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import aiohttp
+import javaproperties
 import pytest
 from aiohttp import web
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 
 from streams_k8s.cli import main
 from streams_k8s.naming import (
@@ -61,6 +64,11 @@ def test_spec_example_table_reads_as_specified() -> None:
     assert len(table) == 4
 
 
+def test_unusual_syntax_reads_the_same() -> None:
+    odd = "# c\r\n  7.4.0 : 2.0@7\r\n7.2.0=\\\n   1.0@7\n7.3.0 1.1@7\n7.1.0=3.0@7"
+    assert NameTable.parse(odd) == NameTable.parse(SPEC_TABLE)
+
+
 def test_writer_matches_java_properties_store_and_parses_back() -> None:
     table = NameTable.parse(SPEC_TABLE)
     text = table.to_text(datetime(2021, 3, 2, 10, 15, tzinfo=UTC))
@@ -71,8 +79,13 @@ def test_writer_matches_java_properties_store_and_parses_back() -> None:
 def test_bad_tables_name_the_line_or_entry() -> None:
     with pytest.raises(NameTableError, match="line 4: duplicate key '7.4.0'"):
         NameTable.parse("#h\n#d\n7.4.0=2.0@7\n7.4.0=2.1@7\n")
-    with pytest.raises(NameTableError, match="entry '7.4.0': 'two' is not a PE port label"):
-        NameTable.parse("7.4.0=two\n")
+    with pytest.raises(NameTableError, match="line 2: 'two' is not a PE port label"):
+        NameTable.parse("#h\n7.4.0=two\n")
+    with pytest.raises(
+        NameTableError,
+        match=r"line 3: 'x\.1\.0' is not an operator port label \(J\.O\.P\); line 4: duplicate key '7\.1\.0'",
+    ):
+        NameTable.parse("7.1.0=1.0@7\n7.2.0=2.0@7\nx.1.0=1.0@7\n7.1.0=3.0@7\n")
 
 
 def _table_file(tmp_path: Path, text: str = SPEC_TABLE) -> Path:
@@ -211,3 +224,28 @@ def test_cli_resolves_and_reports_errors_in_one_line(tmp_path: Path) -> None:
     assert "cannot resolve 7.9.9" in missing.output
     usage = runner.invoke(main, ["resolve", "--table", str(table), "7.3.0"])
     assert usage.exit_code == 2
+
+
+label_numbers = st.integers(min_value=0, max_value=10**12)
+tables = st.dictionaries(
+    st.builds(OperatorPortLabel, label_numbers, label_numbers, label_numbers),
+    st.builds(PePortLabel, label_numbers, label_numbers, label_numbers),
+    max_size=40,
+)
+
+
+@given(tables, st.sampled_from(["\n", "\r\n"]), st.sampled_from(["=", " = ", ":", "\t:  "]), st.booleans())
+def test_any_table_reads_back_like_java_would(
+    entries: dict[OperatorPortLabel, PePortLabel], newline: str, separator: str, comments: bool
+) -> None:
+    lines = [f"{key}{separator}{value}" for key, value in entries.items()]
+    if comments:
+        lines = [
+            line for pair in zip(lines, ["# note", "", "! other"] * len(lines), strict=False) for line in pair
+        ]
+    text = newline.join(lines)
+    table = NameTable.parse(text)
+    assert dict(table) == entries
+    # An independent Java-properties reader agrees.
+    oracle = {OperatorPortLabel.parse(k): PePortLabel.parse(v) for k, v in javaproperties.loads(text).items()}
+    assert oracle == entries

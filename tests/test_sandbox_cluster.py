@@ -291,3 +291,59 @@ async def test_noexecute_taint_evicts_intolerant_pods(sandbox: Sandbox, sandbox_
     sandbox.cluster.taint("node-1", "maintenance", "now", "NoExecute")
     await sandbox.settle()
     assert sandbox.registry.find(sandbox.registry.types[("", "pods")], "default", "victim") is None
+
+
+@pytest.mark.sandbox(start_delay=0.2, termination_delay=0.2)
+async def test_kubelet_delays_are_waited_for_by_settle(sandbox: Sandbox, sandbox_api: ApiClient) -> None:
+    await create_pods(sandbox_api, pod("slow"))
+    await sandbox.settle()
+    assert get(sandbox, "slow")["status"]["phase"] == "Running"
+    await CoreV1Api(sandbox_api).delete_namespaced_pod("slow", "default")
+    assert get(sandbox, "slow")["metadata"]["deletionTimestamp"]  # terminating for a while
+    await sandbox.settle()
+    assert sandbox.registry.find(sandbox.registry.types[("", "pods")], "default", "slow") is None
+
+
+async def test_wait_for_an_object_state(sandbox: Sandbox, sandbox_api: ApiClient) -> None:
+    await create_pods(sandbox_api, pod("awaited"))
+    running = await sandbox.wait_for(
+        "pods", "awaited", "default", lambda p: p is not None and p["status"].get("phase") == "Running"
+    )
+    assert running is not None
+    assert running["status"]["podIP"]
+    await CoreV1Api(sandbox_api).delete_namespaced_pod("awaited", "default")
+    assert await sandbox.wait_for("pods", "awaited", "default", lambda p: p is None) is None
+    with pytest.raises(TimeoutError):
+        await sandbox.wait_for("pods", "never", "default", max_wait=0.1)
+
+
+async def test_pod_on_a_missing_node_is_deleted_by_the_pod_gc(
+    sandbox: Sandbox, sandbox_api: ApiClient
+) -> None:
+    await create_pods(sandbox_api, pod("lost", nodeName="no-such-node"))
+    await sandbox.settle()
+    assert get(sandbox, "lost")["status"]["phase"] == "Pending"
+    await CoreV1Api(sandbox_api).delete_namespaced_pod("lost", "default")
+    assert await sandbox.wait_for("pods", "lost", "default", lambda p: p is None) is None
+
+
+@pytest.mark.sandbox(termination_delay=0.2)
+async def test_ordered_statefulset_scales_down_one_pod_at_a_time(
+    sandbox: Sandbox, sandbox_api: ApiClient
+) -> None:
+    apps = AppsV1Api(sandbox_api)
+    await apps.create_namespaced_stateful_set("default", statefulset("ord", 3))
+    await sandbox.settle()
+    await apps.patch_namespaced_stateful_set_scale("ord", "default", {"spec": {"replicas": 0}})
+    await sandbox.wait_for(
+        "pods", "ord-2", "default", lambda p: p is not None and "deletionTimestamp" in p["metadata"]
+    )
+    assert "deletionTimestamp" not in get(sandbox, "ord-1")["metadata"]  # waits for ord-2 to be gone
+    await sandbox.settle()
+    pods = await CoreV1Api(sandbox_api).list_namespaced_pod("default", label_selector="app=ord")
+    assert pods.items == []
+    gone_at = {
+        pod: next(e.rv for e in sandbox.history("pods", pod, "default") if e.type == "DELETED")
+        for pod in ("ord-0", "ord-1", "ord-2")
+    }
+    assert gone_at["ord-2"] < gone_at["ord-1"] < gone_at["ord-0"]  # highest ordinal first

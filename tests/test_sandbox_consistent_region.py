@@ -89,9 +89,17 @@ async def test_drain_and_reset_are_answered(operator: FakeRegionOperator) -> Non
         path, body = await asyncio.wait_for(operator.answers.get(), 5)
         assert path == "/api/consistentregion/region/0/pe/2/reset"
         assert body == {"progress": {"seqId": "5", "resetAttempt": "1"}}
+        # Both in one poll, region 0 first: once region 1's drain is answered, the resume was seen.
         operator.notify("2", "0", "resumeSubmission", "seqId=5;retId=1;pendCkpt=0")
-        await asyncio.sleep(0.1)
-    assert [n.type for n in participant.seen] == ["triggerDrain", "triggerReset", "resumeSubmission"]
+        operator.notify("2", "1", "triggerDrain", "seqId=9")
+        path, _ = await asyncio.wait_for(operator.answers.get(), 5)
+        assert path == "/api/consistentregion/region/1/pe/2/checkpoint"
+    assert [n.type for n in participant.seen] == [
+        "triggerDrain",
+        "triggerReset",
+        "resumeSubmission",
+        "triggerDrain",
+    ]
     assert operator.answers.empty()
 
 
@@ -104,3 +112,15 @@ async def test_skipped_drain_goes_unanswered_then_the_next_is_answered(operator:
         operator.notify("2", "0", "triggerDrain", "seqId=8")
         _, body = await asyncio.wait_for(operator.answers.get(), 5)
         assert body == 8
+
+
+async def test_region_operator_address_given_later(operator: FakeRegionOperator) -> None:
+    async with Sandbox() as sb, ApiClient(await sb.client_configuration()) as api:
+        await CoreV1Api(api).create_namespaced_pod("default", cr_pod("j", "3"))
+        await sb.settle()
+        assert sb.consistent_regions is not None
+        sb.consistent_regions.poll_interval = 0.02
+        sb.consistent_regions.connect(operator.url)
+        operator.notify("3", "0", "triggerDrain", "seqId=1")
+        path, body = await asyncio.wait_for(operator.answers.get(), 5)
+    assert (path, body) == ("/api/consistentregion/region/0/pe/3/checkpoint", 1)

@@ -348,11 +348,13 @@ async def test_watch_resumes_from_a_resource_version(client: Client) -> None:
     assert rvs[0] > int(rv)
 
 
-async def test_watch_without_resource_version_sends_current_state_then_changes(client: Client) -> None:
+async def test_watch_without_resource_version_sends_current_state_then_changes(
+    client: Client, sandbox: Sandbox
+) -> None:
     await client.call("POST", CMS, cm("existing"))
 
     async def later() -> None:
-        await asyncio.sleep(0.1)
+        await sandbox.wait_for_watches(1, "configmaps")
         await client.call("POST", CMS, cm("new"))
 
     task = asyncio.create_task(later())
@@ -680,3 +682,135 @@ async def test_leases_and_events_have_full_optimistic_concurrency(client: Client
         "GET", "/apis/events.k8s.io/v1/namespaces/default/events", query={"fieldSelector": "reason=Started"}
     )
     assert len(listing["items"]) == 1
+
+
+# -- server-side apply -----------------------------------------------------------------------------
+
+APPLY = "application/apply-patch+yaml"
+
+
+async def test_server_side_apply_creates_updates_and_tracks_ownership(client: Client) -> None:
+    manager = {"fieldManager": "controller"}
+    status, created = await client.call("PATCH", f"{CMS}/ssa", cm("ssa", a="1", b="2"), APPLY, manager)
+    assert status == 200
+    assert created["data"] == {"a": "1", "b": "2"}
+    entry = created["metadata"]["managedFields"][0]
+    assert (entry["manager"], entry["operation"]) == ("controller", "Apply")
+    assert entry["fieldsV1"]["f:data"] == {"f:a": {}, "f:b": {}}
+    # Applying without b removes it: the manager owned it and no longer sets it.
+    _, updated = await client.call("PATCH", f"{CMS}/ssa", cm("ssa", a="3"), APPLY, manager)
+    assert updated["data"] == {"a": "3"}
+    status, err = await client.call("PATCH", f"{CMS}/ssa", cm("ssa", a="1"), APPLY)
+    assert status == 400
+    assert "fieldManager" in err["message"]
+
+
+async def test_server_side_apply_conflicts_between_managers(client: Client) -> None:
+    await client.call("PATCH", f"{CMS}/shared", cm("shared", a="1"), APPLY, {"fieldManager": "one"})
+    status, err = await client.call(
+        "PATCH", f"{CMS}/shared", cm("shared", a="2"), APPLY, {"fieldManager": "two"}
+    )
+    assert status == 409
+    assert err["reason"] == "Conflict"
+    assert err["details"]["causes"][0] == {
+        "reason": "FieldManagerConflict",
+        "message": 'conflict with "one"',
+        "field": ".data.a",
+    }
+    same = {"fieldManager": "two"}
+    status, _ = await client.call("PATCH", f"{CMS}/shared", cm("shared", a="1", b="x"), APPLY, same)
+    assert status == 200  # the same value is shared ownership, not a conflict
+    forced = {"fieldManager": "two", "force": "true"}
+    status, taken = await client.call("PATCH", f"{CMS}/shared", cm("shared", a="2", b="x"), APPLY, forced)
+    assert status == 200
+    assert taken["data"] == {"a": "2", "b": "x"}
+    assert [e["manager"] for e in taken["metadata"]["managedFields"]] == ["two"]
+
+
+async def test_server_side_apply_merges_containers_by_name(client: Client) -> None:
+    body = pod("ssa-pod")
+    await client.call("PATCH", f"{PODS}/ssa-pod", body, APPLY, {"fieldManager": "a"})
+    side = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "ssa-pod"},
+        "spec": {"containers": [{"name": "side", "image": "side:1"}]},
+    }
+    status, merged = await client.call("PATCH", f"{PODS}/ssa-pod", side, APPLY, {"fieldManager": "b"})
+    assert status == 200
+    assert [c["name"] for c in merged["spec"]["containers"]] == ["main", "side"]
+
+
+async def test_events_k8s_io_is_a_view_of_core_events(client: Client) -> None:
+    new_api = "/apis/events.k8s.io/v1/namespaces/default/events"
+    core_api = "/api/v1/namespaces/default/events"
+    _, listing = await client.call("GET", new_api)
+    since = listing["metadata"]["resourceVersion"]
+    recorded = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "e1"},
+        "regarding": {"kind": "Pod", "name": "pe-1", "namespace": "default"},
+        "note": "started",
+        "reason": "Started",
+        "type": "Normal",
+        "reportingController": "streams",
+        "reportingInstance": "r1",
+        "action": "Start",
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+    }
+    status, created = await client.call("POST", new_api, recorded)
+    assert status == 201
+    assert created["regarding"]["name"] == "pe-1"
+    assert created["note"] == "started"
+    _, core = await client.call("GET", f"{core_api}/e1")
+    assert core["apiVersion"] == "v1"
+    assert core["involvedObject"]["name"] == "pe-1"
+    assert core["message"] == "started"
+    assert core["reportingComponent"] == "streams"
+    legacy = {
+        "metadata": {"name": "e2"},
+        "involvedObject": {"kind": "Pod", "name": "pe-2"},
+        "reason": "Killing",
+        "message": "stopping",
+        "type": "Warning",
+        "count": 3,
+        "source": {"component": "kubelet"},
+    }
+    await client.call("POST", core_api, legacy)
+    _, viewed = await client.call("GET", new_api, query={"fieldSelector": "regarding.name=pe-2"})
+    assert [(e["note"], e["deprecatedCount"], e["deprecatedSource"]) for e in viewed["items"]] == [
+        ("stopping", 3, {"component": "kubelet"})
+    ]
+    events = await collect(client, new_api, {"resourceVersion": since}, 2)
+    assert [e["object"]["apiVersion"] for e in events] == ["events.k8s.io/v1", "events.k8s.io/v1"]
+    assert events[1]["object"]["regarding"]["name"] == "pe-2"
+
+
+async def test_subresources_are_served_only_where_declared(client: Client) -> None:
+    await client.call("POST", CMS, cm("plain"))
+    status, err = await client.call("GET", f"{CMS}/plain/status")
+    assert status == 404
+    assert err["reason"] == "NotFound"
+    status, _ = await client.call("GET", f"{CMS}/plain/scale")
+    assert status == 404
+
+
+async def test_system_namespaces_cannot_be_deleted(client: Client) -> None:
+    status, err = await client.call("DELETE", "/api/v1/namespaces/default")
+    assert status == 403
+    assert err["reason"] == "Forbidden"
+
+
+async def test_defaults_added_to_a_crd_show_on_stored_objects(widgets: Client) -> None:
+    _, before = await widgets.call("POST", WIDGETS, widget("old"))
+    assert "shape" not in before["spec"]
+    crd_path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{GROUP}"
+    _, crd = await widgets.call("GET", crd_path)
+    props = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    props["shape"] = {"type": "string", "default": "round"}
+    status, _ = await widgets.call("PUT", crd_path, crd)
+    assert status == 200
+    _, after = await widgets.call("GET", f"{WIDGETS}/old")
+    assert after["spec"]["shape"] == "round"
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]

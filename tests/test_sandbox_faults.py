@@ -71,7 +71,7 @@ async def open_watch(
 async def test_dropped_watch_breaks_the_stream(sandbox: Sandbox) -> None:
     async with aiohttp.ClientSession() as session:
         response = await open_watch(session, sandbox, resourceVersion="1")
-        await asyncio.sleep(0.05)
+        await sandbox.wait_for_watches(1, "configmaps")
         assert sandbox.faults.drop_watches("configmaps") == 1
         with pytest.raises((aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError)):
             async for _ in response.content:
@@ -102,7 +102,7 @@ async def test_stalled_watch_is_silent_until_resumed(sandbox: Sandbox, sandbox_a
 async def test_expired_watch_gets_an_in_stream_410(sandbox: Sandbox) -> None:
     async with aiohttp.ClientSession() as session:
         response = await open_watch(session, sandbox, resourceVersion="1")
-        await asyncio.sleep(0.05)
+        await sandbox.wait_for_watches(1, "configmaps")
         sandbox.faults.expire_watches()
         events = [orjson.loads(line) async for line in response.content if line.strip()]
         assert events[-1]["type"] == "ERROR"
@@ -185,3 +185,24 @@ async def test_tls_with_a_self_signed_certificate(sandbox: Sandbox, sandbox_api:
     async with aiohttp.ClientSession() as session:
         with pytest.raises(aiohttp.ClientConnectorCertificateError):
             await session.get(sandbox.url + "/version")
+
+
+async def test_paused_workers_hold_and_step_garbage_collection(
+    sandbox: Sandbox, sandbox_api: ApiClient
+) -> None:
+    core = CoreV1Api(sandbox_api)
+    owner = await core.create_namespaced_config_map("default", cm("owner"))
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner.metadata.uid}
+    for name in ("dep-1", "dep-2"):
+        await core.create_namespaced_config_map(
+            "default", {**cm(name), "metadata": {"name": name, "ownerReferences": [ref]}}
+        )
+    async with sandbox.paused("garbage-collector"):
+        await core.delete_namespaced_config_map("owner", "default")
+        await sandbox.settle()
+        names = [c.metadata.name for c in (await core.list_namespaced_config_map("default")).items]
+        assert names == ["dep-1", "dep-2"]  # the collector has not run yet
+        assert sandbox.step("garbage-collector") >= 2
+        assert (await core.list_namespaced_config_map("default")).items == []
+    with pytest.raises(KeyError):
+        sandbox.step("no-such-worker")

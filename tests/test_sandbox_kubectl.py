@@ -12,7 +12,7 @@ import orjson
 import pytest
 import yaml
 
-from sandbox_crds import widget, widget_crd
+from sandbox_crds import GROUP, widget, widget_crd
 from streams_k8s.sandbox import Sandbox
 
 KUBECTL = shutil.which("kubectl")
@@ -139,13 +139,15 @@ async def test_apply_scale_and_wait_for_a_statefulset(kubectl: Kubectl) -> None:
     got = await kubectl.json("get", "statefulset", "db")
     assert got["metadata"]["generation"] == 3  # type: ignore[index]
     assert got["spec"]["template"]["spec"]["containers"][0]["image"] == "db:2"  # type: ignore[index]
-    _, out, _ = await kubectl.run("get", "pods", "-l", "app=db")
+    _, out, _ = await kubectl.run("get", "pods", "-l", "app=db", "-o", "wide")
     assert "Running" in out
+    assert "node-" in out  # the NODE column of -o wide
     await kubectl.run("delete", "statefulset", "db")
-    await kubectl.run("wait", "--for=delete", "pod/db-0", "--timeout=20s")
+    rc, _, err = await kubectl.run("wait", "--for=delete", "pod/db-0", "--timeout=20s", ok=False)
+    assert rc == 0 or "no matching resources found" in err  # kubectl 1.20 says so for a pod already gone
 
 
-async def test_custom_resources_through_kubectl(kubectl: Kubectl) -> None:
+async def test_custom_resources_through_kubectl(kubectl: Kubectl, sandbox: Sandbox) -> None:
     await kubectl.run("apply", "-f", kubectl.manifest("crd.yaml", widget_crd()))
     await kubectl.run(
         "wait", "--for=condition=Established", "crd/widgets.test.streams.ibm.com", "--timeout=20s"
@@ -157,16 +159,20 @@ async def test_custom_resources_through_kubectl(kubectl: Kubectl) -> None:
     await kubectl.run("scale", "widget/gear", "--replicas=4")
     _, out, _ = await kubectl.run("get", "widget", "gear", "-o", "jsonpath={.spec.replicas}")
     assert out == "4"
-    await kubectl.run(
-        "patch",
-        "widget",
-        "gear",
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        '{"status":{"phase":"Running"}}',
-    )
-    await kubectl.run("wait", "--for=jsonpath={.status.phase}=Running", "widget/gear", "--timeout=20s")
+    # The controller's side: status through the API (kubectl patch --subresource needs kubectl >= 1.24).
+    rt = sandbox.registry.types[(GROUP, "widgets")]
+    gear = sandbox.registry.get(rt, "default", "gear")
+    ready = {
+        "type": "Ready",
+        "status": "True",
+        "reason": "Running",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+    status = {"phase": "Running", "conditions": [ready]}
+    sandbox.registry.update(rt, "v1", "default", "gear", {**gear, "status": status}, "status")
+    await kubectl.run("wait", "--for=condition=Ready", "widget/gear", "--timeout=20s")
+    _, out, _ = await kubectl.run("get", "widget", "gear")
+    assert "Running" in out  # the Phase printer column
     rc, _, err = await kubectl.run(
         "apply", "-f", kubectl.manifest("bad.yaml", widget("bad", size=42)), ok=False
     )
@@ -181,3 +187,31 @@ async def test_custom_resources_through_kubectl(kubectl: Kubectl) -> None:
 async def test_kubectl_over_tls_with_a_bearer_token(kubectl: Kubectl) -> None:
     _, out, _ = await kubectl.run("get", "namespace", "default", "-o", "name")
     assert out.strip() == "namespace/default"
+
+
+async def test_server_side_apply_through_kubectl(kubectl: Kubectl) -> None:
+    path = kubectl.manifest("ssa.yaml", configmap("ssa", a="1"))
+    _, out, _ = await kubectl.run("apply", "--server-side", "-f", path)
+    assert "serverside-applied" in out
+    rc, _, err = await kubectl.run(
+        "apply",
+        "--server-side",
+        "--field-manager",
+        "other",
+        "-f",
+        kubectl.manifest("ssa3.yaml", configmap("ssa", a="3")),
+        ok=False,
+    )
+    assert rc != 0
+    assert "conflict" in err.lower()
+    await kubectl.run(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager",
+        "other",
+        "-f",
+        kubectl.manifest("ssa4.yaml", configmap("ssa", a="4")),
+    )
+    _, out, _ = await kubectl.run("get", "configmap", "ssa", "-o", "jsonpath={.data.a}")
+    assert out == "4"

@@ -118,3 +118,14 @@ async def test_each_launch_reports_again_and_hooks_see_start_and_stop() -> None:
         await sb.settle()
     assert reports == [("j", "1", "Full"), ("j", "1", "Full")]
     assert events == ["started j-1", "stopped j-1", "started j-1"]
+
+
+async def test_controller_address_given_after_the_pes_started(controller: FakeControllerApi) -> None:
+    async with Sandbox() as sb, ApiClient(await sb.client_configuration()) as api:
+        await CoreV1Api(api).create_namespaced_pod("default", pe_pod("late", "5"))
+        await sb.settle()
+        assert controller.calls == []  # nowhere to report yet
+        assert sb.pe_runtime is not None
+        await sb.pe_runtime.report_to(controller.url)
+        await asyncio.wait_for(controller.received.wait(), 5)
+    assert controller.calls == [("PUT", "/api/state/job/late/pe/5/connectivity", '"Full"')]

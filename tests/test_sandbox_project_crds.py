@@ -1,5 +1,5 @@
-"""The sandbox serves the project's generated CRDs (`crds/`, installed by default) and accepts the
-example Jobs, with their schema defaults applied and their CEL rules enforced."""
+"""The sandbox serves the project's CRDs (generated from the models, installed by default) and
+accepts the example Jobs, with their schema defaults applied and their CEL rules enforced."""
 
 from __future__ import annotations
 
@@ -11,14 +11,9 @@ import pytest
 import yaml
 
 from streams_k8s.sandbox import ApiError, Sandbox
-from streams_k8s.sandbox.sandbox import default_crd_dir
 
 ROOT = Path(__file__).resolve().parents[1]
-CRDS = default_crd_dir()
-pytestmark = [
-    pytest.mark.skipif(not any(CRDS.glob("*.yaml")), reason=f"no generated CRDs in {CRDS} in this checkout"),
-    pytest.mark.sandbox(simulate=False),
-]
+pytestmark = [pytest.mark.sandbox(simulate=False)]
 GROUP = "streams.ibm.com"
 
 

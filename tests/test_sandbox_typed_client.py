@@ -35,7 +35,7 @@ async def test_watch_helper_streams_typed_events(sandbox: Sandbox, sandbox_api: 
     await core.create_namespaced_config_map("default", cm("before"))
 
     async def writer() -> None:
-        await asyncio.sleep(0.1)
+        await sandbox.wait_for_watches(1, "configmaps")
         await core.create_namespaced_config_map("default", cm("after"))
         await core.delete_namespaced_config_map("before", "default")
 

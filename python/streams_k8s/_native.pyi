@@ -11,6 +11,7 @@ __all__ = [
     "CrRejected",
     "CrStep",
     "FusionError",
+    "NameTableIndex",
     "PropertiesError",
     "__version__",
     "automatic_pe_count",
@@ -31,6 +32,18 @@ def parse_properties(text: str, *, strict: bool = True) -> dict[str, str]:
     Strict mode (the default) also rejects keys without a separator and repeated keys.
     Raises PropertiesError listing every problem with its line number.
     """
+
+@typing.final
+class NameTableIndex:
+    """The per-job name table kept native: operator port (J, O, P) → PE port (E, I, J)."""
+
+    def __new__(cls, entries: list[tuple[int, int, int, int, int, int]]) -> NameTableIndex: ...
+    @staticmethod
+    def parse(text: str) -> NameTableIndex:
+        """Parse a name table; raises PropertiesError listing every bad line."""
+    def get(self, job: int, operator: int, port: int) -> tuple[int, int, int] | None: ...
+    def entries(self) -> list[tuple[int, int, int, int, int, int]]: ...
+    def __len__(self) -> int: ...
 
 # -- scheduler (streams_k8s.scheduler) --
 

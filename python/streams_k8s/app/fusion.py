@@ -14,11 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from streams_k8s._native import FusionError, automatic_pe_count, fuse
 from streams_k8s.api.base import ResourceRequirements
 from streams_k8s.api.job import Fusion, FusionMode
 from streams_k8s.app.topology import Node, Topology
+
+if TYPE_CHECKING:
+    from streams_k8s._native import _NodeTuple  # the node spec the native fuse() takes
 
 
 class FusionConstraintError(ValueError):
@@ -39,22 +43,6 @@ class _Interner:
 
     def __call__(self, value: Hashable) -> int:
         return self._ids.setdefault(value, len(self._ids))
-
-
-_NodeTuple = tuple[
-    list[int],
-    list[int],
-    bool,
-    list[int],
-    list[int],
-    bool,
-    int,
-    int | None,
-    bool,
-    bool,
-    int | None,
-    int | None,
-]
 
 
 class FusionInputs:
@@ -84,22 +72,7 @@ def host_spec(topo: Topology, node: Node) -> tuple[str | None, int | None, int |
     return host, p.pool_index, p.inpool_index
 
 
-def _node_tuple(
-    topo: Topology, node: Node, ids: _Interner
-) -> tuple[
-    list[int],
-    list[int],
-    bool,
-    list[int],
-    list[int],
-    bool,
-    int,
-    int | None,
-    bool,
-    bool,
-    int | None,
-    int | None,
-]:
+def _node_tuple(topo: Topology, node: Node, ids: _Interner) -> _NodeTuple:
     op = node.operator
     return (
         [ids(("pc", c)) for c in node.partitions.colocations],

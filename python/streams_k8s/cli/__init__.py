@@ -6,6 +6,7 @@ import click
 
 from streams_k8s import __version__
 from streams_k8s._native import __version__ as native_version
+from streams_k8s.cli.coordinator import coordinator
 from streams_k8s.cli.cr_replay import cr_replay
 from streams_k8s.cli.crds import crds
 from streams_k8s.cli.plan import plan
@@ -24,10 +25,10 @@ def main() -> None:
 main.add_command(crds)
 main.add_command(resolve)
 main.add_command(schedule)
-
 main.add_command(cr_replay)
 main.add_command(run)
 main.add_command(sandbox_command)
 main.add_command(plan)
+main.add_command(coordinator)
 
 __all__ = ["main"]

@@ -58,11 +58,15 @@ def _load_setup(spec: str) -> Setup:
 
 async def _serve(settings: RuntimeSettings, setups: list[Setup]) -> int:
     manager = Manager(settings)
-    await manager.connect()
-    for setup in setups:
-        result = setup(manager)
-        if inspect.isawaitable(result):
-            await result
+    client = await manager.connect()
+    try:
+        for setup in setups:
+            result = setup(manager)
+            if inspect.isawaitable(result):
+                await result
+    except BaseException:
+        await client.close()  # run() would close it; a failed setup never gets there
+        raise
     return await manager.run()
 
 

@@ -41,7 +41,7 @@ def _nodes(value: str) -> int | Path:
     "crd_dirs",
     multiple=True,
     type=click.Path(file_okay=False, path_type=Path),
-    help="Directory of CRD YAML files to install (repeatable; default: the repository's crds/).",
+    help="Directory of CRD YAML files to install (repeatable; default: the project's own CRDs).",
 )
 @click.option(
     "--tls", is_flag=True, help="Serve HTTPS with a self-signed certificate (trusted by the kubeconfig)."

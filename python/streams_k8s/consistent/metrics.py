@@ -7,8 +7,9 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Gauge
 
@@ -50,21 +51,53 @@ def region_samples(region_index: int, gauges: Mapping[str, float]) -> list[Sampl
     return [Sample(name, labels, float(gauges[name])) for name in GAUGE_NAMES]
 
 
-class RegionGauges:
-    """The eight gauges in a registry, set from each region's values after every write."""
+class GaugeSink(Protocol):
+    """Where the coordinator loop sends a region's gauge values."""
 
-    def __init__(self, registry: CollectorRegistry) -> None:
+    def update(self, region_index: int, gauges: Mapping[str, float]) -> None: ...
+
+    def remove(self, region_index: int) -> None: ...
+
+
+# Extra labels of the gauges when one coordinator runs regions of many jobs (shared mode).
+JOB_LABELS = ("namespace", "job")
+
+
+class RegionGauges:
+    """The eight gauges in a registry, set from each region's values after every write.
+
+    With ``per_job`` (shared mode) the gauges also carry ``namespace`` and ``job`` labels, and
+    ``for_job`` gives the sink of one job's regions."""
+
+    def __init__(self, registry: CollectorRegistry, *, per_job: bool = False) -> None:
+        labels = [LABEL, *JOB_LABELS] if per_job else [LABEL]
+        self.per_job = per_job
         self._gauges = {
-            name: Gauge(name, DESCRIPTIONS[name], [LABEL], registry=registry) for name in GAUGE_NAMES
+            name: Gauge(name, DESCRIPTIONS[name], labels, registry=registry) for name in GAUGE_NAMES
         }
 
-    def update(self, region_index: int, gauges: Mapping[str, float]) -> None:
+    def update(self, region_index: int, gauges: Mapping[str, float], job: Sequence[str] = ()) -> None:
         for sample in region_samples(region_index, gauges):
-            self._gauges[sample.name].labels(**sample.labels).set(sample.value)
+            self._gauges[sample.name].labels(sample.labels[LABEL], *job).set(sample.value)
 
-    def remove(self, region_index: int) -> None:
+    def remove(self, region_index: int, job: Sequence[str] = ()) -> None:
         """Drop a region that is gone (its job was deleted or moved to another coordinator)."""
         label = region_label(region_index)
         for gauge in self._gauges.values():
             with contextlib.suppress(KeyError):
-                gauge.remove(label)
+                gauge.remove(label, *job)
+
+    def for_job(self, namespace: str, job: str) -> GaugeSink:
+        return _JobGauges(self, (namespace, job) if self.per_job else ())
+
+
+@dataclass(frozen=True, slots=True)
+class _JobGauges:
+    gauges: RegionGauges
+    job: tuple[str, ...]
+
+    def update(self, region_index: int, gauges: Mapping[str, float]) -> None:
+        self.gauges.update(region_index, gauges, self.job)
+
+    def remove(self, region_index: int) -> None:
+        self.gauges.remove(region_index, self.job)

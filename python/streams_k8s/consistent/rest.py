@@ -10,11 +10,12 @@ PE a 404, both with a JSON body ``{"status", "reason", "message"}``.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import orjson
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from streams_k8s.api.consistent_region import Trigger
 from streams_k8s.consistent.fsm import (
@@ -47,6 +48,10 @@ class RegionHost(Protocol):
     def regions(self) -> Mapping[int, RegionMachine]: ...
 
     def submit(self, region_index: int, event: Event) -> None: ...
+
+
+# Which coordinator serves a request (shared mode: by the job the request is for).
+HostResolver = Callable[[web.Request], RegionHost]
 
 
 class BadRequest(ValueError):
@@ -113,12 +118,12 @@ def _member(body: Any, outer: str, keys: tuple[str, ...]) -> dict[str, Any]:
 
 
 class _Api:
-    def __init__(self, host: RegionHost) -> None:
-        self.host = host
+    def __init__(self, resolve: HostResolver) -> None:
+        self.host = resolve
 
     def region(self, request: web.Request) -> tuple[int, RegionMachine]:
         index = _path_id(request, "region", "region id")
-        machine = self.host.regions.get(index)
+        machine = self.host(request).regions.get(index)
         if machine is None:
             raise web.HTTPNotFound(text=f"no consistent region {index}")
         return index, machine
@@ -134,7 +139,7 @@ class _Api:
 
     async def pe_board(self, request: web.Request) -> web.Response:
         pe = _path_id(request, "pe", "PE id")
-        entries = self.host.board.for_pe(pe)
+        entries = self.host(request).board.for_pe(pe)
         if not entries:
             raise web.HTTPNotFound(text=f"no notifications for PE {pe}")
         return web.Response(body=encode_board(entries), content_type="application/json")
@@ -142,7 +147,7 @@ class _Api:
     async def pe_region_entry(self, request: web.Request) -> web.Response:
         pe = _path_id(request, "pe", "PE id")
         index = _path_id(request, "region", "region id")
-        note = self.host.board.entry(pe, index)
+        note = self.host(request).board.entry(pe, index)
         if note is None:
             raise web.HTTPNotFound(text=f"no notification for PE {pe} in region {index}")
         return web.Response(body=encode_entry(note), content_type="application/json")
@@ -170,26 +175,26 @@ class _Api:
 
     # ---- progress from PEs and requests from operators ----
 
-    def _queued(self, index: int, event: Event) -> web.Response:
-        self.host.submit(index, event)
+    def _queued(self, request: web.Request, index: int, event: Event) -> web.Response:
+        self.host(request).submit(index, event)
         return web.Response(status=204)
 
     async def checkpoint(self, request: web.Request) -> web.Response:
         index, pe = self.region_pe(request)
         seq = _id(await _body(request), "the sequence id")
-        return self._queued(index, CheckpointDone(pe, seq))
+        return self._queued(request, index, CheckpointDone(pe, seq))
 
     async def blocking_checkpoint(self, request: web.Request) -> web.Response:
         index, pe = self.region_pe(request)
         seq = _id(await _body(request), "the sequence id")
-        return self._queued(index, BlockingCheckpointDone(pe, seq))
+        return self._queued(request, index, BlockingCheckpointDone(pe, seq))
 
     async def pe_reset(self, request: web.Request) -> web.Response:
         index, pe = self.region_pe(request)
         progress = _member(await _body(request), "progress", ("seqId", "resetAttempt"))
         seq = _id(progress["seqId"], "progress.seqId")
         attempt = _id(progress["resetAttempt"], "progress.resetAttempt")
-        return self._queued(index, ResetDone(pe, seq, attempt))
+        return self._queued(request, index, ResetDone(pe, seq, attempt))
 
     async def drain(self, request: web.Request) -> web.Response:
         index, _ = self.region(request)
@@ -197,13 +202,13 @@ class _Api:
         operator = req["operator"]
         if not isinstance(operator, str) or not operator:
             raise BadRequest("request.operator must be an operator name")
-        return self._queued(index, Drain(operator, _id(req["seqId"], "request.seqId")))
+        return self._queued(request, index, Drain(operator, _id(req["seqId"], "request.seqId")))
 
     async def reset(self, request: web.Request) -> web.Response:
         index, _ = self.region(request)
         req = _member(await _body(request), "request", ())
         force = _flag(req.get("force", "false"), "request.force")
-        return self._queued(index, Reset(force))
+        return self._queued(request, index, Reset(force))
 
 
 @web.middleware
@@ -220,22 +225,43 @@ async def _json_errors(
         return _error(err.status, err.text or err.reason)
 
 
-def consistent_region_api(host: RegionHost) -> web.Application:
-    """The API as a sub-application: ``app.add_subapp(BASE_PATH, consistent_region_api(host))``."""
-    api = _Api(host)
-    app = web.Application(middlewares=[_json_errors])
+def consistent_region_api(
+    host: RegionHost | None = None,
+    *,
+    resolve: HostResolver | None = None,
+    middlewares: Sequence[Middleware] = (),
+    prefix: str = "",
+) -> web.Application:
+    """The API as a sub-application: ``app.add_subapp(BASE_PATH, consistent_region_api(host))``.
+
+    One coordinator serves every request (``host``), or ``resolve`` picks it per request
+    (raising ``web.HTTPNotFound`` for a job not served here). ``middlewares`` run after the
+    JSON error mapping (authentication); ``prefix`` goes before every route (it may hold
+    variables the resolver reads)."""
+    if resolve is None:
+        if host is None:
+            raise TypeError("give one of host and resolve")
+        only: RegionHost = host
+
+        def resolve(request: web.Request) -> RegionHost:
+            return only
+
+    elif host is not None:
+        raise TypeError("give only one of host and resolve")
+    api = _Api(resolve)
+    app = web.Application(middlewares=[_json_errors, *middlewares])
     openapi = orjson.dumps(document(SERVER_URL))
 
     async def openapi_json(request: web.Request) -> web.Response:
         return web.Response(body=openapi, content_type="application/json")
 
-    app.router.add_get("/openapi.json", openapi_json)
-    app.router.add_get("/pe/{pe}", api.pe_board)
-    app.router.add_get("/pe/{pe}/region/{region}", api.pe_region_entry)
-    app.router.add_get("/region/{region}/{field}", api.region_field)
-    app.router.add_put("/region/{region}/pe/{pe}/checkpoint", api.checkpoint)
-    app.router.add_put("/region/{region}/pe/{pe}/blockingcheckpoint", api.blocking_checkpoint)
-    app.router.add_put("/region/{region}/pe/{pe}/reset", api.pe_reset)
-    app.router.add_put("/region/{region}/drain", api.drain)
-    app.router.add_put("/region/{region}/reset", api.reset)
+    app.router.add_get(prefix + "/openapi.json", openapi_json)
+    app.router.add_get(prefix + "/pe/{pe}", api.pe_board)
+    app.router.add_get(prefix + "/pe/{pe}/region/{region}", api.pe_region_entry)
+    app.router.add_get(prefix + "/region/{region}/{field}", api.region_field)
+    app.router.add_put(prefix + "/region/{region}/pe/{pe}/checkpoint", api.checkpoint)
+    app.router.add_put(prefix + "/region/{region}/pe/{pe}/blockingcheckpoint", api.blocking_checkpoint)
+    app.router.add_put(prefix + "/region/{region}/pe/{pe}/reset", api.pe_reset)
+    app.router.add_put(prefix + "/region/{region}/drain", api.drain)
+    app.router.add_put(prefix + "/region/{region}/reset", api.reset)
     return app

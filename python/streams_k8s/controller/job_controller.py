@@ -16,7 +16,9 @@ child is deleted with Foreground propagation. It stays Failed until its spec cha
 attempt starts from a clean slate once the last child is gone.
 
 Once submitted, a deleted ConfigMap, Service, HostPool, ParallelRegion, ConsistentRegion(Operator)
-is recreated; a deleted PE is recreated when it is restartable.
+is recreated; a deleted PE is recreated when it is restartable. Spec edits after submission are
+not applied (status message and a SpecChangeIgnored Event say so); a failed Job retries on them.
+A ParallelRegion's width edits are: the job is re-fused and only what changed is updated (`widths`).
 """
 
 from __future__ import annotations
@@ -24,16 +26,21 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from streams_k8s.api.consistent_region import CoordinatorMode
 from streams_k8s.api.job import Job, JobPhase
+from streams_k8s.app.fusion import FusionConstraintError
 from streams_k8s.app.model import Application
 from streams_k8s.app.plan import Plan
+from streams_k8s.app.submission import SubmissionError
+from streams_k8s.app.topology import TopologyError
 from streams_k8s.controller import labels
+from streams_k8s.controller import widths as widths_module
 from streams_k8s.controller.bundles import BundleError, BundleFetcher
-from streams_k8s.controller.certificates import transport_certificate
+from streams_k8s.controller.certificates import TRANSPORT_CERT_KEY, TRANSPORT_KEY_KEY, transport_certificate
 from streams_k8s.controller.job_ids import allocate_job_id
 from streams_k8s.controller.kinds import (
     CONFIGMAPS,
@@ -58,6 +65,7 @@ from streams_k8s.controller.submission import (
     read_application,
     validate_job,
 )
+from streams_k8s.controller.widths import widths_of
 from streams_k8s.k8s.client import Resource
 from streams_k8s.k8s.conditions import format_time, set_condition
 from streams_k8s.k8s.controller import Requeue
@@ -66,12 +74,14 @@ from streams_k8s.k8s.events import EventRecorder
 from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import Object, ObjectKey, meta
+from streams_k8s.naming import pe_service_name
 
 log = logging.getLogger(__name__)
 
 VALID, BUNDLE_FETCHED, PLANNED, PODS_READY = "Valid", "BundleFetched", "Planned", "PodsReady"
 # Children created concurrently by one submission (the client's QPS bucket still applies).
 CREATE_CONCURRENCY = 16
+SPEC_CHANGE_IGNORED = "spec changes after submission are not applied: delete and re-create the Job"
 # How soon to look again while a clean slate is being deleted.
 CLEANUP_POLL = 0.5
 CHILD_KINDS: tuple[Resource, ...] = (
@@ -94,7 +104,11 @@ class _Planned:
     app: Application
     plan: Plan
     children: list[Desired]
-    restartable: dict[str, bool]  # PE object name → may be recreated
+    resized: dict[tuple[tuple[str, int], ...], tuple[Plan, list[Desired]]] = field(default_factory=dict)
+
+    @property
+    def base_widths(self) -> dict[str, int]:
+        return {r.name: self.plan.topology.widths[r.index] for r in self.app.parallel_regions}
 
 
 def schedulable_nodes(nodes: Iterable[Object]) -> list[NodeInfo]:
@@ -112,8 +126,14 @@ def _now() -> datetime:
 
 
 class JobController:
-    def __init__(self, manager: Manager, fetcher_factory: Callable[[], Awaitable[BundleFetcher]]) -> None:
+    def __init__(
+        self,
+        manager: Manager,
+        fetcher_factory: Callable[[], Awaitable[BundleFetcher]],
+        coordinator_mode: CoordinatorMode = CoordinatorMode.DEDICATED,
+    ) -> None:
         self.client = manager.client
+        self.coordinator_mode = coordinator_mode
         self.jobs = manager.informer(JOBS)
         self.pes = manager.informer(PES)
         self.hostpools = manager.informer(HOSTPOOLS)
@@ -315,9 +335,11 @@ class JobController:
             changed
             or status.get("plannedNodes") != planned_nodes
             or status.get("processingElements") != len(planned.plan.pes)
+            or status.get("applicationName") != planned.app.name
         ):
             status = {
                 **status,
+                "applicationName": planned.app.name,
                 "conditions": conditions,
                 "plannedNodes": planned_nodes,
                 "processingElements": len(planned.plan.pes),
@@ -343,16 +365,24 @@ class JobController:
         """Parse, plan, check placement and render the children (CPU-bound: runs in a thread)."""
         app = read_application(bundle_path, job.spec.bundle.name)
         plan = plan_job(job, app, job_id=job_id, nodes=planned_nodes)
-        check_placement(job, app, plan, nodes)
+        check_placement(job, plan, nodes)
         transport = (
             transport_certificate(job.spec.transport_certificate_validity_in_days)
             if needs_transport_certificate(job)
             else None
         )
         stamp = _now().strftime("%a %b %d %H:%M:%S UTC %Y")
-        children = desired_objects(job, uid, app, plan, generation=0, stamp=stamp, transport=transport)
-        restartable = {f"{job.metadata.name}-{pe.id}": pe.restartable for pe in plan.pes}
-        return _Planned(generation, job_id, app, plan, children, restartable)
+        children = desired_objects(
+            job,
+            uid,
+            app,
+            plan,
+            generation=0,
+            stamp=stamp,
+            transport=transport,
+            coordinator_mode=self.coordinator_mode,
+        )
+        return _Planned(generation, job_id, app, plan, children)
 
     async def _create_missing(self, children: list[Desired], wanted: Callable[[Desired], bool]) -> int:
         """Create every child the caches lack (in order, a bounded batch at a time); 409 is success."""
@@ -384,10 +414,13 @@ class JobController:
         """Recreate deleted children; keep PE/pod counts, PodsReady and the phase current."""
         m = meta(obj)
         uid, generation = str(m["uid"]), int(m.get("generation") or 1)
+        if int(status.get("observedGeneration") or generation) != generation:
+            # The children follow the submitted spec; a re-plan from the edited one would mix two jobs.
+            if status.get("message") != SPEC_CHANGE_IGNORED:
+                await self.recorder.record(obj, "Warning", "SpecChangeIgnored", SPEC_CHANGE_IGNORED)
+            return await self._update_counts(obj, {**status, "message": SPEC_CHANGE_IGNORED})
         try:
-            planned, obj, status = await self._plan(
-                obj, job, status, int(status.get("observedGeneration") or generation), uid
-            )
+            planned, obj, status = await self._plan(obj, job, status, generation, uid)
         except SubmissionFailure as failure:
             log.warning(
                 "job %s/%s cannot be re-planned to restore its children: %s",
@@ -397,14 +430,116 @@ class JobController:
             )
             planned = None
         if planned is not None:
+            obj, status, plan, children = await self._follow_widths(obj, job, planned, status)
+            restartable = {pe_service_name(str(m["name"]), pe.id): pe.restartable for pe in plan.pes}
             recreated = await self._create_missing(
-                planned.children, lambda c: c.resource != PES or planned.restartable.get(c.name, False)
+                children, lambda c: c.resource != PES or restartable.get(c.name, False)
             )
             if recreated:
                 await self.recorder.record(
                     obj, "Normal", "ChildrenRecreated", f"recreated {recreated} deleted objects"
                 )
         return await self._update_counts(obj, status)
+
+    # --- parallel-region widths (see `widths`) ---------------------------------------------
+
+    def _children_at(
+        self, job: Job, uid: str, planned: _Planned, widths: dict[str, int], generation: int
+    ) -> tuple[Plan, list[Desired]]:
+        if widths == planned.base_widths:
+            return planned.plan, planned.children
+        key = (*sorted(widths.items()), ("", generation))
+        if key not in planned.resized:
+            plan = widths_module.plan_for(planned.plan, widths)
+            stamp = _now().strftime("%a %b %d %H:%M:%S UTC %Y")
+            table = planned.children[0].body["data"]  # the name table: keep the job's transport pair
+            transport = (
+                (table[TRANSPORT_CERT_KEY], table[TRANSPORT_KEY_KEY]) if TRANSPORT_CERT_KEY in table else None
+            )
+            children = desired_objects(
+                job,
+                uid,
+                planned.app,
+                plan,
+                generation=generation,
+                stamp=stamp,
+                transport=transport,
+                coordinator_mode=self.coordinator_mode,
+            )
+            planned.resized = {key: (plan, children)}  # only the current widths are worth keeping
+        return planned.resized[key]
+
+    async def _follow_widths(
+        self, obj: Object, job: Job, planned: _Planned, status: dict[str, Any]
+    ) -> tuple[Object, dict[str, Any], Plan, list[Desired]]:
+        """Apply one pending width change, if any; the plan and children of the widths now applied."""
+        m = meta(obj)
+        namespace, name, uid = str(m["namespace"]), str(m["name"]), str(m["uid"])
+        regions = self.parallel_regions.store.select_by_labels({labels.JOB: name}, namespace)
+        wanted, recorded = widths_of(regions)
+        applied = {a: recorded.get(a) or w for a, w in planned.base_widths.items()}
+        generation = int(status.get("generationId") or 0)
+        for region in regions:
+            alias = str(region["spec"]["alias"])
+            if alias not in applied or wanted[alias] == recorded.get(alias) or widths_module.failed(region):
+                continue
+            if wanted[alias] == applied[alias]:  # first sight, or back where it runs: record it
+                await widths_module.record_applied(self.client, region, applied[alias])
+                continue
+            try:
+                obj, status, generation = await self._resize(
+                    obj, job, planned, status, region, applied, wanted[alias]
+                )
+            except SubmissionFailure as failure:
+                await widths_module.record_failure(self.client, region, failure.message)
+                await self.recorder.record(region, "Warning", "ResizeFailed", failure.message)
+                await self.recorder.record(obj, "Warning", "ResizeFailed", failure.message)
+                continue
+            applied[alias] = wanted[alias]
+            break
+        plan, children = self._children_at(job, uid, planned, applied, generation)
+        return obj, status, plan, children
+
+    async def _resize(
+        self,
+        obj: Object,
+        job: Job,
+        planned: _Planned,
+        status: dict[str, Any],
+        region: Object,
+        applied: dict[str, int],
+        width: int,
+    ) -> tuple[Object, dict[str, Any], int]:
+        """One region's change: plan it (nothing is written if it cannot be), then `widths` steps 1 to 3."""
+        alias = str(region["spec"]["alias"])
+        pending = widths_module.pending_generation(region)
+        generation = pending if pending is not None else int(status.get("generationId") or 0) + 1
+        uid = str(meta(obj)["uid"])
+        try:
+            running, _ = self._children_at(job, uid, planned, applied, generation)
+            target, children = self._children_at(job, uid, planned, {**applied, alias: width}, generation)
+        except (SubmissionError, TopologyError, FusionConstraintError, ValueError) as err:
+            raise SubmissionFailure(PLANNED, "ResizeFailed", f"{alias} to width {width}: {err}") from None
+        check_placement(job, target, schedulable_nodes(self.nodes.store.select()))
+        if pending is None:
+            region = await widths_module.record_intent(self.client, region, generation, width)
+        if status.get("generationId") != generation:
+            obj = await self._write_status(obj, {**status, "generationId": generation})
+            status = dict(obj.get("status") or status)
+        change = widths_module.WidthChange(obj, region, running, target, children, generation)
+        diff = change.diff
+        await widths_module.apply(self.client, change)
+        status = {**status, "processingElements": len(target.pes)}
+        obj = await self._write_status(obj, status)
+        await widths_module.record_applied(self.client, region, width)
+        await self.recorder.record(
+            obj,
+            "Normal",
+            "Resized",
+            f"{alias} width {applied[alias]} → {width} (generation {generation}): {len(diff.changed)} PEs "
+            f"changed, {len(diff.added)} added, {len(diff.removed)} removed, {len(diff.unchanged)} unchanged",
+        )
+        return obj, dict(obj.get("status") or status), generation
 
     async def _update_counts(self, obj: Object, status: dict[str, Any]) -> Requeue | None:
         m = meta(obj)
@@ -413,7 +548,8 @@ class JobController:
         pods = self.pods.store.select_by_labels({labels.JOB: name, labels.SVC: "pe"}, namespace)
         expected = int(status.get("processingElements") or len(pes))
         ready_pes = sum(1 for pe in pes if (pe.get("status") or {}).get("connectivity") == "Full")
-        ready_pods = sum(1 for pod in pods if _pod_ready(pod))
+        # PEs with a ready pod: two launches of one PE briefly both ready still count once
+        ready_pods = len({meta(pod)["labels"].get(labels.PE) for pod in pods if _pod_ready(pod)})
         conditions = list(status.get("conditions") or [])
         all_ready = expected > 0 and ready_pods >= expected
         set_condition(
@@ -432,7 +568,7 @@ class JobController:
             "processingElementsReady": ready_pes,
             "podsReady": ready_pods,
         }
-        if wanted != status:
+        if wanted != (obj.get("status") or {}):
             written = await self._write_status(obj, wanted)
             if phase != status.get("phase") and phase == JobPhase.RUNNING.value:
                 await self.recorder.record(written, "Normal", "Running", f"all {expected} PE pods are ready")

@@ -27,3 +27,5 @@ CONSISTENT_REGION_OPERATORS = Resource(
     GROUP, VERSION, ConsistentRegionOperator.plural, ConsistentRegionOperator.kind_name
 )
 SECRETS = Resource("", "v1", "secrets", "Secret")
+DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
+NETWORK_POLICIES = Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy")

@@ -9,11 +9,12 @@ the runtime's come from the environment:
 | `STREAMS_K8S_API_PORT` | 10000 | REST API port |
 | `STREAMS_K8S_REPOSITORY_PORT` | 6379 | bundle repository port |
 | `STREAMS_K8S_BUNDLE_CACHE` | `<tmp>/streams-k8s-bundles` | bundle cache directory |
-| `POD_NAME`, `POD_NAMESPACE` | unset | this replica's pod (downward API): the leader labels it |
-|  |  | `streams.ibm.com/serving=true`, which the `streams-api` Service selects |
+| `POD_NAME`, `POD_NAMESPACE` | unset | this replica's pod (downward API) |
+| `STREAMS_K8S_COORDINATOR_MODE` | `dedicated` | consistent-region coordinators (`coordinators`) |
 
-Every replica serves; the Service routes only to the one labelled, the leader, whose job
-controller fetched the bundles and whose caches are warm.
+Every replica serves; the `streams-api` Service routes only to the pod labelled
+`streams.ibm.com/serving=true`. The leader puts that label on its own pod (`POD_NAME`) and takes
+it off the others, so PEs reach the replica whose job controller fetched the bundles.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from aiohttp import web
 
 from streams_k8s.controller.bundle_repository import REPOSITORY_PORT, BundleRepository
 from streams_k8s.controller.bundles import BundleCache, BundleFetcher, DataReader
+from streams_k8s.controller.coordinators import CoordinatorObjectsController, CoordinatorObjectSettings
 from streams_k8s.controller.job_controller import JobController
 from streams_k8s.controller.kinds import CONFIGMAPS, PODS, SECRETS
 from streams_k8s.controller.node_placement import NodePlacementController
@@ -117,13 +119,17 @@ async def setup(manager: Manager) -> InstanceOperator:
             read_config_map=_data_reader(client, CONFIGMAPS),
         )
 
-    jobs = JobController(manager, fetcher)
+    coordinators = CoordinatorObjectSettings.from_env()
+    jobs = JobController(manager, fetcher, coordinators.mode)
+    CoordinatorObjectsController(manager, coordinators)
     PeController(manager)
     NodePlacementController(manager)
     if pod_name := os.environ.get("POD_NAME"):
         _serving_label(manager, pod_name, namespace)
 
-    rest = InstanceRestApi(client, jobs.jobs, jobs.pes, jobs.services, settings.namespace)
+    rest = InstanceRestApi(
+        client, jobs.jobs, jobs.pes, jobs.services, settings.namespace, jobs.parallel_regions
+    )
     runner = web.AppRunner(rest.app(), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, settings.bind_address, int(os.environ.get("STREAMS_K8S_API_PORT", API_PORT)))

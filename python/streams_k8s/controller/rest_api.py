@@ -3,6 +3,8 @@
 - `GET /api/state/job/by-id/{id}/name`: the Job's name (text/plain), to resolve PE port labels.
 - `GET|PUT /api/state/job/{job}/pe/{pe}/connectivity`: a JSON string `"Full"|"Partial"|"None"`;
   PUT writes the PE's `status.connectivity` and answers 204.
+- `PUT /api/state/job/{job}/pr/{alias}/width`: a JSON integer ≥ 1, the parallel region's new
+  `spec.width` (204; the job controller re-fuses the job).
 - `GET /api/endpoints/job/{job}/pe/{pe}`: the PE Service's ports by name.
 - `GET /api/endpoints/job/{job}/endpoint/{ep}`: `{canonicalName, port, protocol}` of port `usr-<ep>`.
 - `PUT|DELETE /api/endpoints/job/{job}/pe/{pe}/endpoint/{ep}`: add or remove port `usr-<ep>` on the
@@ -23,7 +25,7 @@ from aiohttp import web
 
 from streams_k8s.api.processing_element import Connectivity
 from streams_k8s.controller import labels
-from streams_k8s.controller.kinds import PES, SERVICES
+from streams_k8s.controller.kinds import PARALLEL_REGIONS, PES, SERVICES
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.informer import Informer
@@ -76,9 +78,11 @@ class InstanceRestApi:
         pes: Informer,
         services: Informer,
         namespace: str | None,
+        parallel_regions: Informer | None = None,
     ) -> None:
         self.client = client
         self.jobs, self.pes, self.services = jobs, pes, services
+        self.parallel_regions = parallel_regions
         self.namespace = namespace
 
     def app(self) -> web.Application:
@@ -87,6 +91,8 @@ class InstanceRestApi:
         app.router.add_get("/api/state/job/by-id/{id}/name", self.job_name)
         app.router.add_get("/api/state/job/{job}/pe/{pe}/connectivity", self.get_connectivity)
         app.router.add_put("/api/state/job/{job}/pe/{pe}/connectivity", self.put_connectivity)
+        if self.parallel_regions is not None:
+            app.router.add_put("/api/state/job/{job}/pr/{alias}/width", self.put_width)
         app.router.add_get("/api/endpoints/job/{job}/pe/{pe}", self.pe_ports)
         app.router.add_get("/api/endpoints/job/{job}/endpoint/{ep}", self.get_endpoint)
         app.router.add_put("/api/endpoints/job/{job}/pe/{pe}/endpoint/{ep}", self.put_endpoint)
@@ -163,6 +169,26 @@ class InstanceRestApi:
                 if err.not_found:
                     raise RestError(404, "NotFound", f"PE {m['name']} no longer exists") from None
                 raise
+        return web.Response(status=204)
+
+    async def put_width(self, request: web.Request) -> web.Response:
+        """Set a parallel region's ``spec.width`` (the job controller re-fuses the job)."""
+        assert self.parallel_regions is not None
+        job_name, alias = request.match_info["job"], request.match_info["alias"]
+        job = self._job(job_name)
+        width = await self._body(request)
+        if isinstance(width, bool) or not isinstance(width, int) or width < 1:
+            raise RestError(400, "BadRequest", "the width must be a JSON integer of at least 1")
+        namespace = str(meta(job).get("namespace"))
+        found = [
+            pr
+            for pr in self.parallel_regions.store.select_by_labels({labels.JOB: job_name}, namespace)
+            if (pr.get("spec") or {}).get("alias") == alias
+        ]
+        region = self._one(found, f"parallel region '{alias}' of job '{job_name}'")
+        await self.client.patch(
+            PARALLEL_REGIONS, str(meta(region)["name"]), {"spec": {"width": width}}, namespace
+        )
         return web.Response(status=204)
 
     # --- /api/endpoints -------------------------------------------------------------------
@@ -338,6 +364,23 @@ OPENAPI: dict[str, Any] = {
                 "summary": "Report the PE's connectivity",
                 "requestBody": {"required": True, "content": {"application/json": {"schema": _CONNECTIVITY}}},
                 "responses": {"204": {"description": "recorded in the PE status"}, **_errors_for(400, 404)},
+            },
+        },
+        "/api/state/job/{job}/pr/{alias}/width": {
+            "parameters": [
+                _JOB,
+                {"name": "alias", "in": "path", "required": True, "schema": {"type": "string"}},
+            ],
+            "put": {
+                "summary": "Set the parallel region's width (the job is re-fused)",
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": {"type": "integer", "minimum": 1}}},
+                },
+                "responses": {
+                    "204": {"description": "recorded in the ParallelRegion spec"},
+                    **_errors_for(400, 404, 409),
+                },
             },
         },
         "/api/endpoints/job/{job}/pe/{pe}": {

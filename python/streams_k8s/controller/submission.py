@@ -18,8 +18,8 @@ deterministic name, labels, annotations and the Job as controlling owner, in cre
 | ProcessingElement | `<job>-<peId>` | plan + the job's PE template |
 
 PEs come last, so every prerequisite of a PE's pod already exists when the PE appears. The
-coordinator Deployment of a ConsistentRegionOperator is not made here: the consistent-region
-controller builds it from the CRO.
+ConsistentRegionOperator records the coordinator mode; its Deployment, API Service and
+NetworkPolicy are not made here: `coordinators` renders them from the CRO.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from streams_k8s.api.consistent_region import (
     ConsistentRegionOperator,
     ConsistentRegionOperatorSpec,
     ConsistentRegionSpec,
+    CoordinatorMode,
     Trigger,
 )
 from streams_k8s.api.host_pool import HostPool, HostPoolSpec, MembershipMode
@@ -153,7 +154,8 @@ def plan_job(job: Job, app: Application, *, job_id: int, nodes: int | None) -> P
     return plan
 
 
-def host_pools(app: Application) -> list[HostPoolSpec]:
+def host_pools(plan: Plan) -> list[HostPoolSpec]:
+    """The job's host pools: the application's, plus their replicas per parallel channel."""
     return [
         HostPoolSpec(
             name=pool.name,
@@ -163,17 +165,17 @@ def host_pools(app: Application) -> list[HostPoolSpec]:
             membership_mode=MembershipMode.EXCLUSIVE if pool.exclusive else MembershipMode.SHARED,
             size=pool.size,
         )
-        for pool in app.hostpools
+        for pool in plan.topology.hostpools
     ]
 
 
-def check_placement(job: Job, app: Application, plan: Plan, nodes: Iterable[NodeInfo]) -> PlacementPlan:
+def check_placement(job: Job, plan: Plan, nodes: Iterable[NodeInfo]) -> PlacementPlan:
     """Host placement on the cluster now; `SubmissionFailure(Planned, PlacementFailed)` if impossible."""
     try:
         return plan_placement(
             namespace=str(job.metadata.namespace),
             job=str(job.metadata.name),
-            pools=host_pools(app),
+            pools=host_pools(plan),
             pes=[PlacedPe(pe.id, pe.placement) for pe in plan.pes],
             nodes=nodes,
         )
@@ -282,6 +284,7 @@ def desired_objects(
     generation: int,
     stamp: str,
     transport: tuple[str, str] | None = None,
+    coordinator_mode: CoordinatorMode = CoordinatorMode.DEDICATED,
 ) -> list[Desired]:
     """Every child of the job, in creation order (see the module docs)."""
     name = str(job.metadata.name)
@@ -326,7 +329,7 @@ def desired_objects(
                 "spec": {"clusterIP": "None", "selector": selector, "ports": _service_ports(pe)},
             },
         )
-    for pool in host_pools(app):
+    for pool in host_pools(plan):
         meta = _metadata(job, job_uid, f"{name}-{pool.index}", generation, app)
         add(HOSTPOOLS, HostPool.kind_name, {"metadata": meta, "spec": pool.to_wire()})
     for region in app.parallel_regions:
@@ -343,6 +346,7 @@ def desired_objects(
             job_name=name,
             job_uid=job_uid,
             num_regions=len(regions),
+            mode=coordinator_mode,
             image_pull_policy=job.spec.image_pull_policy,
             image_pull_secret=job.spec.image_pull_secret,
         )

@@ -2,7 +2,8 @@
 
 It is the `operator_port_labels.properties` key of the job's ConfigMap, mounted in every PE pod at
 /etc/config/job. The writer produces exactly what `java.util.Properties.store` wrote for the
-original runtime; the reader is the native parser, with every bad line reported by number.
+original runtime; the reader is native and keeps the table native, so parsing a large table
+creates no Python objects and each lookup creates only its answer.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 
-from streams_k8s._native import PropertiesError, parse_properties
-from streams_k8s.naming.labels import LabelError, OperatorPortLabel, PePortLabel
+from streams_k8s._native import NameTableIndex, PropertiesError
+from streams_k8s.naming.labels import OperatorPortLabel, PePortLabel
 
 TABLE_KEY = "operator_port_labels.properties"
 _HEADER = "Operator port labels"
@@ -24,43 +25,46 @@ class NameTableError(ValueError):
 class NameTable(Mapping[OperatorPortLabel, PePortLabel]):
     """An immutable operator-port → PE-port mapping."""
 
-    __slots__ = ("_entries",)
+    __slots__ = ("_index",)
 
     def __init__(self, entries: Mapping[OperatorPortLabel, PePortLabel]) -> None:
-        self._entries = dict(entries)
+        self._index = NameTableIndex([(*key, *value) for key, value in entries.items()])
 
     @classmethod
     def parse(cls, text: str) -> NameTable:
         try:
-            raw = parse_properties(text)
+            index = NameTableIndex.parse(text)
         except PropertiesError as err:
             raise NameTableError(f"bad name table: {err.args[0]}") from err
-        entries: dict[OperatorPortLabel, PePortLabel] = {}
-        problems = []
-        for key, value in raw.items():
-            try:
-                entries[OperatorPortLabel.parse(key)] = PePortLabel.parse(value)
-            except LabelError as err:
-                problems.append(f"entry '{key}': {err}")
-        if problems:
-            raise NameTableError(f"bad name table: {'; '.join(problems)}")
-        return cls(entries)
+        table = cls.__new__(cls)
+        table._index = index
+        return table
 
     def to_text(self, written_at: datetime | None = None) -> str:
         """The file as `Properties.store(writer, "Operator port labels")` writes it, in label order."""
         stamp = (written_at or datetime.now(UTC)).strftime("%a %b %d %H:%M:%S %Z %Y")
         lines = [f"#{_HEADER}", f"#{stamp}"]
-        lines += [f"{key}={value}" for key, value in sorted(self._entries.items())]
+        lines += [f"{key}={value}" for key, value in sorted(self._pairs())]
         return "\n".join(lines) + "\n"
 
     def __getitem__(self, key: OperatorPortLabel) -> PePortLabel:
-        return self._entries[key]
+        found = self._index.get(*key)
+        if found is None:
+            raise KeyError(key)
+        return PePortLabel(*found)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, OperatorPortLabel) and self._index.get(*key) is not None
 
     def __iter__(self) -> Iterator[OperatorPortLabel]:
-        return iter(self._entries)
+        return (OperatorPortLabel(j, o, p) for j, o, p, *_ in self._index.entries())
+
+    def _pairs(self) -> Iterator[tuple[OperatorPortLabel, PePortLabel]]:
+        entries = self._index.entries()
+        return ((OperatorPortLabel(j, o, p), PePortLabel(e, i, k)) for j, o, p, e, i, k in entries)
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._index)
 
     def __repr__(self) -> str:
         return f"NameTable({len(self)} entries)"

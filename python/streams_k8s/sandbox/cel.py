@@ -1,8 +1,7 @@
-"""CRD `x-kubernetes-validations` (CEL) rules, evaluated with cel-python when it is installed.
+"""CRD `x-kubernetes-validations` (CEL) rules, evaluated with cel-python.
 
-Without cel-python the rules are not evaluated (the sandbox logs that once). Rules that use
-Kubernetes-only CEL libraries (quantity(), url(), ...) cannot be compiled by cel-python and are
-skipped with a warning rather than rejecting valid objects.
+Rules that use Kubernetes-only CEL libraries (quantity(), url(), ...) cannot be compiled by
+cel-python and are skipped with a warning rather than rejecting valid objects.
 """
 
 from __future__ import annotations
@@ -11,18 +10,12 @@ import logging
 from functools import lru_cache
 from typing import Any
 
+import celpy
+from celpy.adapter import json_to_cel
+
 from streams_k8s.sandbox.errors import cause
 
 log = logging.getLogger(__name__)
-
-try:
-    import celpy
-    from celpy.adapter import json_to_cel
-
-    AVAILABLE = True
-except ImportError:  # pragma: no cover - depends on the environment
-    AVAILABLE = False
-    log.warning("cel-python is not installed: CRD x-kubernetes-validations rules are not evaluated")
 
 
 @lru_cache(maxsize=1024)
@@ -37,8 +30,6 @@ def _program(rule: str) -> Any:
 
 def check(obj: Any, old: Any, schema: dict[str, Any], path: str = "") -> list[dict[str, str]]:
     """Causes for every `x-kubernetes-validations` rule that evaluates to false."""
-    if not AVAILABLE:
-        return []
     errors: list[dict[str, str]] = []
     _walk(obj, old, schema, path, errors)
     return errors

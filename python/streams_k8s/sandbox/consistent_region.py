@@ -51,7 +51,7 @@ class ConsistentRegionParticipant(RuntimeHooks):
     `http://streams-{job}-consistentregion-api.{namespace}:10000` (the runtime's address).
     """
 
-    base_url: str
+    base_url: str | None = None
     poll_interval: float = 0.2
     drain_delay: float = 0.0
     reset_delay: float = 0.0
@@ -60,17 +60,31 @@ class ConsistentRegionParticipant(RuntimeHooks):
     timeout: float = 1.0
     seen: list[Notification] = field(default_factory=list)
     answers: list[tuple[str, str, Any]] = field(default_factory=list)  # (method, path, body)
+    _pes: dict[str, PeIdentity] = field(default_factory=dict, init=False, repr=False)
     _tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict, init=False, repr=False)
     _session: aiohttp.ClientSession | None = field(default=None, init=False, repr=False)
 
     async def pe_started(self, pe: PeIdentity, pod: dict[str, Any]) -> None:
         if (pod["metadata"].get("labels") or {}).get(CR_LABEL) != "true":
             return
+        self._pes[pe.uid] = pe
+        self._start(pe)
+
+    def connect(self, base_url: str) -> None:
+        """Poll and answer this CR operator API from now on (PEs already running included)."""
+        self.base_url = base_url
+        for pe in self._pes.values():
+            self._start(pe)
+
+    def _start(self, pe: PeIdentity) -> None:
+        if self.base_url is None or pe.uid in self._tasks:
+            return
         if self._session is None:
             self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout))
         self._tasks[pe.uid] = asyncio.get_running_loop().create_task(self._run(pe), name=f"cr-pe-{pe.pe}")
 
     async def pe_stopped(self, pe: PeIdentity) -> None:
+        self._pes.pop(pe.uid, None)
         task = self._tasks.pop(pe.uid, None)
         if task is not None:
             task.cancel()
@@ -89,6 +103,7 @@ class ConsistentRegionParticipant(RuntimeHooks):
             self._session = None
 
     def _base(self, pe: PeIdentity) -> str:
+        assert self.base_url is not None
         return self.base_url.format(job=pe.job, namespace=pe.namespace).rstrip("/") + "/api/consistentregion"
 
     async def _run(self, pe: PeIdentity) -> None:

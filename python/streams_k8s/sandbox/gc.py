@@ -168,7 +168,7 @@ class GarbageCollector:
             return
         remaining = 0
         for rt in list(self.registry.types.values()):
-            if not rt.namespaced:
+            if not rt.namespaced or rt.storage_of:  # a view's objects are deleted through their owner
                 continue
             for obj in list(self.registry.items(rt, ns)):
                 remaining += 1

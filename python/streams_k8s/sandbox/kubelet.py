@@ -53,7 +53,7 @@ class Kubelet:
         if loop.time() >= due:
             del self._due[key]
             return True
-        loop.call_later(due - loop.time(), self.worker.add, key)
+        self.worker.later(due - loop.time(), key)
         return False
 
     def _sync(self, key: PodKey) -> None:
@@ -62,6 +62,8 @@ class Kubelet:
             return
         node = self.registry.find(self.nodes_rt, None, pod["spec"]["nodeName"])
         if node is None:
+            if pod["metadata"].get("deletionTimestamp"):  # no kubelet to finish it: the pod GC does
+                self._ignore_gone(lambda: self.registry.delete(self.pods_rt, *key, {"gracePeriodSeconds": 0}))
             return  # bound to a node that does not exist: stays Pending, as with a lost node
         if pod["metadata"].get("deletionTimestamp"):
             if pod["metadata"].get("deletionGracePeriodSeconds") and self._wait(key, self.termination_delay):

@@ -13,7 +13,7 @@ from typing import Any
 from streams_k8s.sandbox.errors import ApiError, bad_request
 
 # List field name -> merge key, for strategic merge patch of built-in kinds.
-_MERGE_KEYS = {
+MERGE_KEYS = {
     "containers": "name",
     "initContainers": "name",
     "ephemeralContainers": "name",
@@ -195,7 +195,7 @@ def strategic_merge_patch(target: Any, patch: Any) -> Any:
 def _merge_list(field: str, current: list[Any], patch: list[Any]) -> list[Any]:
     if field in _SET_LISTS:
         return current + [v for v in patch if v not in current]
-    key = _MERGE_KEYS.get(field)
+    key = MERGE_KEYS.get(field)
     if field == "ports":
         key = "containerPort" if any("containerPort" in p for p in patch if isinstance(p, dict)) else "port"
     if key is None or not all(isinstance(p, dict) for p in patch):

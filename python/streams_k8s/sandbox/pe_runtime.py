@@ -51,7 +51,7 @@ class RuntimeHooks:
     """Extension point for behaviour beyond connectivity (consistent regions): override these."""
 
     async def pe_started(self, pe: PeIdentity, pod: dict[str, Any]) -> None:
-        """The PE's pod is Running and Ready and its connectivity was reported."""
+        """The PE's pod is Running and Ready (connectivity is reported next)."""
 
     async def pe_stopped(self, pe: PeIdentity) -> None:
         """The PE's pod terminated or was deleted."""
@@ -117,7 +117,8 @@ class SimulatedPeRuntime:
         self.retry_interval = retry_interval
         self.pods_rt: ResourceType = registry.types[PODS]
         self.worker: Worker[tuple[str, str]] = Worker("pe-runtime", self._sync)
-        self.reported: dict[str, PeIdentity] = {}  # pod uid -> identity, once connectivity was accepted
+        self.started: dict[str, PeIdentity] = {}  # pod uid -> identity, once Running and Ready
+        self.reported: set[str] = set()  # pod uids whose connectivity the controller accepted
         self.failures: list[tuple[PeIdentity, str]] = []
         self._stopped: list[PeIdentity] = []
         registry.store.listeners.append(self._on_event)
@@ -127,36 +128,52 @@ class SimulatedPeRuntime:
             return
         key = (event.obj["metadata"]["namespace"], event.obj["metadata"]["name"])
         if event.type == "DELETED" or not is_ready(event.obj):
-            pe = self.reported.pop(event.obj["metadata"]["uid"], None)
+            pe = self.started.pop(event.obj["metadata"]["uid"], None)
+            self.reported.discard(event.obj["metadata"]["uid"])
             if pe is None:
                 return
             self._stopped.append(pe)
         self.worker.add(key)
 
+    async def report_to(self, controller_url: str | None) -> None:
+        """Report to this controller REST API from now on (None: stop reporting); PEs already
+        running report to it too, as the runtime retries until the controller answers."""
+        await self._close_reporter()
+        self.reporter = HttpConnectivityReporter(controller_url) if controller_url else None
+        for pe in self.started.values():
+            self.worker.add((pe.namespace, pe.pod))
+
     async def _sync(self, key: tuple[str, str]) -> None:
         while self._stopped:
             await self.hooks.pe_stopped(self._stopped.pop(0))
         pod = self.registry.find(self.pods_rt, *key)
-        if pod is None or not is_ready(pod) or pod["metadata"]["uid"] in self.reported:
+        if pod is None or not is_ready(pod):
             return
-        pe = identify(pod)
+        uid = pod["metadata"]["uid"]
+        pe = self.started.get(uid) or identify(pod)
         if pe is None:
             log.warning(
                 "PE pod %s/%s has no %s/%s labels: connectivity not reported", *key, JOB_LABEL, PE_LABEL
             )
             return
-        if self.reporter is not None:
-            try:
-                await self.reporter(pe, "Full")
-            except Exception as exc:  # an unreachable controller is retried, as by the real runtime
-                self.failures.append((pe, str(exc)))
-                asyncio.get_running_loop().call_later(self.retry_interval, self.worker.add, key)
-                return
-        self.reported[pe.uid] = pe
-        await self.hooks.pe_started(pe, pod)
+        if uid not in self.started:
+            self.started[uid] = pe
+            await self.hooks.pe_started(pe, pod)
+        if self.reporter is None or uid in self.reported:
+            return
+        try:
+            await self.reporter(pe, "Full")
+        except Exception as exc:  # an unreachable controller is retried, as by the real runtime
+            self.failures.append((pe, str(exc)))
+            asyncio.get_running_loop().call_later(self.retry_interval, self.worker.add, key)
+            return
+        self.reported.add(uid)
 
     async def close(self) -> None:
         await self.hooks.close()
+        await self._close_reporter()
+
+    async def _close_reporter(self) -> None:
         close = getattr(self.reporter, "close", None)
         if close is not None:
             await close()

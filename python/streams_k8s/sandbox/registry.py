@@ -7,6 +7,7 @@ stores a new dict), so readers and watch events can share them without copying.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import ipaddress
 import random
@@ -18,7 +19,8 @@ from typing import Any
 
 import orjson
 
-from streams_k8s.sandbox import cel, defaults, schema
+from streams_k8s.sandbox import builtin_schemas, cel, defaults, event_conversion, schema
+from streams_k8s.sandbox.apply import apply as server_side_apply
 from streams_k8s.sandbox.errors import (
     ApiError,
     already_exists,
@@ -30,15 +32,26 @@ from streams_k8s.sandbox.errors import (
 )
 from streams_k8s.sandbox.patch import json_patch, merge_patch, strategic_merge_patch
 from streams_k8s.sandbox.resources import ResourceType, builtin_types, get_path, set_path, type_from_crd
-from streams_k8s.sandbox.selectors import FieldMatcher, LabelSelector, selector_to_string
-from streams_k8s.sandbox.store import ObjKey, Store, Watcher
+from streams_k8s.sandbox.selectors import (
+    FieldMatcher,
+    LabelSelector,
+    parse_field_selector,
+    selector_to_string,
+)
+from streams_k8s.sandbox.store import Converter, ObjKey, Store, Watcher, view
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL_NAMES = {("", "namespaces"), ("", "services")}
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+_PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
+_ENVELOPE = ("apiVersion", "kind", "metadata")
+# Resources that are converted views of another's storage: (to storage, from storage).
+_VIEWS: dict[tuple[str, str], tuple[Converter, Converter]] = {
+    ("events.k8s.io", "events"): (event_conversion.to_core, event_conversion.from_core),
+}
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -64,6 +77,7 @@ class Registry:
         self.served: dict[tuple[str, str], dict[str, ResourceType]] = {}
         # The simulated kubelet turns this on: bound pods then terminate gracefully.
         self.graceful_pods = False
+        self.watch_opened = asyncio.Event()  # set whenever a watch opens
         self._service_ips = ipaddress.ip_network("10.96.0.0/12").hosts()
         next(self._service_ips)  # 10.96.0.1 is the kubernetes service
         for rt in builtin_types():
@@ -81,7 +95,18 @@ class Registry:
         self.types[rt.key] = rt
         for version in rt.versions:
             self.served.setdefault((rt.group, version), {})[rt.plural] = rt
-        self.store.collection(rt)
+        coll = self.store.collection(rt)
+        if old is not None and old.schemas != rt.schemas and rt.storage_version in rt.schemas:
+            self._default_stored(coll.objects, rt.schemas[rt.storage_version])
+
+    @staticmethod
+    def _default_stored(objects: dict[ObjKey, dict[str, Any]], spec_schema: dict[str, Any]) -> None:
+        """A changed CRD schema's new defaults show on stored objects, as the API server defaults
+        what it reads from storage (no new resourceVersion, no watch event)."""
+        for key, obj in list(objects.items()):
+            defaulted = schema.apply_defaults(clone(obj), spec_schema)
+            if defaulted != obj:
+                objects[key] = defaulted
 
     def unregister(self, key: tuple[str, str]) -> None:
         rt = self.types.pop(key, None)
@@ -93,12 +118,16 @@ class Registry:
             if not group_version:
                 self.served.pop((rt.group, version), None)
         coll = self.store.collection(rt)
+        if rt.storage_of:  # a view: its objects stay, only its watches end
+            for watcher in [w for w in coll.watchers if w.rt.key == rt.key]:
+                watcher.signal("end")
+            return
         for obj_key, obj in list(coll.objects.items()):
             final = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(self.store.next_rv())}}
             self._remove(rt, obj_key, final)
         for watcher in list(coll.watchers):
             watcher.signal("end")
-        del self.store.collections[rt.key]
+        del self.store.collections[rt.store_key]
 
     def resolve(self, group: str, version: str, plural: str) -> ResourceType:
         rt = self.served.get((group, version), {}).get(plural)
@@ -106,10 +135,6 @@ class Registry:
             gv = f"{group}/{version}" if group else version
             raise ApiError(404, f"the server could not find the requested resource ({plural} in {gv})")
         return rt
-
-    def type_of(self, api_version: str, kind: str) -> ResourceType | None:
-        group, _, version = api_version.rpartition("/")
-        return next((rt for rt in self.served.get((group, version), {}).values() if rt.kind == kind), None)
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -169,9 +194,18 @@ class Registry:
         return out, list_rv, token, (remaining if token else None)
 
     def output(self, rt: ResourceType, obj: dict[str, Any], version: str) -> dict[str, Any]:
-        """The object as the client's API version shows it (CR versions differ only in apiVersion)."""
-        api_version = rt.api_version(version)
-        return obj if obj.get("apiVersion") == api_version else {**obj, "apiVersion": api_version}
+        """The object as the client's API version shows it (CR versions differ only in apiVersion;
+        a view such as events.k8s.io Events is converted from its storage)."""
+        return view(obj, rt.api_version(version), _VIEWS[rt.key][1] if rt.storage_of else None)
+
+    def field_selector(self, rt: ResourceType, text: str) -> FieldMatcher:
+        """A fieldSelector of `rt`, evaluated on stored objects."""
+        paths = event_conversion.FIELD_PATHS if rt.storage_of else None
+        return parse_field_selector(text, rt.field_selectors, rt.kind, paths)
+
+    @staticmethod
+    def _to_storage(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        return _VIEWS[rt.key][0](obj) if rt.storage_of else obj
 
     # -- create ---------------------------------------------------------------------------------
 
@@ -179,6 +213,7 @@ class Registry:
         self, rt: ResourceType, version: str, ns: str | None, body: Any, dry_run: bool = False
     ) -> dict[str, Any]:
         obj = self._check_body(rt, version, ns, body)
+        self._check_shape(rt, obj)
         meta = obj["metadata"]
         if rt.namespaced:
             self._check_namespace_open(ns or "")
@@ -223,6 +258,7 @@ class Registry:
         if rt.key == CRD_KEY:
             self._prepare_crd(obj)
         self._validate(rt, version, obj, None)
+        obj = self._to_storage(rt, obj)
         if dry_run:
             return self.output(rt, obj, version)
         meta["resourceVersion"] = str(self.store.next_rv())
@@ -243,28 +279,41 @@ class Registry:
     def _check_body(self, rt: ResourceType, version: str, ns: str | None, body: Any) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise bad_request(f"the body of a {rt.kind} must be a JSON object")
-        api_version = body.get("apiVersion")
+        obj: dict[str, Any] = body
+        if rt.builtin:  # Go decodes null into an unset field
+            obj = {key: _without_nulls(item) for key, item in obj.items() if item is not None}
+        api_version = obj.get("apiVersion")
         if api_version not in (None, rt.api_version(version)):
             raise bad_request(
                 f"the API version in the data ({api_version}) does not match the expected "
                 f"API version ({rt.api_version(version)})"
             )
-        if body.get("kind") not in (None, rt.kind):
+        if obj.get("kind") not in (None, rt.kind):
             raise bad_request(
-                f"the kind in the data ({body.get('kind')}) does not match the expected kind ({rt.kind})"
+                f"the kind in the data ({obj.get('kind')}) does not match the expected kind ({rt.kind})"
             )
-        meta = body.get("metadata")
+        meta = obj.get("metadata")
         if meta is None:
-            meta = body["metadata"] = {}
+            meta = obj["metadata"] = {}
         if not isinstance(meta, dict):
             raise bad_request("metadata must be an object")
         if rt.namespaced and meta.get("namespace") not in (None, "", ns):
             raise bad_request(
                 "the namespace of the provided object does not match the namespace sent on the request"
             )
-        body["apiVersion"] = rt.api_version(rt.storage_version)
-        body["kind"] = rt.kind
-        return body
+        obj["apiVersion"] = rt.api_version(rt.storage_version)
+        obj["kind"] = rt.kind
+        return obj
+
+    def _check_shape(self, rt: ResourceType, obj: dict[str, Any]) -> None:
+        """422 for malformed metadata, and for built-in kinds whose fields have the wrong shape."""
+        errors = schema.validate(obj["metadata"], builtin_schemas.METADATA, "metadata")
+        kind_schema = builtin_schemas.KINDS.get(rt.key)
+        if kind_schema is not None:
+            errors += schema.validate({k: v for k, v in obj.items() if k not in _ENVELOPE}, kind_schema)
+        if errors:
+            name = obj["metadata"].get("name")
+            raise invalid(rt.kind, name if isinstance(name, str) else "", errors, rt.group)
 
     def _check_name(self, rt: ResourceType, name: str) -> None:
         if rt.key in _LABEL_NAMES:
@@ -308,14 +357,6 @@ class Registry:
     def _validate(
         self, rt: ResourceType, version: str, obj: dict[str, Any], old: dict[str, Any] | None
     ) -> None:
-        labels = obj["metadata"].get("labels") or {}
-        if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
-            raise invalid(
-                rt.kind,
-                obj["metadata"].get("name", ""),
-                [cause("metadata.labels", "Invalid value: label values must be strings")],
-                rt.group,
-            )
         if rt.builtin or version not in rt.schemas:
             return
         spec_schema = rt.schemas[version]
@@ -352,6 +393,9 @@ class Registry:
     ) -> dict[str, Any]:
         old = self.get(rt, ns, name)
         new = self._check_body(rt, version, ns, body)
+        if subresource != "status":
+            self._check_shape(rt, new)
+        new = self._to_storage(rt, new)
         meta = new["metadata"]
         if meta.get("name", name) != name:
             raise bad_request(
@@ -382,6 +426,8 @@ class Registry:
             if new.get("status") is None:
                 new.pop("status", None)
             new["metadata"] = dict(old_meta)
+            if "managedFields" in meta:  # a status apply records its ownership
+                new["metadata"]["managedFields"] = meta["managedFields"]
         else:
             if rt.status_subresource:
                 if "status" in old:
@@ -469,12 +515,52 @@ class Registry:
         subresource: str | None = None,
         dry_run: bool = False,
     ) -> dict[str, Any]:
+        if content_type == APPLY_PATCH:
+            return self.apply(rt, version, ns, name, patch, subresource, dry_run)
         old = self.get(rt, ns, name)
         current = self.output(rt, old, version)
         patched = _apply_patch(content_type, current, patch, strategic=rt.builtin)
         if not isinstance(patched, dict):
             raise ApiError(422, "the patch produced something other than an object")
         return self.update(rt, version, ns, name, patched, subresource, dry_run, require_rv=False)
+
+    def apply(
+        self,
+        rt: ResourceType,
+        version: str,
+        ns: str | None,
+        name: str,
+        config: Any,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        manager: str | None = None,
+        force: bool = False,
+    ) -> dict[str, Any]:
+        """Server-side apply of `config` by `manager`; creates the object when it does not exist."""
+        if not manager:
+            raise bad_request("PATCH with application/apply-patch+yaml requires the fieldManager parameter")
+        if not isinstance(config, dict):
+            raise bad_request("an apply configuration must be an object")
+        meta = config.get("metadata") or {}
+        if meta.get("name", name) != name:
+            raise bad_request(
+                f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})"
+            )
+        if config.get("apiVersion") != rt.api_version(version) or config.get("kind") != rt.kind:
+            raise bad_request(
+                f"an apply configuration needs apiVersion {rt.api_version(version)} and kind {rt.kind}"
+            )
+        live = self.find(rt, ns, name)
+        status = subresource == "status"
+        if live is None:
+            if status:
+                raise not_found(rt.plural, name, rt.group)
+            empty = {"apiVersion": config["apiVersion"], "kind": rt.kind, "metadata": {"name": name}}
+            body = server_side_apply(empty, config, manager, force, rt.api_version(version), now(), False)
+            return self.create(rt, version, ns, body, dry_run)
+        current = clone(self.output(rt, live, version))
+        body = server_side_apply(current, config, manager, force, rt.api_version(version), now(), status)
+        return self.update(rt, version, ns, name, body, subresource, dry_run, require_rv=False)
 
     # -- scale subresource ----------------------------------------------------------------------
 
@@ -559,6 +645,14 @@ class Registry:
         """Delete (or start deleting) an object. Returns the object and whether it is gone."""
         options = options or {}
         obj = self.get(rt, ns, name)
+        if rt.key == ("", "namespaces") and name in _PROTECTED_NAMESPACES:
+            raise ApiError(
+                403,
+                f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+                reason="Forbidden",
+                name=name,
+                kind="namespaces",
+            )
         meta = obj["metadata"]
         pre = options.get("preconditions") or {}
         if pre.get("uid") and pre["uid"] != meta["uid"]:
@@ -665,10 +759,13 @@ class Registry:
         """Open a watch. `since` None/""/"0" first sends ADDED for every matching object; a
         resourceVersion replays the history after it, or raises 410 Expired when compacted."""
         coll = self.store.collection(rt)
-        watcher = Watcher(rt, rt.api_version(version), ns, labels, fields)
+        watcher = Watcher(
+            rt, rt.api_version(version), ns, labels, fields, _VIEWS[rt.key][1] if rt.storage_of else None
+        )
         if since in (None, "", "0"):
             for obj in self.list(rt, ns, labels, fields)[0]:
-                watcher.queue.put_nowait(_added_line(obj, watcher.api_version))
+                added = orjson.dumps(view(obj, watcher.api_version, watcher.convert))
+                watcher.queue.put_nowait(b'{"type":"ADDED","object":' + added + b"}\n")
             if initial_events_end:
                 watcher.queue.put_nowait(self.bookmark(watcher, initial_events_end=True))
         else:
@@ -681,10 +778,11 @@ class Registry:
             for event in coll.events_since(rv):
                 watcher.offer(event)
         coll.watchers.add(watcher)
+        self.watch_opened.set()
         return watcher
 
     def unwatch(self, watcher: Watcher) -> None:
-        coll = self.store.collections.get(watcher.rt.key)
+        coll = self.store.collections.get(watcher.rt.store_key)
         if coll is not None:
             coll.watchers.discard(watcher)
 
@@ -697,8 +795,8 @@ class Registry:
 
     def compact(self, rt: ResourceType | None = None) -> None:
         """Forget the watch history (all resources by default): older resourceVersions get 410."""
-        for coll in self.store.collections.values():
-            if rt is None or coll.rt.key == rt.key:
+        for key, coll in self.store.collections.items():
+            if rt is None or key == rt.store_key:
                 coll.compact(self.store.rv)
 
     # -- CRDs -----------------------------------------------------------------------------------
@@ -793,12 +891,6 @@ def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
 
 
-def _added_line(obj: dict[str, Any], api_version: str) -> bytes:
-    if obj.get("apiVersion") != api_version:
-        obj = {**obj, "apiVersion": api_version}
-    return b'{"type":"ADDED","object":' + orjson.dumps(obj) + b"}\n"
-
-
 def _encode_continue(rv: int, key: ObjKey) -> str:
     return base64.urlsafe_b64encode(orjson.dumps({"rv": rv, "ns": key[0], "name": key[1]})).decode()
 
@@ -809,3 +901,11 @@ def _decode_continue(token: str) -> tuple[int, ObjKey]:
         return int(data["rv"]), (str(data["ns"]), str(data["name"]))
     except (ValueError, KeyError, TypeError):
         raise bad_request(f"invalid continue token {token!r}") from None
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_without_nulls(item) for item in value]
+    return value

@@ -44,6 +44,8 @@ class ResourceType:
     storage_version: str = ""
     # DELETE answers with the deleted object (else a Status), as the kind's real storage does.
     return_deleted_object: bool = False
+    # Another resource whose storage this one is a converted view of (events.k8s.io -> core events).
+    storage_of: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
         self.storage_version = self.storage_version or self.versions[0]
@@ -51,6 +53,11 @@ class ResourceType:
     @property
     def key(self) -> tuple[str, str]:
         return (self.group, self.plural)
+
+    @property
+    def store_key(self) -> tuple[str, str]:
+        """The collection the objects live in (shared by a resource and its views)."""
+        return self.storage_of or self.key
 
     @property
     def list_kind(self) -> str:
@@ -234,6 +241,7 @@ def builtin_types() -> list[ResourceType]:
                 "reportingController",
                 "type",
             ),
+            storage_of=(core, "events"),
         ),
         ResourceType(
             "apiextensions.k8s.io",

@@ -4,9 +4,10 @@ started together on loopback with a kubeconfig written for clients."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from types import TracebackType
@@ -15,6 +16,8 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from streams_k8s.api import KINDS
+from streams_k8s.api.crd import crd_manifest
 from streams_k8s.sandbox.cluster import SimulatedCluster
 from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
 from streams_k8s.sandbox.errors import ApiError
@@ -29,6 +32,7 @@ from streams_k8s.sandbox.pe_runtime import (
     SimulatedPeRuntime,
 )
 from streams_k8s.sandbox.registry import CRD_KEY, Registry, clone
+from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.server import ApiServer, RequestRecord, json_response
 from streams_k8s.sandbox.store import WatchEvent
 from streams_k8s.sandbox.tls import TlsFiles, self_signed
@@ -37,17 +41,14 @@ from streams_k8s.sandbox.worker import Worker
 log = logging.getLogger(__name__)
 
 
-def default_crd_dir() -> Path:
-    """The repository's generated `crds/` directory (python/streams_k8s/sandbox/ -> repo root)."""
-    return Path(__file__).resolve().parents[3] / "crds"
-
-
 class Sandbox:
-    """An embedded Kubernetes API on 127.0.0.1.
+    """An embedded Kubernetes API on 127.0.0.1 with a simulated cluster (see README.md here):
 
-    >>> async with Sandbox() as sb:
-    ...     config = await sb.client_configuration()   # kubernetes_asyncio Configuration
-    ...     sb.kubeconfig_path, sb.url
+    async with Sandbox(nodes=3) as sb:
+        configuration = await sb.client_configuration()  # kubernetes_asyncio Configuration
+        sb.kubeconfig_path, sb.url  # for kubectl and other clients
+        sb.faults.fail(429, count=2, verb="update")  # fault injection
+        await sb.settle()  # the simulated controllers have caught up
     """
 
     def __init__(
@@ -79,7 +80,10 @@ class Sandbox:
         self.host = host
         self.port = port
         self.token = token
-        self.crd_dirs = [default_crd_dir()] if crd_dirs is None else list(crd_dirs)
+        # Without directories the project's own CRDs are installed, generated from the API models
+        # (the same text as `crds/`, and available from a wheel too).
+        self.crd_dirs = list(crd_dirs or ())
+        self._project_crds = crd_dirs is None
         self.registry = Registry(history_size, object_history)
         for group_version in disabled_apis:  # e.g. "events.k8s.io/v1", to emulate an older cluster
             group, _, version = group_version.rpartition("/")
@@ -98,6 +102,9 @@ class Sandbox:
         self.workers: list[Worker[Any]] = list(self.gc.workers)
         self.cluster: SimulatedCluster | None = None
         self.pe_runtime: SimulatedPeRuntime | None = None
+        # Answers consistent-region notifications (unless pe_hooks replaces it); connect() it to the
+        # CR operator's API when its address is known.
+        self.consistent_regions: ConsistentRegionParticipant | None = None
         if simulate:
             self.cluster = SimulatedCluster(
                 self.registry,
@@ -110,14 +117,18 @@ class Sandbox:
                 reporter = pe_reporter or (
                     HttpConnectivityReporter(controller_url) if controller_url else None
                 )
-                if pe_hooks is None and consistent_region_url:
-                    pe_hooks = ConsistentRegionParticipant(consistent_region_url)
+                if pe_hooks is None:
+                    self.consistent_regions = ConsistentRegionParticipant(consistent_region_url)
+                    pe_hooks = self.consistent_regions
                 self.pe_runtime = SimulatedPeRuntime(self.registry, reporter, hooks=pe_hooks)
                 self.workers.append(self.pe_runtime.worker)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def start(self) -> Sandbox:
+        if self._project_crds:
+            for kind in KINDS:
+                self.install_crd(crd_manifest(kind))
         for directory in self.crd_dirs:
             self.install_crds(directory)
         for worker in self.workers:
@@ -203,7 +214,7 @@ class Sandbox:
         if rt is None:
             raise KeyError(f"unknown resource {resource!r} in group {group!r}")
         limit = self.registry.store.object_history_size
-        return self.registry.store.object_history.get((rt.key, (namespace or "", name)), [])[-limit:]
+        return self.registry.store.object_history.get((rt.store_key, (namespace or "", name)), [])[-limit:]
 
     async def settle(self, max_wait: float = 10.0) -> None:
         """Wait until the garbage collector and simulated controllers have nothing left to do."""
@@ -215,6 +226,87 @@ class Sandbox:
             quiet = quiet + 1 if all(w.idle for w in self.workers) else 0
             if loop.time() > deadline:
                 raise TimeoutError("the sandbox did not settle")
+
+    async def wait_for(
+        self,
+        resource: str,
+        name: str,
+        namespace: str | None = None,
+        condition: Callable[[dict[str, Any] | None], bool] = lambda obj: obj is not None,
+        group: str = "",
+        max_wait: float = 10.0,
+    ) -> dict[str, Any] | None:
+        """Wait until `condition(object)` holds for one object (None while it does not exist; the
+        default waits for it to exist) and return the object; TimeoutError after `max_wait`."""
+        rt = self.registry.types.get((group, resource))
+        if rt is None:
+            raise KeyError(f"unknown resource {resource!r} in group {group!r}")
+        changed = asyncio.Event()
+
+        def listener(event_rt: ResourceType, event: WatchEvent) -> None:
+            meta = event.obj["metadata"]
+            if (
+                event_rt.store_key == rt.store_key
+                and meta["name"] == name
+                and meta.get("namespace") == namespace
+            ):
+                changed.set()
+
+        self.registry.store.listeners.append(listener)
+        try:
+            async with asyncio.timeout(max_wait):
+                while True:
+                    obj = self.registry.find(rt, namespace, name)
+                    if condition(obj):
+                        return obj
+                    changed.clear()
+                    await changed.wait()
+        finally:
+            self.registry.store.listeners.remove(listener)
+
+    def open_watches(self, resource: str | None = None) -> int:
+        """How many watches are open (on one resource plural, or all)."""
+        return sum(
+            1
+            for coll in self.registry.store.collections.values()
+            for watcher in coll.watchers
+            if resource is None or watcher.rt.plural == resource
+        )
+
+    async def wait_for_watches(
+        self, count: int = 1, resource: str | None = None, max_wait: float = 10.0
+    ) -> None:
+        """Wait until at least `count` watches are open, e.g. until a controller's informers run."""
+        opened = self.registry.watch_opened
+        async with asyncio.timeout(max_wait):
+            while self.open_watches(resource) < count:
+                opened.clear()
+                await opened.wait()
+
+    def _workers(self, names: tuple[str, ...]) -> list[Worker[Any]]:
+        known = {w.name for w in self.workers}
+        unknown = set(names) - known
+        if unknown:
+            raise KeyError(f"unknown sandbox workers {sorted(unknown)}; known: {sorted(known)}")
+        return [w for w in self.workers if not names or w.name in names]
+
+    @contextlib.asynccontextmanager
+    async def paused(self, *names: str) -> AsyncIterator[None]:
+        """Hold the named workers (all by default: "garbage-collector", "namespace-controller",
+        "scheduler", "kubelet", "workload-controllers", "endpoints-controller", "pe-runtime") so a test
+        sees the state before they act; they catch up when the block ends."""
+        workers = [w for w in self._workers(names) if not w.paused]
+        for worker in workers:
+            worker.pause()
+        try:
+            yield
+        finally:
+            for worker in workers:
+                worker.resume()
+
+    def step(self, *names: str) -> int:
+        """Let the named paused workers (all by default) handle what is queued for them, now."""
+        return sum(w.run_pending() for w in self._workers(names) if w.paused and w.name != "pe-runtime")
 
     def delete_behind(
         self, resource: str, name: str, namespace: str | None = None, group: str = "", force: bool = False

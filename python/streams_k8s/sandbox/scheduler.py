@@ -10,8 +10,9 @@ constraints are not evaluated; among feasible nodes the one with the fewest pods
 
 from __future__ import annotations
 
+import math
 from collections import Counter
-from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from streams_k8s.sandbox.conditions import set_condition
@@ -89,13 +90,20 @@ def matches_node_affinity(pod_spec: dict[str, Any], node: dict[str, Any]) -> boo
     return False
 
 
-def pod_requests(pod: dict[str, Any]) -> tuple[Fraction, Fraction]:
-    cpu, memory = Fraction(0), Fraction(0)
+@lru_cache(maxsize=4096)
+def millis(quantity: str | int | float) -> int:
+    """A quantity in thousandths, rounded up (cpu in millicores; memory in milli-bytes)."""
+    return math.ceil(parse_quantity(quantity) * 1000)
+
+
+def pod_requests(pod: dict[str, Any]) -> tuple[int, int]:
+    """The pod's cpu and memory requests (limits stand in for missing requests), in thousandths."""
+    cpu = memory = 0
     for container in (pod.get("spec") or {}).get("containers") or []:
         requests = (container.get("resources") or {}).get("requests") or {}
         limits = (container.get("resources") or {}).get("limits") or {}
-        cpu += parse_quantity(requests.get("cpu", limits.get("cpu", 0)))
-        memory += parse_quantity(requests.get("memory", limits.get("memory", 0)))
+        cpu += millis(requests.get("cpu", limits.get("cpu", 0)))
+        memory += millis(requests.get("memory", limits.get("memory", 0)))
     return cpu, memory
 
 
@@ -109,7 +117,7 @@ class Scheduler:
         # Active pods bound to nodes, kept from store events so a decision never scans all pods.
         self.bound: dict[PodKey, dict[str, Any]] = {}
         self.on_node: dict[str, dict[PodKey, dict[str, Any]]] = {}
-        self.used: dict[str, tuple[Fraction, Fraction]] = {}
+        self.used: dict[str, tuple[int, int]] = {}
         self.anti_affine: dict[PodKey, dict[str, Any]] = {}
         registry.store.listeners.append(self._on_event)
 
@@ -143,7 +151,7 @@ class Scheduler:
                 continue
             node = pod["spec"]["nodeName"]
             cpu, memory = pod_requests(pod)
-            used_cpu, used_memory = self.used.get(node, (Fraction(0), Fraction(0)))
+            used_cpu, used_memory = self.used.get(node, (0, 0))
             self.used[node] = (used_cpu + sign * cpu, used_memory + sign * memory)
             pods = self.on_node.setdefault(node, {})
             if sign < 0:
@@ -184,7 +192,7 @@ class Scheduler:
     def _unfit(
         self,
         pod: dict[str, Any],
-        requests: tuple[Fraction, Fraction],
+        requests: tuple[int, int],
         node: dict[str, Any],
         node_labels: dict[str, dict[str, str]],
     ) -> str | None:
@@ -205,10 +213,10 @@ class Scheduler:
         if len(self.on_node.get(name, ())) + 1 > int(allocatable.get("pods", 110)):
             return "Too many pods"
         cpu, memory = requests
-        used_cpu, used_memory = self.used.get(name, (Fraction(0), Fraction(0)))
-        if cpu and used_cpu + cpu > parse_quantity(allocatable.get("cpu", "0")):
+        used_cpu, used_memory = self.used.get(name, (0, 0))
+        if cpu and used_cpu + cpu > millis(allocatable.get("cpu", "0")):
             return "Insufficient cpu"
-        if memory and used_memory + memory > parse_quantity(allocatable.get("memory", "0")):
+        if memory and used_memory + memory > millis(allocatable.get("memory", "0")):
             return "Insufficient memory"
         return self._pod_affinity_unfit(pod, node, node_labels)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from streams_k8s.sandbox.errors import cause
 
@@ -78,19 +78,61 @@ def _type_ok(value: Any, kind: str) -> bool:
     return isinstance(value, _TYPES.get(kind, object))
 
 
+class _Plan(NamedTuple):
+    """Which keywords a schema uses, worked out once per schema (validation is on every write)."""
+
+    type: str | None
+    nullable: bool
+    int_or_string: bool
+    enum: list[Any] | None
+    number: bool
+    string: bool
+    array: bool
+    object: bool
+    combinators: bool
+
+
+_PLANS: dict[int, tuple[dict[str, Any], _Plan]] = {}
+
+
+def _plan(schema: dict[str, Any]) -> _Plan:
+    cached = _PLANS.get(id(schema))
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    plan = _Plan(
+        type=schema.get("type"),
+        nullable=bool(schema.get("nullable")),
+        int_or_string=bool(schema.get("x-kubernetes-int-or-string")),
+        enum=schema.get("enum"),
+        number=any(k in schema for k in ("minimum", "maximum", "multipleOf")),
+        string=any(k in schema for k in ("maxLength", "minLength", "pattern")),
+        array=any(k in schema for k in ("maxItems", "minItems", "items", "x-kubernetes-list-type")),
+        object=any(
+            k in schema
+            for k in ("required", "properties", "additionalProperties", "maxProperties", "minProperties")
+        ),
+        combinators=any(k in schema for k in ("allOf", "anyOf", "oneOf", "not")),
+    )
+    if len(_PLANS) > 10_000:
+        _PLANS.clear()
+    _PLANS[id(schema)] = (schema, plan)
+    return plan
+
+
 def _validate(value: Any, schema: dict[str, Any], path: str, errors: list[dict[str, str]]) -> None:
+    plan = _plan(schema)
     field = path or "<root>"
     if value is None:
-        if not schema.get("nullable") and schema.get("type"):
+        if not plan.nullable and plan.type:
             errors.append(
                 cause(
                     field,
-                    f'Invalid value: "null": {field} in body must be of type {schema["type"]}',
+                    f'Invalid value: "null": {field} in body must be of type {plan.type}',
                     "FieldValueTypeInvalid",
                 )
             )
         return
-    if schema.get("x-kubernetes-int-or-string"):
+    if plan.int_or_string:
         if not (isinstance(value, str) or _type_ok(value, "integer")):
             errors.append(
                 cause(
@@ -100,18 +142,18 @@ def _validate(value: Any, schema: dict[str, Any], path: str, errors: list[dict[s
                 )
             )
             return
-    elif schema.get("type") and not _type_ok(value, schema["type"]):
+    elif plan.type and not _type_ok(value, plan.type):
         errors.append(
             cause(
                 field,
                 f'Invalid value: "{_type_name(value)}": {field} in body must be of '
-                f'type {schema["type"]}: "{_type_name(value)}"',
+                f'type {plan.type}: "{_type_name(value)}"',
                 "FieldValueTypeInvalid",
             )
         )
         return
-    if "enum" in schema and value not in schema["enum"]:
-        allowed = ", ".join(_show(v) for v in schema["enum"])
+    if plan.enum is not None and value not in plan.enum:
+        allowed = ", ".join(_show(v) for v in plan.enum)
         errors.append(
             cause(
                 field,
@@ -119,14 +161,16 @@ def _validate(value: Any, schema: dict[str, Any], path: str, errors: list[dict[s
                 "FieldValueNotSupported",
             )
         )
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if plan.number and isinstance(value, int | float) and not isinstance(value, bool):
         _check_number(value, schema, field, errors)
-    if isinstance(value, str):
+    if plan.string and isinstance(value, str):
         _check_string(value, schema, field, errors)
-    if isinstance(value, list):
+    if plan.array and isinstance(value, list):
         _check_array(value, schema, path, errors)
-    if isinstance(value, dict):
+    if plan.object and isinstance(value, dict):
         _check_object(value, schema, path, errors)
+    if not plan.combinators:
+        return
     for sub in schema.get("allOf") or []:
         _validate(value, sub, path, errors)
     if schema.get("anyOf") and not any(not validate(value, s, path) for s in schema["anyOf"]):

@@ -130,8 +130,11 @@ def selector_to_string(spec: Mapping[str, Any] | None) -> str:
 FieldMatcher = Callable[[Mapping[str, Any]], bool]
 
 
-def parse_field_selector(text: str, supported: tuple[str, ...], kind: str) -> FieldMatcher:
-    """A `fieldSelector` over metadata.name, metadata.namespace and the kind's extra fields."""
+def parse_field_selector(
+    text: str, supported: tuple[str, ...], kind: str, paths: Mapping[str, str] | None = None
+) -> FieldMatcher:
+    """A `fieldSelector` over metadata.name, metadata.namespace and the kind's extra fields;
+    `paths` maps a selectable field to where it is in the stored object, when they differ."""
     checks: list[tuple[str, bool, str]] = []
     for part in filter(None, (p.strip() for p in text.split(","))):
         m = re.match(r"^([^!=]+?)\s*(==|!=|=)\s*(.*)$", part)
@@ -140,7 +143,7 @@ def parse_field_selector(text: str, supported: tuple[str, ...], kind: str) -> Fi
         path, op, value = m.group(1), m.group(2), m.group(3)
         if path not in ("metadata.name", "metadata.namespace", *supported):
             raise bad_request(f'field label not supported: "{path}" for {kind}')
-        checks.append((path, op != "!=", value))
+        checks.append(((paths or {}).get(path, path), op != "!=", value))
 
     def matches(obj: Mapping[str, Any]) -> bool:
         for path, equal, value in checks:

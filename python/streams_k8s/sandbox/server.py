@@ -18,7 +18,7 @@ from aiohttp import web
 from streams_k8s.sandbox import discovery
 from streams_k8s.sandbox.errors import ApiError, bad_request, not_found
 from streams_k8s.sandbox.faults import Faults, RequestInfo
-from streams_k8s.sandbox.registry import Registry
+from streams_k8s.sandbox.registry import APPLY_PATCH, Registry
 from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.selectors import LabelSelector, parse_field_selector
 from streams_k8s.sandbox.store import Watcher
@@ -207,7 +207,8 @@ class ApiServer:
         query = request.query
         dry_run = "dryRun" in query
         ns, name, version, sub = info.namespace, info.name, info.version, info.subresource
-        if sub is not None and sub not in ("status", "scale", *rt.extra_subresources):
+        served = (*(("status",) if rt.status_subresource else ()), *(("scale",) if rt.scale else ()))
+        if sub is not None and sub not in (*served, *rt.extra_subresources):
             raise not_found(f"{rt.plural}/{sub}", name or "", rt.group)
         if info.verb == "get":
             assert name is not None
@@ -247,8 +248,14 @@ class ApiServer:
         if info.verb == "patch":
             assert name is not None
             content_type = request.content_type
+            if content_type == APPLY_PATCH and sub != "scale":
+                config = _decode(request, body)
+                manager, force = query.get("fieldManager"), query.get("force") == "true"
+                return json_response(
+                    registry.apply(rt, version, ns, name, config, sub, dry_run, manager, force)
+                )
             try:
-                patch = orjson.loads(body) if content_type != "application/apply-patch+yaml" else None
+                patch = orjson.loads(body)
             except orjson.JSONDecodeError as exc:
                 raise bad_request(f"the patch is not valid JSON: {exc}") from None
             if sub == "scale":
@@ -330,14 +337,11 @@ class ApiServer:
             options["dryRun"] = [query["dryRun"]]
         return options
 
-    @staticmethod
-    def _selectors(request: web.Request, rt: ResourceType) -> tuple[Any, Any]:
+    def _selectors(self, request: web.Request, rt: ResourceType) -> tuple[Any, Any]:
         query = request.query
         labels = LabelSelector.parse(query["labelSelector"]) if query.get("labelSelector") else None
         fields = (
-            parse_field_selector(query["fieldSelector"], rt.field_selectors, rt.kind)
-            if query.get("fieldSelector")
-            else None
+            self.registry.field_selector(rt, query["fieldSelector"]) if query.get("fieldSelector") else None
         )
         return labels, fields
 

@@ -4,6 +4,7 @@ and fan-out of each change to the open watches (each event is encoded once per A
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -14,8 +15,21 @@ import orjson
 from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.selectors import FieldMatcher, LabelSelector
 
+log = logging.getLogger(__name__)
+
 ObjKey = tuple[str, str]  # (namespace or "", name)
 _TRACKED_OBJECTS = 100_000
+MAX_WATCH_BACKLOG = 100_000
+
+
+Converter = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def view(obj: dict[str, Any], api_version: str, convert: Converter | None = None) -> dict[str, Any]:
+    """A stored object as a client of `api_version` sees it (converted for resource views)."""
+    if convert is not None:
+        obj = convert(obj)
+    return obj if obj.get("apiVersion") == api_version else {**obj, "apiVersion": api_version}
 
 
 class WatchEvent:
@@ -30,18 +44,17 @@ class WatchEvent:
         self.old = old
         self._encoded: dict[str, bytes] = {}
 
-    def object_bytes(self, api_version: str) -> bytes:
+    def object_bytes(self, api_version: str, convert: Converter | None = None) -> bytes:
         data = self._encoded.get(api_version)
         if data is None:
-            obj = self.obj
-            if obj.get("apiVersion") != api_version:
-                obj = {**obj, "apiVersion": api_version}
-            data = orjson.dumps(obj)
+            data = orjson.dumps(view(self.obj, api_version, convert))
             self._encoded[api_version] = data
         return data
 
-    def line(self, type_: str, api_version: str) -> bytes:
-        return b'{"type":"' + type_.encode() + b'","object":' + self.object_bytes(api_version) + b"}\n"
+    def line(self, type_: str, api_version: str, convert: Converter | None = None) -> bytes:
+        return (
+            b'{"type":"' + type_.encode() + b'","object":' + self.object_bytes(api_version, convert) + b"}\n"
+        )
 
 
 class WatchClosed(Exception):
@@ -57,6 +70,7 @@ class Watcher:
     namespace: str | None
     labels: LabelSelector | None
     fields: FieldMatcher | None
+    convert: Converter | None = None
     queue: asyncio.Queue[bytes | str] = field(default_factory=asyncio.Queue)
     # Set by fault injection: "stall" holds output, "drop" aborts, "expire" sends 410 then ends.
     control: str | None = None
@@ -76,7 +90,13 @@ class Watcher:
         return self.fields is None or self.fields(obj)
 
     def offer(self, event: WatchEvent) -> None:
-        """Queue the event as this watch sees it: selector transitions become ADDED/DELETED."""
+        """Queue the event as this watch sees it: selector transitions become ADDED/DELETED.
+        A watcher too slow to keep up is ended with 410 Expired, as the API server does."""
+        if self.control == "expire":
+            return
+        if self.queue.qsize() >= MAX_WATCH_BACKLOG:
+            self.signal("expire")
+            return
         now = self.matches(event.obj) if event.type != "DELETED" else False
         before = self.matches(event.old)
         if event.type == "DELETED":
@@ -90,7 +110,7 @@ class Watcher:
         else:
             kind = None
         if kind is not None:
-            self.queue.put_nowait(event.line(kind, self.api_version))
+            self.queue.put_nowait(event.line(kind, self.api_version, self.convert))
 
     def signal(self, action: str) -> None:
         """Ask the stream writer to stall, drop or expire (fault injection)."""
@@ -147,11 +167,12 @@ class Store:
         self.object_history: dict[tuple[tuple[str, str], ObjKey], list[WatchEvent]] = {}
 
     def collection(self, rt: ResourceType) -> Collection:
-        coll = self.collections.get(rt.key)
+        coll = self.collections.get(rt.store_key)
         if coll is None:
             coll = Collection(rt, self.history_size)
-            self.collections[rt.key] = coll
-        coll.rt = rt
+            self.collections[rt.store_key] = coll
+        if rt.store_key == rt.key:
+            coll.rt = rt  # the owning resource (a CRD update may have changed it)
         return coll
 
     def next_rv(self) -> int:
@@ -159,7 +180,7 @@ class Store:
         return self.rv
 
     def get(self, rt: ResourceType, key: ObjKey) -> dict[str, Any] | None:
-        coll = self.collections.get(rt.key)
+        coll = self.collections.get(rt.store_key)
         return coll.objects.get(key) if coll else None
 
     def lookup_uid(self, uid: str) -> dict[str, Any] | None:
@@ -190,16 +211,19 @@ class Store:
     def _publish(self, rt: ResourceType, coll: Collection, key: ObjKey, event: WatchEvent) -> WatchEvent:
         coll.record(event)
         if self.object_history_size:
-            hist = self.object_history.get((rt.key, key))
+            hist = self.object_history.get((rt.store_key, key))
             if hist is None:
-                hist = self.object_history[(rt.key, key)] = []
+                hist = self.object_history[(rt.store_key, key)] = []
                 if len(self.object_history) > _TRACKED_OBJECTS:
                     del self.object_history[next(iter(self.object_history))]
             hist.append(event)
             if len(hist) > 2 * self.object_history_size:  # trim in batches: amortised O(1)
                 del hist[: -self.object_history_size]
         for listener in self.listeners:
-            listener(rt, event)
+            try:
+                listener(rt, event)
+            except Exception:  # a simulated controller's bug must not undo or fail the write
+                log.exception("sandbox listener %r failed on %s %s", listener, event.type, key)
         return event
 
     def _index(self, rt: ResourceType, new: dict[str, Any] | None, old: dict[str, Any] | None) -> None:
@@ -216,7 +240,7 @@ class Store:
         if new is not None:
             meta = new["metadata"]
             ns = meta.get("namespace", "")
-            self.by_uid[meta["uid"]] = (rt.key, (ns, meta["name"]))
+            self.by_uid[meta["uid"]] = (rt.store_key, (ns, meta["name"]))
             for ref in meta.get("ownerReferences") or []:
                 if ref.get("uid"):
                     self.dependents.setdefault(ref["uid"], set()).add(meta["uid"])

@@ -22,15 +22,54 @@ class Worker(Generic[K]):
         self._pending: dict[K, None] = {}
         self._wake = asyncio.Event()
         self._busy = False
+        self._timers = 0
+        self._running = asyncio.Event()
+        self._running.set()
         self._task: asyncio.Task[None] | None = None
 
     def add(self, key: K) -> None:
         self._pending[key] = None
         self._wake.set()
 
+    def later(self, delay: float, key: K) -> None:
+        """Queue `key` after `delay` seconds; the worker is not idle until then."""
+        self._timers += 1
+
+        def fire() -> None:
+            self._timers -= 1
+            self.add(key)
+
+        asyncio.get_running_loop().call_later(delay, fire)
+
+    def run_pending(self) -> int:
+        """Handle the queued keys now, in the caller (deterministic stepping for tests and tools);
+        errors propagate. Only for synchronous handlers. Returns how many keys were handled."""
+        handled = 0
+        while self._pending:
+            key = next(iter(self._pending))
+            del self._pending[key]
+            result = self.handler(key)
+            if result is not None:
+                raise TypeError(
+                    f"{self.name} has an asynchronous handler: it cannot be stepped synchronously"
+                )
+            handled += 1
+        return handled
+
+    def pause(self) -> None:
+        """Stop handling keys (they stay queued) until resume(); a paused worker counts as idle."""
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
     @property
     def idle(self) -> bool:
-        return not self._pending and not self._busy
+        return self.paused or (not self._pending and not self._busy and not self._timers)
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"sandbox-{self.name}")
@@ -46,7 +85,8 @@ class Worker(Generic[K]):
         while True:
             await self._wake.wait()
             self._wake.clear()
-            while self._pending:
+            await self._running.wait()
+            while self._pending and not self.paused:
                 key = next(iter(self._pending))
                 del self._pending[key]
                 self._busy = True
@@ -59,3 +99,5 @@ class Worker(Generic[K]):
                 finally:
                     self._busy = False
                 await asyncio.sleep(0)
+            if self._pending:  # paused with work left: pick it up on resume
+                self._wake.set()

@@ -127,9 +127,16 @@ class WorkloadControllers:
             if ordered:
                 break
         extra = sorted((i for i in live if i >= replicas), reverse=True)
-        for i in extra[:1] if ordered else extra:
+        terminating = len(by_ordinal) > len(live)
+        # OrderedReady removes one pod at a time, each only once the previous one is gone.
+        for i in (extra[:1] if not terminating else []) if ordered else extra:
             self._delete(live.pop(i))
-        if not extra and len(live) == replicas and all(is_ready(p) for p in live.values()):
+        if (
+            not extra
+            and not terminating
+            and len(live) == replicas
+            and all(is_ready(p) for p in live.values())
+        ):
             outdated = [
                 i for i, p in live.items() if p["metadata"].get("labels", {}).get(REVISION) != revision
             ]

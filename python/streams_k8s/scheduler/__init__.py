@@ -6,6 +6,8 @@ Pure core, no I/O. An adapter feeds it a `ClusterSnapshot` (`Scheduler.state`), 
 on the same kind of state (on demand after a shortfall, and periodically with scale-down),
 then applies the replicas, the evictions (through its evictor callback) and the annotation
 removals.
+`streams_k8s.scheduler.kubernetes` is that adapter, as a controller component on the
+project's runtime (the only part of this package that does I/O).
 
 Faithful to the plugin-era Knative Eventing scheduler (knative/eventing v0.43), except for
 its known defects, which are fixed here:

@@ -11,6 +11,9 @@ Only the leader acts. Everything here is pure: time comes in as `now` (seconds).
 
 Fixes against upstream:
 - MAXFILLUP sizing skips pods stranded on lost or cordoned nodes;
+- plugin-mode sizing counts as pending only vreplicas without a slot: upstream subtracted
+  only committed placements, so vreplicas placed but not yet in their vpod's status counted
+  twice (in the last ordinal and as pending) and a run during a burst scaled too far;
 - in plugin mode the set shrinks to the last pod holding vreplicas (see
   `State.last_ordinal`) instead of never going below the last schedulable pod;
 - the top pods are counted from the StatefulSet's replicas, not from a last ordinal that
@@ -83,12 +86,12 @@ class Autoscaler:
 
     def desired_replicas(self, state: State) -> int:
         """Replicas the vpods need: MAXFILLUP `ceil(expected / capacity)`; plugin mode the last
-        ordinal + 1 plus enough pods for the pending vreplicas, rounded up to the factor.
+        ordinal + 1 plus enough pods for the vreplicas without a slot, rounded up to the factor.
         """
         if not isinstance(self.policy, Policy):
             return self._fill_up_replicas(state)
         replicas = state.last_ordinal + 1
-        pending = state.total_pending()
+        pending = state.total_unplaced()
         if pending > 0:
             per_pod = state.capacity
             if self.policy.has_predicate("EvenPodSpread"):

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from streams_k8s._native import place_vreplicas
 from streams_k8s.scheduler.framework import PluginError, PluginRegistry, SpreadView
-from streams_k8s.scheduler.model import ClusterSnapshot, Placement, pod_name
+from streams_k8s.scheduler.model import ClusterSnapshot, Placement, VPod, pod_name
 from streams_k8s.scheduler.plugins import default_registry
 from streams_k8s.scheduler.policy import MAXFILLUP, CompiledPolicy, Policy, compile_policy
 from streams_k8s.scheduler.state import Reservations, State
@@ -96,15 +96,29 @@ class Scheduler:
         """
         listed = {vpod.key: vpod for vpod in snapshot.vpods}
         for key in list(self.reserved):
-            vpod = listed.get(key)
-            if vpod is None:
-                del self.reserved[key]
-                continue
-            committed = _by_name(vpod.placements)
-            entries = {name: n for name, n in self.reserved[key].items() if committed.get(name, 0) != n}
-            if entries:
-                self.reserved[key] = entries
-            else:
+            self.prune_reservation(key, listed.get(key))
+
+    def prune_reservation(self, key: str, vpod: VPod | None) -> None:
+        """Bring one vpod's reservation up to date with its committed placements (None: it is gone)."""
+        reserved = self.reserved.get(key)
+        if reserved is None:
+            return
+        if vpod is None:
+            del self.reserved[key]
+            return
+        committed = _by_name(vpod.placements)
+        entries = {name: n for name, n in reserved.items() if committed.get(name, 0) != n}
+        if entries:
+            self.reserved[key] = entries
+        else:
+            del self.reserved[key]
+
+    def forget_reservation(self, key: str, pod: str) -> None:
+        """Drop what is reserved for vpod `key` on `pod` (its vreplicas there were evicted)."""
+        reserved = self.reserved.get(key)
+        if reserved is not None:
+            reserved.pop(pod, None)
+            if not reserved:
                 del self.reserved[key]
 
     def _reserve(self, state: State, key: str) -> None:

@@ -196,6 +196,13 @@ class State:
     def total_pending(self) -> int:
         return sum(self.pending(key) for key in self.vpods)
 
+    def unplaced(self, key: str) -> int:
+        """Vreplicas of `key` in neither its committed placements nor its reservation."""
+        return max(0, self.vpods[key].vreplicas - sum(self.placements[key].values()))
+
+    def total_unplaced(self) -> int:
+        return sum(self.unplaced(key) for key in self.vpods)
+
     def total_expected(self) -> int:
         return sum(vpod.vreplicas for vpod in self.vpods.values())
 

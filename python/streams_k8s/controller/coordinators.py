@@ -1,0 +1,162 @@
+"""The coordinator objects of each job with consistent regions, rendered from its ConsistentRegionOperator.
+
+The job controller creates the ConsistentRegionOperator (CRO) with the operator's coordinator
+mode in ``spec.mode``; this controller turns each CRO into what that mode needs, with the
+builders of `streams_k8s.consistent.manifests` (every object is owned by the CRO, itself owned
+by the Job, so deleting the job collects them):
+
+- ``dedicated``: the coordinator Deployment ``<job>-consistent-region-operator``, its headless
+  API Service ``streams-<job>-consistentregion-api`` (selecting the coordinator pod) and the
+  NetworkPolicy admitting only the job's PE pods and the instance operator;
+- ``shared``: the selector-less API Service only. The pool pod running the job publishes itself
+  as its Endpoints; the pool (StatefulSet) and its NetworkPolicy are deployment-level objects
+  (``deploy/coordinator-pool``), and a per-job policy would select no pod.
+
+Creation is idempotent (deterministic names, AlreadyExists is success) and a deleted object is
+recreated. The coordinators' ServiceAccount and RBAC belong to the namespace setup
+(``deploy/coordinator-rbac.yaml``). A cluster that does not serve NetworkPolicy gets the
+Deployment and Service anyway, with a Warning Event on the CRO saying the API is unguarded.
+
+Settings (environment of the operator):
+
+| variable | default | use |
+|---|---|---|
+| `STREAMS_K8S_COORDINATOR_MODE` | `dedicated` | mode recorded on new jobs' CROs (`dedicated` or `shared`) |
+| `STREAMS_K8S_COORDINATOR_IMAGE` | `<registry>/<imageNamespace>/streams-k8s:<version>` | coordinator image |
+| `STREAMS_K8S_IMAGE_REGISTRY` | `docker.io` | registry of the default image, as for PEs |
+| `STREAMS_K8S_IMAGE_NAMESPACE` | `openstreams` | its namespace, as for PEs |
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from streams_k8s import __version__
+from streams_k8s.api.consistent_region import ConsistentRegionOperator, CoordinatorMode
+from streams_k8s.consistent.manifests import (
+    COORDINATOR_SVC,
+    coordinator_deployment,
+    coordinator_network_policy,
+    coordinator_service,
+)
+from streams_k8s.controller import labels
+from streams_k8s.controller.kinds import CONSISTENT_REGION_OPERATORS, DEPLOYMENTS, NETWORK_POLICIES, SERVICES
+from streams_k8s.controller.pod_spec import PeRuntimeSettings
+from streams_k8s.k8s.client import Resource
+from streams_k8s.k8s.controller import Requeue, owner_mapper
+from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.manager import Manager
+from streams_k8s.k8s.objects import ObjectKey, meta
+
+log = logging.getLogger(__name__)
+
+NETWORK_POLICY_UNAVAILABLE = "NetworkPolicyUnavailable"
+
+
+class CoordinatorSettingError(ValueError):
+    """An operator setting for coordinators that cannot be used."""
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorObjectSettings:
+    mode: CoordinatorMode = CoordinatorMode.DEDICATED
+    image: str = ""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] = os.environ) -> CoordinatorObjectSettings:
+        raw = env.get("STREAMS_K8S_COORDINATOR_MODE", CoordinatorMode.DEDICATED.value)
+        try:
+            mode = CoordinatorMode(raw)
+        except ValueError:
+            raise CoordinatorSettingError(
+                f"STREAMS_K8S_COORDINATOR_MODE={raw!r}: use "
+                + " or ".join(repr(m.value) for m in CoordinatorMode)
+            ) from None
+        pe = PeRuntimeSettings()
+        registry = env.get("STREAMS_K8S_IMAGE_REGISTRY", pe.registry)
+        namespace = env.get("STREAMS_K8S_IMAGE_NAMESPACE", pe.image_namespace)
+        version = __version__.split("+", 1)[0]
+        image = env.get("STREAMS_K8S_COORDINATOR_IMAGE") or f"{registry}/{namespace}/streams-k8s:{version}"
+        return cls(mode=mode, image=image)
+
+
+def coordinator_objects(
+    operator: ConsistentRegionOperator, *, namespace: str, image: str
+) -> list[tuple[Resource, dict[str, Any]]]:
+    """What the CRO's mode needs, in creation order (pure function of the CRO)."""
+    generation = int((operator.metadata.labels or {}).get(labels.GENERATION) or 0)
+    service = (SERVICES, coordinator_service(operator, namespace=namespace, generation=generation))
+    if operator.spec.mode is CoordinatorMode.SHARED:
+        return [service]
+    return [
+        (NETWORK_POLICIES, coordinator_network_policy(operator, namespace=namespace, generation=generation)),
+        service,
+        (
+            DEPLOYMENTS,
+            coordinator_deployment(operator, namespace=namespace, generation=generation, image=image),
+        ),
+    ]
+
+
+class CoordinatorObjectsController:
+    def __init__(self, manager: Manager, settings: CoordinatorObjectSettings) -> None:
+        self.client = manager.client
+        self.settings = settings
+        self.cros = manager.informer(CONSISTENT_REGION_OPERATORS)
+        self.deployments = manager.informer(DEPLOYMENTS, label_selector=f"{labels.SVC}={COORDINATOR_SVC}")
+        self.services = manager.informer(SERVICES, label_selector=f"{labels.APP}={labels.APP_VALUE}")
+        self.recorder = manager.event_recorder("streams-coordinator-objects")
+        self._cached = {DEPLOYMENTS: self.deployments, SERVICES: self.services}
+        self._network_policy_served = True  # until the API server says otherwise (needs a restart)
+        controller = manager.controller("coordinator-objects", self.reconcile, workers=2)
+        controller.watch(self.cros)
+        owned = owner_mapper(ConsistentRegionOperator.kind_name)
+        controller.watch(self.deployments, owned)
+        controller.watch(self.services, owned)
+
+    async def reconcile(self, key: ObjectKey) -> Requeue | None:
+        obj = self.cros.store.get(key)
+        if obj is None or meta(obj).get("deletionTimestamp"):
+            return None  # owner references collect what it owned
+        try:
+            operator = ConsistentRegionOperator.from_wire(obj)
+        except ValidationError as err:
+            log.warning("ConsistentRegionOperator %s is malformed: %s", key, err)
+            return None
+        for resource, body in coordinator_objects(
+            operator, namespace=key.namespace, image=self.settings.image
+        ):
+            informer = self._cached.get(resource)
+            name = str(body["metadata"]["name"])
+            if informer is not None and informer.store.get(ObjectKey(key.namespace, name)) is not None:
+                continue
+            if resource == NETWORK_POLICIES and not self._network_policy_served:
+                await self._network_policy_unavailable(obj)
+                continue
+            try:
+                await self.client.create(resource, body)
+            except ApiError as err:
+                if err.already_exists:
+                    continue
+                if resource == NETWORK_POLICIES and err.not_found:
+                    self._network_policy_served = False
+                    await self._network_policy_unavailable(obj)
+                    continue
+                raise
+        return None
+
+    async def _network_policy_unavailable(self, obj: dict[str, Any]) -> None:
+        # Repeats aggregate into one Event series per CRO (the recorder's job).
+        await self.recorder.record(
+            obj,
+            "Warning",
+            NETWORK_POLICY_UNAVAILABLE,
+            "the cluster does not serve networking.k8s.io/v1 NetworkPolicy: the coordinator's API is "
+            "open to the cluster network",
+        )

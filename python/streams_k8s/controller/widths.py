@@ -1,0 +1,189 @@
+"""Parallel-region width changes of a running job: re-fuse, then update only what changed.
+
+A ParallelRegion's ``spec.width`` is the width wanted (kubectl edit, ``kubectl scale``, or the
+REST API); its ``status.width`` the width applied. Every plan is re-fused from the submitted
+plan (`refuse_with_widths(base, widths)`), so the same widths always give the same PEs, whatever
+the history and however often the controller restarts. A change is applied in this order:
+
+1. write-ahead: the region's condition ``Resized=False`` (reason ``Resizing``) records the job
+   generation the change becomes (``generationId`` + 1), then the Job's ``generationId`` is set
+   to it; a restart finds the condition and reuses that generation;
+2. added PEs get their ConfigMap, Service and PE; changed PEs a new AADL ConfigMap and PE spec
+   (new contentId: their pods are replaced); removed PEs are deleted; the name table rewritten;
+3. the region's ``status.width`` / ``selector`` and ``Resized=True`` say it is applied.
+
+A width that cannot be planned or placed changes nothing: ``Resized=False`` (reason
+``ResizeFailed``) and a Warning Event say why, until the region's spec is edited again.
+
+Every step is idempotent. Unchanged PEs are not touched, so their pods keep running.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from streams_k8s.api.job import ParallelRegionWidth
+from streams_k8s.app.plan import Plan, PlanDiff, diff_plans, refuse_with_widths
+from streams_k8s.controller import labels
+from streams_k8s.controller.kinds import CONFIGMAPS, CONSISTENT_REGIONS, PARALLEL_REGIONS, PES, SERVICES
+from streams_k8s.controller.submission import Desired
+from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.conditions import set_condition
+from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.objects import Object, meta
+from streams_k8s.naming import TABLE_KEY, pe_service_name
+
+RESIZED = "Resized"
+RESIZING, FAILED = "Resizing", "ResizeFailed"
+_GENERATION = re.compile(r"job generation (\d+)")
+
+
+def widths_of(regions: list[Object]) -> tuple[dict[str, int], dict[str, int | None]]:
+    """(wanted, applied) width by alias."""
+    wanted = {str(r["spec"]["alias"]): int(r["spec"]["width"]) for r in regions}
+    applied = {str(r["spec"]["alias"]): (r.get("status") or {}).get("width") for r in regions}
+    return wanted, applied
+
+
+def plan_for(base: Plan, widths: Mapping[str, int]) -> Plan:
+    """The plan of the job at these widths (the submitted plan when they are its own)."""
+    if all(base.topology.widths.get(i) == w for i, w in _by_index(base, widths).items()):
+        return base
+    plan, _ = refuse_with_widths(base, [ParallelRegionWidth(alias=a, width=w) for a, w in widths.items()])
+    return plan
+
+
+def _by_index(base: Plan, widths: Mapping[str, int]) -> dict[int, int]:
+    index = {r.name: r.index for r in base.topology.app.parallel_regions}
+    return {index[alias]: width for alias, width in widths.items() if alias in index}
+
+
+def _resized(region: Object, reason: str) -> dict[str, Any] | None:
+    """The region's Resized=False condition with this reason, for its current spec."""
+    generation = meta(region).get("generation")
+    for c in (region.get("status") or {}).get("conditions") or ():
+        if (
+            c.get("type") == RESIZED
+            and c.get("status") == "False"
+            and c.get("reason") == reason
+            and c.get("observedGeneration") == generation
+        ):
+            return dict(c)
+    return None
+
+
+def failed(region: Object) -> bool:
+    """This width cannot be applied (fixed by another edit of the region)."""
+    return _resized(region, FAILED) is not None
+
+
+def pending_generation(region: Object) -> int | None:
+    """The job generation a change in progress on this region was given (write-ahead)."""
+    found = _resized(region, RESIZING)
+    match = _GENERATION.search(str(found.get("message"))) if found else None
+    return int(match.group(1)) if match else None
+
+
+@dataclass(frozen=True, slots=True)
+class WidthChange:
+    job: Object
+    region: Object
+    running: Plan
+    target: Plan
+    desired: list[Desired]  # every child of the target plan, labelled with the new generation
+    generation: int
+
+    @property
+    def diff(self) -> PlanDiff:
+        return diff_plans(self.running, self.target)
+
+
+async def _set_resized(
+    client: KubeClient, region: Object, status: str, reason: str, message: str, **fields: Any
+) -> Object:
+    """Write the region's Resized condition (and ``fields``) for its current spec."""
+    conditions = list((region.get("status") or {}).get("conditions") or [])
+    generation = meta(region).get("generation")
+    set_condition(conditions, RESIZED, status, reason, message, generation)
+    return await client.patch_status(
+        PARALLEL_REGIONS,
+        str(meta(region)["name"]),
+        {**fields, "conditions": conditions},
+        str(meta(region)["namespace"]),
+    )
+
+
+async def record_intent(client: KubeClient, region: Object, generation: int, width: int) -> Object:
+    """Step 1 (write-ahead): the job generation this change becomes."""
+    return await _set_resized(
+        client, region, "False", RESIZING, f"to width {width} as job generation {generation}"
+    )
+
+
+async def apply(client: KubeClient, change: WidthChange) -> None:
+    """Step 2: bring the children to the target plan (idempotent)."""
+    namespace, job = str(meta(change.job)["namespace"]), str(meta(change.job)["name"])
+    diff = change.diff
+    wanted = {(d.resource, d.name): d for d in change.desired}
+    added = {pe_service_name(job, i) for i in diff.added}
+    changed = {pe_service_name(job, i) for i in diff.changed}
+    for resource in (CONFIGMAPS, SERVICES, PES):
+        for name in sorted(added):
+            await _create(client, wanted[(resource, name)])
+    for name in sorted(changed):
+        cm = wanted[(CONFIGMAPS, name)].body
+        await client.patch(
+            CONFIGMAPS,
+            name,
+            {"metadata": _merge_meta(cm), "data": cm["data"]},
+            namespace,
+        )
+        pe = wanted[(PES, name)].body
+        await client.patch(PES, name, {"metadata": _merge_meta(pe), "spec": pe["spec"]}, namespace)
+    for pe_id in diff.removed:
+        for resource in (PES, SERVICES, CONFIGMAPS):
+            try:
+                await client.delete(resource, pe_service_name(job, pe_id), namespace)
+            except ApiError as err:
+                if not err.not_found:
+                    raise
+    table = wanted[(CONFIGMAPS, job)].body["data"][TABLE_KEY]
+    await client.patch(CONFIGMAPS, job, {"data": {TABLE_KEY: table}}, namespace)
+    for (resource, name), child in wanted.items():
+        if resource == CONSISTENT_REGIONS:  # a region's PEs follow the fusion
+            await client.patch(resource, name, {"spec": child.body["spec"]}, namespace)
+
+
+def _merge_meta(body: dict[str, Any]) -> dict[str, Any]:
+    return {"labels": body["metadata"]["labels"], "annotations": body["metadata"]["annotations"]}
+
+
+async def _create(client: KubeClient, child: Desired) -> None:
+    try:
+        await client.create(child.resource, child.body)
+    except ApiError as err:
+        if not err.already_exists:
+            raise
+
+
+async def record_failure(client: KubeClient, region: Object, message: str) -> None:
+    """The wanted width cannot be applied: nothing was changed; the region keeps its width."""
+    await _set_resized(client, region, "False", FAILED, message)
+
+
+async def record_applied(client: KubeClient, region: Object, width: int) -> None:
+    """Step 3: the region runs at ``width``."""
+    job = (meta(region).get("labels") or {}).get(labels.JOB)
+    await _set_resized(
+        client,
+        region,
+        "True",
+        "Resized",
+        f"running at width {width}",
+        width=width,
+        selector=f"{labels.JOB}={job},{labels.SVC}=pe",
+        observedGeneration=meta(region).get("generation"),
+    )

@@ -1,0 +1,258 @@
+"""The instance operator renders each consistent-region job's coordinator objects, and the whole
+loop runs: operator → coordinator (in-process, as its pod would run it) → simulated PE runtime
+(which reports connectivity to the operator and answers resets; the test plays the trigger
+operator and the PEs' checkpoints of an operator-driven region)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from cr_cluster import CoordinatorPod, dedicated
+from k8s_support import eventually_async
+from operator_support import SUBMITTED, free_port, job_manifest, operator, wait_for_phase
+from streams_k8s.api.job import Job
+from streams_k8s.api.processing_element import ProcessingElement
+from streams_k8s.app.synthetic import SyntheticSpec, write_sab
+from streams_k8s.consistent.coordinator import api_service_name
+from streams_k8s.controller import labels
+from streams_k8s.controller.coordinators import CoordinatorObjectSettings, CoordinatorSettingError
+from streams_k8s.controller.kinds import (
+    CONSISTENT_REGION_OPERATORS,
+    CONSISTENT_REGIONS,
+    DEPLOYMENTS,
+    JOBS,
+    NETWORK_POLICIES,
+    PES,
+    PODS,
+    SERVICES,
+)
+from streams_k8s.controller.placement import PodPlacement
+from streams_k8s.controller.pod_spec import PeRuntimeSettings, build_pod
+from streams_k8s.k8s.client import KubeClient, Resource
+from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.events import EVENTS
+from streams_k8s.sandbox import Sandbox
+from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
+
+API_PORT = free_port()
+PARTICIPANT = ConsistentRegionParticipant(None, poll_interval=0.02)
+CRO = "cr-consistent-region-operator"
+
+
+def network_policy_crd() -> dict[str, Any]:
+    """The sandbox does not serve networking.k8s.io (a gap): a schemaless CRD of the same
+    group, version and kind stands in, so the operator's NetworkPolicies can be read back."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "networkpolicies.networking.k8s.io"},
+        "spec": {
+            "group": "networking.k8s.io",
+            "scope": "Namespaced",
+            "names": {"plural": "networkpolicies", "singular": "networkpolicy", "kind": "NetworkPolicy"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                    },
+                }
+            ],
+        },
+    }
+
+
+@pytest.fixture
+async def client(sandbox: Sandbox) -> AsyncIterator[KubeClient]:
+    async with await KubeClient.connect(str(sandbox.kubeconfig_path)) as c:
+        yield c
+
+
+async def get_or_none(client: KubeClient, resource: Resource, name: str) -> dict[str, Any] | None:
+    try:
+        return await client.get(resource, name, "default")
+    except ApiError as err:
+        if err.not_found:
+            return None
+        raise
+
+
+async def appears(client: KubeClient, resource: Resource, name: str) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+
+    async def there() -> bool:
+        found.update(await get_or_none(client, resource, name) or {})
+        return bool(found)
+
+    await eventually_async(there, within=15)
+    return found
+
+
+async def launch_pes(client: KubeClient, job_name: str) -> None:
+    """Stand in for the PE controller: launch 1 of every PE (status, then its pod)."""
+    job = Job.from_wire(await client.get(JOBS, job_name, "default"))
+    items, _ = await client.list_all(PES, "default", label_selector=f"{labels.JOB}={job_name}")
+    for obj in items:
+        pe = ProcessingElement.from_wire(obj)
+        await client.patch_status(PES, str(pe.metadata.name), {"launchCount": 1}, "default")
+        pod = build_pod(
+            job=job,
+            pe=pe,
+            generation=0,
+            launch_count=1,
+            input_ports=1,
+            placement=PodPlacement(),
+            settings=PeRuntimeSettings(),
+        )
+        await client.create(PODS, pod)
+
+
+def owned_by(obj: dict[str, Any], owner: dict[str, Any]) -> bool:
+    ref = obj["metadata"]["ownerReferences"][0]
+    return (ref["kind"], ref["uid"], ref["controller"]) == (
+        "ConsistentRegionOperator",
+        owner["metadata"]["uid"],
+        True,
+    )
+
+
+@pytest.mark.sandbox(nodes=2, controller_url=f"http://127.0.0.1:{API_PORT}", pe_hooks=PARTICIPANT)
+async def test_dedicated_coordinator_objects_and_checkpoints_end_to_end(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await client.create(
+        Resource(
+            "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
+        ),
+        network_policy_crd(),
+    )
+    monkeypatch.setenv("STREAMS_K8S_COORDINATOR_IMAGE", "registry.test/streams-k8s:dev")
+    bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=2, length=3, consistent_chains=1))
+    async with operator(sandbox, monkeypatch, tmp_path / "cache", api_port=API_PORT):
+        await client.create(JOBS, job_manifest("cr", bundle, fusion={"manual": 3}))
+        await wait_for_phase(client, "cr", *SUBMITTED)
+        cro = await client.get(CONSISTENT_REGION_OPERATORS, CRO, "default")
+        assert cro["spec"]["mode"] == "dedicated"
+
+        deployment = await appears(client, DEPLOYMENTS, "cr-consistent-region-operator")
+        service = await appears(client, SERVICES, api_service_name("cr"))
+        policy = await appears(client, NETWORK_POLICIES, "cr-consistent-region-operator")
+        for obj in (deployment, service, policy):
+            assert owned_by(obj, cro)
+            assert obj["metadata"]["labels"][labels.JOB] == "cr"
+            assert obj["metadata"]["labels"]["svc"] == "consistent-region-operator"
+        container = deployment["spec"]["template"]["spec"]["containers"][0]
+        assert container["image"] == "registry.test/streams-k8s:dev"
+        assert container["args"][-2:] == ["--job", "cr"]
+        assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+        ports = {p["name"]: (p["port"], p["protocol"]) for p in service["spec"]["ports"]}
+        assert ports == {"sys-api": (10000, "TCP"), "sys-metrics": (9696, "TCP")}
+        peers = policy["spec"]["ingress"][0]["from"]
+        assert peers[0]["podSelector"]["matchLabels"] == {"app": "streams", "svc": "pe", labels.JOB: "cr"}
+
+        # A deleted object comes back.
+        await client.delete(SERVICES, api_service_name("cr"), "default")
+        await eventually_async(lambda: _exists(client, SERVICES, api_service_name("cr")), within=10)
+
+        # The generated region is operator-driven but declares no trigger operator (the
+        # synthetic ADL's entries all say isTriggerOperator=false): its start operator plays one.
+        region = (await client.get(CONSISTENT_REGIONS, "cr-cr0", "default"))["spec"]
+        trigger = next(op for op, start in region["operatorsToStartRegionMap"].items() if start)
+        await client.patch(
+            CONSISTENT_REGIONS, "cr-cr0", {"spec": {"operatorsToTriggerMap": {trigger: True}}}, "default"
+        )
+        # The coordinator, as its Deployment's pod runs it; the PE runtime answers its drains.
+        coordinator = await CoordinatorPod(sandbox, dedicated("cr")).start()
+        try:
+            PARTICIPANT.connect(coordinator.url)
+            await launch_pes(client, "cr")
+            await wait_for_phase(client, "cr", "Running")
+
+            async def state(*states: str) -> bool:
+                status = (await client.get(CONSISTENT_REGIONS, "cr-cr0", "default")).get("status") or {}
+                return status.get("state") in states
+
+            await eventually_async(lambda: state("PROCESSING"), within=15)
+            api = f"{coordinator.url}/api/consistentregion/region/0"
+            async with aiohttp.ClientSession() as http:
+
+                async def put(path: str, body: Any) -> None:
+                    async with http.put(f"{api}{path}", json=body) as answer:
+                        assert answer.status == 204, await answer.text()
+
+                for seq in (1, 2):  # the trigger drains; its markers reach every PE, which checkpoint
+                    await put("/drain", {"request": {"seqId": str(seq), "operator": trigger}})
+                    for pe in region["pesInRegion"]:
+                        await put(f"/pe/{pe}/checkpoint", seq)
+
+                    async def checkpointed(seq: int = seq) -> bool:
+                        obj = await client.get(CONSISTENT_REGIONS, "cr-cr0", "default")
+                        status = obj.get("status") or {}
+                        return status.get("lastCompletedSeqID") == seq and status.get("state") == "PROCESSING"
+
+                    await eventually_async(checkpointed, within=15)
+        finally:
+            await coordinator.stop()
+
+        await client.delete(JOBS, "cr", "default")
+
+        async def collected() -> bool:
+            names = ((DEPLOYMENTS, "cr-consistent-region-operator"), (SERVICES, api_service_name("cr")))
+            return [await get_or_none(client, r, n) for r, n in names] == [None, None]
+
+        await eventually_async(collected, within=15)
+
+
+async def _exists(client: KubeClient, resource: Resource, name: str) -> bool:
+    return await get_or_none(client, resource, name) is not None
+
+
+@pytest.mark.sandbox(nodes=1)
+async def test_shared_mode_renders_only_the_selectorless_api_service(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STREAMS_K8S_COORDINATOR_MODE", "shared")
+    bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=1, length=2, consistent_chains=1))
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("pooled", bundle))
+        await wait_for_phase(client, "pooled", *SUBMITTED)
+        cro = await client.get(CONSISTENT_REGION_OPERATORS, "pooled-consistent-region-operator", "default")
+        assert cro["spec"]["mode"] == "shared"
+        service = await appears(client, SERVICES, api_service_name("pooled"))
+        assert owned_by(service, cro)
+        assert "selector" not in service["spec"]
+        assert service["spec"]["clusterIP"] == "None"
+        assert await get_or_none(client, DEPLOYMENTS, "pooled-consistent-region-operator") is None
+
+
+@pytest.mark.sandbox(nodes=1)
+async def test_without_network_policy_api_the_coordinator_still_runs_with_a_warning(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=1, length=2, consistent_chains=1))
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("open", bundle))
+        await appears(client, DEPLOYMENTS, "open-consistent-region-operator")
+
+        async def warned() -> bool:
+            items, _ = await client.list_all(EVENTS, "default")
+            return any(e.get("reason") == "NetworkPolicyUnavailable" for e in items)
+
+        await eventually_async(warned, within=10)
+
+
+def test_coordinator_settings_from_the_environment() -> None:
+    settings = CoordinatorObjectSettings.from_env(
+        {"STREAMS_K8S_IMAGE_REGISTRY": "icr.io", "STREAMS_K8S_IMAGE_NAMESPACE": "team"}
+    )
+    assert settings.mode.value == "dedicated"
+    assert settings.image.startswith("icr.io/team/streams-k8s:")
+    with pytest.raises(CoordinatorSettingError, match="STREAMS_K8S_COORDINATOR_MODE='pool'"):
+        CoordinatorObjectSettings.from_env({"STREAMS_K8S_COORDINATOR_MODE": "pool"})

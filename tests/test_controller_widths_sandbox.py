@@ -1,0 +1,188 @@
+"""Parallel-region width changes of a running job, over the REST API and the /scale subresource."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from k8s_support import eventually_async
+from operator_support import SUBMITTED, free_port, job_manifest, operator, wait_for_phase
+from streams_k8s.api.job import Job
+from streams_k8s.api.processing_element import ProcessingElement
+from streams_k8s.app.synthetic import SyntheticSpec, write_sab
+from streams_k8s.controller import labels
+from streams_k8s.controller.kinds import CONFIGMAPS, HOSTPOOLS, JOBS, PARALLEL_REGIONS, PES, PODS
+from streams_k8s.controller.placement import PodPlacement
+from streams_k8s.controller.pod_spec import PeRuntimeSettings, build_pod
+from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.errors import ApiError
+from streams_k8s.naming import TABLE_KEY, NameTable
+from streams_k8s.sandbox import Sandbox
+
+API_PORT = free_port()
+
+
+@pytest.fixture
+async def client(sandbox: Sandbox) -> AsyncIterator[KubeClient]:
+    async with await KubeClient.connect(str(sandbox.kubeconfig_path)) as c:
+        yield c
+
+
+async def pes_of(client: KubeClient, job: str) -> dict[int, dict[str, Any]]:
+    items, _ = await client.list_all(PES, "default", label_selector=f"{labels.JOB}={job}")
+    return {int(p["spec"]["id"]): p for p in items}
+
+
+async def pods_of(client: KubeClient, job: str) -> dict[int, str]:
+    items, _ = await client.list_all(PODS, "default", label_selector=f"{labels.JOB}={job},{labels.SVC}=pe")
+    return {int(p["metadata"]["labels"][labels.PE]): p["metadata"]["uid"] for p in items}
+
+
+async def launch(client: KubeClient, job_name: str) -> None:
+    """Stand in for the PE controller: one pod per PE."""
+    job = Job.from_wire(await client.get(JOBS, job_name, "default"))
+    for obj in (await pes_of(client, job_name)).values():
+        pod = build_pod(
+            job=job,
+            pe=ProcessingElement.from_wire(obj),
+            generation=0,
+            launch_count=1,
+            input_ports=1,
+            placement=PodPlacement(),
+            settings=PeRuntimeSettings(),
+        )
+        await client.create(PODS, pod)
+
+
+async def region_status(client: KubeClient, name: str) -> dict[str, Any]:
+    return dict((await client.get(PARALLEL_REGIONS, name, "default")).get("status") or {})
+
+
+@pytest.mark.sandbox(nodes=2, controller_url=f"http://127.0.0.1:{API_PORT}")
+async def test_width_changes_refuse_the_job_and_keep_unchanged_pods(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=2, length=3, regions=1, width=2))
+    async with operator(sandbox, monkeypatch, tmp_path / "cache", api_port=API_PORT) as running:
+        await client.create(JOBS, job_manifest("wide", bundle))
+        await wait_for_phase(client, "wide", *SUBMITTED)
+        await launch(client, "wide")
+        await wait_for_phase(client, "wide", "Running")
+        (region,) = (await client.list_all(PARALLEL_REGIONS, "default"))[0]
+        name, alias = region["metadata"]["name"], region["spec"]["alias"]
+        await eventually_async(lambda: _has_width(client, name, 2), within=10)
+        assert (await region_status(client, name))["selector"] == f"{labels.JOB}=wide,{labels.SVC}=pe"
+
+        before = await pes_of(client, "wide")
+        pods_before = await pods_of(client, "wide")
+        url = f"{running.api}/api/state/job/wide/pr/{alias}/width"
+        async with aiohttp.ClientSession() as http:
+            for bad, status in ((0, 400), ("3", 400), (True, 400)):
+                async with http.put(url, json=bad) as answer:
+                    assert answer.status == status
+                    assert (await answer.json())["reason"] == "BadRequest"
+            async with http.put(f"{running.api}/api/state/job/wide/pr/nope/width", json=3) as answer:
+                assert answer.status == 404
+            async with http.put(url, json=4) as answer:
+                assert answer.status == 204, await answer.text()
+
+        await eventually_async(lambda: _has_width(client, name, 4), within=20)
+        job = await client.get(JOBS, "wide", "default")
+        assert job["status"]["generationId"] == 1
+        after = await pes_of(client, "wide")
+        assert job["status"]["processingElements"] == len(after) > len(before)
+        unchanged = [
+            i
+            for i in before
+            if i in after and before[i]["spec"]["contentId"] == after[i]["spec"]["contentId"]
+        ]
+        changed = [i for i in before if i in after and i not in unchanged]
+        added = [i for i in after if i not in before]
+        assert unchanged
+        assert added
+        for i in added:  # added PEs: their ConfigMap with the AADL, at the new generation
+            cm = await client.get(CONFIGMAPS, f"wide-{i}", "default")
+            assert cm["metadata"]["labels"][labels.GENERATION] == "1"
+            assert cm["metadata"]["annotations"][labels.CONTENT_ID] == after[i]["spec"]["contentId"]
+        for i in changed:
+            cm = await client.get(CONFIGMAPS, f"wide-{i}", "default")
+            assert cm["metadata"]["annotations"][labels.CONTENT_ID] == after[i]["spec"]["contentId"]
+        pods_after = await pods_of(client, "wide")
+        assert {i: pods_after[i] for i in unchanged} == {i: pods_before[i] for i in unchanged}
+        table = NameTable.parse((await client.get(CONFIGMAPS, "wide", "default"))["data"][TABLE_KEY])
+        assert {label.pe_id for label in table.values()} >= set(added)
+
+        # /scale (what `kubectl scale stpr/<name> --replicas=N` does): back to 2, nothing left over
+        await client.patch(PARALLEL_REGIONS, name, {"spec": {"replicas": 2}}, "default", subresource="scale")
+        await eventually_async(lambda: _has_width(client, name, 2), within=20)
+        assert (await client.get(JOBS, "wide", "default"))["status"]["generationId"] == 2
+        assert sorted(await pes_of(client, "wide")) == sorted(before)
+
+
+async def _has_width(client: KubeClient, name: str, width: int) -> bool:
+    status = await region_status(client, name)
+    return status.get("width") == width and any(
+        c["type"] == "Resized" and c["status"] == "True" for c in status.get("conditions") or ()
+    )
+
+
+@pytest.mark.sandbox(nodes=1)
+async def test_a_change_recorded_before_a_restart_is_finished_with_its_generation(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=1, length=3, regions=1, width=2))
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("again", bundle))
+        await wait_for_phase(client, "again", *SUBMITTED)
+        (region,) = (await client.list_all(PARALLEL_REGIONS, "default"))[0]
+        name = region["metadata"]["name"]
+        await eventually_async(lambda: _has_width(client, name, 2), within=10)
+    # The operator died right after its write-ahead: the edit and the intent are recorded.
+    edited = await client.patch(PARALLEL_REGIONS, name, {"spec": {"width": 3}}, "default")
+    status = await region_status(client, name)
+    intent = {
+        "type": "Resized",
+        "status": "False",
+        "reason": "Resizing",
+        "message": "to width 3 as job generation 7",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+        "observedGeneration": edited["metadata"]["generation"],
+    }
+    await client.patch_status(PARALLEL_REGIONS, name, {"conditions": [intent]}, "default")
+    assert status["width"] == 2
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await eventually_async(lambda: _has_width(client, name, 3), within=20)
+        assert (await client.get(JOBS, "again", "default"))["status"]["generationId"] == 7
+
+
+@pytest.mark.sandbox(nodes=2)
+async def test_replicated_host_pools_follow_the_width_and_bad_widths_are_refused(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = SyntheticSpec(chains=1, length=3, regions=1, width=2, pools=1, replicate_pools=True)
+    bundle = write_sab(tmp_path / "app.sab", spec)
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("pools", bundle))
+        await wait_for_phase(client, "pools", *SUBMITTED)
+        (region,) = (await client.list_all(PARALLEL_REGIONS, "default"))[0]
+        name = region["metadata"]["name"]
+
+        async def pool_names() -> set[str]:
+            items, _ = await client.list_all(HOSTPOOLS, "default", label_selector=f"{labels.JOB}=pools")
+            return {p["spec"]["name"] for p in items}
+
+        assert {"pool0_0_0", "pool0_0_1"} <= await pool_names()
+        with pytest.raises(ApiError) as refused:  # kubectl edit to 0: the schema says no
+            await client.patch(PARALLEL_REGIONS, name, {"spec": {"width": 0}}, "default")
+        assert refused.value.status == 422
+        await client.patch(PARALLEL_REGIONS, name, {"spec": {"width": 3}}, "default")
+        await eventually_async(lambda: _has_width(client, name, 3), within=20)
+
+        async def third_pool() -> bool:
+            return "pool0_0_2" in await pool_names()
+
+        await eventually_async(third_pool, within=10)
