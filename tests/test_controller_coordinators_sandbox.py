@@ -111,7 +111,11 @@ async def launch_pes(client: KubeClient, job_name: str) -> None:
             placement=PodPlacement(),
             settings=PeRuntimeSettings(),
         )
-        await client.create(PODS, pod)
+        try:
+            await client.create(PODS, pod)
+        except ApiError as err:  # the PE controller, when it runs, made the same pod first
+            if not err.already_exists:
+                raise
 
 
 def owned_by(obj: dict[str, Any], owner: dict[str, Any]) -> bool:

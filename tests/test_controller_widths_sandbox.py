@@ -55,7 +55,11 @@ async def launch(client: KubeClient, job_name: str) -> None:
             placement=PodPlacement(),
             settings=PeRuntimeSettings(),
         )
-        await client.create(PODS, pod)
+        try:
+            await client.create(PODS, pod)
+        except ApiError as err:  # the PE controller, when it runs, made the same pod first
+            if not err.already_exists:
+                raise
 
 
 async def region_status(client: KubeClient, name: str) -> dict[str, Any]:

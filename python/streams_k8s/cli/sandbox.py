@@ -54,6 +54,12 @@ def _nodes(value: str) -> int | Path:
 )
 @click.option("--no-cluster", is_flag=True, help="Serve the API only: no nodes, scheduler or kubelet.")
 @click.option("--duration", type=float, help="Stop after this many seconds (default: run until interrupted).")
+@click.option(
+    "--demo",
+    is_flag=True,
+    help="Run the instance operator, submit a generated application, exit 0 once it is Running.",
+)
+@click.option("--keep", is_flag=True, help="With --demo: keep the sandbox up for kubectl until Ctrl-C.")
 def sandbox(
     nodes_arg: str,
     zones: str,
@@ -67,8 +73,16 @@ def sandbox(
     consistent_region_url: str | None,
     no_cluster: bool,
     duration: float | None,
+    demo: bool,
+    keep: bool,
 ) -> None:
     """Run an embedded Kubernetes API server with simulated nodes, kubelet and PE runtime."""
+    if demo:
+        from streams_k8s.cli.sandbox_demo import run_demo  # the operator's imports only when asked
+
+        if not asyncio.run(run_demo(kubeconfig=kubeconfig.resolve(), keep=keep)):
+            raise click.ClickException("the demo job did not reach Running")
+        return
     nodes = _nodes(nodes_arg)
     try:
         sb = Sandbox(

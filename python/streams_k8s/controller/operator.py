@@ -33,6 +33,8 @@ from streams_k8s.controller.bundles import BundleCache, BundleFetcher, DataReade
 from streams_k8s.controller.coordinators import CoordinatorObjectsController, CoordinatorObjectSettings
 from streams_k8s.controller.job_controller import JobController
 from streams_k8s.controller.kinds import CONFIGMAPS, PODS, SECRETS
+from streams_k8s.controller.node_placement import NodePlacementController
+from streams_k8s.controller.pe_controller import PeController
 from streams_k8s.controller.rest_api import API_PORT, InstanceRestApi
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.controller import Requeue
@@ -120,6 +122,8 @@ async def setup(manager: Manager) -> InstanceOperator:
     coordinators = CoordinatorObjectSettings.from_env()
     jobs = JobController(manager, fetcher, coordinators.mode)
     CoordinatorObjectsController(manager, coordinators)
+    PeController(manager)
+    NodePlacementController(manager)
     if pod_name := os.environ.get("POD_NAME"):
         _serving_label(manager, pod_name, namespace)
 

@@ -1,0 +1,184 @@
+"""Submission benchmark (issue 6): a generated job of 10, 100 and 1,000 PEs, create Job → Running.
+
+The instance operator runs as its own process (`streams-k8s run`), the sandbox in this one, so
+the operator's CPU seconds and peak RSS are its own (kernel rusage; startup included). Figures:
+time from `create Job` to phase Running (and to the last pod created), API writes per PE (the
+sandbox's request log: every POST/PUT/PATCH/DELETE after the Job's create, until every PE has
+reported connectivity to the operator's REST API), CPU seconds, peak RSS. The floor is a bare script
+with no logic creating the same objects (ConfigMaps, Services, host pools, PEs, pods, no owner
+references) into a fresh sandbox with 32 requests in flight, until every pod runs; the ratio is
+ours / floor.
+
+Run: pytest benches/bench_submission.py --benchmark-enable -s   (without --benchmark-enable only
+the 10-PE case runs, as a smoke test)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from job_inventory import NS, Inventory, synthetic_job
+from operator_process import OperatorProcess, free_port, require_operator
+from streams_k8s.controller.kinds import CONFIGMAPS, HOSTPOOLS, JOBS, PES, PODS, SERVICES
+from streams_k8s.k8s.client import KubeClient, Resource
+from streams_k8s.k8s.objects import Object
+from streams_k8s.sandbox import Sandbox
+
+WRITES = {"POST", "PUT", "PATCH", "DELETE"}
+REQUEST_LOG = 1_000_000  # the sandbox keeps 10,000 by default: too few for 1,000 PEs
+FLOOR_IN_FLIGHT = 32
+OPERATOR_QPS = 500  # client rate of both the operator and the floor script
+
+
+def _sandbox(pes: int, api_port: int | None = None) -> Sandbox:
+    nodes = max(3, -(-pes // 80))  # 110 pods and 8 CPUs per node; PEs request 100m
+    url = f"http://127.0.0.1:{api_port}" if api_port else None  # PEs report connectivity there
+    sandbox = Sandbox(nodes=nodes, zones=["zone-a", "zone-b"], controller_url=url)
+    sandbox.server.requests = collections.deque(maxlen=REQUEST_LOG)
+    return sandbox
+
+
+async def _until(check: Any, within: float, every: float = 0.05) -> float:
+    started = time.monotonic()
+    async with asyncio.timeout(within):
+        while True:
+            if await check():
+                return time.monotonic() - started
+            await asyncio.sleep(every)
+
+
+async def _ours(pes: int, tmp: Path) -> tuple[dict[str, Any], list[tuple[Resource, Object]]]:
+    api_port = free_port()
+    async with (
+        _sandbox(pes, api_port) as sandbox,
+        await KubeClient.connect(str(sandbox.kubeconfig_path)) as client,
+    ):
+        operator = OperatorProcess(
+            sandbox.kubeconfig_path, tmp / "operator.log", qps=OPERATOR_QPS, api_port=api_port
+        )
+        operator.start()
+        try:
+            # Started once it has listed Jobs; then give the caches a moment to sync.
+            await _until(lambda: _listed(sandbox, "streamsjobs"), within=60)
+            await asyncio.sleep(1.0)
+            mark = len(sandbox.requests)
+            job = synthetic_job("bench", tmp, pes)
+            started, wall = time.monotonic(), time.time()
+            await client.create(JOBS, job)
+
+            async def running() -> bool:
+                status = (await client.get(JOBS, "bench", NS)).get("status") or {}
+                if status.get("phase") == "Failed":
+                    raise AssertionError(f"job failed: {status}")
+                return status.get("phase") == "Running"
+
+            await _until(running, within=600, every=0.1)
+            elapsed = time.monotonic() - started
+
+            async def connected() -> bool:  # the PEs' connectivity reports are writes of a submission too
+                pes_now, _ = await client.list_all(PES, NS)
+                return all((pe.get("status") or {}).get("connectivity") == "Full" for pe in pes_now)
+
+            await _until(connected, within=300, every=0.5)
+            log = list(sandbox.requests)[mark:]
+            writes = sum(1 for r in log if r.method in WRITES) - 1
+            last_pod = max(r.time for r in log if r.method == "POST" and r.path.endswith("/pods")) - wall
+        finally:
+            usage = operator.stop()
+        inventory = await Inventory.read(client, "bench")
+        assert inventory.problems(pes) == []
+        objects = [(CONFIGMAPS, o) for o in inventory.config_maps]
+        objects += [(SERVICES, o) for o in inventory.services]
+        objects += [(HOSTPOOLS, o) for o in inventory.host_pools]
+        objects += [(PES, o) for o in inventory.pes]
+        objects += [(PODS, o) for o in inventory.pods]
+    figures = {
+        "pes": pes,
+        "seconds_to_running": round(elapsed, 2),
+        "seconds_to_last_pod_created": round(last_pod, 2),
+        "api_writes": writes,
+        "api_writes_per_pe": round(writes / pes, 2),
+        "cpu_seconds": round(usage.cpu_seconds, 2),
+        "peak_rss_mb": round(usage.peak_rss_mb, 1),
+    }
+    return figures, objects
+
+
+async def _listed(sandbox: Sandbox, plural: str) -> bool:
+    """The operator has listed ``plural`` (a watch is logged only when it ends)."""
+    return any(r.method == "GET" and r.path.endswith(f"/{plural}") for r in list(sandbox.requests))
+
+
+def _bare(obj: Object) -> Object:
+    """The object as a script would write it: name, labels, annotations, content; nothing else."""
+    m = obj["metadata"]
+    body = {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+    body["metadata"] = {
+        "name": m["name"],
+        "namespace": NS,
+        "labels": m.get("labels") or {},
+        "annotations": m.get("annotations") or {},
+    }
+    if obj["kind"] == "Pod":
+        body["spec"] = {k: v for k, v in obj["spec"].items() if k != "nodeName"}
+    if obj["kind"] == "Service":
+        body["spec"] = {k: v for k, v in obj["spec"].items() if k not in ("clusterIP", "clusterIPs")}
+    return body
+
+
+async def _floor(pes: int, objects: list[tuple[Resource, Object]]) -> dict[str, Any]:
+    async with (
+        _sandbox(pes) as sandbox,
+        await KubeClient.connect(
+            str(sandbox.kubeconfig_path), qps=OPERATOR_QPS, burst=OPERATOR_QPS
+        ) as client,
+    ):
+        mark = len(sandbox.requests)
+        gate = asyncio.Semaphore(FLOOR_IN_FLIGHT)
+
+        async def create(resource: Resource, obj: Object) -> None:
+            async with gate:
+                await client.create(resource, _bare(obj))
+
+        started = time.monotonic()
+        await asyncio.gather(*(create(r, o) for r, o in objects))
+        created = time.monotonic() - started
+
+        async def all_running() -> bool:
+            pods, _ = await client.list_all(PODS, NS, field_selector="status.phase=Running")
+            return len(pods) >= pes
+
+        await _until(all_running, within=600, every=0.5)
+        elapsed = time.monotonic() - started
+        writes = sum(1 for r in list(sandbox.requests)[mark:] if r.method in WRITES)
+    return {
+        "floor_seconds": round(elapsed, 2),
+        "floor_seconds_to_last_create": round(created, 2),
+        "floor_writes_per_pe": round(writes / pes, 2),
+    }
+
+
+@pytest.mark.parametrize("pes", [10, 100, 1000])
+def test_submission(benchmark: Any, tmp_path: Path, pes: int) -> None:
+    require_operator()
+    if benchmark.disabled and pes > 10:
+        pytest.skip("the 100- and 1,000-PE submissions run only with --benchmark-enable")
+
+    def measure() -> dict[str, Any]:
+        ours, objects = asyncio.run(_ours(pes, tmp_path))
+        floor = asyncio.run(_floor(pes, objects))
+        return {
+            **ours,
+            **floor,
+            "ratio_to_floor": round(ours["seconds_to_running"] / floor["floor_seconds"], 2),
+        }
+
+    figures = benchmark.pedantic(measure, rounds=1, iterations=1)
+    benchmark.extra_info.update(figures)
+    print(f"\nsubmission of {pes} PEs: {figures}")

@@ -1,0 +1,227 @@
+"""`streams-k8s sandbox --demo`: a generated application submitted to a sandbox, watched until it runs.
+
+Starts the sandbox (3 nodes in 2 zones) and the instance operator in this process, writes a
+generated application bundle, submits it as a Job, shows PEs and pods coming up, prints what the
+job became (PEs, pods, nodes, services) and returns 0 once the Job is Running. With ``keep`` the
+cluster stays up for kubectl until interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from streams_k8s.api import KINDS
+from streams_k8s.api.crd import crd_manifest
+from streams_k8s.app.synthetic import SyntheticSpec, write_sab
+from streams_k8s.controller import labels
+from streams_k8s.controller.kinds import JOBS, NODES, PES, PODS, SERVICES
+from streams_k8s.controller.operator import setup as operator_setup
+from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.manager import Manager
+from streams_k8s.k8s.objects import Object
+from streams_k8s.k8s.settings import RuntimeSettings
+from streams_k8s.sandbox import Sandbox
+
+NAMESPACE = "default"
+JOB = "demo"
+ZONES = ("zone-a", "zone-b")
+# A small pipeline: a source fanning out to 3 chains of 3 Functors and back into one sink.
+APPLICATION = SyntheticSpec(name="demo::Pipeline", chains=3, length=3)
+PE_COUNT = 6
+TIMEOUT = 120.0
+ZONE_LABEL = "topology.kubernetes.io/zone"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _job(bundle: Path) -> Object:
+    return {
+        "apiVersion": "streams.ibm.com/v1",
+        "kind": "Job",
+        "metadata": {"name": JOB, "namespace": NAMESPACE},
+        "spec": {
+            "bundle": {"name": bundle.name, "file": {"path": str(bundle)}},
+            "fusion": {"manual": PE_COUNT},
+        },
+    }
+
+
+class _Snapshot:
+    """The demo job's objects, read once per refresh."""
+
+    def __init__(self, job: Object | None, pes: list[Object], pods: list[Object]) -> None:
+        self.job = job
+        self.pes = sorted(pes, key=lambda pe: int(pe["spec"]["id"]))
+        self.pods = {p["metadata"]["labels"].get(labels.PE): p for p in pods}
+
+    @classmethod
+    async def read(cls, client: KubeClient) -> _Snapshot:
+        selector = f"{labels.JOB}={JOB}"
+        jobs, _ = await client.list_all(JOBS, NAMESPACE, field_selector=f"metadata.name={JOB}")
+        pes, _ = await client.list_all(PES, NAMESPACE, label_selector=selector)
+        pods, _ = await client.list_all(PODS, NAMESPACE, label_selector=f"{selector},{labels.SVC}=pe")
+        return cls(jobs[0] if jobs else None, pes, pods)
+
+    @property
+    def status(self) -> dict[str, Any]:
+        return dict((self.job or {}).get("status") or {})
+
+    @property
+    def phase(self) -> str:
+        return str(self.status.get("phase") or "Submitting")
+
+    def running_pods(self) -> int:
+        return sum(1 for p in self.pods.values() if (p.get("status") or {}).get("phase") == "Running")
+
+    def connected(self) -> int:
+        return sum(1 for pe in self.pes if (pe.get("status") or {}).get("connectivity") == "Full")
+
+
+async def _watch_progress(client: KubeClient, console: Console) -> _Snapshot:
+    columns = (TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    deadline = time.monotonic() + TIMEOUT
+    with Progress(*columns, console=console) as progress:
+        bars = {
+            name: progress.add_task(name, total=None)
+            for name in ("PEs created", "pods running", "PEs connected")
+        }
+        phase = progress.add_task("job: Submitting", total=1)
+        while True:
+            snap = await _Snapshot.read(client)
+            total = int(snap.status.get("processingElements") or 0) or None
+            done = (len(snap.pes), snap.running_pods(), snap.connected())
+            for (_, bar), count in zip(bars.items(), done, strict=True):
+                progress.update(bar, total=total, completed=count)
+            progress.update(phase, description=f"job: {snap.phase}", completed=snap.phase == "Running")
+            if snap.phase in ("Running", "Failed") or time.monotonic() > deadline:
+                return snap
+            await asyncio.sleep(0.2)
+
+
+async def _print_tables(client: KubeClient, snap: _Snapshot, console: Console) -> None:
+    nodes, _ = await client.list_all(NODES)
+    services, _ = await client.list_all(SERVICES, NAMESPACE, label_selector=f"{labels.JOB}={JOB}")
+    zone = {n["metadata"]["name"]: n["metadata"].get("labels", {}).get(ZONE_LABEL, "") for n in nodes}
+    service_ports = {
+        s["metadata"]["name"]: ", ".join(f"{p['name']} {p['port']}" for p in s["spec"]["ports"])
+        for s in services
+    }
+
+    table = Table(title=f"Job {JOB}: {snap.phase} (id {snap.status.get('id')})")
+    for column in ("PE", "ops", "launch", "conn.", "pod", "phase", "node", "zone"):
+        table.add_column(column, no_wrap=True)
+    for pe in snap.pes:
+        pe_id, status = str(pe["spec"]["id"]), pe.get("status") or {}
+        pod = snap.pods.get(pe_id) or {}
+        node = (pod.get("spec") or {}).get("nodeName") or ""
+        table.add_row(
+            pe["metadata"]["name"],
+            str(len(pe["spec"].get("operators") or ())),
+            str(status.get("launchCount", 0)),
+            str(status.get("connectivity", "None")),
+            (pod.get("metadata") or {}).get("name", ""),
+            (pod.get("status") or {}).get("phase", ""),
+            node,
+            zone.get(node, ""),
+        )
+    console.print(table)
+
+    ports = Table(title="Services (headless, one per PE)")
+    for column in ("service", "DNS name", "ports"):
+        ports.add_column(column)
+    for name in sorted(service_ports):
+        ports.add_row(name, f"{name}.{NAMESPACE}", service_ports[name])
+    console.print(ports)
+
+    per_node = Table(title="Nodes")
+    for column in ("node", "zone", "PE pods"):
+        per_node.add_column(column)
+    for name in sorted(zone):
+        count = sum(1 for p in snap.pods.values() if (p.get("spec") or {}).get("nodeName") == name)
+        per_node.add_row(name, zone[name], str(count))
+    console.print(per_node)
+
+
+async def _until_interrupted() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+
+
+async def run_demo(*, kubeconfig: Path, keep: bool, console: Console | None = None) -> bool:
+    """Run the demo; True when the job reached Running."""
+    console = console or Console()
+    # Expected retries (409 on a stale cache) are the operator's business, not the demo's output.
+    logging.getLogger("streams_k8s").setLevel(logging.ERROR)
+    # The operator reads its ports from the environment; free ones keep the demo off 10000/6379.
+    rest_port = _free_port()
+    os.environ["STREAMS_K8S_API_PORT"] = str(rest_port)
+    os.environ["STREAMS_K8S_REPOSITORY_PORT"] = str(_free_port())
+    with tempfile.TemporaryDirectory(prefix="streams-demo-") as tmp:
+        bundle = write_sab(Path(tmp) / "demo.sab", APPLICATION)
+        os.environ["STREAMS_K8S_BUNDLE_CACHE"] = str(Path(tmp) / "bundle-cache")
+        sandbox = Sandbox(
+            crd_dirs=[],  # installed from the package's models below: an installed wheel has no crds/
+            nodes=3,
+            zones=list(ZONES),
+            kubeconfig_path=kubeconfig,
+            controller_url=f"http://127.0.0.1:{rest_port}",
+        )
+        async with sandbox:
+            for kind in KINDS:
+                sandbox.install_crd(crd_manifest(kind))
+            console.print(f"sandbox API server at {sandbox.url}: 3 nodes in zones {', '.join(ZONES)}")
+            settings = RuntimeSettings(
+                kubeconfig=str(sandbox.kubeconfig_path),
+                namespace=NAMESPACE,
+                bind_address="127.0.0.1",
+                health_port=0,
+                metrics_port=0,
+                leader_election=False,
+            )
+            manager = Manager(settings)
+            await manager.connect()
+            operator = await operator_setup(manager)
+            controller = asyncio.create_task(manager.run(handle_signals=False))
+            try:
+                async with await KubeClient.connect(str(sandbox.kubeconfig_path)) as client:
+                    await client.create(JOBS, _job(bundle))
+                    console.print(
+                        f"submitted Job {JOB}: {APPLICATION.operators} operators fused into {PE_COUNT} PEs"
+                    )
+                    snap = await _watch_progress(client, console)
+                    await _print_tables(client, snap, console)
+                    running = snap.phase == "Running"
+                    if not running:
+                        console.print(f"[red]job {JOB} is {snap.phase}, not Running, after {TIMEOUT:.0f}s")
+                    if keep:
+                        console.print(
+                            f"export KUBECONFIG={sandbox.kubeconfig_path}  # kubectl get stj,stp,pods"
+                        )
+                        console.print("Ctrl-C stops the sandbox.")
+                        await _until_interrupted()
+            finally:
+                manager.stop()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await controller
+                await operator.stop()
+    return running

@@ -1,0 +1,320 @@
+"""The PE controller: each ProcessingElement gets its pod, restarted by the PE's policies.
+
+Keyed by PE. Reads the caches of PEs, Jobs, HostPools, PE ConfigMaps, pods and nodes; decides
+with ``pod_lifecycle.decide``; acts (create, replace, relabel, status) and stops. Every write is
+idempotent (deterministic pod names, 409 on create is success, status patches carry the
+resourceVersion they were decided on), so a killed controller resumes where it left off.
+
+Contract with the job controller (which creates PEs, their ConfigMaps and host pools):
+- PE ``<job>-<peId>`` labelled ``streams.ibm.com/job`` and ``streams.ibm.com/generation``, owned by
+  the Job; its pods are created here, owned by the PE.
+- PE ConfigMap ``<job>-<peId>`` labelled ``app=streams``, annotated ``streams.ibm.com/contentId``
+  with the PE's content id, key ``aadl.xml``; HostPool ``<job>-<poolIndex>``.
+- PE status: ``launchCount``, ``podName``, ``nodeName``, ``phase`` are written here;
+  ``connectivity`` by the REST API.
+- A PE deleted while its Job lives is recreated by the job controller; its launch count is
+  continued here: the last count is kept on the PE ConfigMap (annotation
+  ``streams.ibm.com/launch-count``), written when the deletion is seen.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from typing import Any
+
+from streams_k8s.api.host_pool import HostPool
+from streams_k8s.api.job import Job
+from streams_k8s.api.processing_element import ProcessingElement
+from streams_k8s.controller import labels
+from streams_k8s.controller.kinds import CONFIGMAPS, HOSTPOOLS, JOBS, NODES, PES, PODS
+from streams_k8s.controller.node_placement import unprepared_nodes
+from streams_k8s.controller.pe_aadl_facts import AadlFacts, AadlFactsError, aadl_facts
+from streams_k8s.controller.placement import NodeInfo, PlacedPe, PlacementError, PodPlacement, plan_placement
+from streams_k8s.controller.pod_lifecycle import (
+    DELETED,
+    PENDING,
+    ZOMBIE,
+    Action,
+    Decision,
+    decide,
+    pod_launch,
+)
+from streams_k8s.controller.pod_spec import PeRuntimeSettings, build_pod, pe_config_map_name, pod_name
+from streams_k8s.k8s.controller import Requeue, generation_changed
+from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.events import EventRecorder
+from streams_k8s.k8s.informer import Informer
+from streams_k8s.k8s.manager import Manager
+from streams_k8s.k8s.objects import Object, ObjectKey, meta, object_key
+
+log = logging.getLogger(__name__)
+
+# Last launch count of a deleted PE, on its ConfigMap (which the Job owns, so it outlives the PE).
+LAUNCH_COUNT_ANNOTATION = "streams.ibm.com/launch-count"
+REDIS_CONFIG_ANNOTATION = "redisConfig"
+AADL_KEY = "aadl.xml"
+# Waiting on nodes being labelled/tainted for a pool: they carry no owner to map events back.
+NODE_WAIT = 0.5
+
+
+class PodsByOwner:
+    """Pods indexed by their controlling owner's uid (the PE incarnation)."""
+
+    def __init__(self, informer: Informer) -> None:
+        self._by_owner: dict[str, dict[ObjectKey, Object]] = defaultdict(dict)
+        informer.add_handler(self._on_event)
+        for pod in informer.store.select():
+            self._on_event("ADDED", None, pod)
+
+    @staticmethod
+    def _owner(pod: Object) -> str | None:
+        return next(
+            (r.get("uid") for r in meta(pod).get("ownerReferences") or () if r.get("controller")), None
+        )
+
+    def _on_event(self, kind: str, old: Object | None, new: Object | None) -> None:
+        if old is not None and (owner := self._owner(old)) is not None:
+            self._by_owner[owner].pop(object_key(old), None)
+            if not self._by_owner[owner]:
+                del self._by_owner[owner]
+        if kind != "delete" and new is not None and (owner := self._owner(new)) is not None:
+            self._by_owner[owner][object_key(new)] = new
+
+    def of(self, owner_uid: str) -> list[Object]:
+        return list(self._by_owner.get(owner_uid, {}).values())
+
+
+class PeController:
+    def __init__(
+        self, manager: Manager, settings: PeRuntimeSettings | None = None, *, workers: int = 8
+    ) -> None:
+        self.settings = settings or PeRuntimeSettings()
+        self.client = manager.client
+        self.pes = manager.informer(PES)
+        self.jobs = manager.informer(JOBS)
+        self.hostpools = manager.informer(HOSTPOOLS)
+        self.configmaps = manager.informer(CONFIGMAPS, label_selector=f"{labels.APP}={labels.APP_VALUE}")
+        self.pods = manager.informer(PODS, label_selector=f"{labels.APP}={labels.APP_VALUE}")
+        self.nodes = manager.informer(NODES)
+        self.pods_by_owner = PodsByOwner(self.pods)
+        self.events: EventRecorder = manager.event_recorder("pe-controller")
+        # Launch counts of PEs seen deleted, until written onto their ConfigMap.
+        self._deleted_launches: dict[ObjectKey, tuple[str, int]] = {}
+        self._jobs_parsed: dict[ObjectKey, tuple[str, Job]] = {}  # by key: bounded by live jobs
+        self.pes.add_handler(self._on_pe_event)
+
+        self.controller = manager.controller("pes", self.reconcile, workers=workers)
+        self.controller.watch(self.pes)
+        self.controller.owns(self.pods, ProcessingElement.kind_name)
+        self.controller.watch(self.configmaps)  # a PE ConfigMap has the PE's name
+        self.controller.watch(self.hostpools, self._pes_of_job)
+        self.controller.watch(self.jobs, self._pes_of_job, predicates=[generation_changed])
+
+    # --- mapping ---------------------------------------------------------------------------
+
+    def _pes_of_job(self, obj: Object) -> list[ObjectKey]:
+        m = meta(obj)
+        job = m.get("labels", {}).get(labels.JOB) if obj.get("kind") != Job.kind_name else m.get("name")
+        if not job:
+            return []
+        return [
+            object_key(pe) for pe in self.pes.store.select_by_labels({labels.JOB: job}, m.get("namespace"))
+        ]
+
+    def _on_pe_event(self, kind: str, old: Object | None, new: Object | None) -> None:
+        gone = new if kind == "delete" else None  # the informer passes the deleted object as `new`
+        if gone is not None:
+            launches = int((gone.get("status") or {}).get("launchCount") or 0)
+            if launches:
+                self._deleted_launches[object_key(gone)] = (str(meta(gone).get("uid")), launches)
+
+    # --- reconcile -------------------------------------------------------------------------
+
+    async def reconcile(self, key: ObjectKey) -> Requeue | None:
+        obj = self.pes.store.get(key)
+        if obj is None:
+            await self._keep_launch_count(key)
+            return None
+        pe = ProcessingElement.from_wire(obj)
+        if pe.status is not None and pe.status.launch_count > 0:
+            self._deleted_launches.pop(key, None)  # the successor has launched: its status carries on
+        if pe.metadata.deletion_timestamp is not None:
+            return None  # its pods go with it (owner references)
+        job_name = pe.metadata.labels.get(labels.JOB)
+        job_obj = self.jobs.store.get(ObjectKey(key.namespace, job_name)) if job_name else None
+        if job_obj is None or meta(job_obj).get("deletionTimestamp"):
+            return None
+        job = self._job(job_obj)
+        pods = [
+            p
+            for p in self.pods_by_owner.of(str(pe.metadata.uid))
+            if meta(p).get("labels", {}).get(labels.SVC) == "pe" and not meta(p).get("deletionTimestamp")
+        ]
+        facts, placement, waiting_for = self._prerequisites(key, job, pe)
+        for _ in range(3):  # a relaunch is written first, then acted on with the new status
+            decision = decide(
+                pe,
+                pods,
+                restartable=facts.restartable if facts else True,
+                previous_launches=self._previous_launches(key, pe),
+                ready=not waiting_for,
+                waiting_for=waiting_for,
+            )
+            await self._retire(decision)
+            if decision.action is Action.RELAUNCH:
+                await self.events.record(
+                    obj, "Normal", "Relaunching", f"{decision.reason}: launch {decision.launch}", "Relaunch"
+                )
+                pe = await self._write_status(
+                    pe,
+                    decision.launch,
+                    phase=PENDING,
+                    node=None,
+                    pod=self._pod_name(job, pe, decision.launch),
+                )
+                pods = [p for p in pods if pod_launch(p) >= decision.launch]
+                continue
+            if decision.action is Action.CREATE and facts is not None and placement is not None:
+                await self._create_pod(job, pe, decision.launch, facts, placement)
+            elif decision.action is Action.RECORD:
+                await self._write_status(
+                    pe,
+                    decision.launch,
+                    phase=decision.phase,
+                    node=decision.node if decision.phase != DELETED else None,
+                    pod=self._pod_name(job, pe, decision.launch) if decision.phase != DELETED else None,
+                )
+            elif decision.action is Action.WAIT and waiting_for == "nodes":
+                return Requeue(after=NODE_WAIT)
+            return None
+        return None
+
+    def _job(self, obj: Object) -> Job:
+        key, version = object_key(obj), f"{meta(obj).get('uid')}/{meta(obj).get('resourceVersion')}"
+        cached = self._jobs_parsed.get(key)
+        if cached is None or cached[0] != version:
+            cached = (version, Job.from_wire(obj))
+            self._jobs_parsed[key] = cached
+        return cached[1]
+
+    @staticmethod
+    def _pod_name(job: Job, pe: ProcessingElement, launch: int) -> str:
+        return pod_name(str(job.metadata.name), pe.spec.id, str(pe.metadata.uid), launch)
+
+    def _prerequisites(
+        self, key: ObjectKey, job: Job, pe: ProcessingElement
+    ) -> tuple[AadlFacts | None, PodPlacement | None, str]:
+        """AADL facts and pod placement, or what is still missing ("" when nothing is)."""
+        namespace, job_name = key.namespace, str(job.metadata.name)
+        cm = self.configmaps.store.get(ObjectKey(namespace, pe_config_map_name(job_name, pe.spec.id)))
+        if cm is None:
+            return None, None, "ConfigMap"
+        content = meta(cm).get("annotations", {}).get(labels.CONTENT_ID)
+        aadl = (cm.get("data") or {}).get(AADL_KEY)
+        if aadl is None or (pe.spec.content_id and content != pe.spec.content_id):
+            return None, None, "ConfigMap"
+        try:
+            facts = aadl_facts(aadl)
+        except AadlFactsError as err:
+            log.warning("PE %s: %s", key, err)
+            return None, None, "a readable aadl.xml"
+
+        location = pe.spec.placement.host_pool_location
+        pools = []
+        if location is not None:
+            pool = self.hostpools.store.get(ObjectKey(namespace, f"{job_name}-{location.pool_index}"))
+            if pool is None:
+                return facts, None, "HostPool"
+            pools.append(HostPool.from_wire(pool).spec)
+        nodes = [NodeInfo.from_wire(n) for n in self.nodes.store.select()]
+        try:
+            plan = plan_placement(
+                namespace=namespace,
+                job=job_name,
+                pools=pools,
+                pes=[PlacedPe(pe.spec.id, pe.spec.placement)],
+                nodes=nodes,
+            )
+        except PlacementError as err:
+            log.info("PE %s: placement: %s", key, err)
+            return facts, None, "placement"
+        if unprepared_nodes(plan, nodes):
+            return facts, None, "nodes"
+        return facts, plan.pods[pe.spec.id], ""
+
+    def _previous_launches(self, key: ObjectKey, pe: ProcessingElement) -> int:
+        remembered = self._deleted_launches.get(key)
+        from_memory = remembered[1] if remembered is not None and remembered[0] != pe.metadata.uid else 0
+        cm = self.configmaps.store.get(key)
+        value = meta(cm).get("annotations", {}).get(LAUNCH_COUNT_ANNOTATION, "") if cm is not None else ""
+        return max(from_memory, int(value) if str(value).isdecimal() else 0)
+
+    async def _keep_launch_count(self, key: ObjectKey) -> None:
+        """A PE was deleted: keep its launch count on its ConfigMap for the PE that replaces it."""
+        remembered = self._deleted_launches.get(key)
+        if remembered is None:
+            return
+        cm = self.configmaps.store.get(key)
+        current = meta(cm).get("annotations", {}).get(LAUNCH_COUNT_ANNOTATION, "") if cm is not None else ""
+        if cm is not None and not (str(current).isdecimal() and int(current) >= remembered[1]):
+            patch = {"metadata": {"annotations": {LAUNCH_COUNT_ANNOTATION: str(remembered[1])}}}
+            await self._tolerate_missing(self.client.patch(CONFIGMAPS, key.name, patch, key.namespace))
+        if cm is None:  # the job (which owns the ConfigMap) is gone: no successor will come
+            del self._deleted_launches[key]
+
+    async def _create_pod(
+        self, job: Job, pe: ProcessingElement, launch: int, facts: AadlFacts, placement: PodPlacement
+    ) -> None:
+        pod = build_pod(
+            job=job,
+            pe=pe,
+            generation=int(pe.metadata.labels.get(labels.GENERATION, "0") or 0),
+            launch_count=launch,
+            input_ports=facts.input_ports,
+            placement=placement,
+            settings=self.settings,
+            redis_config=job.metadata.annotations.get(REDIS_CONFIG_ANNOTATION),
+        )
+        try:
+            await self.client.create(PODS, pod)
+        except ApiError as err:
+            if not err.already_exists:
+                raise
+
+    async def _retire(self, decision: Decision) -> None:
+        for pod, zombie in decision.retire:
+            m = meta(pod)
+            if zombie:
+                patch = {"metadata": {"labels": {labels.SVC: ZOMBIE}}}
+                await self._tolerate_missing(self.client.patch(PODS, m["name"], patch, m["namespace"]))
+            else:
+                await self._tolerate_missing(
+                    self.client.delete(PODS, m["name"], m["namespace"], uid=m.get("uid"))
+                )
+
+    @staticmethod
+    async def _tolerate_missing(call: Any) -> None:
+        try:
+            await call
+        except ApiError as err:
+            if not (err.not_found or err.conflict):  # gone, or replaced by another (uid precondition)
+                raise
+
+    async def _write_status(
+        self, pe: ProcessingElement, launch: int, *, phase: str | None, node: str | None, pod: str | None
+    ) -> ProcessingElement:
+        """Merge-patch the PE status, conditional on the version the decision was made on."""
+        body = {
+            "metadata": {"resourceVersion": pe.metadata.resource_version},
+            "status": {"launchCount": launch, "phase": phase, "nodeName": node, "podName": pod},
+        }
+        written = await self.client.patch(
+            PES, str(pe.metadata.name), body, pe.metadata.namespace, subresource="status"
+        )
+        return ProcessingElement.from_wire(written)
+
+
+def setup(manager: Manager, settings: PeRuntimeSettings | None = None) -> PeController:
+    """Register the PE controller (``--controller streams_k8s.controller.pe_controller:setup``)."""
+    return PeController(manager, settings)

@@ -1,0 +1,145 @@
+"""Jobs, PEs, PE ConfigMaps and host pools written straight into the sandbox, as the job
+controller would, so the PE controller can be tested on its own."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from streams_k8s.controller import labels
+from streams_k8s.controller.kinds import CONFIGMAPS, HOSTPOOLS, JOBS, PES, PODS
+from streams_k8s.controller.node_placement import NodePlacementController
+from streams_k8s.controller.pe_controller import PeController
+from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.manager import Manager
+from streams_k8s.k8s.objects import Object
+from streams_k8s.k8s.settings import RuntimeSettings
+from streams_k8s.sandbox import Sandbox
+
+NS = "default"
+AUG = "http://www.ibm.com/xmlns/prod/streams/application/augmented"
+
+
+def aadl(pe_id: int, *, inputs: int = 1, restartable: bool = True) -> str:
+    ports = "".join(f'<inputPort id="{i}" index="{i}" peId="{pe_id}"/>' for i in range(inputs))
+    return (
+        f'<augmentedPE xmlns="{AUG}" id="{pe_id}" restartable="{str(restartable).lower()}">'
+        f"<inputPorts>{ports}</inputPorts><outputPorts/></augmentedPE>"
+    )
+
+
+def owner(obj: Object) -> dict[str, Any]:
+    m = obj["metadata"]
+    return {
+        "apiVersion": obj["apiVersion"],
+        "kind": obj["kind"],
+        "name": m["name"],
+        "uid": m["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+async def create_job(client: KubeClient, name: str = "app", **spec: Any) -> Object:
+    body = {
+        "apiVersion": "streams.ibm.com/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"bundle": {"name": "app.sab"}, **spec},
+    }
+    return await client.create(JOBS, body)
+
+
+async def create_pe(
+    client: KubeClient, job: Object, pe_id: int, *, content: str = "c1", **spec: Any
+) -> Object:
+    job_name = job["metadata"]["name"]
+    body = {
+        "apiVersion": "streams.ibm.com/v1",
+        "kind": "ProcessingElement",
+        "metadata": {
+            "name": f"{job_name}-{pe_id}",
+            "namespace": NS,
+            "labels": {labels.APP: labels.APP_VALUE, labels.JOB: job_name, labels.GENERATION: "1"},
+            "ownerReferences": [owner(job)],
+        },
+        "spec": {"id": pe_id, "contentId": content, **spec},
+    }
+    return await client.create(PES, body)
+
+
+async def create_pe_config_map(
+    client: KubeClient, job: Object, pe_id: int, *, content: str = "c1", restartable: bool = True
+) -> Object:
+    job_name = job["metadata"]["name"]
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": f"{job_name}-{pe_id}",
+            "namespace": NS,
+            "labels": {labels.APP: labels.APP_VALUE, labels.SVC: "pe", labels.JOB: job_name},
+            "annotations": {labels.CONTENT_ID: content},
+            "ownerReferences": [owner(job)],
+        },
+        "data": {"aadl.xml": aadl(pe_id, restartable=restartable)},
+    }
+    return await client.create(CONFIGMAPS, body)
+
+
+async def create_host_pool(client: KubeClient, job: Object, index: int, **pool: Any) -> Object:
+    job_name = job["metadata"]["name"]
+    body = {
+        "apiVersion": "streams.ibm.com/v1",
+        "kind": "HostPool",
+        "metadata": {
+            "name": f"{job_name}-{index}",
+            "namespace": NS,
+            "labels": {labels.APP: labels.APP_VALUE, labels.JOB: job_name},
+            "ownerReferences": [owner(job)],
+        },
+        "spec": {"name": f"pool{index}", "index": index, **pool},
+    }
+    return await client.create(HOSTPOOLS, body)
+
+
+async def pods_of(client: KubeClient, job: str, pe_id: int, svc: str = "pe") -> list[Object]:
+    selector = f"{labels.JOB}={job},{labels.PE}={pe_id},{labels.SVC}={svc}"
+    items, _ = await client.list_all(PODS, NS, label_selector=selector)
+    return [p for p in items if not p["metadata"].get("deletionTimestamp")]
+
+
+async def pe_status(client: KubeClient, name: str) -> dict[str, Any]:
+    return dict((await client.get(PES, name, NS)).get("status") or {})
+
+
+def settings(sandbox: Sandbox) -> RuntimeSettings:
+    return RuntimeSettings(
+        kubeconfig=str(sandbox.kubeconfig_path),
+        namespace=NS,
+        bind_address="127.0.0.1",
+        health_port=0,
+        metrics_port=0,
+        identity="pe-test",
+        leader_election=False,
+        backoff_initial=0.05,
+        backoff_max=0.5,
+        shutdown_grace=2.0,
+    )
+
+
+@asynccontextmanager
+async def running_pe_controllers(sandbox: Sandbox) -> AsyncIterator[Manager]:
+    """A Manager running the PE and node-placement controllers against ``sandbox``."""
+    manager = Manager(settings(sandbox))
+    await manager.connect()
+    PeController(manager)
+    NodePlacementController(manager)
+    task = asyncio.create_task(manager.run(handle_signals=False))
+    try:
+        yield manager
+    finally:
+        manager.stop()
+        assert await asyncio.wait_for(task, 10) == 0

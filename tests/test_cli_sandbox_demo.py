@@ -1,0 +1,62 @@
+"""`streams-k8s sandbox --demo`: the README's first command, run as a user runs it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from streams_k8s.controller.kinds import JOBS
+from streams_k8s.k8s.client import KubeClient
+
+CLI = Path(sys.executable).with_name("streams-k8s")
+
+
+def test_demo_reaches_running_and_prints_what_the_job_became(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [str(CLI), "sandbox", "--demo", "--kubeconfig", str(tmp_path / "kubeconfig")],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "3 nodes in zones zone-a, zone-b" in out
+    assert "Job demo: Running" in out
+    for pe in range(6):
+        assert f"demo-{pe}.default" in out  # services
+    assert out.count("Running │") >= 6  # every PE's pod
+    assert "zone-b" in out
+
+
+async def test_demo_keep_leaves_a_cluster_for_kubectl(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    process = await asyncio.create_subprocess_exec(
+        str(CLI),
+        "sandbox",
+        "--demo",
+        "--keep",
+        "--kubeconfig",
+        str(kubeconfig),
+        stdout=asyncio.subprocess.PIPE,
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "120"},
+    )
+    assert process.stdout is not None
+    try:
+        async with asyncio.timeout(180):
+            while b"Ctrl-C" not in (line := await process.stdout.readline()):
+                assert line, "the demo ended before keeping the cluster"
+        async with await KubeClient.connect(str(kubeconfig)) as client:
+            job = await client.get(JOBS, "demo", "default")
+        assert job["status"]["phase"] == "Running"
+        process.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(process.wait(), 30) == 0
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()

@@ -1,0 +1,78 @@
+"""The launch decision of one PE, without a server: adoption, write-ahead, stale caches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streams_k8s.api.processing_element import ProcessingElement
+from streams_k8s.controller import labels
+from streams_k8s.controller.pod_lifecycle import Action, decide
+
+
+def pe(launch: int = 0, phase: str | None = None, **spec: Any) -> ProcessingElement:
+    return ProcessingElement.from_wire(
+        {
+            "metadata": {"name": "app-0", "namespace": "default", "uid": "u1"},
+            "spec": {"id": 0, "contentId": "c1", **spec},
+            "status": {"launchCount": launch, "phase": phase},
+        }
+    )
+
+
+def pod(launch: int, phase: str = "Running", content: str = "c1", node: str | None = "n1") -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": f"app-0-{launch}",
+            "labels": {labels.LAUNCH_COUNT: str(launch)},
+            "annotations": {labels.CONTENT_ID: content},
+        },
+        "spec": {"nodeName": node} if node else {},
+        "status": {"phase": phase},
+    }
+
+
+def test_first_launch_waits_then_creates_after_a_predecessor() -> None:
+    assert decide(pe(), [], restartable=True, previous_launches=0, ready=False).action is Action.WAIT
+    decision = decide(pe(), [], restartable=True, previous_launches=3, ready=True)
+    assert (decision.action, decision.launch) == (Action.CREATE, 4)
+
+
+def test_a_pod_created_before_a_restart_is_adopted_not_duplicated() -> None:
+    pending = decide(pe(), [pod(1, "Pending", node=None)], restartable=True, previous_launches=0, ready=True)
+    assert pending.action is Action.NONE  # recorded once running: one status write per launch
+    running = decide(pe(), [pod(1)], restartable=True, previous_launches=0, ready=True)
+    assert (running.action, running.launch, running.phase, running.node) == (
+        Action.RECORD,
+        1,
+        "Running",
+        "n1",
+    )
+
+
+def test_a_written_ahead_launch_retires_the_old_pod_and_creates_the_new_one() -> None:
+    decision = decide(pe(2, "Pending"), [pod(1, "Failed")], restartable=True, previous_launches=0, ready=True)
+    assert (decision.action, decision.launch) == (Action.CREATE, 2)
+    assert [(p["metadata"]["name"], zombie) for p, zombie in decision.retire] == [("app-0-1", False)]
+    kept = decide(
+        pe(2, "Pending", deleteFailedPod=False),
+        [pod(1, "Failed")],
+        restartable=True,
+        previous_launches=0,
+        ready=True,
+    )
+    assert [zombie for _, zombie in kept.retire] == [True]
+
+
+def test_a_stale_cache_never_lowers_the_launch_count() -> None:
+    # Our own relaunch to 2 is not in the PE cache yet, its pod is: do nothing.
+    decision = decide(
+        pe(1, "Running", restartDeletedPod=False), [pod(2)], restartable=True, previous_launches=0, ready=True
+    )
+    assert decision.action is Action.NONE
+
+
+def test_content_change_relaunches_even_when_not_restartable() -> None:
+    decision = decide(
+        pe(1, "Running"), [pod(1, content="old")], restartable=False, previous_launches=0, ready=True
+    )
+    assert (decision.action, decision.launch, decision.reason) == (Action.RELAUNCH, 2, "content changed")
