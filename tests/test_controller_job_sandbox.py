@@ -555,3 +555,19 @@ async def test_a_github_bundle_is_fetched_with_the_token_of_the_secret(
         assert seen == ["token s3cret"]
     finally:
         await runner.cleanup()
+
+
+async def test_ready_counts_do_not_cost_a_job_status_write_per_pe(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = sab(tmp_path, chains=8, length=5)
+    async with operator(sandbox, monkeypatch, tmp_path / "cache", api_port=API_PORT):
+        await client.create(JOBS, job_manifest("counts", bundle, fusion={"manual": 40}))
+        status = await wait_for_phase(client, "counts", "Running", within=60)
+    assert (status["processingElements"], status["podsReady"]) == (40, 40)
+    status_writes = [
+        r for r in sandbox.requests if r.method == "PATCH" and r.path.endswith("/streamsjobs/counts/status")
+    ]
+    # Submission's own milestones plus ready counts coalesced in time: far fewer than one per PE.
+    assert len(status_writes) < 15
+    assert all(r.status != 409 for r in status_writes)

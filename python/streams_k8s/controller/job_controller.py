@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -84,6 +85,10 @@ CREATE_CONCURRENCY = 16
 SPEC_CHANGE_IGNORED = "spec changes after submission are not applied: delete and re-create the Job"
 # How soon to look again while a clean slate is being deleted.
 CLEANUP_POLL = 0.5
+# Ready counts change with every PE coming up: while a job starts they are written at most this
+# often (the move to Running is written at once), so a 1,000-PE job costs a few status writes, not
+# one per PE, and the informer has caught up before the next conditional write.
+COUNTS_INTERVAL = 1.0
 CHILD_KINDS: tuple[Resource, ...] = (
     CONFIGMAPS,
     SERVICES,
@@ -157,6 +162,7 @@ class JobController:
         self._fetcher_factory = fetcher_factory
         self._fetcher: BundleFetcher | None = None
         self._planned: dict[str, _Planned] = {}  # by Job uid
+        self._counts_written: dict[str, float] = {}  # by Job uid: monotonic time of the last count write
         self.controller = manager.controller("jobs", self.reconcile, workers=4)
         self.controller.watch(self.jobs)
         for informer in self.children.values():
@@ -184,6 +190,7 @@ class JobController:
         status: dict[str, Any] = dict(obj.get("status") or {})
         if m.get("deletionTimestamp"):
             self._planned.pop(uid, None)
+            self._counts_written.pop(uid, None)
             if status.get("phase") != JobPhase.DELETING:
                 status["phase"] = JobPhase.DELETING.value
                 await self._write_status(obj, status)
@@ -568,10 +575,16 @@ class JobController:
             "processingElementsReady": ready_pes,
             "podsReady": ready_pods,
         }
-        if wanted != (obj.get("status") or {}):
-            written = await self._write_status(obj, wanted)
-            if phase != status.get("phase") and phase == JobPhase.RUNNING.value:
-                await self.recorder.record(written, "Normal", "Running", f"all {expected} PE pods are ready")
+        if wanted == (obj.get("status") or {}):
+            return None
+        uid = str(m.get("uid"))
+        wait = self._counts_written.get(uid, -COUNTS_INTERVAL) + COUNTS_INTERVAL - time.monotonic()
+        if phase == status.get("phase") and wait > 0:
+            return Requeue(wait)
+        written = await self._write_status(obj, wanted)
+        self._counts_written[uid] = time.monotonic()
+        if phase != status.get("phase") and phase == JobPhase.RUNNING.value:
+            await self.recorder.record(written, "Normal", "Running", f"all {expected} PE pods are ready")
         return None
 
     # --- failure --------------------------------------------------------------------------
