@@ -15,8 +15,6 @@ import pytest
 from cr_cluster import CoordinatorPod, dedicated
 from k8s_support import eventually_async
 from operator_support import SUBMITTED, free_port, job_manifest, operator, wait_for_phase
-from streams_k8s.api.job import Job
-from streams_k8s.api.processing_element import ProcessingElement
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.consistent.coordinator import api_service_name
 from streams_k8s.controller import labels
@@ -27,12 +25,8 @@ from streams_k8s.controller.kinds import (
     DEPLOYMENTS,
     JOBS,
     NETWORK_POLICIES,
-    PES,
-    PODS,
     SERVICES,
 )
-from streams_k8s.controller.placement import PodPlacement
-from streams_k8s.controller.pod_spec import PeRuntimeSettings, build_pod
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.events import EVENTS
@@ -95,29 +89,6 @@ async def appears(client: KubeClient, resource: Resource, name: str) -> dict[str
     return found
 
 
-async def launch_pes(client: KubeClient, job_name: str) -> None:
-    """Stand in for the PE controller: launch 1 of every PE (status, then its pod)."""
-    job = Job.from_wire(await client.get(JOBS, job_name, "default"))
-    items, _ = await client.list_all(PES, "default", label_selector=f"{labels.JOB}={job_name}")
-    for obj in items:
-        pe = ProcessingElement.from_wire(obj)
-        await client.patch_status(PES, str(pe.metadata.name), {"launchCount": 1}, "default")
-        pod = build_pod(
-            job=job,
-            pe=pe,
-            generation=0,
-            launch_count=1,
-            input_ports=1,
-            placement=PodPlacement(),
-            settings=PeRuntimeSettings(),
-        )
-        try:
-            await client.create(PODS, pod)
-        except ApiError as err:  # the PE controller, when it runs, made the same pod first
-            if not err.already_exists:
-                raise
-
-
 def owned_by(obj: dict[str, Any], owner: dict[str, Any]) -> bool:
     ref = obj["metadata"]["ownerReferences"][0]
     return (ref["kind"], ref["uid"], ref["controller"]) == (
@@ -176,7 +147,6 @@ async def test_dedicated_coordinator_objects_and_checkpoints_end_to_end(
         coordinator = await CoordinatorPod(sandbox, dedicated("cr")).start()
         try:
             PARTICIPANT.connect(coordinator.url)
-            await launch_pes(client, "cr")
             await wait_for_phase(client, "cr", "Running")
 
             async def state(*states: str) -> bool:

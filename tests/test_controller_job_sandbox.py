@@ -23,7 +23,6 @@ from operator_support import (
     sab_from_adl,
     wait_for_phase,
 )
-from streams_k8s.api.job import Job
 from streams_k8s.api.processing_element import ProcessingElement
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl, write_sab
 from streams_k8s.controller import labels
@@ -36,12 +35,9 @@ from streams_k8s.controller.kinds import (
     NODES,
     PARALLEL_REGIONS,
     PES,
-    PODS,
     SECRETS,
     SERVICES,
 )
-from streams_k8s.controller.placement import PodPlacement
-from streams_k8s.controller.pod_spec import PeRuntimeSettings, build_pod
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.events import EVENTS
@@ -143,25 +139,6 @@ async def test_a_generated_job_gets_every_object_and_runs(
         )
         assert [h["spec"]["name"] for h in found[HOSTPOOLS]] == ["$default"]
 
-        # Stand in for the PE controller (a no-op where it runs too): one pod per PE. The sandbox
-        # runs them and its PE runtime reports connectivity to our REST API; the job runs.
-        job_model = Job.from_wire(await client.get(JOBS, "demo", "default"))
-        for pe in pes:
-            model = ProcessingElement.from_wire(pe)
-            pod = build_pod(
-                job=job_model,
-                pe=model,
-                generation=0,
-                launch_count=1,
-                input_ports=1,
-                placement=PodPlacement(),
-                settings=PeRuntimeSettings(),
-            )
-            try:
-                await client.create(PODS, pod)
-            except ApiError as err:  # the PE controller, when it runs, made the same pod first
-                if not err.already_exists:
-                    raise
         status = await wait_for_phase(client, "demo", "Running")
         assert status["podsReady"] == 4
         assert condition(status, "PodsReady")["status"] == "True"

@@ -11,13 +11,9 @@ import pytest
 
 from k8s_support import eventually_async
 from operator_support import SUBMITTED, free_port, job_manifest, operator, wait_for_phase
-from streams_k8s.api.job import Job
-from streams_k8s.api.processing_element import ProcessingElement
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.controller import labels
 from streams_k8s.controller.kinds import CONFIGMAPS, HOSTPOOLS, JOBS, PARALLEL_REGIONS, PES, PODS
-from streams_k8s.controller.placement import PodPlacement
-from streams_k8s.controller.pod_spec import PeRuntimeSettings, build_pod
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.naming import TABLE_KEY, NameTable
@@ -42,26 +38,6 @@ async def pods_of(client: KubeClient, job: str) -> dict[int, str]:
     return {int(p["metadata"]["labels"][labels.PE]): p["metadata"]["uid"] for p in items}
 
 
-async def launch(client: KubeClient, job_name: str) -> None:
-    """Stand in for the PE controller: one pod per PE."""
-    job = Job.from_wire(await client.get(JOBS, job_name, "default"))
-    for obj in (await pes_of(client, job_name)).values():
-        pod = build_pod(
-            job=job,
-            pe=ProcessingElement.from_wire(obj),
-            generation=0,
-            launch_count=1,
-            input_ports=1,
-            placement=PodPlacement(),
-            settings=PeRuntimeSettings(),
-        )
-        try:
-            await client.create(PODS, pod)
-        except ApiError as err:  # the PE controller, when it runs, made the same pod first
-            if not err.already_exists:
-                raise
-
-
 async def region_status(client: KubeClient, name: str) -> dict[str, Any]:
     return dict((await client.get(PARALLEL_REGIONS, name, "default")).get("status") or {})
 
@@ -74,7 +50,6 @@ async def test_width_changes_refuse_the_job_and_keep_unchanged_pods(
     async with operator(sandbox, monkeypatch, tmp_path / "cache", api_port=API_PORT) as running:
         await client.create(JOBS, job_manifest("wide", bundle))
         await wait_for_phase(client, "wide", *SUBMITTED)
-        await launch(client, "wide")
         await wait_for_phase(client, "wide", "Running")
         (region,) = (await client.list_all(PARALLEL_REGIONS, "default"))[0]
         name, alias = region["metadata"]["name"], region["spec"]["alias"]
