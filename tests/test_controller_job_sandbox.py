@@ -23,6 +23,7 @@ from operator_support import (
     sab_from_adl,
     wait_for_phase,
 )
+from repo_paths import shared_testdata
 from streams_k8s.api.processing_element import ProcessingElement
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl, write_sab
 from streams_k8s.controller import labels
@@ -35,6 +36,7 @@ from streams_k8s.controller.kinds import (
     NODES,
     PARALLEL_REGIONS,
     PES,
+    PODS,
     SECRETS,
     SERVICES,
 )
@@ -341,10 +343,15 @@ async def test_submission_time_out_fails_and_cleans_up(
         await eventually_async(cleaned, within=10)
 
 
-REAL_APPS = Path(__file__).resolve().parents[1] / ".." / "shared" / "testdata" / "open-streams" / "apps"
+# Nodes for the real bundles: apps.hostpools asks for hosts tagged source_hosts and sink_hosts.
+TAGGED_NODES = [
+    NodeSpec("node-a", labels={"streams.ibm.com/hostpool": "source_hosts"}),
+    NodeSpec("node-b", labels={"streams.ibm.com/hostpool": "sink_hosts"}),
+    NodeSpec("node-c"),
+]
 
 
-@pytest.mark.sandbox(nodes=3)
+@pytest.mark.sandbox(nodes=TAGGED_NODES)
 @pytest.mark.parametrize(
     "bundle",
     [
@@ -355,18 +362,16 @@ REAL_APPS = Path(__file__).resolve().parents[1] / ".." / "shared" / "testdata" /
         "apps.pubsub.Importer.sab",
     ],
 )
-async def test_real_bundles_are_submitted(
+async def test_real_bundles_reach_running(
     sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bundle: str
 ) -> None:
-    path = REAL_APPS / bundle
-    if not path.exists():
-        pytest.skip(f"shared test data not found at {path}")
+    path = shared_testdata("apps", bundle)
     async with operator(sandbox, monkeypatch, tmp_path / "cache"):
         await client.create(JOBS, job_manifest("real", path.resolve()))
-        status = await wait_for_phase(client, "real", *SUBMITTED, "Failed")
-        assert status["phase"] in SUBMITTED, status
+        status = await wait_for_phase(client, "real", "Running", "Failed", within=60)
+        assert status["phase"] == "Running", status
         found = await children(client, "real")
-        assert len(found[PES]) == status["processingElements"]
+        assert len(found[PES]) == status["processingElements"] == status["podsReady"]
         pes = {ProcessingElement.from_wire(p).spec.id: p for p in found[PES]}
         for pe_id, pe in pes.items():
             cm = await client.get(CONFIGMAPS, f"real-{pe_id}", "default")
@@ -375,6 +380,19 @@ async def test_real_bundles_are_submitted(
             pools = {h["spec"]["name"]: h["spec"] for h in found[HOSTPOOLS]}
             assert set(pools) == {"source_hosts", "$default", "sink_hosts"}
             assert pools["source_hosts"]["tags"] == ["source_hosts"]
+            pods, _ = await client.list_all(PODS, "default", label_selector=f"{labels.JOB}=real")
+            pool_pods = {
+                (tuple(expression["values"]), pod["spec"]["nodeName"])
+                for pod in pods
+                for term in pod["spec"]
+                .get("affinity", {})
+                .get("nodeAffinity", {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution", {})
+                .get("nodeSelectorTerms", ())
+                for expression in term["matchExpressions"]
+                if expression["key"] == "streams.ibm.com/hostpool"
+            }
+            assert pool_pods == {(("source_hosts",), "node-a"), (("sink_hosts",), "node-b")}
         if bundle == "apps.consistent.ConsistentRegion.sab":
             assert len(found[CONSISTENT_REGIONS]) == 1
             assert found[CONSISTENT_REGIONS][0]["metadata"]["name"] == "real-cr0"
@@ -387,9 +405,7 @@ HOSTS = ["c0321.pok.hpc-ng.ibm.com", "c0323.pok.hpc-ng.ibm.com"]
 async def test_real_host_placement_pins_pes_to_the_named_nodes(
     sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = REAL_APPS / "apps.hostplacement.HostPlacement_nodename.sab"
-    if not path.exists():
-        pytest.skip(f"shared test data not found at {path}")
+    path = shared_testdata("apps", "apps.hostplacement.HostPlacement_nodename.sab")
     async with operator(sandbox, monkeypatch, tmp_path / "cache"):
         await client.create(JOBS, job_manifest("hosts", path.resolve()))
         status = await wait_for_phase(client, "hosts", *SUBMITTED, "Failed")
@@ -402,9 +418,7 @@ async def test_real_host_placement_pins_pes_to_the_named_nodes(
 async def test_real_host_placement_fails_on_a_cluster_without_those_hosts(
     sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = REAL_APPS / "apps.hostplacement.HostPlacement_nodename.sab"
-    if not path.exists():
-        pytest.skip(f"shared test data not found at {path}")
+    path = shared_testdata("apps", "apps.hostplacement.HostPlacement_nodename.sab")
     async with operator(sandbox, monkeypatch, tmp_path / "cache"):
         await client.create(JOBS, job_manifest("hosts", path.resolve()))
         status = await wait_for_phase(client, "hosts", "Failed")
