@@ -33,16 +33,7 @@ CONFIG: dict[str, Any] = {
 
 
 def reference_region() -> ReferenceRegion:
-    return ReferenceRegion(
-        trigger=CONFIG["trigger"],
-        period=CONFIG["period"],
-        drain_timeout=CONFIG["drain_timeout"],
-        reset_timeout=CONFIG["reset_timeout"],
-        max_attempts=CONFIG["max_consecutive_reset_attempts"],
-        pes=CONFIG["pes_in_region"],
-        start_operators=CONFIG["operators_to_start_region_map"],
-        trigger_operators=CONFIG["operators_to_trigger_map"],
-    )
+    return ReferenceRegion.from_config(CONFIG)
 
 
 def workload() -> list[tuple[Any, ...]]:

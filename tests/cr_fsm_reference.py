@@ -9,6 +9,7 @@ messages. Events are tuples: ("health", healthy, clean_start), ("checkpoint", pe
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +53,20 @@ class ReferenceRegion:
     to_retire: int = 0
     timer_seq: int = 0
     slots: dict[int, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> ReferenceRegion:
+        """The reference twin of `CrRegion(**config)` (the native constructor's keyword names)."""
+        return cls(
+            trigger=config["trigger"],
+            period=config["period"],
+            drain_timeout=config["drain_timeout"],
+            reset_timeout=config["reset_timeout"],
+            max_attempts=config["max_consecutive_reset_attempts"],
+            pes=config["pes_in_region"],
+            start_operators=config["operators_to_start_region_map"],
+            trigger_operators=config["operators_to_trigger_map"],
+        )
 
     def __post_init__(self) -> None:
         self.pes = sorted(set(self.pes))

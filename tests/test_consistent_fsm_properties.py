@@ -141,16 +141,7 @@ def test_random_sequences_keep_the_invariants_and_match_the_reference(
     config: dict[str, Any], data: st.DataObject
 ) -> None:
     native = CrRegion(region_index=0, **config)
-    reference = ReferenceRegion(
-        trigger=config["trigger"],
-        period=config["period"],
-        drain_timeout=config["drain_timeout"],
-        reset_timeout=config["reset_timeout"],
-        max_attempts=config["max_consecutive_reset_attempts"],
-        pes=config["pes_in_region"],
-        start_operators=config["operators_to_start_region_map"],
-        trigger_operators=config["operators_to_trigger_map"],
-    )
+    reference = ReferenceRegion.from_config(config)
     pes = native.pes
     max_attempts = config["max_consecutive_reset_attempts"]
     resets_since_success = 0

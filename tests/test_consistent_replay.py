@@ -29,6 +29,11 @@ REGION: dict[str, Any] = {
 }
 
 
+def reference_of_region() -> ReferenceRegion:
+    """The reference twin of REGION."""
+    return ReferenceRegion("periodic", 2, 30, 45.5, 2, [0, 1], {"src": True}, {"src": True})
+
+
 def run(tmp_path: Path, region: Any, events: list[Any] | bytes, stdin: bytes | None = None) -> Any:
     region_file = tmp_path / "region.json"
     region_file.write_bytes(region if isinstance(region, bytes) else orjson.dumps(region))
@@ -213,7 +218,7 @@ def test_missing_files_exit_with_one_line(tmp_path: Path) -> None:
 def generated_log(seed: int, length: int) -> list[dict[str, Any]]:
     """A cooperative-runtime event log with faults mixed in (timeouts, PE loss, stale reports)."""
     rng = random.Random(seed)
-    ref = ReferenceRegion("periodic", 2, 30, 45.5, 2, [0, 1], {"src": True}, {"src": True})
+    ref = reference_of_region()
     log: list[dict[str, Any]] = []
     for _ in range(length):
         slots = ref.slots
@@ -269,7 +274,7 @@ def test_generated_logs_replay_like_the_reference(tmp_path: Path, seed: int) -> 
     log = generated_log(seed, 400)
     out = records(run(tmp_path, REGION, log))
     assert len(out) == len(log)
-    ref = ReferenceRegion("periodic", 2, 30, 45.5, 2, [0, 1], {"src": True}, {"src": True})
+    ref = reference_of_region()
     states = set()
     for line, record in zip(log, out, strict=True):
         actions = ref.try_step(_reference_event(line, ref.timer_seq))
