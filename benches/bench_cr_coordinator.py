@@ -108,22 +108,25 @@ def rig() -> Iterator[Rig]:
     loop.close()
 
 
-async def _put_many(r: Rig, n: int) -> None:
+async def _put_many(session: aiohttp.ClientSession, base: str, n: int, coordinator: LocalCoordinator) -> None:
+    """n checkpoint PUTs, CONCURRENCY in flight, then until the coordinator has judged them all."""
     sem = asyncio.Semaphore(CONCURRENCY)
 
     async def one(i: int) -> None:
-        async with sem, r.session.put(f"{r.base}/region/0/pe/{i % PES}/checkpoint", data=b"999") as resp:
+        async with sem, session.put(f"{base}/region/0/pe/{i % PES}/checkpoint", data=b"999") as resp:
             assert resp.status == 204
 
     await asyncio.gather(*(one(i) for i in range(n)))
-    await r.coordinator.idle()
+    await coordinator.idle()
 
 
 @pytest.mark.benchmark(group="cr_coordinator")
 def test_progress_puts(benchmark: Any, rig: Rig) -> None:
     """2,000 checkpoint PUTs (32 in flight), each queued, answered 204 and judged by the FSM."""
     before = rig.coordinator.rejected
-    benchmark.pedantic(lambda: rig.loop.run_until_complete(_put_many(rig, PUTS)), rounds=5)
+    benchmark.pedantic(
+        lambda: rig.loop.run_until_complete(_put_many(rig.session, rig.base, PUTS, rig.coordinator)), rounds=5
+    )
     refused = rig.coordinator.rejected - before  # not draining: every report refused, harmlessly
     assert refused > 0
     assert refused % PUTS == 0
@@ -285,22 +288,14 @@ def kube_rig() -> Iterator[KubeRig]:
     loop.close()
 
 
-async def _kube_put_many(r: KubeRig, n: int) -> None:
-    sem = asyncio.Semaphore(CONCURRENCY)
-
-    async def one(i: int) -> None:
-        async with sem, r.session.put(f"{r.base}/region/0/pe/{i % PES}/checkpoint", data=b"999") as resp:
-            assert resp.status == 204
-
-    await asyncio.gather(*(one(i) for i in range(n)))
-    await r.local.idle()
-
-
 @pytest.mark.benchmark(group="cr_coordinator_sandbox")
 def test_sandbox_progress_puts(benchmark: Any, kube_rig: KubeRig) -> None:
     """2,000 checkpoint PUTs to the Kubernetes coordinator, each answered 204 and judged."""
     before = kube_rig.local.rejected
-    benchmark.pedantic(lambda: kube_rig.loop.run_until_complete(_kube_put_many(kube_rig, PUTS)), rounds=5)
+    r = kube_rig
+    benchmark.pedantic(
+        lambda: r.loop.run_until_complete(_put_many(r.session, r.base, PUTS, r.local)), rounds=5
+    )
     assert kube_rig.local.rejected - before > 0
     benchmark.extra_info["puts"] = PUTS
 
