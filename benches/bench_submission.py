@@ -16,7 +16,6 @@ the 10-PE case runs, as a smoke test)
 from __future__ import annotations
 
 import asyncio
-import collections
 import time
 from pathlib import Path
 from typing import Any
@@ -39,9 +38,7 @@ OPERATOR_QPS = 500  # client rate of both the operator and the floor script
 def _sandbox(pes: int, api_port: int | None = None) -> Sandbox:
     nodes = max(3, -(-pes // 80))  # 110 pods and 8 CPUs per node; PEs request 100m
     url = f"http://127.0.0.1:{api_port}" if api_port else None  # PEs report connectivity there
-    sandbox = Sandbox(nodes=nodes, zones=["zone-a", "zone-b"], controller_url=url)
-    sandbox.server.requests = collections.deque(maxlen=REQUEST_LOG)
-    return sandbox
+    return Sandbox(nodes=nodes, zones=["zone-a", "zone-b"], controller_url=url, request_log_size=REQUEST_LOG)
 
 
 async def _until(check: Any, within: float, every: float = 0.05) -> float:

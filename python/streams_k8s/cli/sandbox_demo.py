@@ -23,8 +23,6 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from streams_k8s.api import KINDS
-from streams_k8s.api.crd import crd_manifest
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.controller import labels
 from streams_k8s.controller.kinds import JOBS, NODES, PES, PODS, SERVICES
@@ -180,15 +178,12 @@ async def run_demo(*, kubeconfig: Path, keep: bool, console: Console | None = No
         bundle = write_sab(Path(tmp) / "demo.sab", APPLICATION)
         os.environ["STREAMS_K8S_BUNDLE_CACHE"] = str(Path(tmp) / "bundle-cache")
         sandbox = Sandbox(
-            crd_dirs=[],  # installed from the package's models below: an installed wheel has no crds/
             nodes=3,
             zones=list(ZONES),
             kubeconfig_path=kubeconfig,
             controller_url=f"http://127.0.0.1:{rest_port}",
         )
         async with sandbox:
-            for kind in KINDS:
-                sandbox.install_crd(crd_manifest(kind))
             console.print(f"sandbox API server at {sandbox.url}: 3 nodes in zones {', '.join(ZONES)}")
             settings = RuntimeSettings(
                 kubeconfig=str(sandbox.kubeconfig_path),

@@ -60,6 +60,7 @@ class Sandbox:
         crd_dirs: Sequence[Path] | None = None,
         kubeconfig_path: Path | None = None,
         history_size: int = 10_000,
+        request_log_size: int = 10_000,
         object_history: int = 50,
         bookmark_interval: float = 1.0,
         simulate: bool = True,
@@ -92,7 +93,13 @@ class Sandbox:
                     self.registry.unregister(rt.key)
         self.faults = Faults(self.registry)
         self.gc = GarbageCollector(self.registry)
-        self.server = ApiServer(self.registry, self.faults, token=token, bookmark_interval=bookmark_interval)
+        self.server = ApiServer(
+            self.registry,
+            self.faults,
+            token=token,
+            bookmark_interval=bookmark_interval,
+            request_log_size=request_log_size,
+        )
         self.server.control = self._control
         self._kubeconfig_path = kubeconfig_path
         self.tls = tls or tls_cert is not None
