@@ -46,8 +46,9 @@ async def test_events_update_the_store_and_the_resource_version(informer: Inform
     assert [(k, (o or {}).get("metadata", {}).get("resourceVersion")) for k, o, _ in seen] == [
         ("add", None),
         ("update", "5"),
-        ("delete", "6"),
+        ("delete", "10"),
     ]
+    assert seen[-1][2] is None
 
 
 async def test_managed_fields_never_reach_the_cache(informer: Informer) -> None:

@@ -123,7 +123,7 @@ class PeController:
         ]
 
     def _on_pe_event(self, kind: str, old: Object | None, new: Object | None) -> None:
-        gone = new if kind == "delete" else None  # the informer passes the deleted object as `new`
+        gone = old if kind == "delete" else None
         if gone is not None:
             launches = int((gone.get("status") or {}).get("launchCount") or 0)
             if launches:

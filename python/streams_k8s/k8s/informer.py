@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 
 EventType = Literal["add", "update", "delete"]
 # (event type, old object or None, new object or None); handlers only enqueue, so they are sync.
+# "add": (None, new); "update": (old, new); "delete": (the object's last known state, None), the
+# same whether a watch reported the deletion or a relist found the object gone.
 Handler = Callable[[EventType, Object | None, Object | None], None]
 Transform = Callable[[Object], Object]
 
@@ -228,8 +230,8 @@ class Informer:
         key = object_key(obj)
         self._m_events[kind].inc()
         if kind == "DELETED":
-            old = self.store.delete(key)
-            self._notify("delete", old, obj)
+            self.store.delete(key)
+            self._notify("delete", obj, None)  # the DELETED event carries the final state
         else:
             old = self.store.put(key, obj)
             self._notify("add" if old is None else "update", old, obj)

@@ -166,20 +166,20 @@ class VReplicaScheduler:
     # -- events --------------------------------------------------------------------------------
 
     def _on_statefulset(self, kind: EventType, old: Object | None, new: Object | None) -> None:
-        if self.cache.set_statefulset(None if kind == "delete" else new):
+        if self.cache.set_statefulset(new):
             self._topology_changed()
 
     def _on_pod(self, kind: EventType, old: Object | None, new: Object | None) -> None:
         obj = new if new is not None else old
         if obj is not None and self.cache.set_pod(
-            str(meta(obj).get("name") or ""), None if kind == "delete" else pod_from_object(obj)
+            str(meta(obj).get("name") or ""), pod_from_object(new) if new is not None else None
         ):
             self._topology_changed()
 
     def _on_node(self, kind: EventType, old: Object | None, new: Object | None) -> None:
         obj = new if new is not None else old
         if obj is not None and self.cache.set_node(
-            str(meta(obj).get("name") or ""), None if kind == "delete" else node_from_object(obj)
+            str(meta(obj).get("name") or ""), node_from_object(new) if new is not None else None
         ):
             self._topology_changed()
 
