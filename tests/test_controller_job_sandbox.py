@@ -152,6 +152,18 @@ async def test_a_generated_job_gets_every_object_and_runs(
         await eventually_async(connected, within=10)
         reasons = {e["reason"] for e in await events_of(client, "demo")}
         assert {"SubmissionStarted", "SubmissionSucceeded", "Running"} <= reasons
+        # The PE's connectivity report also recorded its running pod: one status write per PE.
+        for pe in (await client.list_all(PES, "default"))[0]:
+            pe_status, name = pe["status"], pe["metadata"]["name"]
+            pod = await client.get(PODS, pe_status["podName"], "default")
+            assert (pe_status["launchCount"], pe_status["phase"]) == (1, "Running")
+            assert pe_status["nodeName"] == pod["spec"]["nodeName"]
+            writes = [
+                r
+                for r in sandbox.requests
+                if r.method == "PATCH" and r.path.endswith(f"/streamspes/{name}/status")
+            ]
+            assert len(writes) == 1
 
 
 DELETED = ((CONFIGMAPS, "keep-1"), (SERVICES, "keep-0"), (HOSTPOOLS, "keep-0"), (PES, "keep-1"))

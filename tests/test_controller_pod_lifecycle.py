@@ -6,7 +6,7 @@ from typing import Any
 
 from streams_k8s.api.processing_element import ProcessingElement
 from streams_k8s.controller import labels
-from streams_k8s.controller.pod_lifecycle import Action, decide
+from streams_k8s.controller.pod_lifecycle import Action, decide, started_status
 
 
 def pe(launch: int = 0, phase: str | None = None, **spec: Any) -> ProcessingElement:
@@ -41,11 +41,12 @@ def test_a_pod_created_before_a_restart_is_adopted_not_duplicated() -> None:
     pending = decide(pe(), [pod(1, "Pending", node=None)], restartable=True, previous_launches=0, ready=True)
     assert pending.action is Action.NONE  # recorded once running: one status write per launch
     running = decide(pe(), [pod(1)], restartable=True, previous_launches=0, ready=True)
-    assert (running.action, running.launch, running.phase, running.node) == (
+    assert (running.action, running.launch, running.phase, running.node, running.pod) == (
         Action.RECORD,
         1,
         "Running",
         "n1",
+        "app-0-1",
     )
 
 
@@ -76,3 +77,39 @@ def test_content_change_relaunches_even_when_not_restartable() -> None:
         pe(1, "Running"), [pod(1, content="old")], restartable=False, previous_launches=0, ready=True
     )
     assert (decision.action, decision.launch, decision.reason) == (Action.RELAUNCH, 2, "content changed")
+
+
+def test_a_pod_that_starts_running_is_a_record_a_connectivity_report_can_carry() -> None:
+    first = decide(pe(), [pod(1)], restartable=True, previous_launches=0, ready=True)
+    relaunched = decide(pe(2, "Pending"), [pod(2)], restartable=True, previous_launches=0, ready=True)
+    assert first.started
+    assert relaunched.started
+    assert started_status(pe(), [pod(1)]) == {
+        "launchCount": 1,
+        "phase": "Running",
+        "nodeName": "n1",
+        "podName": "app-0-1",
+    }
+    # Nothing to carry: still pending, already recorded, or a failure (recorded at once).
+    assert started_status(pe(), [pod(1, "Pending")]) is None
+    recorded = pe(1, "Running").to_wire()
+    recorded["status"].update(nodeName="n1", podName="app-0-1")
+    assert started_status(ProcessingElement.from_wire(recorded), [pod(1)]) is None
+    failed = decide(pe(), [pod(1, "Failed")], restartable=True, previous_launches=0, ready=True)
+    assert (failed.action, failed.started) == (Action.RECORD, False)
+    assert started_status(pe(), [pod(1, "Failed")]) is None
+
+
+def test_a_pod_deleted_while_its_run_waits_to_be_recorded_counts_as_a_launch() -> None:
+    # Seen running (launch 1) but not recorded yet, then deleted: a restart, not a re-creation.
+    restarted = decide(
+        pe(restartDeletedPod=True), [], restartable=True, previous_launches=0, ready=True, ran_unrecorded=1
+    )
+    assert (restarted.action, restarted.launch) == (Action.RELAUNCH, 2)
+    left = decide(
+        pe(restartDeletedPod=False), [], restartable=True, previous_launches=0, ready=True, ran_unrecorded=1
+    )
+    assert (left.action, left.launch, left.phase) == (Action.RECORD, 1, "Deleted")
+    # Without that memory the pod of launch 1 is simply created again.
+    again = decide(pe(restartDeletedPod=True), [], restartable=True, previous_launches=0, ready=True)
+    assert (again.action, again.launch) == (Action.CREATE, 1)

@@ -122,13 +122,19 @@ async def setup(manager: Manager) -> InstanceOperator:
     coordinators = CoordinatorObjectSettings.from_env()
     jobs = JobController(manager, fetcher, coordinators.mode)
     CoordinatorObjectsController(manager, coordinators)
-    PeController(manager)
+    pes = PeController(manager)
     NodePlacementController(manager)
     if pod_name := os.environ.get("POD_NAME"):
         _serving_label(manager, pod_name, namespace)
 
     rest = InstanceRestApi(
-        client, jobs.jobs, jobs.pes, jobs.services, settings.namespace, jobs.parallel_regions
+        client,
+        jobs.jobs,
+        jobs.pes,
+        jobs.services,
+        settings.namespace,
+        jobs.parallel_regions,
+        pes.pods_by_owner,
     )
     runner = web.AppRunner(rest.app(), access_log=None)
     await runner.setup()

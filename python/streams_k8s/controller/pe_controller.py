@@ -11,7 +11,8 @@ Contract with the job controller (which creates PEs, their ConfigMaps and host p
 - PE ConfigMap ``<job>-<peId>`` labelled ``app=streams``, annotated ``streams.ibm.com/contentId``
   with the PE's content id, key ``aadl.xml``; HostPool ``<job>-<poolIndex>``.
 - PE status: ``launchCount``, ``podName``, ``nodeName``, ``phase`` are written here;
-  ``connectivity`` by the REST API.
+  ``connectivity`` by the REST API, which also records a pod that has just started running
+  (``pod_lifecycle.started_status``); the controller waits ``report_grace`` for that report.
 - A PE deleted while its Job lives is recreated by the job controller; its launch count is
   continued here: the last count is kept on the PE ConfigMap (annotation
   ``streams.ibm.com/launch-count``), written when the deletion is seen.
@@ -20,7 +21,9 @@ Contract with the job controller (which creates PEs, their ConfigMaps and host p
 from __future__ import annotations
 
 import logging
+import time
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 from streams_k8s.api.host_pool import HostPool
@@ -32,13 +35,13 @@ from streams_k8s.controller.node_placement import unprepared_nodes
 from streams_k8s.controller.pe_aadl_facts import AadlFacts, AadlFactsError, aadl_facts
 from streams_k8s.controller.placement import NodeInfo, PlacedPe, PlacementError, PodPlacement, plan_placement
 from streams_k8s.controller.pod_lifecycle import (
-    DELETED,
     PENDING,
     ZOMBIE,
     Action,
     Decision,
     decide,
     pod_launch,
+    status_fields,
 )
 from streams_k8s.controller.pod_spec import PeRuntimeSettings, build_pod, pe_config_map_name, pod_name
 from streams_k8s.k8s.controller import Requeue, generation_changed
@@ -56,6 +59,15 @@ REDIS_CONFIG_ANNOTATION = "redisConfig"
 AADL_KEY = "aadl.xml"
 # Waiting on nodes being labelled/tainted for a pool: they carry no owner to map events back.
 NODE_WAIT = 0.5
+# How long a pod that started running waits for its PE's connectivity report to carry the record.
+REPORT_GRACE = 3.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Started:
+    pe_uid: str
+    launch: int
+    since: float  # monotonic time the pod was first seen running
 
 
 class PodsByOwner:
@@ -81,15 +93,26 @@ class PodsByOwner:
         if kind != "delete" and new is not None and (owner := self._owner(new)) is not None:
             self._by_owner[owner][object_key(new)] = new
 
-    def of(self, owner_uid: str) -> list[Object]:
-        return list(self._by_owner.get(owner_uid, {}).values())
+    def live_pe_pods(self, owner_uid: str) -> list[Object]:
+        """The PE pods (not zombies) of this owner that are not being deleted."""
+        return [
+            p
+            for p in self._by_owner.get(owner_uid, {}).values()
+            if meta(p).get("labels", {}).get(labels.SVC) == "pe" and not meta(p).get("deletionTimestamp")
+        ]
 
 
 class PeController:
     def __init__(
-        self, manager: Manager, settings: PeRuntimeSettings | None = None, *, workers: int = 8
+        self,
+        manager: Manager,
+        settings: PeRuntimeSettings | None = None,
+        *,
+        workers: int = 8,
+        report_grace: float = REPORT_GRACE,
     ) -> None:
         self.settings = settings or PeRuntimeSettings()
+        self.report_grace = report_grace
         self.client = manager.client
         self.pes = manager.informer(PES)
         self.jobs = manager.informer(JOBS)
@@ -102,6 +125,8 @@ class PeController:
         # Launch counts of PEs seen deleted, until written onto their ConfigMap.
         self._deleted_launches: dict[ObjectKey, tuple[str, int]] = {}
         self._jobs_parsed: dict[ObjectKey, tuple[str, Job]] = {}  # by key: bounded by live jobs
+        # PEs whose pod was seen running and is not recorded yet (waiting for a connectivity report).
+        self._started: dict[ObjectKey, _Started] = {}
         self.pes.add_handler(self._on_pe_event)
 
         self.controller = manager.controller("pes", self.reconcile, workers=workers)
@@ -134,6 +159,7 @@ class PeController:
     async def reconcile(self, key: ObjectKey) -> Requeue | None:
         obj = self.pes.store.get(key)
         if obj is None:
+            self._started.pop(key, None)
             await self._keep_launch_count(key)
             return None
         pe = ProcessingElement.from_wire(obj)
@@ -146,11 +172,7 @@ class PeController:
         if job_obj is None or meta(job_obj).get("deletionTimestamp"):
             return None
         job = self._job(job_obj)
-        pods = [
-            p
-            for p in self.pods_by_owner.of(str(pe.metadata.uid))
-            if meta(p).get("labels", {}).get(labels.SVC) == "pe" and not meta(p).get("deletionTimestamp")
-        ]
+        pods = self.pods_by_owner.live_pe_pods(str(pe.metadata.uid))
         facts, placement, waiting_for = self._prerequisites(key, job, pe)
         for _ in range(3):  # a relaunch is written first, then acted on with the new status
             decision = decide(
@@ -160,35 +182,43 @@ class PeController:
                 previous_launches=self._previous_launches(key, pe),
                 ready=not waiting_for,
                 waiting_for=waiting_for,
+                ran_unrecorded=self._ran_unrecorded(key, pe),
             )
             await self._retire(decision)
             if decision.action is Action.RELAUNCH:
                 await self.events.record(
                     obj, "Normal", "Relaunching", f"{decision.reason}: launch {decision.launch}", "Relaunch"
                 )
+                pod = self._pod_name(job, pe, decision.launch)
                 pe = await self._write_status(
-                    pe,
-                    decision.launch,
-                    phase=PENDING,
-                    node=None,
-                    pod=self._pod_name(job, pe, decision.launch),
+                    pe, {"launchCount": decision.launch, "phase": PENDING, "nodeName": None, "podName": pod}
                 )
                 pods = [p for p in pods if pod_launch(p) >= decision.launch]
                 continue
+            if decision.started and (wait := self._report_wait(key, pe, decision)) > 0:
+                return Requeue(after=wait)
+            self._started.pop(key, None)
             if decision.action is Action.CREATE and facts is not None and placement is not None:
                 await self._create_pod(job, pe, decision.launch, facts, placement)
             elif decision.action is Action.RECORD:
-                await self._write_status(
-                    pe,
-                    decision.launch,
-                    phase=decision.phase,
-                    node=decision.node if decision.phase != DELETED else None,
-                    pod=self._pod_name(job, pe, decision.launch) if decision.phase != DELETED else None,
-                )
+                await self._write_status(pe, status_fields(decision))
             elif decision.action is Action.WAIT and waiting_for == "nodes":
                 return Requeue(after=NODE_WAIT)
             return None
         return None
+
+    def _report_wait(self, key: ObjectKey, pe: ProcessingElement, decision: Decision) -> float:
+        """How much longer a started pod waits for the PE's connectivity report to record it."""
+        now = time.monotonic()
+        started = self._started.get(key)
+        if started is None or started.pe_uid != pe.metadata.uid or started.launch != decision.launch:
+            started = _Started(str(pe.metadata.uid), decision.launch, now)
+            self._started[key] = started
+        return started.since + self.report_grace - now
+
+    def _ran_unrecorded(self, key: ObjectKey, pe: ProcessingElement) -> int:
+        started = self._started.get(key)
+        return started.launch if started is not None and started.pe_uid == pe.metadata.uid else 0
 
     def _job(self, obj: Object) -> Job:
         key, version = object_key(obj), f"{meta(obj).get('uid')}/{meta(obj).get('resourceVersion')}"
@@ -301,14 +331,9 @@ class PeController:
             if not (err.not_found or err.conflict):  # gone, or replaced by another (uid precondition)
                 raise
 
-    async def _write_status(
-        self, pe: ProcessingElement, launch: int, *, phase: str | None, node: str | None, pod: str | None
-    ) -> ProcessingElement:
+    async def _write_status(self, pe: ProcessingElement, fields: dict[str, Any]) -> ProcessingElement:
         """Merge-patch the PE status, conditional on the version the decision was made on."""
-        body = {
-            "metadata": {"resourceVersion": pe.metadata.resource_version},
-            "status": {"launchCount": launch, "phase": phase, "nodeName": node, "podName": pod},
-        }
+        body = {"metadata": {"resourceVersion": pe.metadata.resource_version}, "status": fields}
         written = await self.client.patch(
             PES, str(pe.metadata.name), body, pe.metadata.namespace, subresource="status"
         )

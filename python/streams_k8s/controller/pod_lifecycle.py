@@ -21,6 +21,11 @@ as the PE's pod), when ``deleteFailedPod`` is false; any other replaced pod is d
 The first launch of a PE needs its ConfigMap (with the PE's content id), its host pool and the
 nodes prepared for its placement; the first launch of a PE recreated under the same name
 continues the launch count of the one it replaces.
+
+A pod that has just started running is a record that can wait (``Decision.started``): the PE's
+runtime reports its connectivity moments later, and that one status write carries both
+(``started_status``, used by the REST API); the controller records it alone only when no report
+came within a grace period. One status write per launch instead of two.
 """
 
 from __future__ import annotations
@@ -41,6 +46,9 @@ FAILED = "Failed"
 DELETED = "Deleted"
 ZOMBIE = "zombie"
 
+# Pods of earlier launches to remove: (pod, keep as zombie).
+Retired = tuple[tuple[dict[str, Any], bool], ...]
+
 
 class Action(StrEnum):
     WAIT = "Wait"  # prerequisites of a pod are missing
@@ -55,11 +63,13 @@ class Decision:
     action: Action
     launch: int = 0
     reason: str = ""
-    # Pod state to record (RECORD): phase and node of the current pod.
+    # Pod state to record (RECORD): phase, node and name of the current pod.
     phase: str | None = None
     node: str | None = None
-    # Pods of earlier launches to remove now: (pod, keep as zombie).
-    retire: tuple[tuple[dict[str, Any], bool], ...] = ()
+    pod: str | None = None
+    # RECORD only says that the current pod now runs (it may ride on a connectivity report).
+    started: bool = False
+    retire: Retired = ()  # pods of earlier launches to remove now
 
 
 def pod_launch(pod: dict[str, Any]) -> int:
@@ -88,7 +98,7 @@ def restarts_failed(pe: ProcessingElement, restartable: bool) -> bool:
     return pe.spec.restart_failed_pod if pe.spec.restart_failed_pod is not None else restartable
 
 
-def _retire(pods: Sequence[dict[str, Any]], pe: ProcessingElement) -> tuple[tuple[dict[str, Any], bool], ...]:
+def _retire(pods: Sequence[dict[str, Any]], pe: ProcessingElement) -> Retired:
     keep_failed = not pe.spec.delete_failed_pod
     return tuple((p, keep_failed and pod_phase(p) == FAILED) for p in pods)
 
@@ -101,15 +111,20 @@ def decide(
     previous_launches: int,
     ready: bool,
     waiting_for: str = "",
+    ran_unrecorded: int = 0,
 ) -> Decision:
     """What to do next for ``pe`` given its live pods (``svc=pe``, owned by this PE incarnation).
 
     ``previous_launches``: launches of an earlier PE of the same name (its count continues).
     ``ready``: the ConfigMap, host pool and nodes are in place for a new pod (else ``waiting_for``).
+    ``ran_unrecorded``: the launch whose pod was seen running while its record waited for a
+    connectivity report; it counts as recorded (a pod deleted meanwhile is a restart).
     """
     status = pe.status
     launch = status.launch_count if status is not None else 0
     phase = status.phase if status is not None else None
+    if ran_unrecorded > launch or (ran_unrecorded == launch > 0 and phase in (None, PENDING)):
+        launch, phase = ran_unrecorded, RUNNING
     by_launch = {pod_launch(p): p for p in pods}
 
     if launch == 0:
@@ -123,9 +138,7 @@ def decide(
         stale = [p for n, p in by_launch.items() if n != target]
         if pod_phase(current) == PENDING and not unschedulable(current) and not stale:
             return Decision(Action.NONE, target)  # recorded once it runs: one status write
-        return Decision(
-            Action.RECORD, target, phase=pod_phase(current), node=pod_node(current), retire=_retire(stale, pe)
-        )
+        return _record(target, current, _retire(stale, pe))
 
     if max(by_launch, default=0) > launch:
         return Decision(Action.NONE, launch)  # our own relaunch is not in the cache yet
@@ -152,15 +165,43 @@ def decide(
         return Decision(Action.RELAUNCH, launch + 1, "pod failed", retire=retire)
     if current_phase == SUCCEEDED and pe.spec.restart_completed_pod:
         return Decision(Action.RELAUNCH, launch + 1, "pod completed", retire=retire)
-    node = pod_node(current)
-    pod = pod_name_of(current)
     if (phase, status.node_name if status else None, status.pod_name if status else None) != (
         current_phase,
-        node,
-        pod,
+        pod_node(current),
+        pod_name_of(current),
     ) and not (current_phase == PENDING and phase == PENDING and not unschedulable(current)):
-        return Decision(Action.RECORD, launch, phase=current_phase, node=node, retire=retire)
+        return _record(launch, current, retire)
     return Decision(Action.NONE, launch, retire=retire)
+
+
+def _record(launch: int, current: dict[str, Any], retire: Retired) -> Decision:
+    phase = pod_phase(current)
+    return Decision(
+        Action.RECORD,
+        launch,
+        phase=phase,
+        node=pod_node(current),
+        pod=pod_name_of(current),
+        retire=retire,
+        started=phase == RUNNING and not retire,
+    )
+
+
+def status_fields(decision: Decision) -> dict[str, Any]:
+    """The PE status a RECORD writes (null removes a field in a merge patch)."""
+    return {
+        "launchCount": decision.launch,
+        "phase": decision.phase,
+        "nodeName": decision.node,
+        "podName": decision.pod,
+    }
+
+
+def started_status(pe: ProcessingElement, pods: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The status fields to write with a connectivity report when the PE's pod has just started."""
+    # With a pod present, neither restart policies nor predecessors enter a RECORD of a running pod.
+    decision = decide(pe, pods, restartable=True, previous_launches=0, ready=False)
+    return status_fields(decision) if decision.action is Action.RECORD and decision.started else None
 
 
 def pod_name_of(pod: dict[str, Any]) -> str:

@@ -2,7 +2,8 @@
 
 - `GET /api/state/job/by-id/{id}/name`: the Job's name (text/plain), to resolve PE port labels.
 - `GET|PUT /api/state/job/{job}/pe/{pe}/connectivity`: a JSON string `"Full"|"Partial"|"None"`;
-  PUT writes the PE's `status.connectivity` and answers 204.
+  PUT writes the PE's `status.connectivity` and answers 204. The PE's first report after its pod
+  started also records the pod as running, in the same write (`pod_lifecycle.started_status`).
 - `PUT /api/state/job/{job}/pr/{alias}/width`: a JSON integer ≥ 1, the parallel region's new
   `spec.width` (204; the job controller re-fuses the job).
 - `GET /api/endpoints/job/{job}/pe/{pe}`: the PE Service's ports by name.
@@ -23,9 +24,11 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from streams_k8s.api.processing_element import Connectivity
+from streams_k8s.api.processing_element import Connectivity, ProcessingElement
 from streams_k8s.controller import labels
 from streams_k8s.controller.kinds import PARALLEL_REGIONS, PES, SERVICES
+from streams_k8s.controller.pe_controller import PodsByOwner
+from streams_k8s.controller.pod_lifecycle import started_status
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.informer import Informer
@@ -79,10 +82,12 @@ class InstanceRestApi:
         services: Informer,
         namespace: str | None,
         parallel_regions: Informer | None = None,
+        pods: PodsByOwner | None = None,
     ) -> None:
         self.client = client
         self.jobs, self.pes, self.services = jobs, pes, services
         self.parallel_regions = parallel_regions
+        self.pods = pods
         self.namespace = namespace
 
     def app(self) -> web.Application:
@@ -160,16 +165,33 @@ class InstanceRestApi:
         if value not in allowed:
             raise RestError(400, "BadRequest", f"connectivity must be one of {allowed} as a JSON string")
         m = meta(pe)
-        if (pe.get("status") or {}).get("connectivity") != value:
-            try:
-                await self.client.patch_status(
-                    PES, str(m["name"]), {"connectivity": value}, str(m["namespace"])
-                )
-            except ApiError as err:
-                if err.not_found:
-                    raise RestError(404, "NotFound", f"PE {m['name']} no longer exists") from None
-                raise
+        name, namespace = str(m["name"]), str(m["namespace"])
+        started = self._started_status(pe)
+        try:
+            if started is not None:
+                # Conditional: the pod facts were read against this version of the PE.
+                status = {**started, "connectivity": value}
+                patch = {"metadata": {"resourceVersion": m.get("resourceVersion")}, "status": status}
+                try:
+                    await self.client.patch(PES, name, patch, namespace, subresource="status")
+                    return web.Response(status=204)
+                except ApiError as err:
+                    if not err.conflict:
+                        raise  # else the PE moved on: the controller records its pod itself
+            if started is not None or (pe.get("status") or {}).get("connectivity") != value:
+                await self.client.patch_status(PES, name, {"connectivity": value}, namespace)
+        except ApiError as err:
+            if err.not_found:
+                raise RestError(404, "NotFound", f"PE {name} no longer exists") from None
+            raise
         return web.Response(status=204)
+
+    def _started_status(self, pe: Object) -> dict[str, Any] | None:
+        """The record of a just-started pod, when this report can carry it (see `pod_lifecycle`)."""
+        if self.pods is None:
+            return None
+        pods = self.pods.live_pe_pods(str(meta(pe).get("uid")))
+        return started_status(ProcessingElement.from_wire(pe), pods) if pods else None
 
     async def put_width(self, request: web.Request) -> web.Response:
         """Set a parallel region's ``spec.width`` (the job controller re-fuses the job)."""
