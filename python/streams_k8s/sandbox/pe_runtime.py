@@ -119,6 +119,7 @@ class SimulatedPeRuntime:
         self.worker: Worker[tuple[str, str]] = Worker("pe-runtime", self._sync)
         self.started: dict[str, PeIdentity] = {}  # pod uid -> identity, once Running and Ready
         self.reported: set[str] = set()  # pod uids whose connectivity the controller accepted
+        self._reporting: set[str] = set()  # pod uids with a report in flight
         self.failures: list[tuple[PeIdentity, str]] = []
         self._stopped: list[PeIdentity] = []
         registry.store.listeners.append(self._on_event)
@@ -159,15 +160,22 @@ class SimulatedPeRuntime:
         if uid not in self.started:
             self.started[uid] = pe
             await self.hooks.pe_started(pe, pod)
-        if self.reporter is None or uid in self.reported:
+        if self.reporter is None or uid in self.reported or uid in self._reporting:
             return
+        self._reporting.add(uid)
+        self.worker.spawn(self._report(self.reporter, key, pe))  # every PE reports on its own
+
+    async def _report(self, reporter: Reporter, key: tuple[str, str], pe: PeIdentity) -> None:
         try:
-            await self.reporter(pe, "Full")
+            await reporter(pe, "Full")
         except Exception as exc:  # an unreachable controller is retried, as by the real runtime
             self.failures.append((pe, str(exc)))
             asyncio.get_running_loop().call_later(self.retry_interval, self.worker.add, key)
             return
-        self.reported.add(uid)
+        finally:
+            self._reporting.discard(pe.uid)
+        if pe.uid in self.started:  # not stopped meanwhile (a restarted pod reports again)
+            self.reported.add(pe.uid)
 
     async def close(self) -> None:
         await self.hooks.close()

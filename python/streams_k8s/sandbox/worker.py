@@ -26,6 +26,7 @@ class Worker(Generic[K]):
         self._running = asyncio.Event()
         self._running.set()
         self._task: asyncio.Task[None] | None = None
+        self._spawned: set[asyncio.Task[None]] = set()
 
     def add(self, key: K) -> None:
         self._pending[key] = None
@@ -40,6 +41,20 @@ class Worker(Generic[K]):
             self.add(key)
 
         asyncio.get_running_loop().call_later(delay, fire)
+
+    def spawn(self, work: Awaitable[None]) -> None:
+        """Run ``work`` beside the queue (what happens in parallel in a cluster, e.g. every PE
+        reporting); errors are logged; the worker is not idle until it ends."""
+
+        async def guarded() -> None:
+            try:
+                await work
+            except Exception:
+                log.exception("sandbox %s failed in spawned work", self.name)
+
+        task = asyncio.get_running_loop().create_task(guarded())
+        self._spawned.add(task)
+        task.add_done_callback(self._spawned.discard)
 
     def run_pending(self) -> int:
         """Handle the queued keys now, in the caller (deterministic stepping for tests and tools);
@@ -69,7 +84,8 @@ class Worker(Generic[K]):
 
     @property
     def idle(self) -> bool:
-        return self.paused or (not self._pending and not self._busy and not self._timers)
+        quiet = not self._pending and not self._busy and not self._timers and not self._spawned
+        return self.paused or quiet
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"sandbox-{self.name}")
@@ -80,6 +96,10 @@ class Worker(Generic[K]):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        for task in list(self._spawned):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     async def _run(self) -> None:
         while True:
