@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,10 +43,10 @@ from streams_k8s.controller.pod_lifecycle import (
     status_fields,
 )
 from streams_k8s.controller.pod_spec import PeRuntimeSettings, build_pod, pe_config_map_name, pod_name
+from streams_k8s.controller.pods_by_owner import PodsByOwner
 from streams_k8s.k8s.controller import Requeue, generation_changed
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.events import EventRecorder
-from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import Object, ObjectKey, meta, object_key
 
@@ -68,38 +67,6 @@ class _Started:
     pe_uid: str
     launch: int
     since: float  # monotonic time the pod was first seen running
-
-
-class PodsByOwner:
-    """Pods indexed by their controlling owner's uid (the PE incarnation)."""
-
-    def __init__(self, informer: Informer) -> None:
-        self._by_owner: dict[str, dict[ObjectKey, Object]] = defaultdict(dict)
-        informer.add_handler(self._on_event)
-        for pod in informer.store.select():
-            self._on_event("ADDED", None, pod)
-
-    @staticmethod
-    def _owner(pod: Object) -> str | None:
-        return next(
-            (r.get("uid") for r in meta(pod).get("ownerReferences") or () if r.get("controller")), None
-        )
-
-    def _on_event(self, kind: str, old: Object | None, new: Object | None) -> None:
-        if old is not None and (owner := self._owner(old)) is not None:
-            self._by_owner[owner].pop(object_key(old), None)
-            if not self._by_owner[owner]:
-                del self._by_owner[owner]
-        if kind != "delete" and new is not None and (owner := self._owner(new)) is not None:
-            self._by_owner[owner][object_key(new)] = new
-
-    def live_pe_pods(self, owner_uid: str) -> list[Object]:
-        """The PE pods (not zombies) of this owner that are not being deleted."""
-        return [
-            p
-            for p in self._by_owner.get(owner_uid, {}).values()
-            if meta(p).get("labels", {}).get(labels.SVC) == "pe" and not meta(p).get("deletionTimestamp")
-        ]
 
 
 class PeController:

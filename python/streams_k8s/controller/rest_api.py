@@ -27,8 +27,8 @@ from aiohttp import web
 from streams_k8s.api.processing_element import Connectivity, ProcessingElement
 from streams_k8s.controller import labels
 from streams_k8s.controller.kinds import PARALLEL_REGIONS, PES, SERVICES
-from streams_k8s.controller.pe_controller import PodsByOwner
-from streams_k8s.controller.pod_lifecycle import started_status
+from streams_k8s.controller.pod_lifecycle import PENDING, pod_phase, started_status
+from streams_k8s.controller.pods_by_owner import PodsByOwner
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.informer import Informer
@@ -42,6 +42,9 @@ _ID = re.compile(r"^[0-9]{1,19}$")
 _PROTOCOLS = ("TCP", "UDP", "SCTP")
 _MAX_BODY = 64 * 1024
 _REPLACE_ATTEMPTS = 5
+# How long a connectivity report waits for the pod cache to show its pod running (under the PE
+# controller's REPORT_GRACE, so the report rather than the controller records the start).
+REPORT_SETTLE = 2.0
 
 
 class RestError(Exception):
@@ -166,7 +169,7 @@ class InstanceRestApi:
             raise RestError(400, "BadRequest", f"connectivity must be one of {allowed} as a JSON string")
         m = meta(pe)
         name, namespace = str(m["name"]), str(m["namespace"])
-        started = self._started_status(pe)
+        started = await self._started_status(pe)
         try:
             if started is not None:
                 # Conditional: the pod facts were read against this version of the PE.
@@ -186,11 +189,14 @@ class InstanceRestApi:
             raise
         return web.Response(status=204)
 
-    def _started_status(self, pe: Object) -> dict[str, Any] | None:
+    async def _started_status(self, pe: Object) -> dict[str, Any] | None:
         """The record of a just-started pod, when this report can carry it (see `pod_lifecycle`)."""
         if self.pods is None:
             return None
-        pods = self.pods.live_pe_pods(str(meta(pe).get("uid")))
+        # A report comes from a running pod; the pod watch may not have shown it running yet.
+        pods = await self.pods.live_pe_pods_once(
+            str(meta(pe).get("uid")), lambda ps: any(pod_phase(p) != PENDING for p in ps), REPORT_SETTLE
+        )
         return started_status(ProcessingElement.from_wire(pe), pods) if pods else None
 
     async def put_width(self, request: web.Request) -> web.Response:
