@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from streams_k8s.controller.kinds import CONFIGMAPS, HOSTPOOLS, JOBS, PES, PODS,
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.objects import Object
 from streams_k8s.sandbox import Sandbox
+from streams_k8s.sandbox.server import RequestRecord
 
 WRITES = {"POST", "PUT", "PATCH", "DELETE"}
 REQUEST_LOG = 1_000_000  # the sandbox keeps 10,000 by default: too few for 1,000 PEs
@@ -85,6 +87,7 @@ async def _ours(pes: int, tmp: Path) -> tuple[dict[str, Any], list[tuple[Resourc
             await _until(connected, within=300, every=0.5)
             log = list(sandbox.requests)[mark:]
             writes = sum(1 for r in log if r.method in WRITES) - 1
+            by_kind = Counter(_write_kind(r) for r in log if r.method in WRITES)
             last_pod = max(r.time for r in log if r.method == "POST" and r.path.endswith("/pods")) - wall
         finally:
             usage = operator.stop()
@@ -103,8 +106,18 @@ async def _ours(pes: int, tmp: Path) -> tuple[dict[str, Any], list[tuple[Resourc
         "api_writes_per_pe": round(writes / pes, 2),
         "cpu_seconds": round(usage.cpu_seconds, 2),
         "peak_rss_mb": round(usage.peak_rss_mb, 1),
+        "writes_by_kind": dict(by_kind.most_common()),
     }
     return figures, objects
+
+
+def _write_kind(record: RequestRecord) -> str:
+    """``POST pods``, ``PATCH streamspes/status``: where the writes of a submission go."""
+    info = record.info
+    if info is None:
+        return f"{record.method} {record.path}"
+    target = f"{info.resource}/{info.subresource}" if info.subresource else info.resource
+    return f"{record.method} {target}"
 
 
 async def _listed(sandbox: Sandbox, plural: str) -> bool:
