@@ -68,8 +68,12 @@ async def test_width_changes_refuse_the_job_and_keep_unchanged_pods(
                 assert answer.status == 404
             async with http.put(url, json=4) as answer:
                 assert answer.status == 204, await answer.text()
+            async with http.get(f"{running.api}/api/state/job/wide/pr/nope/width") as answer:
+                assert (answer.status, (await answer.json())["reason"]) == (404, "NotFound")
 
         await eventually_async(lambda: _has_width(client, name, 4), within=20)
+        async with aiohttp.ClientSession() as http, http.get(url) as answer:
+            assert (answer.status, await answer.json()) == (200, 4)
         job = await client.get(JOBS, "wide", "default")
         assert job["status"]["generationId"] == 1
         after = await pes_of(client, "wide")

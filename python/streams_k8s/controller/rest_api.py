@@ -4,8 +4,8 @@
 - `GET|PUT /api/state/job/{job}/pe/{pe}/connectivity`: a JSON string `"Full"|"Partial"|"None"`;
   PUT writes the PE's `status.connectivity` and answers 204. The PE's first report after its pod
   started also records the pod as running, in the same write (`pod_lifecycle.started_status`).
-- `PUT /api/state/job/{job}/pr/{alias}/width`: a JSON integer ≥ 1, the parallel region's new
-  `spec.width` (204; the job controller re-fuses the job).
+- `GET|PUT /api/state/job/{job}/pr/{alias}/width`: a JSON integer ≥ 1, the parallel region's
+  `spec.width`; PUT sets it (204; the job controller re-fuses the job).
 - `GET /api/endpoints/job/{job}/pe/{pe}`: the PE Service's ports by name.
 - `GET /api/endpoints/job/{job}/endpoint/{ep}`: `{canonicalName, port, protocol}` of port `usr-<ep>`.
 - `PUT|DELETE /api/endpoints/job/{job}/pe/{pe}/endpoint/{ep}`: add or remove port `usr-<ep>` on the
@@ -100,6 +100,7 @@ class InstanceRestApi:
         app.router.add_get("/api/state/job/{job}/pe/{pe}/connectivity", self.get_connectivity)
         app.router.add_put("/api/state/job/{job}/pe/{pe}/connectivity", self.put_connectivity)
         if self.parallel_regions is not None:
+            app.router.add_get("/api/state/job/{job}/pr/{alias}/width", self.get_width)
             app.router.add_put("/api/state/job/{job}/pr/{alias}/width", self.put_width)
         app.router.add_get("/api/endpoints/job/{job}/pe/{pe}", self.pe_ports)
         app.router.add_get("/api/endpoints/job/{job}/endpoint/{ep}", self.get_endpoint)
@@ -199,24 +200,29 @@ class InstanceRestApi:
         )
         return started_status(ProcessingElement.from_wire(pe), pods) if pods else None
 
-    async def put_width(self, request: web.Request) -> web.Response:
-        """Set a parallel region's ``spec.width`` (the job controller re-fuses the job)."""
+    def _region(self, request: web.Request) -> Object:
         assert self.parallel_regions is not None
         job_name, alias = request.match_info["job"], request.match_info["alias"]
-        job = self._job(job_name)
-        width = await self._body(request)
-        if isinstance(width, bool) or not isinstance(width, int) or width < 1:
-            raise RestError(400, "BadRequest", "the width must be a JSON integer of at least 1")
-        namespace = str(meta(job).get("namespace"))
+        namespace = str(meta(self._job(job_name)).get("namespace"))
         found = [
             pr
             for pr in self.parallel_regions.store.select_by_labels({labels.JOB: job_name}, namespace)
             if (pr.get("spec") or {}).get("alias") == alias
         ]
-        region = self._one(found, f"parallel region '{alias}' of job '{job_name}'")
-        await self.client.patch(
-            PARALLEL_REGIONS, str(meta(region)["name"]), {"spec": {"width": width}}, namespace
-        )
+        return self._one(found, f"parallel region '{alias}' of job '{job_name}'")
+
+    async def get_width(self, request: web.Request) -> web.Response:
+        """The parallel region's ``spec.width``: the width asked for (status says when it runs so)."""
+        return _json((self._region(request).get("spec") or {}).get("width"))
+
+    async def put_width(self, request: web.Request) -> web.Response:
+        """Set a parallel region's ``spec.width`` (the job controller re-fuses the job)."""
+        region = self._region(request)
+        width = await self._body(request)
+        if isinstance(width, bool) or not isinstance(width, int) or width < 1:
+            raise RestError(400, "BadRequest", "the width must be a JSON integer of at least 1")
+        name, namespace = str(meta(region)["name"]), str(meta(region)["namespace"])
+        await self.client.patch(PARALLEL_REGIONS, name, {"spec": {"width": width}}, namespace)
         return web.Response(status=204)
 
     # --- /api/endpoints -------------------------------------------------------------------
@@ -399,6 +405,16 @@ OPENAPI: dict[str, Any] = {
                 _JOB,
                 {"name": "alias", "in": "path", "required": True, "schema": {"type": "string"}},
             ],
+            "get": {
+                "summary": "The parallel region's width (spec.width)",
+                "responses": {
+                    "200": {
+                        "description": "width",
+                        "content": {"application/json": {"schema": {"type": "integer", "minimum": 1}}},
+                    },
+                    **_errors_for(400, 404, 409),
+                },
+            },
             "put": {
                 "summary": "Set the parallel region's width (the job is re-fused)",
                 "requestBody": {
