@@ -39,7 +39,6 @@ class PlannedPe:
     aadl: str = ""
     content_id: str = ""
     placement: Placement = field(default_factory=Placement)
-    regions: list[int] = field(default_factory=list)
     restartable: bool = True
     signature: tuple[object, ...] = ()  # inputs of the AADL; equal signatures render equal AADL
 

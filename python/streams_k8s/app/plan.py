@@ -227,7 +227,6 @@ def plan_topology(
     for pe in pes:
         members = [topo.nodes[n] for n in pe.nodes]
         pe.placement = _placement(topo, pe.nodes, isolated)
-        pe.regions = sorted({c.region for n in members for c in n.channels})
         pe.restartable = all(n.operator.restartable for n in members)
         pe.signature = (job_name, job_id, *_signature(topo, pe, ports))
         if pe.signature in rendered:
