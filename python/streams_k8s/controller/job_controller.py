@@ -380,7 +380,8 @@ class JobController:
         namespace = str(job.metadata.namespace)
         conditions = list(status.get("conditions") or [])
         fetcher = await self._bundle_fetcher()
-        pinned = status.get("bundleDigest")
+        # The digest recorded for this spec; an edited spec (still submitting) fetches afresh.
+        pinned = status.get("bundleDigest") if status.get("observedGeneration") == generation else None
         try:
             if pinned is None:
                 fetched = await fetcher.fetch(namespace, job.spec.bundle)
