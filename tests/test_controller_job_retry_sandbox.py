@@ -191,6 +191,35 @@ async def test_a_spec_change_starts_again_at_attempt_one(
     assert status["observedGeneration"] == 2
 
 
+@pytest.mark.sandbox(nodes=1)
+async def test_an_edit_while_submitting_starts_over_with_the_new_spec(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=2, length=2))
+    sandbox.faults.fail(500, None, verb="create", resource="streamspes")  # stuck before the PEs
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("moving", bundle, fusion={"manual": 2}))
+
+        async def half_made() -> bool:
+            return "configmaps/moving-1" in await pe_objects(client, "moving")
+
+        await eventually_async(half_made, within=15)
+        await client.patch(JOBS, "moving", {"spec": {"fusion": {"manual": 3}}}, "default")
+
+        async def started_over() -> bool:
+            return (await job_status(client, "moving")).get("observedGeneration") == 2
+
+        await eventually_async(started_over, within=15)
+        sandbox.faults.clear()
+        status = await wait_for_phase(client, "moving", *SUBMITTED)
+    assert (status["observedGeneration"], status["submissionAttempts"]) == (2, 1)
+    assert status["processingElements"] == 3
+    assert status["message"] == "3 PEs submitted"
+    pes, _ = await client.list_all(PES, "default", label_selector=f"{labels.JOB}=moving")
+    assert sorted(p["metadata"]["name"] for p in pes) == ["moving-0", "moving-1", "moving-2"]
+    assert await notes(client, "moving", "SubmissionRetrying") == []
+
+
 def _invalid_name(url: str, bundle: Path) -> dict[str, Any]:
     write_sab(bundle, SyntheticSpec())
     return job_manifest("bad-" + "x" * 56, bundle)  # a label value, too long for PE names

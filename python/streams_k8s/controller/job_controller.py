@@ -37,7 +37,8 @@ pool used with a larger index). A spec change starts over at attempt 1.
 
 Once submitted, a deleted ConfigMap, Service, HostPool, ParallelRegion, ConsistentRegion(Operator)
 is recreated; a deleted PE is recreated when it is restartable. Spec edits after submission are
-not applied (status message and a SpecChangeIgnored Event say so); a failed Job retries on them.
+not applied (status message and a SpecChangeIgnored Event say so); a failed Job, or one still
+submitting, starts over with them from a clean slate.
 A ParallelRegion's width edits are: the job is re-fused and only what changed is updated (`widths`).
 """
 
@@ -256,8 +257,9 @@ class JobController:
             await self._fail(obj, status, failure, generation)
             return await self._clean(obj, uid)
 
-        if phase == JobPhase.FAILED:
-            retry = status.get("observedGeneration") == generation  # else the spec changed
+        edited = status.get("observedGeneration") not in (None, generation)
+        if phase == JobPhase.FAILED or (phase == JobPhase.SUBMITTING and edited):
+            retry = not edited  # an automatic retry; else a new spec starts over
             if retry and status.get("nextAttempt") is None:
                 return await self._clean(obj, uid)  # stays failed; finishes a cleanup cut short
             if (wait := await self._clean(obj, uid)) is not None:
