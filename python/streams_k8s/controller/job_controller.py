@@ -282,7 +282,7 @@ class JobController:
     # --- submission -----------------------------------------------------------------------
 
     def _restart(self, status: dict[str, Any], generation: int, attempt: int) -> dict[str, Any]:
-        """A new attempt after a failure: keep the id, forget the rest (null deletes in a merge patch)."""
+        """A new attempt (retry or edited spec): keep the id, forget the rest (null deletes in a patch)."""
         conditions: list[dict[str, Any]] = []
         set_condition(conditions, VALID, "True", "Validated", "the spec is valid", generation)
         fresh: dict[str, Any] = {
