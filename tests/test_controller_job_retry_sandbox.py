@@ -281,7 +281,8 @@ async def test_a_restarted_controller_plans_only_from_the_submitted_bundle(
     sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=2, length=2, regions=1, width=2))
-    submitted = hashlib.sha256(bundle.read_bytes()).hexdigest()
+    original = bundle.read_bytes()
+    submitted = hashlib.sha256(original).hexdigest()
     cache = tmp_path / "cache"
     manifest = job_manifest("pin", bundle, fusion={"manual": 3})
     manifest["spec"]["bundle"]["pullPolicy"] = "Always"
@@ -330,6 +331,18 @@ async def test_a_restarted_controller_plans_only_from_the_submitted_bundle(
     assert f"not sha256:{submitted[:12]} it was submitted with" in fetched["message"]
     assert "deleted children are not restored" in status["message"]
     assert [status["message"]] == await notes(client, "pin", "BundleChanged")  # said once
+
+    # The submitted build is back at the source: the next replica restores from it, and says so.
+    replace_file(bundle, original)
+    async with operator(sandbox, monkeypatch, tmp_path / "third-replica-cache"):
+        await eventually_async(restored, within=15)
+
+        async def recovered() -> bool:
+            return (await job_status(client, "pin")).get("message") == "3 PEs submitted"
+
+        await eventually_async(recovered, within=15)
+    assert await pe_objects(client, "pin") == objects
+    assert condition(await job_status(client, "pin"), "BundleFetched")["status"] == "True"
 
 
 @pytest.mark.sandbox(nodes=[tagged("node-a"), tagged("node-b")])
