@@ -52,9 +52,17 @@ class Running:
 
 @asynccontextmanager
 async def operator(
-    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, cache: Path, api_port: int = 0, **overrides: Any
+    sandbox: Sandbox,
+    monkeypatch: pytest.MonkeyPatch,
+    cache: Path,
+    api_port: int = 0,
+    job_retry_delay: float | None = None,
+    **overrides: Any,
 ) -> AsyncIterator[Running]:
-    """The operator's `setup` under a Manager, as `streams-k8s run` runs it."""
+    """The operator's `setup` under a Manager, as `streams-k8s run` runs it.
+
+    ``job_retry_delay`` shortens the job controller's first automatic retry (10 s) for a test.
+    """
     monkeypatch.setenv("STREAMS_K8S_API_PORT", str(api_port))
     monkeypatch.setenv("STREAMS_K8S_REPOSITORY_PORT", "0")
     monkeypatch.setenv("STREAMS_K8S_BUNDLE_CACHE", str(cache))
@@ -73,6 +81,8 @@ async def operator(
     manager = Manager(settings)
     await manager.connect()
     instance = await setup(manager)
+    if job_retry_delay is not None:
+        instance.jobs.retry_delay = job_retry_delay
     running = Running(manager, instance, asyncio.create_task(manager.run(handle_signals=False)))
     try:
         yield running
@@ -119,7 +129,9 @@ async def wait_for_phase(client: KubeClient, name: str, *phases: str, within: fl
     seen: dict[str, Any] = {}
 
     async def reached() -> bool:
-        seen.update(await job_status(client, name))
+        latest = await job_status(client, name)
+        seen.clear()  # the latest status only: fields an earlier status had may be gone
+        seen.update(latest)
         return seen.get("phase") in phases
 
     try:

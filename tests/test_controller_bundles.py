@@ -15,7 +15,7 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 
 from streams_k8s.api.job import Bundle
-from streams_k8s.controller.bundles import BundleCache, BundleError, BundleFetcher
+from streams_k8s.controller.bundles import BundleCache, BundleChanged, BundleError, BundleFetcher
 from streams_k8s.controller.certificates import transport_certificate
 from tls_material import make_authority
 
@@ -125,6 +125,36 @@ async def test_sourceless_bundle_comes_from_the_cache(tmp_path: Path, session: a
     bundles = fetcher(tmp_path, session)
     found = await bundles.fetch("ns", Bundle.model_validate({"name": "uploaded.sab", "pullPolicy": "Always"}))
     assert (found.digest, found.cached) == (stored.digest, True)
+
+
+async def test_pinned_content_comes_from_the_cache_whatever_the_pull_policy(
+    tmp_path: Path, origin: Origin, session: aiohttp.ClientSession
+) -> None:
+    spec = Bundle.model_validate({"name": "a.sab", "pullPolicy": "Always", "http": {"url": origin.url}})
+    submitted = await fetcher(tmp_path, session).fetch("ns", spec)
+    origin.body = b"PK\x03\x04 a newer build"
+    pinned = await fetcher(tmp_path, session).fetch_pinned("ns", spec, submitted.digest)
+    assert (pinned.cached, pinned.path.read_bytes()) == (True, SAB)
+    assert len(origin.requests) == 1  # not fetched
+
+
+async def test_pinned_content_missing_from_the_cache_is_fetched_and_checked(
+    tmp_path: Path, origin: Origin, session: aiohttp.ClientSession
+) -> None:
+    spec = Bundle.model_validate({"name": "a.sab", "http": {"url": origin.url}})
+    submitted = await fetcher(tmp_path / "first-replica", session).fetch("ns", spec)
+    replica = fetcher(tmp_path / "new-replica", session)
+    same = await replica.fetch_pinned("ns", spec, submitted.digest)  # IfNotPresent: still fetched
+    assert (same.cached, same.digest) == (False, submitted.digest)
+
+    origin.body = b"PK\x03\x04 a newer build"
+    changed = fetcher(tmp_path / "third-replica", session)
+    with pytest.raises(BundleChanged, match=f"not sha256:{submitted.digest[:12]} it was submitted with"):
+        await changed.fetch_pinned("ns", spec, submitted.digest)
+    # The other content is not filed under the bundle's name: nothing serves it for this job.
+    assert BundleCache(tmp_path / "third-replica" / "cache").lookup("ns", "a.sab") is None
+    with pytest.raises(BundleError, match=r"no file, http or github source and sha256:\w{12} is not in the"):
+        await changed.fetch_pinned("ns", Bundle.model_validate({"name": "a.sab"}), submitted.digest)
 
 
 async def test_http_bundle_and_accept_header(

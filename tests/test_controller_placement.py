@@ -255,3 +255,47 @@ def test_nodes_read_from_the_api_shape() -> None:
         }
     )
     assert info == NodeInfo("n1", {"a": "b"}, ("10.1.1.1",), True, (Taint("k", "", "NoSchedule"),))
+
+
+SIZED_SOURCES = HostPoolSpec(name="source_hosts", index=1, tags=["source"], size=2)
+
+
+@pytest.mark.parametrize(
+    ("pools", "pes", "depends_on_nodes"),
+    [
+        ([], [pe(1, host="10.9.9.9")], True),  # a node with that address may join
+        ([HostPoolSpec(name="bad", index=1, hosts=["node-z"])], [pe(0)], True),
+        (
+            [HostPoolSpec(name="s", index=1, tags=["sink"], size=2)],
+            [pe(0, host_pool_location=PoolLocation(pool_index=1))],
+            True,
+        ),
+        (  # a pool of every matching node grows when nodes are tagged
+            [HostPoolSpec(name="s", index=1, tags=["source"])],
+            [pe(0, host_pool_location=PoolLocation(pool_index=1, inpool_index=2))],
+            True,
+        ),
+        (  # a pool of 2 used at index 2 is the application's mistake
+            [SIZED_SOURCES],
+            [pe(0, host_pool_location=PoolLocation(pool_index=1, inpool_index=2))],
+            False,
+        ),
+        ([], [pe(0, host_pool_location=PoolLocation(pool_index=7))], False),
+        ([], [pe(3, co_locations=["side by side"])], False),
+    ],
+    ids=[
+        "unknown-ip",
+        "unknown-pool-host",
+        "too-few-tagged",
+        "index-beyond-open-pool",
+        "index-beyond-sized-pool",
+        "unknown-pool-index",
+        "unrepresentable-token",
+    ],
+)
+def test_failures_say_whether_other_nodes_could_satisfy_them(
+    pools: list[HostPoolSpec], pes: list[PlacedPe], depends_on_nodes: bool
+) -> None:
+    with pytest.raises(PlacementError) as failed:
+        plan(pools, pes)
+    assert failed.value.depends_on_nodes is depends_on_nodes

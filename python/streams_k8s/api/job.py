@@ -221,6 +221,15 @@ class JobStatus(Status):
     planned_nodes: Annotated[int, Field(ge=1)] | None = Field(
         None, description="Schedulable node count automatic fusion used; a re-plan reuses it."
     )
+    bundle_digest: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")] | None = Field(
+        None, description="sha256 of the bundle this submission uses: every re-plan uses this content."
+    )
+    submission_attempts: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="Submission attempts for the current spec (1, then +1 at each automatic retry)."
+    )
+    next_attempt: datetime | None = Field(
+        None, description="When a failure that may go away on its own is retried; unset if it is not retried."
+    )
 
 
 class Job(Resource[JobSpec, JobStatus]):

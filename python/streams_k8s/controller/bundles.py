@@ -5,6 +5,9 @@ The cache is content-addressed (`<root>/sha256/<digest>.sab`) with a per-namespa
 many jobs is stored once and a name always points at complete content (writes are atomic).
 `pullPolicy: IfNotPresent` serves a cached name without fetching; `Always` fetches every time.
 A bundle with no source is looked up in the cache by name (a bundle uploaded earlier).
+`fetch_pinned` wants exactly the content a job was submitted with (its digest): it is served from
+the content store without fetching, whatever the pull policy; a fetch that finds other content
+raises `BundleChanged` and leaves the cache as it was.
 Transient failures (connection errors, 5xx, 429) are retried with backoff; others fail at once.
 """
 
@@ -42,6 +45,19 @@ class BundleError(Exception):
         self.transient = transient
 
 
+BUNDLE_CHANGED = "BundleChanged"
+
+
+class BundleChanged(BundleError):
+    """The bundle's source now holds other content than the digest a job was submitted with."""
+
+    def __init__(self, name: str, pinned: str, found: str) -> None:
+        super().__init__(
+            BUNDLE_CHANGED,
+            f"bundle {name} is now sha256:{found[:12]}, not sha256:{pinned[:12]} it was submitted with",
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class FetchedBundle:
     name: str
@@ -62,13 +78,17 @@ class BundleCache:
     def content_path(self, digest: str) -> Path:
         return self.root / "sha256" / f"{digest}.sab"
 
+    def content(self, name: str, digest: str) -> FetchedBundle | None:
+        """The stored content with this digest, if the cache has it."""
+        path = self.content_path(digest)
+        return FetchedBundle(name, digest, path, cached=True) if path.is_file() else None
+
     def lookup(self, namespace: str, name: str) -> FetchedBundle | None:
         try:
             digest = self._index(namespace, name).read_text().strip()
         except FileNotFoundError:
             return None
-        path = self.content_path(digest)
-        return FetchedBundle(name, digest, path, cached=True) if path.is_file() else None
+        return self.content(name, digest)
 
     def store(self, namespace: str, name: str, data: bytes) -> FetchedBundle:
         digest = hashlib.sha256(data).hexdigest()
@@ -113,16 +133,32 @@ class BundleFetcher:
 
     async def fetch(self, namespace: str, bundle: Bundle) -> FetchedBundle:
         cached = self._cache.lookup(namespace, bundle.name)
-        has_source = bundle.file or bundle.http or bundle.github
-        if cached is not None and (bundle.pull_policy is PullPolicy.IF_NOT_PRESENT or not has_source):
+        if cached is not None and (
+            bundle.pull_policy is PullPolicy.IF_NOT_PRESENT or not _has_source(bundle)
+        ):
             return cached
-        if not has_source:
+        data = await self._download_with_retries(namespace, bundle, "is not in the bundle cache")
+        return self._cache.store(namespace, bundle.name, data)
+
+    async def fetch_pinned(self, namespace: str, bundle: Bundle, digest: str) -> FetchedBundle:
+        """Exactly the content with this sha256: from the cache, else fetched and checked."""
+        cached = self._cache.content(bundle.name, digest)
+        if cached is not None:
+            return cached
+        data = await self._download_with_retries(
+            namespace, bundle, f"sha256:{digest[:12]} is not in the bundle cache"
+        )
+        if (found := hashlib.sha256(data).hexdigest()) != digest:
+            raise BundleChanged(bundle.name, digest, found)
+        return self._cache.store(namespace, bundle.name, data)
+
+    async def _download_with_retries(self, namespace: str, bundle: Bundle, not_cached: str) -> bytes:
+        if not _has_source(bundle):
             raise BundleError(
                 "BundleNotFound",
-                f"bundle '{bundle.name}' has no file, http or github source and is not in the bundle cache",
+                f"bundle '{bundle.name}' has no file, http or github source and {not_cached}",
             )
-        data = await self._with_retries(lambda: self._download(namespace, bundle))
-        return self._cache.store(namespace, bundle.name, data)
+        return await self._with_retries(lambda: self._download(namespace, bundle))
 
     async def _with_retries(self, download: Callable[[], Awaitable[bytes]]) -> bytes:
         attempt = 0
@@ -208,6 +244,10 @@ class BundleFetcher:
         except (aiohttp.ClientError, TimeoutError) as err:
             message = f"GET {url} failed: {err or type(err).__name__}"
             raise BundleError("BundleFetchFailed", message, transient=True) from err
+
+
+def _has_source(bundle: Bundle) -> bool:
+    return bundle.file is not None or bundle.http is not None or bundle.github is not None
 
 
 def _read_file(path: Path) -> bytes:

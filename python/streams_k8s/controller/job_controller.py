@@ -5,19 +5,40 @@ Deleting once the Job is being deleted (owner references then remove every child
 Conditions: Valid, BundleFetched, Planned, PodsReady; an Event marks each milestone and failure.
 
 The status is a write-ahead log. Before anything is created the status records the job id, the
-submission start and the node count fusion uses (`plannedNodes`); every status write carries the
-resourceVersion it was computed from, so a stale cache never overwrites newer facts. A controller
-killed anywhere re-plans the same PEs from the recorded facts and creates what is missing (names
-are deterministic, AlreadyExists is success): no duplicates, no orphans, no second id.
+submission start, the sha256 of the bundle (`bundleDigest`) and the node count fusion uses
+(`plannedNodes`); every status write carries the resourceVersion it was computed from, so a stale
+cache never overwrites newer facts. A controller killed anywhere re-plans the same PEs from the
+recorded facts and creates what is missing (names are deterministic, AlreadyExists is success): no
+duplicates, no orphans, no second id. A re-plan uses exactly the recorded bundle content, from the
+content-addressed cache without fetching whatever the pull policy; a replica that lacks it fetches
+it and checks the digest. Content that changed since submission is never planned from: a
+submitted job keeps its children, does not restore deleted ones and says so (BundleChanged Event,
+status message, BundleFetched=False); a job still submitting fails and retries (below).
 
-A failed submission (invalid spec, bundle that cannot be fetched, plan or placement that cannot be
-satisfied, `submissionTimeOutInSeconds` passed) is recorded as phase Failed first, then every
-child is deleted with Foreground propagation. It stays Failed until its spec changes; the next
-attempt starts from a clean slate once the last child is gone.
+A failed submission is recorded as phase Failed first, then every child is deleted with Foreground
+propagation; a new attempt starts from a clean slate once the last child is gone, keeps the job
+id, counts itself in `submissionAttempts` and fetches the bundle afresh (per its pull policy).
+Failures that can go away without a change to the Job are retried automatically, after
+`retry_delay` (10 s) doubling per attempt up to `RETRY_MAX_DELAY` (5 min); `nextAttempt` records
+when, so a restarted controller keeps the schedule, and a SubmissionRetrying Event marks each retry:
+
+- a bundle fetch failing transiently (connection error, 5xx, 429) after the fetcher's own retries;
+- a bundle's Secret or CA ConfigMap that does not exist: it is often applied with the Job, in any
+  order;
+- a bundle whose content changed while the job was submitting: a clean slate takes the new one;
+- `submissionTimeOutInSeconds` passed: API errors and a slow API server are passing conditions;
+- placement on nodes that are not there: a pool needing more matching nodes than the cluster has,
+  `host(name or IP)` no node has, a named node not schedulable (nodes come, go and get labels).
+
+Everything else needs a new spec or bundle, so the Job stays Failed until its spec changes: an
+invalid spec (Valid=False), a bundle that does not exist, is refused (4xx, TLS) or is not a bundle,
+and planning errors of the application itself (fusion, topology, a pool index it lacks, a sized
+pool used with a larger index). A spec change starts over at attempt 1.
 
 Once submitted, a deleted ConfigMap, Service, HostPool, ParallelRegion, ConsistentRegion(Operator)
 is recreated; a deleted PE is recreated when it is restartable. Spec edits after submission are
-not applied (status message and a SpecChangeIgnored Event say so); a failed Job retries on them.
+not applied (status message and a SpecChangeIgnored Event say so); a failed Job, or one still
+submitting, starts over with them from a clean slate.
 A ParallelRegion's width edits are: the job is re-fused and only what changed is updated (`widths`).
 """
 
@@ -28,7 +49,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from streams_k8s.api.consistent_region import CoordinatorMode
@@ -40,7 +61,7 @@ from streams_k8s.app.submission import SubmissionError
 from streams_k8s.app.topology import TopologyError
 from streams_k8s.controller import labels
 from streams_k8s.controller import widths as widths_module
-from streams_k8s.controller.bundles import BundleError, BundleFetcher
+from streams_k8s.controller.bundles import BUNDLE_CHANGED, BundleChanged, BundleError, BundleFetcher
 from streams_k8s.controller.certificates import TRANSPORT_CERT_KEY, TRANSPORT_KEY_KEY, transport_certificate
 from streams_k8s.controller.job_ids import allocate_job_id
 from streams_k8s.controller.kinds import (
@@ -68,7 +89,7 @@ from streams_k8s.controller.submission import (
 )
 from streams_k8s.controller.widths import widths_of
 from streams_k8s.k8s.client import Resource
-from streams_k8s.k8s.conditions import format_time, set_condition
+from streams_k8s.k8s.conditions import find_condition, format_time, set_condition
 from streams_k8s.k8s.controller import Requeue
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.events import EventRecorder
@@ -80,6 +101,13 @@ from streams_k8s.naming import pe_service_name
 log = logging.getLogger(__name__)
 
 VALID, BUNDLE_FETCHED, PLANNED, PODS_READY = "Valid", "BundleFetched", "Planned", "PodsReady"
+SUBMITTED = "Submitted"  # the condition a submission that timed out sets False
+# Automatic retries of failures that can go away on their own (see the module docs).
+RETRY_FIRST_DELAY = 10.0
+RETRY_MAX_DELAY = 300.0
+# Bundle failures that clear without a change to the Job: besides transient fetch errors, objects
+# the bundle source refers to that may be applied after the Job.
+_BUNDLE_REFERENCES_MISSING = frozenset({"SecretNotFound", "CertificateAuthorityNotFound"})
 # Children created concurrently by one submission (the client's QPS bucket still applies).
 CREATE_CONCURRENCY = 16
 SPEC_CHANGE_IGNORED = "spec changes after submission are not applied: delete and re-create the Job"
@@ -130,15 +158,40 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _parse_time(text: object) -> datetime:
+    return datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+
+
+def retry_backoff(first_delay: float, attempts: int) -> float:
+    """Seconds to wait before the retry that follows ``attempts`` failed attempts."""
+    return float(min(first_delay * 2 ** (attempts - 1), RETRY_MAX_DELAY))
+
+
+def _bundle_failure(err: BundleError) -> SubmissionFailure:
+    retryable = err.transient or isinstance(err, BundleChanged) or err.reason in _BUNDLE_REFERENCES_MISSING
+    return SubmissionFailure(BUNDLE_FETCHED, err.reason, str(err), retryable)
+
+
+def _failed_reason(status: dict[str, Any]) -> str:
+    """The reason of the condition a failed attempt set False."""
+    for type_ in (BUNDLE_FETCHED, PLANNED, SUBMITTED):
+        found = find_condition(status.get("conditions"), type_)
+        if found is not None and found.get("status") == "False":
+            return str(found.get("reason"))
+    return "a failure"
+
+
 class JobController:
     def __init__(
         self,
         manager: Manager,
         fetcher_factory: Callable[[], Awaitable[BundleFetcher]],
         coordinator_mode: CoordinatorMode = CoordinatorMode.DEDICATED,
+        retry_delay: float = RETRY_FIRST_DELAY,
     ) -> None:
         self.client = manager.client
         self.coordinator_mode = coordinator_mode
+        self.retry_delay = retry_delay  # before the first automatic retry; doubles per attempt
         self.jobs = manager.informer(JOBS)
         self.pes = manager.informer(PES)
         self.hostpools = manager.informer(HOSTPOOLS)
@@ -204,12 +257,23 @@ class JobController:
             await self._fail(obj, status, failure, generation)
             return await self._clean(obj, uid)
 
-        if phase == JobPhase.FAILED:
-            if status.get("observedGeneration") == generation:
+        edited = status.get("observedGeneration") not in (None, generation)
+        if phase == JobPhase.FAILED or (phase == JobPhase.SUBMITTING and edited):
+            retry = not edited  # an automatic retry; else a new spec starts over
+            if retry and status.get("nextAttempt") is None:
                 return await self._clean(obj, uid)  # stays failed; finishes a cleanup cut short
             if (wait := await self._clean(obj, uid)) is not None:
                 return wait  # the new attempt starts once the old children are gone
-            obj = await self._write_status(obj, self._restart(status, generation))
+            attempt = 1
+            if retry:
+                due = (_parse_time(status["nextAttempt"]) - _now()).total_seconds()
+                if due > 0:
+                    return Requeue(due)
+                attempt = int(status.get("submissionAttempts") or 1) + 1
+            obj = await self._write_status(obj, self._restart(status, generation, attempt))
+            if retry:
+                note = f"attempt {attempt}: starting again from a clean slate after {_failed_reason(status)}"
+                await self.recorder.record(obj, "Normal", "SubmissionRetrying", note)
             status, phase = dict(obj.get("status") or {}), JobPhase.SUBMITTING.value
         if phase in (JobPhase.SUBMITTED, JobPhase.RUNNING) and status.get("id") is not None:
             return await self._maintain(obj, job, status)
@@ -217,8 +281,8 @@ class JobController:
 
     # --- submission -----------------------------------------------------------------------
 
-    def _restart(self, status: dict[str, Any], generation: int) -> dict[str, Any]:
-        """A new attempt after a failure: keep the id, forget the rest (null deletes in a merge patch)."""
+    def _restart(self, status: dict[str, Any], generation: int, attempt: int) -> dict[str, Any]:
+        """A new attempt (retry or edited spec): keep the id, forget the rest (null deletes in a patch)."""
         conditions: list[dict[str, Any]] = []
         set_condition(conditions, VALID, "True", "Validated", "the spec is valid", generation)
         fresh: dict[str, Any] = {
@@ -226,6 +290,7 @@ class JobController:
             "conditions": conditions,
             "observedGeneration": generation,
             "submissionStarted": format_time(_now()),
+            "submissionAttempts": attempt,
             "generationId": 0,
         }
         if status.get("id") is not None:
@@ -236,17 +301,18 @@ class JobController:
         uid = str(meta(obj)["uid"])
         if status.get("id") is None:
             obj, status = await self._record_intent(obj, job, status, generation)
-        started = datetime.fromisoformat(str(status["submissionStarted"]).replace("Z", "+00:00"))
+        started = _parse_time(status["submissionStarted"])
         remaining = job.spec.submission_time_out_in_seconds - (_now() - started).total_seconds()
         try:
             async with asyncio.timeout(max(remaining, 0.0)):
                 return await self._submit_within(obj, job, status, generation, uid)
         except TimeoutError:
             failure = SubmissionFailure(
-                "Submitted",
+                SUBMITTED,
                 "SubmissionTimedOut",
                 f"submission did not finish within submissionTimeOutInSeconds="
                 f"{job.spec.submission_time_out_in_seconds}",
+                retryable=True,
             )
             fresh = self.jobs.store.get(ObjectKey(str(job.metadata.namespace), str(job.metadata.name))) or obj
             await self._fail(fresh, dict(fresh.get("status") or status), failure, generation)
@@ -276,6 +342,7 @@ class JobController:
             generationId=0,
             observedGeneration=generation,
             submissionStarted=format_time(_now()),
+            submissionAttempts=int(status.get("submissionAttempts") or 1),
         )
         conditions = list(status.get("conditions") or [])
         set_condition(conditions, VALID, "True", "Validated", "the spec is valid", generation)
@@ -293,7 +360,7 @@ class JobController:
         await self._create_missing(planned.children, lambda child: True)
         status = dict(status)
         status["phase"] = JobPhase.SUBMITTED.value
-        status["message"] = f"{len(planned.plan.pes)} PEs submitted"
+        status["message"] = _submitted_message(len(planned.plan.pes))
         obj = await self._write_status(obj, status)
         await self.recorder.record(
             obj,
@@ -306,17 +373,24 @@ class JobController:
     async def _plan(
         self, obj: Object, job: Job, status: dict[str, Any], generation: int, uid: str
     ) -> tuple[_Planned, Object, dict[str, Any]]:
-        """The job's plan (cached), recording BundleFetched, Planned and plannedNodes on first use."""
+        """The job's plan (cached), recording BundleFetched, bundleDigest, Planned and plannedNodes
+        on first use; later plans use the recorded bundle content."""
         job_id = int(status["id"])
         cached = self._planned.get(uid)
         if cached is not None and cached.generation == generation and cached.job_id == job_id:
             return cached, obj, status
         namespace = str(job.metadata.namespace)
         conditions = list(status.get("conditions") or [])
+        fetcher = await self._bundle_fetcher()
+        # The digest recorded for this spec; an edited spec (still submitting) fetches afresh.
+        pinned = status.get("bundleDigest") if status.get("observedGeneration") == generation else None
         try:
-            fetched = await (await self._bundle_fetcher()).fetch(namespace, job.spec.bundle)
+            if pinned is None:
+                fetched = await fetcher.fetch(namespace, job.spec.bundle)
+            else:
+                fetched = await fetcher.fetch_pinned(namespace, job.spec.bundle, str(pinned))
         except BundleError as err:
-            raise SubmissionFailure(BUNDLE_FETCHED, err.reason, str(err)) from None
+            raise _bundle_failure(err) from None
         changed = set_condition(
             conditions,
             BUNDLE_FETCHED,
@@ -340,6 +414,7 @@ class JobController:
         )
         if (
             changed
+            or status.get("bundleDigest") != fetched.digest
             or status.get("plannedNodes") != planned_nodes
             or status.get("processingElements") != len(planned.plan.pes)
             or status.get("applicationName") != planned.app.name
@@ -347,6 +422,7 @@ class JobController:
             status = {
                 **status,
                 "applicationName": planned.app.name,
+                "bundleDigest": fetched.digest,
                 "conditions": conditions,
                 "plannedNodes": planned_nodes,
                 "processingElements": len(planned.plan.pes),
@@ -426,9 +502,12 @@ class JobController:
             if status.get("message") != SPEC_CHANGE_IGNORED:
                 await self.recorder.record(obj, "Warning", "SpecChangeIgnored", SPEC_CHANGE_IGNORED)
             return await self._update_counts(obj, {**status, "message": SPEC_CHANGE_IGNORED})
+        changed_before = _reported_bundle_change(status)
         try:
             planned, obj, status = await self._plan(obj, job, status, generation, uid)
         except SubmissionFailure as failure:
+            if failure.reason == BUNDLE_CHANGED:
+                return await self._bundle_changed(obj, status, failure, generation)
             log.warning(
                 "job %s/%s cannot be re-planned to restore its children: %s",
                 m.get("namespace"),
@@ -437,6 +516,8 @@ class JobController:
             )
             planned = None
         if planned is not None:
+            if changed_before:  # the submitted content is back: the warning no longer holds
+                status = {**status, "message": _submitted_message(len(planned.plan.pes))}
             obj, status, plan, children = await self._follow_widths(obj, job, planned, status)
             restartable = {pe_service_name(str(m["name"]), pe.id): pe.restartable for pe in plan.pes}
             recreated = await self._create_missing(
@@ -447,6 +528,20 @@ class JobController:
                     obj, "Normal", "ChildrenRecreated", f"recreated {recreated} deleted objects"
                 )
         return await self._update_counts(obj, status)
+
+    async def _bundle_changed(
+        self, obj: Object, status: dict[str, Any], failure: SubmissionFailure, generation: int
+    ) -> Requeue | None:
+        """Keep the children of the submitted bundle; say once that deleted ones are not restored."""
+        message = (
+            f"{failure.message}: the job keeps running the submitted bundle but deleted children are not "
+            f"restored; delete and re-create the Job to run the new one"
+        )
+        if status.get("message") != message:
+            await self.recorder.record(obj, "Warning", BUNDLE_CHANGED, message)
+        conditions = list(status.get("conditions") or [])
+        set_condition(conditions, BUNDLE_FETCHED, "False", BUNDLE_CHANGED, failure.message, generation)
+        return await self._update_counts(obj, {**status, "conditions": conditions, "message": message})
 
     # --- parallel-region widths (see `widths`) ---------------------------------------------
 
@@ -593,19 +688,25 @@ class JobController:
         self, obj: Object, status: dict[str, Any], failure: SubmissionFailure, generation: int
     ) -> None:
         status = dict(status)
+        same_spec = status.get("observedGeneration") == generation
+        attempts = int(status.get("submissionAttempts") or 1) if same_spec else 1
+        next_attempt, message = None, failure.message
+        if failure.retryable:
+            next_attempt = format_time(_now() + timedelta(seconds=retry_backoff(self.retry_delay, attempts)))
+            message = f"{message}; attempt {attempts + 1} at {next_attempt}"
         conditions = list(status.get("conditions") or [])
-        set_condition(conditions, failure.condition, "False", failure.reason, failure.message, generation)
+        set_condition(conditions, failure.condition, "False", failure.reason, message, generation)
         status.update(
             phase=JobPhase.FAILED.value,
-            message=f"{failure.reason}: {failure.message}",
+            message=f"{failure.reason}: {message}",
             observedGeneration=generation,
             conditions=conditions,
+            submissionAttempts=attempts,
+            nextAttempt=next_attempt,
         )
         written = await self._write_status(obj, status)
         self._planned.pop(str(meta(obj).get("uid")), None)
-        await self.recorder.record(
-            written, "Warning", "SubmissionFailed", f"{failure.reason}: {failure.message}"
-        )
+        await self.recorder.record(written, "Warning", "SubmissionFailed", f"{failure.reason}: {message}")
 
     def _owned(self, obj: Object, uid: str) -> list[Object]:
         m = meta(obj)
@@ -645,6 +746,15 @@ class JobController:
         m = meta(obj)
         patch = {"metadata": {"resourceVersion": m.get("resourceVersion")}, "status": status}
         return await self.client.patch(JOBS, str(m["name"]), patch, str(m["namespace"]), subresource="status")
+
+
+def _submitted_message(pes: int) -> str:
+    return f"{pes} PEs submitted"
+
+
+def _reported_bundle_change(status: dict[str, Any]) -> bool:
+    fetched = find_condition(status.get("conditions"), BUNDLE_FETCHED)
+    return fetched is not None and fetched.get("reason") == BUNDLE_CHANGED
 
 
 def _pod_ready(pod: Object) -> bool:

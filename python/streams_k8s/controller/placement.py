@@ -41,7 +41,15 @@ _MAX_NAME = 63
 
 
 class PlacementError(ValueError):
-    """Host constraints the cluster cannot satisfy; the message says which and why."""
+    """Host constraints the cluster cannot satisfy; the message says which and why.
+
+    `depends_on_nodes`: other nodes (more of them, other names, addresses or labels) could satisfy
+    them, so the same job may place later; otherwise only a different job or bundle can.
+    """
+
+    def __init__(self, message: str, *, depends_on_nodes: bool = False) -> None:
+        super().__init__(message)
+        self.depends_on_nodes = depends_on_nodes
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,11 +150,13 @@ def _candidates(pool: HostPoolSpec, cluster: _Cluster, owner: str) -> list[NodeI
             node = cluster.find(host)
             if node is None:
                 raise PlacementError(
-                    f"{_pool_label(pool)}: host '{host}' is neither the name nor an address of a node"
+                    f"{_pool_label(pool)}: host '{host}' is neither the name nor an address of a node",
+                    depends_on_nodes=True,
                 )
             if node not in usable:
                 raise PlacementError(
-                    f"{_pool_label(pool)}: node '{node.name}' (host '{host}') is not schedulable"
+                    f"{_pool_label(pool)}: node '{node.name}' (host '{host}') is not schedulable",
+                    depends_on_nodes=True,
                 )
             chosen.append(node)
         return chosen
@@ -172,12 +182,15 @@ def _materialise(
     if len(candidates) < wanted or not candidates:
         needed, found = max(wanted, 1), len(candidates)
         raise PlacementError(
-            f"{_pool_label(pool)} needs {needed} node(s) but only {found} {where} node(s) match"
+            f"{_pool_label(pool)} needs {needed} node(s) but only {found} {where} node(s) match",
+            depends_on_nodes=True,
         )
     chosen = candidates[:wanted]
     if max_index is not None and max_index >= len(chosen):
+        # A pool of every matching node grows with the cluster; a sized or listed one does not.
         raise PlacementError(
-            f"{_pool_label(pool)} is used with index {max_index} but has {len(chosen)} node(s)"
+            f"{_pool_label(pool)} is used with index {max_index} but has {len(chosen)} node(s)",
+            depends_on_nodes=pool.size is None and not pool.hosts,
         )
     return chosen
 
@@ -253,7 +266,8 @@ def _pod_placement(
         node = cluster.find(placement.host)
         if node is None:
             raise PlacementError(
-                f"PE {pe.id}: host '{placement.host}' is neither the name nor an address of a node"
+                f"PE {pe.id}: host '{placement.host}' is neither the name nor an address of a node",
+                depends_on_nodes=True,
             )
         result.node_name = node.name
 

@@ -81,11 +81,15 @@ _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 @dataclass(frozen=True, slots=True)
 class SubmissionFailure(Exception):
-    """Why a submission cannot go on: a condition (type, reason) and a message naming what to fix."""
+    """Why a submission cannot go on: a condition (type, reason) and a message naming what to fix.
+
+    `retryable`: the cause may go away without a change to the Job (see `job_controller`).
+    """
 
     condition: str
     reason: str
     message: str
+    retryable: bool = False
 
     def __str__(self) -> str:
         return self.message
@@ -180,7 +184,7 @@ def check_placement(job: Job, plan: Plan, nodes: Iterable[NodeInfo]) -> Placemen
             nodes=nodes,
         )
     except PlacementError as err:
-        raise SubmissionFailure("Planned", "PlacementFailed", str(err)) from None
+        raise SubmissionFailure("Planned", "PlacementFailed", str(err), err.depends_on_nodes) from None
 
 
 def consistent_region_pes(plan: Plan) -> dict[int, list[int]]:
