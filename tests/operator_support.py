@@ -66,6 +66,8 @@ async def operator(
     monkeypatch.setenv("STREAMS_K8S_API_PORT", str(api_port))
     monkeypatch.setenv("STREAMS_K8S_REPOSITORY_PORT", "0")
     monkeypatch.setenv("STREAMS_K8S_BUNDLE_CACHE", str(cache))
+    if job_retry_delay is not None:
+        monkeypatch.setenv("STREAMS_K8S_RETRY_DELAY", str(job_retry_delay))
     settings = RuntimeSettings(
         kubeconfig=str(sandbox.kubeconfig_path),
         namespace="default",
@@ -81,8 +83,6 @@ async def operator(
     manager = Manager(settings)
     await manager.connect()
     instance = await setup(manager)
-    if job_retry_delay is not None:
-        instance.jobs.retry_delay = job_retry_delay
     running = Running(manager, instance, asyncio.create_task(manager.run(handle_signals=False)))
     try:
         yield running

@@ -11,6 +11,7 @@ the runtime's come from the environment:
 | `STREAMS_K8S_BUNDLE_CACHE` | `<tmp>/streams-k8s-bundles` | bundle cache directory |
 | `POD_NAME`, `POD_NAMESPACE` | unset | this replica's pod (downward API) |
 | `STREAMS_K8S_COORDINATOR_MODE` | `dedicated` | consistent-region coordinators (`coordinators`) |
+| `STREAMS_K8S_RETRY_DELAY` | 10 | seconds to a failed submission's first retry (doubling) |
 
 Every replica serves; the `streams-api` Service routes only to the pod labelled
 `streams.ibm.com/serving=true`. The leader puts that label on its own pod (`POD_NAME`) and takes
@@ -31,7 +32,7 @@ from aiohttp import web
 from streams_k8s.controller.bundle_repository import REPOSITORY_PORT, BundleRepository
 from streams_k8s.controller.bundles import BundleCache, BundleFetcher, DataReader
 from streams_k8s.controller.coordinators import CoordinatorObjectsController, CoordinatorObjectSettings
-from streams_k8s.controller.job_controller import JobController
+from streams_k8s.controller.job_controller import RETRY_FIRST_DELAY, JobController
 from streams_k8s.controller.kinds import CONFIGMAPS, PODS, SECRETS
 from streams_k8s.controller.node_placement import NodePlacementController
 from streams_k8s.controller.pe_controller import PeController
@@ -120,7 +121,8 @@ async def setup(manager: Manager) -> InstanceOperator:
         )
 
     coordinators = CoordinatorObjectSettings.from_env()
-    jobs = JobController(manager, fetcher, coordinators.mode)
+    retry_delay = float(os.environ.get("STREAMS_K8S_RETRY_DELAY", RETRY_FIRST_DELAY))
+    jobs = JobController(manager, fetcher, coordinators.mode, retry_delay)
     CoordinatorObjectsController(manager, coordinators)
     pes = PeController(manager)
     NodePlacementController(manager)
