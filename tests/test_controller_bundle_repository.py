@@ -90,3 +90,22 @@ async def test_malformed_requests_get_an_error_and_the_server_lives_on(repositor
         assert (await asyncio.wait_for(reader.readline(), 5)).startswith(b"-ERR Protocol error")
         writer.close()
     assert await exchange(repository.port, resp(b"PING"), 7) == b"+PONG\r\n"
+
+
+async def test_a_pinned_build_is_served_or_nothing_never_another(tmp_path: Path) -> None:
+    cache = BundleCache(tmp_path)
+    old = cache.store("default", "app.sab", b"old build")
+    cache.store("default", "app.sab", b"new build")  # the name now means the new build
+    pins = {"app.sab": old.digest}
+    server = BundleRepository(cache, "default", pinned=lambda peer, name: pins.get(name))
+    await server.start("127.0.0.1", 0)
+    try:
+        request = resp(b"HGET", b"apps", b"app.sab")
+        assert await exchange(server.port, request, 15) == b"$9\r\nold build\r\n"
+        pins["app.sab"] = "0" * 64  # a build the cache lost: not found, rather than the wrong one
+        assert await exchange(server.port, request, 5) == b"$-1\r\n"
+        assert await exchange(server.port, resp(b"HEXISTS", b"apps", b"app.sab"), 4) == b":0\r\n"
+        del pins["app.sab"]  # not a PE pod's request: by name
+        assert await exchange(server.port, request, 15) == b"$9\r\nnew build\r\n"
+    finally:
+        await server.stop()

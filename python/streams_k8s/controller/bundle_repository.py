@@ -15,15 +15,27 @@ namespace), read-only. Commands (case-insensitive):
 It listens on port 6379 of the controller; the `streams-api` Service routes port `repository` to
 the leader replica, the one whose job controller fills the cache. Requests are both RESP arrays
 (what redis-cli sends) and inline commands (`HGET apps x\\r\\n`, as typed into telnet).
+
+A PE pod gets the build its job was submitted with, not whatever was last fetched under that
+name: the request's source address is looked up among the PE pods (`status.podIP`), and the
+pod's Job's `status.bundleDigest` names the content (`pinned_by_pod`). Another job re-fetching
+`app.sab` under `pullPolicy: Always` (a new build, say) then cannot change the code a restarted PE
+of an older job runs. Requests from elsewhere (redis-cli in a debug pod; a proxy or mesh that
+hides the source address) get the bundle by name.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
+from collections.abc import Callable
 from pathlib import Path
 
+from streams_k8s.controller import labels
 from streams_k8s.controller.bundles import BundleCache, BundleError
+from streams_k8s.k8s.informer import Informer
+from streams_k8s.k8s.objects import ObjectKey, meta
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +43,33 @@ REPOSITORY_PORT = 6379
 HASH = b"apps"
 _MAX_ARGS = 16
 _MAX_ARG_BYTES = 64 * 1024
+_DIGEST = re.compile(r"^[0-9a-f]{64}$")
+
+# The content a peer gets for a bundle name: (peer address, bundle name) -> sha256 digest, or None
+# to serve the bundle by name.
+PinnedDigest = Callable[[str, str], str | None]
+
+
+def pinned_by_pod(pods: Informer, jobs: Informer) -> PinnedDigest:
+    """The digest a Job recorded at submission, for requests from the pods of its PEs."""
+
+    def pinned(peer: str, name: str) -> str | None:
+        address = peer.removeprefix("::ffff:")  # an IPv4 peer on a dual-stack socket
+        for pod in pods.store.select():
+            status = pod.get("status") or {}
+            ips = {status.get("podIP"), *(i.get("ip") for i in status.get("podIPs") or ())}
+            if address not in ips:
+                continue
+            m = meta(pod)
+            job_name = (m.get("labels") or {}).get(labels.JOB)
+            job = jobs.store.get(ObjectKey(str(m.get("namespace")), job_name)) if job_name else None
+            if job is None or ((job.get("spec") or {}).get("bundle") or {}).get("name") != name:
+                return None
+            digest = str((job.get("status") or {}).get("bundleDigest") or "")
+            return digest if _DIGEST.match(digest) else None
+        return None
+
+    return pinned
 
 
 class ProtocolError(Exception):
@@ -83,9 +122,10 @@ def error(message: str) -> bytes:
 class BundleRepository:
     """Serves the bundles of one namespace's cache."""
 
-    def __init__(self, cache: BundleCache, namespace: str) -> None:
+    def __init__(self, cache: BundleCache, namespace: str, pinned: PinnedDigest | None = None) -> None:
         self.cache = cache
         self.namespace = namespace
+        self.pinned = pinned
         self._server: asyncio.Server | None = None
 
     @property
@@ -106,14 +146,21 @@ class BundleRepository:
         directory = self.cache.root / "names" / self.namespace
         return sorted(p.name for p in directory.iterdir() if p.is_file()) if directory.is_dir() else []
 
-    def bundle(self, name: str) -> bytes | None:
+    def bundle_path(self, name: str, peer: str) -> Path | None:
+        """Where the bundle this peer gets is (see the module docs), if the cache has it."""
+        digest = self.pinned(peer, name) if self.pinned is not None else None
+        if digest is not None:
+            found = self.cache.content(name, digest)
+            if found is None:  # never another build: the job controller re-fetches it by digest
+                log.warning("bundle repository: %s sha256 %s for %s is not cached", name, digest, peer)
+            return found.path if found is not None else None
         try:
             found = self.cache.lookup(self.namespace, name)
         except BundleError:
             return None  # not a plain file name: never a bundle
-        return Path(found.path).read_bytes() if found is not None else None
+        return found.path if found is not None else None
 
-    def answer(self, args: list[bytes]) -> bytes:
+    async def answer(self, args: list[bytes], peer: str = "") -> bytes:
         if not args:
             return error("empty command")
         command, rest = args[0].upper(), args[1:]
@@ -131,15 +178,16 @@ class BundleRepository:
         if command == b"HKEYS":
             names = self.names()
             return b"*%d\r\n" % len(names) + b"".join(bulk(n.encode()) for n in names)
-        name = rest[1].decode(errors="replace")
+        path = self.bundle_path(rest[1].decode(errors="replace"), peer)
         if command == b"HEXISTS":
-            return b":1\r\n" if self.bundle(name) is not None else b":0\r\n"
-        return bulk(self.bundle(name))
+            return b":1\r\n" if path is not None else b":0\r\n"
+        return bulk(await asyncio.to_thread(path.read_bytes) if path is not None else None)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = str((writer.get_extra_info("peername") or ("",))[0])
         try:
             while (args := await read_command(reader)) is not None:
-                writer.write(await asyncio.to_thread(self.answer, args))
+                writer.write(await self.answer(args, peer))
                 await writer.drain()
         except ProtocolError as err:
             writer.write(error(f"Protocol error: {err}"))

@@ -29,7 +29,7 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
-from streams_k8s.controller.bundle_repository import REPOSITORY_PORT, BundleRepository
+from streams_k8s.controller.bundle_repository import REPOSITORY_PORT, BundleRepository, pinned_by_pod
 from streams_k8s.controller.bundles import BundleCache, BundleFetcher, DataReader
 from streams_k8s.controller.coordinators import CoordinatorObjectsController, CoordinatorObjectSettings
 from streams_k8s.controller.job_controller import RETRY_FIRST_DELAY, JobController
@@ -142,7 +142,7 @@ async def setup(manager: Manager) -> InstanceOperator:
     await runner.setup()
     site = web.TCPSite(runner, settings.bind_address, int(os.environ.get("STREAMS_K8S_API_PORT", API_PORT)))
     await site.start()
-    repository = BundleRepository(cache, namespace)
+    repository = BundleRepository(cache, namespace, pinned_by_pod(pes.pods, jobs.jobs))
     await repository.start(
         settings.bind_address, int(os.environ.get("STREAMS_K8S_REPOSITORY_PORT", REPOSITORY_PORT))
     )
