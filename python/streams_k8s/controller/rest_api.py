@@ -42,9 +42,9 @@ _ID = re.compile(r"^[0-9]{1,19}$")
 _PROTOCOLS = ("TCP", "UDP", "SCTP")
 _MAX_BODY = 64 * 1024
 _REPLACE_ATTEMPTS = 5
-# How long a connectivity report waits for the pod cache to show its pod running (under the PE
-# controller's REPORT_GRACE, so the report rather than the controller records the start).
-REPORT_SETTLE = 2.0
+# How long a connectivity report waits for the pod cache to show its pod running: the watch lags
+# by far less, and the runtime's HTTP calls time out after about a second.
+REPORT_SETTLE = 0.5
 
 
 class RestError(Exception):
