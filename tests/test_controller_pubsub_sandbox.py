@@ -12,13 +12,14 @@ from typing import Any
 import aiohttp
 import orjson
 import pytest
+from lxml import etree
 
 from k8s_support import eventually_async
 from operator_support import SUBMITTED, Running, job_manifest, operator, wait_for_phase
 from repo_paths import shared_testdata
 from streams_k8s.app.synthetic import Exported, Imported, SyntheticSpec, write_sab
 from streams_k8s.controller import labels
-from streams_k8s.controller.kinds import EXPORTS, IMPORTS, JOBS
+from streams_k8s.controller.kinds import CONFIGMAPS, EXPORTS, IMPORTS, JOBS, PARALLEL_REGIONS
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.events import EVENTS
@@ -336,3 +337,84 @@ async def test_the_real_pubsub_bundles_subscribe(
 
         await eventually_async(matched, within=10)
         assert all(wanted.values())
+
+
+def _exported_by(aadl: str, port: int) -> str | None:
+    """The export operator of PE output port ``port`` in a PE's AADL."""
+    root = etree.fromstring(aadl.encode())
+    for out in root.iter("{*}outputPort"):
+        if out.get("peId") is not None and out.get("index") == str(port):  # a PE port, not an operator's
+            stream = next(out.iter("{*}exportedStream"), None)
+            return None if stream is None else stream.get("exportOperName")
+    return None
+
+
+def _imported_by(aadl: str, port: int) -> set[str]:
+    root = etree.fromstring(aadl.encode())
+    for inp in root.iter("{*}inputPort"):
+        if inp.get("peId") is not None and inp.get("index") == str(port):
+            return {
+                str(i.get("importOperName")) for i in inp.iter("{*}nameBasedImport", "{*}propertyBasedImport")
+            }
+    return set()
+
+
+async def _ports_follow_the_pes(client: KubeClient, job: str, generation: str) -> bool:
+    """Every Export/Import names a port of a current PE whose AADL exports/imports it."""
+    exports, imports = await owned(client, EXPORTS, job), await owned(client, IMPORTS, job)
+    if sorted(e["spec"]["stream"]["exportOperName"] for e in exports.values()) != ["Export0", "Export1"]:
+        return False
+    if len(imports) != 1:
+        return False
+    for obj in [*exports.values(), *imports.values()]:
+        spec = obj["spec"]
+        if obj["metadata"]["name"] != f"{job}-{spec['peId']}-{spec['portId']}":
+            return False
+        if obj["metadata"]["labels"][labels.GENERATION] != generation:
+            return False
+        try:
+            aadl = (await client.get(CONFIGMAPS, f"{job}-{spec['peId']}", "default"))["data"]["aadl.xml"]
+        except ApiError as err:
+            if err.not_found:
+                return False
+            raise
+        if obj["kind"] == "Export" and _exported_by(aadl, spec["portId"]) != spec["stream"]["exportOperName"]:
+            return False
+        if obj["kind"] == "Import" and _imported_by(aadl, spec["portId"]) != {"Import0"}:
+            return False
+    return True
+
+
+@pytest.mark.sandbox(nodes=2)
+async def test_exports_and_imports_follow_a_width_change(
+    sandbox: Sandbox, client: KubeClient, inbox: _Inbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = SyntheticSpec(
+        name="pub::Wide",
+        chains=2,
+        length=3,
+        regions=2,
+        width=2,
+        exports=(Exported(stream="a"), Exported(stream="b")),
+        imports=(Imported(application="pub::Wide", stream="b"),),
+    )
+    bundle = write_sab(tmp_path / "wide.sab", spec)
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("wide", bundle, fusion={"manual": 3}))
+        await wait_for_phase(client, "wide", *SUBMITTED)
+        await eventually_async(lambda: _ports_follow_the_pes(client, "wide", "0"), within=10)
+        before = {n: o["spec"] for n, o in (await owned(client, EXPORTS, "wide")).items()}
+        regions, _ = await client.list_all(PARALLEL_REGIONS, "default")
+        for region in regions:
+            await client.patch(
+                PARALLEL_REGIONS, region["metadata"]["name"], {"spec": {"width": 4}}, "default"
+            )
+
+        async def resized() -> bool:
+            job = await client.get(JOBS, "wide", "default")
+            generation = str(job["status"].get("generationId"))
+            return generation == "2" and await _ports_follow_the_pes(client, "wide", generation)
+
+        await eventually_async(resized, within=30)
+        after = {n: o["spec"] for n, o in (await owned(client, EXPORTS, "wide")).items()}
+        assert after != before  # re-fusion moved the exporting ports
