@@ -21,7 +21,7 @@ from streams_k8s.controller.kinds import IMPORTS
 from streams_k8s.controller.pe_datagrams import PeDatagrams
 from streams_k8s.controller.subscriptions import Board, PeKey, compute_board
 from streams_k8s.k8s.conditions import find_condition, set_condition
-from streams_k8s.k8s.controller import Requeue
+from streams_k8s.k8s.controller import Requeue, generation_changed
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.events import EventRecorder
 from streams_k8s.k8s.informer import Informer
@@ -35,6 +35,12 @@ MAX_DATAGRAM_BYTES = 16 * 1024  # the PE's receive buffer
 FETCH = b"deadbeef"  # "fetch your board over HTTP"
 SUBSCRIPTION_VALID = "SubscriptionValid"
 _BOARD = "subscriptions"  # the one work item per namespace
+
+
+def _came_or_went(old: Object | None, new: Object | None) -> bool:
+    if old is None or new is None:
+        return True
+    return bool(meta(old).get("deletionTimestamp")) != bool(meta(new).get("deletionTimestamp"))
 
 
 def datagram(document: dict[str, object]) -> bytes:
@@ -57,8 +63,10 @@ class SubscriptionBroker:
         self.boards: dict[str, Board] = {}  # by namespace
         self.recorder: EventRecorder = manager.event_recorder("streams-subscription-broker")
         controller = manager.controller("subscriptions", self.reconcile)
-        for informer in (jobs, exports, imports):
-            controller.watch(informer, self._board_of)
+        # only what the board reads: job existence, Export/Import specs (not their status writes)
+        controller.watch(jobs, self._board_of, [_came_or_went])
+        for informer in (exports, imports):
+            controller.watch(informer, self._board_of, [generation_changed])
 
     @staticmethod
     def _board_of(obj: Object) -> list[ObjectKey]:
