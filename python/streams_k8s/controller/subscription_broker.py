@@ -82,9 +82,9 @@ class SubscriptionBroker:
             for j in self.jobs.store.select(namespace)
             if not meta(j).get("deletionTimestamp")
         ]
-        board = compute_board(
-            self.exports.store.select(namespace), self.imports.store.select(namespace), live
-        )
+        exports, imports = self.exports.store.select(namespace), self.imports.store.select(namespace)
+        # CPU-bound for busy namespaces (every subscription against every export): off the loop
+        board = await asyncio.to_thread(compute_board, exports, imports, live)
         previous = self.boards.get(namespace) or Board()
         self.boards[namespace] = board
         changed: list[PeKey] = [

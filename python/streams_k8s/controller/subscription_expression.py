@@ -247,8 +247,10 @@ class Subscription:
     text: str
     predicate: Predicate
 
-    def matches(self, properties: Sequence[StreamProperty]) -> bool:
-        return self.predicate(property_values(properties))
+    def matches(self, properties: Sequence[StreamProperty] | Mapping[str, Value]) -> bool:
+        """Over an export's properties, or their `property_values` (computed once per export)."""
+        values = properties if isinstance(properties, Mapping) else property_values(properties)
+        return self.predicate(values)
 
 
 def parse_subscription(text: str) -> Subscription:

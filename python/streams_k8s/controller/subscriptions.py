@@ -36,7 +36,9 @@ from streams_k8s.controller import labels
 from streams_k8s.controller.subscription_expression import (
     Subscription,
     SubscriptionError,
+    Value,
     parse_subscription,
+    property_values,
 )
 from streams_k8s.k8s.objects import Object, meta
 
@@ -53,10 +55,11 @@ class _Endpoint:
     app_scope: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)  # compared (and hashed) by identity
 class _Published:
     at: _Endpoint
     export: Export
+    values: dict[str, Value]  # typed properties, parsed once
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +111,7 @@ def _matches(exp: _Published, imp: _Subscribed) -> bool:
         return False
     if wanted.application_scope and wanted.application_scope != exp.at.app_scope:
         return False
-    return imp.subscription.matches(stream.properties or [])
+    return imp.subscription.matches(exp.values)
 
 
 def compute_board(exports: Iterable[Object], imports: Iterable[Object], jobs: Iterable[str]) -> Board:
@@ -121,7 +124,8 @@ def compute_board(exports: Iterable[Object], imports: Iterable[Object], jobs: It
         if at is None or at.job not in live:
             continue
         try:
-            published.append(_Published(at, Export.from_wire(obj)))
+            export = Export.from_wire(obj)
+            published.append(_Published(at, export, property_values(export.spec.stream.properties or [])))
         except ValidationError as err:
             log.warning("Export %s ignored: %s", at.name, err)
     subscribed: list[_Subscribed] = []
@@ -149,11 +153,21 @@ def compute_board(exports: Iterable[Object], imports: Iterable[Object], jobs: It
     for imp in subscribed:
         doc = board.documents.setdefault((imp.at.job, imp.import_.spec.pe_id), empty_document())
         doc["imports"][imp.at.name] = {"portId": imp.import_.spec.port_id, "entries": {}}
+    by_stream: dict[str | None, list[_Published]] = {}
     for exp in published:
-        exporter = exp.export.spec
-        for imp in subscribed:
+        named = exp.export.spec.type is ExportType.BY_NAME
+        by_stream.setdefault(exp.export.spec.stream.name if named else None, []).append(exp)
+    for imp in subscribed:
+        streams = imp.import_.spec.streams
+        candidates = [
+            e for entry in streams.name_based_imports.values() for e in by_stream.get(entry.stream_name, ())
+        ]
+        if imp.subscription is not None:
+            candidates += by_stream.get(None, [])
+        for exp in dict.fromkeys(candidates):  # each export once, in a stable order
             if not _matches(exp, imp):
                 continue
+            exporter = exp.export.spec
             importer = imp.import_.spec
             board.documents[(exp.at.job, exporter.pe_id)]["exports"][exp.at.name]["entries"][imp.at.name] = {
                 "jobId": importer.job_id,
