@@ -16,7 +16,7 @@ from streams_k8s.app.adl import parse_adl
 from streams_k8s.app.synthetic import Exported, Imported, SyntheticSpec, synthetic_adl
 from streams_k8s.controller import labels
 from streams_k8s.controller.rest_api import RestError
-from streams_k8s.controller.submission import desired_objects, plan_job, validate_job
+from streams_k8s.controller.submission import SubmissionFailure, desired_objects, plan_job, validate_job
 from streams_k8s.controller.subscription_api import (
     _imported_streams,
     _imported_streams_xml,
@@ -249,6 +249,15 @@ def test_a_submission_makes_one_export_per_exporting_port_and_one_import_per_imp
         {"applicationName": "p::Exp", "importOperName": "Import0", "streamName": "s"}
     ]
     assert streams[1]["filter"] == "i > 2"
+
+
+def test_a_subscription_that_does_not_parse_fails_the_submission() -> None:
+    bad = SyntheticSpec(name="p::Bad", chains=1, length=1, imports=(Imported(subscription='kind == "t" &&'),))
+    with pytest.raises(SubmissionFailure) as caught:
+        _children(bad, "bad")
+    assert (caught.value.condition, caught.value.reason) == ("Planned", "InvalidSubscription")
+    assert "Import operator 'Import0'" in caught.value.message
+    assert "a property name" in caught.value.message
 
 
 # --- XML of the REST API ------------------------------------------------------------------

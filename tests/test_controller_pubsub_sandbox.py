@@ -15,7 +15,7 @@ import pytest
 from lxml import etree
 
 from k8s_support import eventually_async
-from operator_support import SUBMITTED, Running, job_manifest, operator, wait_for_phase
+from operator_support import SUBMITTED, Running, condition, job_manifest, operator, wait_for_phase
 from repo_paths import shared_testdata
 from streams_k8s.app.synthetic import Exported, Imported, SyntheticSpec, write_sab
 from streams_k8s.controller import labels
@@ -42,9 +42,12 @@ IMPORTER = SyntheticSpec(
         Imported(application="pub::Exporter", stream="temps"),
         Imported(subscription='kind == "temp" && ("B" in loc || loc[0] == "Z")'),
         Imported(subscription='kind == "humidity"'),
-        Imported(subscription="kind =="),  # does not parse
+        Imported(subscription='kind == "none"'),  # edited below into one that does not parse
     ),
 )
+
+
+BAD_IMPORTER = SyntheticSpec(name="pub::Bad", chains=1, length=1, imports=(Imported(subscription="kind > "),))
 
 
 class _Inbox(asyncio.DatagramProtocol):
@@ -152,7 +155,7 @@ async def test_generated_exporter_and_importer_jobs_subscribe(
         operators = by_import_operator(imports)
         by_name, matching, other, invalid = (operators[f"Import{i}"] for i in range(4))
         assert imports[by_name]["spec"]["streams"]["nameBasedImports"]
-        assert imports[invalid]["spec"]["streams"]["propertyBasedImport"]["subscription"] == "kind =="
+        assert imports[invalid]["spec"]["streams"]["propertyBasedImport"]["subscription"] == 'kind == "none"'
 
         # --- the board: importing and exporting PEs list each other
         async def subscribed() -> bool:
@@ -188,7 +191,21 @@ async def test_generated_exporter_and_importer_jobs_subscribe(
         other_spec = imports[other]["spec"]
         assert (await board(http, running, "imp", other_spec["peId"]))["imports"][other]["entries"] == {}
 
-        # --- the invalid subscription: condition and Event, nothing crashed
+        # --- an invalid subscription: in an application, the submission fails and says why; in an
+        # edited Import, its condition and an Event say why; nothing crashes
+        await client.create(JOBS, job_manifest("bad", write_sab(tmp_path / "bad.sab", BAD_IMPORTER)))
+        failed = await wait_for_phase(client, "bad", "Failed")
+        planned = condition(failed, "Planned")
+        assert (planned["status"], planned["reason"]) == ("False", "InvalidSubscription")
+        assert "Import operator 'Import0'" in planned["message"]
+        assert "kind >" in planned["message"]
+        await client.patch(
+            IMPORTS,
+            invalid,
+            {"spec": {"streams": {"propertyBasedImport": {"subscription": "kind =="}}}},
+            "default",
+        )
+
         async def reported() -> bool:
             obj = await client.get(IMPORTS, invalid, "default")
             conditions = (obj.get("status") or {}).get("conditions") or []

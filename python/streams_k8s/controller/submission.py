@@ -86,6 +86,7 @@ from streams_k8s.controller.kinds import (
 from streams_k8s.controller.placement import NodeInfo, PlacedPe, PlacementError, PlacementPlan, plan_placement
 from streams_k8s.controller.pod_spec import CONSISTENT_REGION_PORT, METRICS_PORT, NOTIFICATIONS_PORT
 from streams_k8s.controller.resources import divide_resources
+from streams_k8s.controller.subscription_expression import SubscriptionError, parse_subscription
 from streams_k8s.k8s.client import Resource
 from streams_k8s.naming import PE_PORT_BASE, TABLE_KEY, pe_service_name
 
@@ -313,8 +314,18 @@ def export_spec(plan: Plan, pe: PlannedPe, port: PeOutputPort) -> ExportSpec:
     )
 
 
+def _checked_subscription(operator: str, subscription: str) -> str:
+    try:
+        parse_subscription(subscription)
+    except SubscriptionError as err:
+        message = f"Import operator '{operator}': subscription {subscription!r}: {err}"
+        raise SubmissionFailure("Planned", "InvalidSubscription", message) from None
+    return subscription
+
+
 def import_spec(plan: Plan, pe: PlannedPe, port: PeInputPort) -> ImportSpec | None:
-    """What ``port`` imports, or None when it imports nothing."""
+    """What ``port`` imports, or None when it imports nothing; `SubmissionFailure(Planned,
+    InvalidSubscription)` for a subscription expression that does not parse."""
     imports = plan.topology.nodes[port.node].imports.get(port.port, ())
     if not imports:
         return None
@@ -330,7 +341,7 @@ def import_spec(plan: Plan, pe: PlannedPe, port: PeInputPort) -> ImportSpec | No
     }
     by_property = [
         PropertyBasedImport(
-            subscription=spec.subscription,
+            subscription=_checked_subscription(operator, spec.subscription),
             import_oper_name=operator,
             index=index,
             application_scope=spec.application_scope,
