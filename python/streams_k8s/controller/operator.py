@@ -153,7 +153,7 @@ async def setup(manager: Manager) -> InstanceOperator:
     )
     broker = SubscriptionBroker(manager, jobs.jobs, jobs.exports, jobs.imports, datagrams)
     app = rest.app()
-    SubscriptionApi(rest, client, broker, jobs.exports, jobs.imports).add_routes(app)
+    SubscriptionApi(rest, client, broker).add_routes(app)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, settings.bind_address, int(os.environ.get("STREAMS_K8S_API_PORT", API_PORT)))

@@ -17,8 +17,10 @@ Base ``/api/subscriptions/job/{job}/pe/{pe}``:
   a subscription that does not parse is a 400.
 
 Writes answer 204 and patch the Export or Import (conditional on its resourceVersion, retried on a
-conflict); the broker then recomputes the board and notifies the PEs. XML is read by local element
-names, so documents with or without the SAM namespaces are accepted; malformed ones are a 400.
+conflict); the broker then recomputes the board and notifies the PEs. Specs are read from the API
+server, not a cache, so a PE reads what it just wrote; the board is the broker's latest. XML is
+read by local element names, so documents with or without the SAM namespaces are accepted;
+malformed ones are a 400.
 """
 
 from __future__ import annotations
@@ -38,8 +40,7 @@ from streams_k8s.controller.subscription_broker import SubscriptionBroker
 from streams_k8s.controller.subscription_expression import SubscriptionError, parse_subscription
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
-from streams_k8s.k8s.informer import Informer
-from streams_k8s.k8s.objects import Object, ObjectKey, meta
+from streams_k8s.k8s.objects import Object, meta
 
 BASE = "/api/subscriptions/job/{job}/pe/{pe}"
 ADL_NS = "http://www.ibm.com/xmlns/prod/streams/application"
@@ -174,11 +175,8 @@ class SubscriptionApi:
         rest: InstanceRestApi,
         client: KubeClient,
         broker: SubscriptionBroker,
-        exports: Informer,
-        imports: Informer,
     ) -> None:
         self.rest, self.client, self.broker = rest, client, broker
-        self.exports, self.imports = exports, imports
 
     def add_routes(self, app: web.Application) -> None:
         r = app.router
@@ -202,21 +200,25 @@ class SubscriptionApi:
 
     # --- lookups --------------------------------------------------------------------------
 
-    def _port_object(self, request: web.Request, resource: Resource, informer: Informer) -> Object:
+    async def _port_object(self, request: web.Request, resource: Resource) -> Object:
+        """The Export or Import of the port, read from the API server: a PE reads its own writes."""
         job, _ = self.rest.lookup_pe(request.match_info["job"], request.match_info["pe"])
         port = request.match_info["port"]
         if not port.isdigit() or len(port) > 9:
             raise RestError(400, "BadRequest", f"'{port}' is not a port id")
         namespace, name = str(meta(job)["namespace"]), str(meta(job)["name"])
-        obj_name = pe_port_name(name, int(request.match_info["pe"]), int(port))
-        found = informer.store.get(ObjectKey(namespace, obj_name))
-        if found is None:
-            what = "exports nothing" if resource == EXPORTS else "imports nothing"
-            raise RestError(404, "NotFound", f"port {port} of PE {request.match_info['pe']} {what}")
-        return found
+        try:
+            return await self.client.get(
+                resource, pe_port_name(name, int(request.match_info["pe"]), int(port)), namespace
+            )
+        except ApiError as err:
+            if not err.not_found:
+                raise
+        what = "exports nothing" if resource == EXPORTS else "imports nothing"
+        raise RestError(404, "NotFound", f"port {port} of PE {request.match_info['pe']} {what}")
 
-    def _by_properties(self, request: web.Request) -> Object:
-        export = self._port_object(request, EXPORTS, self.exports)
+    async def _by_properties(self, request: web.Request) -> Object:
+        export = await self._port_object(request, EXPORTS)
         if (export.get("spec") or {}).get("type") != ExportType.BY_PROPERTIES.value:
             raise RestError(
                 404, "NotFound", f"Export {meta(export)['name']} is by name: it has no properties"
@@ -250,17 +252,17 @@ class SubscriptionApi:
         return json_response(board.document(str(meta(job)["name"]), int(request.match_info["pe"])))
 
     async def get_export(self, request: web.Request) -> web.Response:
-        return json_response(self._port_object(request, EXPORTS, self.exports)["spec"])
+        return json_response((await self._port_object(request, EXPORTS))["spec"])
 
     async def get_import(self, request: web.Request) -> web.Response:
-        return json_response(self._port_object(request, IMPORTS, self.imports)["spec"])
+        return json_response((await self._port_object(request, IMPORTS))["spec"])
 
     # --- export properties ----------------------------------------------------------------
 
     async def _change_properties(
         self, request: web.Request, change: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
     ) -> web.Response:
-        export = self._by_properties(request)
+        export = await self._by_properties(request)
         change(list(export["spec"]["stream"].get("properties") or []))  # 4xx before any write
 
         def edit(spec: Spec) -> Spec:
@@ -278,7 +280,7 @@ class SubscriptionApi:
         return await self._change_properties(request, lambda current: _set(current, wanted))
 
     async def query_properties(self, request: web.Request) -> web.Response:
-        export = self._by_properties(request)
+        export = await self._by_properties(request)
         names = _names(await request.read())
         current = list(export["spec"]["stream"].get("properties") or [])
         chosen = current if names is None else [p for p in current if p["name"] in names]
@@ -297,7 +299,7 @@ class SubscriptionApi:
         return await self._change_properties(request, lambda current: _set(current, [prop]))
 
     async def get_property(self, request: web.Request) -> web.Response:
-        export = self._by_properties(request)
+        export = await self._by_properties(request)
         name = request.match_info["name"]
         for prop in export["spec"]["stream"].get("properties") or ():
             if prop["name"] == name:
@@ -328,11 +330,11 @@ class SubscriptionApi:
     # --- imports --------------------------------------------------------------------------
 
     async def get_filter(self, request: web.Request) -> web.Response:
-        imported = self._port_object(request, IMPORTS, self.imports)
+        imported = await self._port_object(request, IMPORTS)
         return web.Response(text=imported["spec"]["streams"].get("filter") or "")
 
     async def put_filter(self, request: web.Request) -> web.Response:
-        imported = self._port_object(request, IMPORTS, self.imports)
+        imported = await self._port_object(request, IMPORTS)
         try:
             text = (await request.read()).decode("utf-8").strip()
         except UnicodeDecodeError:
@@ -341,11 +343,11 @@ class SubscriptionApi:
         return web.Response(status=204)
 
     async def get_streams(self, request: web.Request) -> web.Response:
-        imported = self._port_object(request, IMPORTS, self.imports)
+        imported = await self._port_object(request, IMPORTS)
         return web.Response(body=_imported_streams_xml(imported["spec"]["streams"]), content_type=XML)
 
     async def put_streams(self, request: web.Request) -> web.Response:
-        imported = self._port_object(request, IMPORTS, self.imports)
+        imported = await self._port_object(request, IMPORTS)
         wanted = _imported_streams(await request.read())
 
         def edit(spec: Spec) -> Spec:
