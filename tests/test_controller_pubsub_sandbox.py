@@ -411,7 +411,12 @@ async def _ports_follow_the_pes(client: KubeClient, job: str, generation: str) -
 
 @pytest.mark.sandbox(nodes=2)
 async def test_exports_and_imports_follow_a_width_change(
-    sandbox: Sandbox, client: KubeClient, inbox: _Inbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sandbox: Sandbox,
+    client: KubeClient,
+    http: aiohttp.ClientSession,
+    inbox: _Inbox,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     spec = SyntheticSpec(
         name="pub::Wide",
@@ -419,15 +424,39 @@ async def test_exports_and_imports_follow_a_width_change(
         length=3,
         regions=2,
         width=2,
-        exports=(Exported(stream="a"), Exported(stream="b")),
-        imports=(Imported(application="pub::Wide", stream="b"),),
+        exports=(Exported(stream="a"), Exported(properties=(("kind", "rstring", ('"k1"',)),))),
+        imports=(Imported(subscription='kind == "k2"'),),
     )
     bundle = write_sab(tmp_path / "wide.sab", spec)
-    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+    async with operator(sandbox, monkeypatch, tmp_path / "cache") as running:
         await client.create(JOBS, job_manifest("wide", bundle, fusion={"manual": 3}))
         await wait_for_phase(client, "wide", *SUBMITTED)
         await eventually_async(lambda: _ports_follow_the_pes(client, "wide", "0"), within=10)
         before = {n: o["spec"] for n, o in (await owned(client, EXPORTS, "wide")).items()}
+        # the runtime edits the exported properties: now the job's own import subscribes
+        (by_properties,) = (e for e in before.values() if e["type"] == "ByProperties")
+        url = (
+            f"{running.api}/api/subscriptions/job/wide/pe/{by_properties['peId']}/export/"
+            f"{by_properties['portId']}/property/kind"
+        )
+        body = b'<streamProperty name="kind" type="rstring"><value>"k2"</value></streamProperty>'
+        assert (await call(http, "PUT", url, body))[0] == 409  # PUT adds: "kind" exists
+        assert (await call(http, "PATCH", url, body))[0] == 204
+
+        async def subscribed() -> bool:
+            imports = await owned(client, IMPORTS, "wide")
+            if len(imports) != 1:
+                return False
+            ((name, imported),) = imports.items()
+            doc = await board(http, running, "wide", imported["spec"]["peId"])
+            entries = doc["imports"].get(name, {}).get("entries", {})
+            exports = await owned(client, EXPORTS, "wide")
+            return [exports[e]["spec"]["stream"]["exportOperName"] for e in entries if e in exports] == [
+                "Export1"
+            ]
+
+        await eventually_async(subscribed, within=10)
+
         regions, _ = await client.list_all(PARALLEL_REGIONS, "default")
         for region in regions:
             await client.patch(
@@ -442,3 +471,6 @@ async def test_exports_and_imports_follow_a_width_change(
         await eventually_async(resized, within=30)
         after = {n: o["spec"] for n, o in (await owned(client, EXPORTS, "wide")).items()}
         assert after != before  # re-fusion moved the exporting ports
+        (moved,) = (e for e in after.values() if e["type"] == "ByProperties")
+        assert moved["stream"]["properties"] == [{"name": "kind", "type": "rstring", "values": ['"k2"']}]
+        await eventually_async(subscribed, within=10)  # the moved Import still matches the moved Export
