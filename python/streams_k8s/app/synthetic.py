@@ -5,6 +5,8 @@ Shape: one source fans out to ``chains`` pipelines of ``length`` Functors, which
 ``regions`` chains, constant width), host pools (chains spread over tagged pools), partition
 colocation of neighbouring operators, partition exlocation inside a chain, partition isolation of
 chain heads, consistent regions (one per chain) and host pools replicated per parallel channel.
+``exports`` publish the end of chain i to other jobs (by stream name or by properties) and
+``imports`` feed chain i's head from other jobs' streams (by name or by subscription).
 Combinations that could not be satisfied are avoided. The output follows the compiler's ADL layout.
 """
 
@@ -15,9 +17,29 @@ import tarfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from xml.sax.saxutils import quoteattr
+from xml.sax.saxutils import escape, quoteattr
 
 NS = "http://www.ibm.com/xmlns/prod/streams/application/v4200"
+
+
+@dataclass(frozen=True)
+class Exported:
+    """An Export operator: by ``stream`` name, else by ``properties`` (name, SPL type, literals)."""
+
+    stream: str | None = None
+    properties: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+    allow_filter: bool | None = None
+
+
+@dataclass(frozen=True)
+class Imported:
+    """An Import operator: by ``application`` and ``stream`` name, else by ``subscription``."""
+
+    application: str | None = None
+    stream: str | None = None
+    subscription: str | None = None
+    scope: str | None = None
+    filter: str | None = None
 
 
 @dataclass(frozen=True)
@@ -37,6 +59,8 @@ class SyntheticSpec:
     # region widths from submission-time values width0, width1, … (default ``width``, or required)
     width_values: bool = False
     required_values: bool = False
+    exports: tuple[Exported, ...] = ()  # the i-th exports the end of chain i
+    imports: tuple[Imported, ...] = ()  # the i-th feeds the head of chain i
 
     @property
     def operators(self) -> int:
@@ -65,6 +89,8 @@ class _Writer:
         self.partitions: dict[int, str] = {}
         self.region_ops: list[int] = []
         self.chain_of: dict[int, int] = {}
+        self.exports: dict[int, Exported] = {}  # by operator index
+        self.imports: dict[int, Imported] = {}
 
     def link(self, a: int, b: int) -> None:
         self.outputs.setdefault(a, []).append(b)
@@ -74,6 +100,7 @@ class _Writer:
         s = self.spec
         next_index = 1
         sink = 1 + s.chains * s.length
+        ends: dict[int, int] = {}
         if s.fan_in:
             self.names[sink] = "Sink"
         for c in range(s.chains):
@@ -95,6 +122,16 @@ class _Writer:
                 self.names[end] = f"Sink{c}"
                 self.chain_of[end] = c
                 self.link(prev, end)
+            ends[c] = prev
+        next_index = max(self.names) + 1
+        for c, exported in enumerate(s.exports[: s.chains]):
+            self.names[next_index], self.exports[next_index] = f"Export{c}", exported
+            self.link(ends[c], next_index)
+            next_index += 1
+        for c, imported in enumerate(s.imports[: s.chains]):
+            self.names[next_index], self.imports[next_index] = f"Import{c}", imported
+            self.link(next_index, 1 + c * s.length)
+            next_index += 1
 
     def _constraints(self, c: int, j: int, op: int) -> str:
         s = self.spec
@@ -153,7 +190,50 @@ class _Writer:
             return 1 + self.chain_of[op] % s.pools
         return 0
 
+    def export_operator(self, op: int) -> str:
+        spec, name = self.exports[op], self.names[op]
+        attrs = f" streamName={quoteattr(spec.stream)}" if spec.stream is not None else ""
+        if spec.allow_filter is not None:
+            attrs += f' allowFilter="{str(spec.allow_filter).lower()}"'
+        src = self.inputs[op][0]
+        props = "".join(
+            f"<property name={quoteattr(p)} type={quoteattr(t)}>"
+            + "".join(f"<value>{escape(v)}</value>" for v in values)
+            + "</property>"
+            for p, t, values in spec.properties
+        )
+        return (
+            f'<primitiveExportOperInstance definitionIndex="4" index="{op}" name={quoteattr(name)}{attrs}'
+            f' sourceIndex="0" startLine="1" endLine="1"><inputPorts>'
+            f"{_port('input', 0, name, [_conn(src, self.names[src], 0, 'output')])}</inputPorts>"
+            f"{'<properties>' + props + '</properties>' if spec.stream is None else ''}"
+            "</primitiveExportOperInstance>"
+        )
+
+    def import_operator(self, op: int) -> str:
+        spec, name = self.imports[op], self.names[op]
+        scope = f" applicationScope={quoteattr(spec.scope)}" if spec.scope is not None else ""
+        if spec.subscription is not None:
+            how = f"<propertyBasedImport subscription={quoteattr(spec.subscription)}{scope}/>"
+        else:
+            how = (
+                f"<nameBasedImport applicationName={quoteattr(spec.application or '')} "
+                f"streamName={quoteattr(spec.stream or '')}{scope}/>"
+            )
+        filtered = f" filter={quoteattr(spec.filter)}" if spec.filter is not None else ""
+        dst = self.outputs[op][0]
+        return (
+            f'<primitiveImportOperInstance definitionIndex="3" index="{op}" name={quoteattr(name)}{filtered}'
+            f' sourceIndex="0" startLine="1" endLine="1"><outputPorts>'
+            f"{_port('output', 0, name, [_conn(dst, self.names[dst], 0, 'input')])}</outputPorts>"
+            f"{how}</primitiveImportOperInstance>"
+        )
+
     def operator(self, op: int) -> str:
+        if op in self.exports:
+            return self.export_operator(op)
+        if op in self.imports:
+            return self.import_operator(op)
         name = self.names[op]
         definition = 1 if op == 0 else (2 if not self.outputs.get(op) else 0)
         ins = [
@@ -206,7 +286,7 @@ class _Writer:
             '<?xml version="1.0" encoding="UTF-8"?>\n'
             f'<applicationSet xmlns="{NS}" name={quoteattr(s.name + ".appset")}>'
             f"<splApplication {_APPLICATION_ATTRS} name={name}>"
-            f"<libraries/><hostpools>{''.join(pools)}</hostpools>{_TYPES_AND_DEFINITIONS}"
+            f"<libraries/><hostpools>{''.join(pools)}</hostpools>{_types_and_definitions(s)}"
             f'<composites><sourceUris><uri index="0" path="file:///app.spl"/></sourceUris><compositeOperDefinitions>'
             f'<compositeOperDefinition index="0" kind={name} numberOfInputPorts="0" numberOfOutputPorts="0" '
             f'{where} toolkitIndex="0"/></compositeOperDefinitions><compositeOperInstances>'
@@ -222,20 +302,22 @@ _APPLICATION_ATTRS = (
     'adlPath="app/app.adl" applicationDirectory="app" applicationScope="Default" avoidRuntimeYield="auto" '
     'buildId="synthetic" bundle="./app.sab" outputDirectory="output" productVersion="4.3.0.0" version="1.0.0"'
 )
-_TYPES_AND_DEFINITIONS = "".join(
-    [
-        '<tupleTypes><tupleType index="0"><attribute name="i" type="uint64"/></tupleType></tupleTypes>',
-        "<primitiveOperDefinitions>",
-        *(
-            f'<primitiveOperDefinition index="{i}" kind="{kind}" runtimeType="SPL_CPlusPlus" '
-            'toolkitIndex="0"/>'
-            for i, kind in enumerate(
-                ("spl.relational::Functor", "spl.utility::Beacon", "spl.utility::Custom")
-            )
-        ),
-        "</primitiveOperDefinitions>",
-    ]
-)
+_OPERATOR_KINDS = ("spl.relational::Functor", "spl.utility::Beacon", "spl.utility::Custom")
+_ADAPTER_KINDS = ("spl.adapter::Import", "spl.adapter::Export")  # definitions 3 and 4
+
+
+def _types_and_definitions(spec: SyntheticSpec) -> str:
+    kinds = _OPERATOR_KINDS + (_ADAPTER_KINDS if spec.exports or spec.imports else ())
+    definitions = "".join(
+        f'<primitiveOperDefinition index="{i}" kind="{kind}" runtimeType="SPL_CPlusPlus" toolkitIndex="0"/>'
+        for i, kind in enumerate(kinds)
+    )
+    return (
+        '<tupleTypes><tupleType index="0"><attribute name="i" type="uint64"/></tupleType></tupleTypes>'
+        f"<primitiveOperDefinitions>{definitions}</primitiveOperDefinitions>"
+    )
+
+
 _CONSISTENT_REGION = (
     '<splAnnotation internal="true" tag="consistentRegion"><value key="index" type="int64">{index}</value>'
     '<value key="trigger" type="enum{{periodic,operatorDriven}}">operatorDriven</value>'

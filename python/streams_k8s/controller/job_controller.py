@@ -35,10 +35,10 @@ invalid spec (Valid=False), a bundle that does not exist, is refused (4xx, TLS) 
 and planning errors of the application itself (fusion, topology, a pool index it lacks, a sized
 pool used with a larger index). A spec change starts over at attempt 1.
 
-Once submitted, a deleted ConfigMap, Service, HostPool, ParallelRegion, ConsistentRegion(Operator)
-is recreated; a deleted PE is recreated when it is restartable. Spec edits after submission are
-not applied (status message and a SpecChangeIgnored Event say so); a failed Job, or one still
-submitting, starts over with them from a clean slate.
+Once submitted, a deleted ConfigMap, Service, HostPool, ParallelRegion, Export, Import,
+ConsistentRegion(Operator) is recreated; a deleted PE is recreated when it is restartable. Spec
+edits after submission are not applied (status message and a SpecChangeIgnored Event say so); a
+failed Job, or one still submitting, starts over with them from a clean slate.
 A ParallelRegion's width edits are: the job is re-fused and only what changed is updated (`widths`).
 """
 
@@ -68,7 +68,9 @@ from streams_k8s.controller.kinds import (
     CONFIGMAPS,
     CONSISTENT_REGION_OPERATORS,
     CONSISTENT_REGIONS,
+    EXPORTS,
     HOSTPOOLS,
+    IMPORTS,
     JOBS,
     NODES,
     PARALLEL_REGIONS,
@@ -121,6 +123,8 @@ CHILD_KINDS: tuple[Resource, ...] = (
     CONFIGMAPS,
     SERVICES,
     HOSTPOOLS,
+    EXPORTS,
+    IMPORTS,
     PARALLEL_REGIONS,
     CONSISTENT_REGION_OPERATORS,
     CONSISTENT_REGIONS,
@@ -201,11 +205,15 @@ class JobController:
         self.parallel_regions = manager.informer(PARALLEL_REGIONS)
         self.consistent_regions = manager.informer(CONSISTENT_REGIONS)
         self.cros = manager.informer(CONSISTENT_REGION_OPERATORS)
+        self.exports = manager.informer(EXPORTS)
+        self.imports = manager.informer(IMPORTS)
         self.nodes = manager.informer(NODES)
         self.children: dict[Resource, Informer] = {
             CONFIGMAPS: self.configmaps,
             SERVICES: self.services,
             HOSTPOOLS: self.hostpools,
+            EXPORTS: self.exports,
+            IMPORTS: self.imports,
             PARALLEL_REGIONS: self.parallel_regions,
             CONSISTENT_REGION_OPERATORS: self.cros,
             CONSISTENT_REGIONS: self.consistent_regions,

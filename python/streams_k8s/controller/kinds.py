@@ -7,7 +7,9 @@ from streams_k8s.api import (
     VERSION,
     ConsistentRegion,
     ConsistentRegionOperator,
+    Export,
     HostPool,
+    Import,
     Job,
     ParallelRegion,
     ProcessingElement,
@@ -26,6 +28,8 @@ CONSISTENT_REGIONS = Resource(GROUP, VERSION, ConsistentRegion.plural, Consisten
 CONSISTENT_REGION_OPERATORS = Resource(
     GROUP, VERSION, ConsistentRegionOperator.plural, ConsistentRegionOperator.kind_name
 )
+EXPORTS = Resource(GROUP, VERSION, Export.plural, Export.kind_name)
+IMPORTS = Resource(GROUP, VERSION, Import.plural, Import.kind_name)
 SECRETS = Resource("", "v1", "secrets", "Secret")
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
 NETWORK_POLICIES = Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy")

@@ -12,6 +12,8 @@ the runtime's come from the environment:
 | `POD_NAME`, `POD_NAMESPACE` | unset | this replica's pod (downward API) |
 | `STREAMS_K8S_COORDINATOR_MODE` | `dedicated` | consistent-region coordinators (`coordinators`) |
 | `STREAMS_K8S_RETRY_DELAY` | 10 | seconds to a failed submission's first retry (doubling) |
+| `STREAMS_K8S_PE_NOTIFICATION_HOST` | unset | where PE subscription datagrams go (not `<job>-<pe>.<ns>`) |
+| `STREAMS_K8S_PE_NOTIFICATION_PORT` | 10000 | their UDP port |
 
 Every replica serves; the `streams-api` Service routes only to the pod labelled
 `streams.ibm.com/serving=true`. The leader puts that label on its own pod (`POD_NAME`) and takes
@@ -36,7 +38,10 @@ from streams_k8s.controller.job_controller import RETRY_FIRST_DELAY, JobControll
 from streams_k8s.controller.kinds import CONFIGMAPS, PODS, SECRETS
 from streams_k8s.controller.node_placement import NodePlacementController
 from streams_k8s.controller.pe_controller import PeController
+from streams_k8s.controller.pe_datagrams import PeDatagrams, pe_service_host
 from streams_k8s.controller.rest_api import API_PORT, InstanceRestApi
+from streams_k8s.controller.subscription_api import SubscriptionApi
+from streams_k8s.controller.subscription_broker import NOTIFICATION_PORT, SubscriptionBroker
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.controller import Requeue
 from streams_k8s.k8s.errors import ApiError
@@ -68,12 +73,15 @@ class InstanceOperator:
     rest: InstanceRestApi
     repository: BundleRepository
     runner: web.AppRunner
+    broker: SubscriptionBroker | None = None
     api_port: int = 0
     _sessions: list[aiohttp.ClientSession] = field(default_factory=list)
 
     async def stop(self) -> None:
         await self.runner.cleanup()
         await self.repository.stop()
+        if self.broker is not None:
+            self.broker.datagrams.close()
         for session in self._sessions:
             await session.close()
 
@@ -138,7 +146,15 @@ async def setup(manager: Manager) -> InstanceOperator:
         jobs.parallel_regions,
         pes.pods_by_owner,
     )
-    runner = web.AppRunner(rest.app(), access_log=None)
+    fixed_host = os.environ.get("STREAMS_K8S_PE_NOTIFICATION_HOST")
+    datagrams = PeDatagrams(
+        int(os.environ.get("STREAMS_K8S_PE_NOTIFICATION_PORT", NOTIFICATION_PORT)),
+        (lambda job, pe, namespace: fixed_host) if fixed_host else pe_service_host,
+    )
+    broker = SubscriptionBroker(manager, jobs.jobs, jobs.exports, jobs.imports, datagrams)
+    app = rest.app()
+    SubscriptionApi(rest, client, broker).add_routes(app)
+    runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, settings.bind_address, int(os.environ.get("STREAMS_K8S_API_PORT", API_PORT)))
     await site.start()
@@ -146,4 +162,4 @@ async def setup(manager: Manager) -> InstanceOperator:
     await repository.start(
         settings.bind_address, int(os.environ.get("STREAMS_K8S_REPOSITORY_PORT", REPOSITORY_PORT))
     )
-    return InstanceOperator(jobs, rest, repository, runner, int(runner.addresses[0][1]), sessions)
+    return InstanceOperator(jobs, rest, repository, runner, broker, int(runner.addresses[0][1]), sessions)

@@ -10,6 +10,8 @@
 - `GET /api/endpoints/job/{job}/endpoint/{ep}`: `{canonicalName, port, protocol}` of port `usr-<ep>`.
 - `PUT|DELETE /api/endpoints/job/{job}/pe/{pe}/endpoint/{ep}`: add or remove port `usr-<ep>` on the
   PE's headless Service (port and targetPort, never a nodePort); 204.
+- `/api/subscriptions/job/{job}/pe/{pe}`: the PE's import/export board, its Export and Import specs,
+  export properties and import filter/streams (routes and formats in `subscription_api`).
 
 Jobs are looked up in the controller's namespace, or in every namespace when it watches all (a
 name found in several is a 409: run one controller per namespace then). Unknown jobs, PEs and
@@ -58,7 +60,7 @@ def _error(status: int, reason: str, message: str) -> web.Response:
     return web.Response(status=status, body=orjson.dumps(body), content_type="application/json")
 
 
-def _json(value: Any, status: int = 200) -> web.Response:
+def json_response(value: Any, status: int = 200) -> web.Response:
     return web.Response(status=status, body=orjson.dumps(value), content_type="application/json")
 
 
@@ -127,7 +129,7 @@ class InstanceRestApi:
         found = [j for j in self.jobs.store.select() if meta(j).get("name") == name and self._in_scope(j)]
         return self._one(found, f"job '{name}'")
 
-    def _pe(self, job_name: str, pe: str) -> tuple[Object, Object]:
+    def lookup_pe(self, job_name: str, pe: str) -> tuple[Object, Object]:
         job = self._job(job_name)
         if not _ID.match(pe):
             raise RestError(400, "BadRequest", f"'{pe}' is not a PE id")
@@ -159,11 +161,11 @@ class InstanceRestApi:
         return web.Response(text=str(meta(self._one(found, f"job id {job_id}"))["name"]))
 
     async def get_connectivity(self, request: web.Request) -> web.Response:
-        _, pe = self._pe(request.match_info["job"], request.match_info["pe"])
-        return _json((pe.get("status") or {}).get("connectivity", Connectivity.NONE.value))
+        _, pe = self.lookup_pe(request.match_info["job"], request.match_info["pe"])
+        return json_response((pe.get("status") or {}).get("connectivity", Connectivity.NONE.value))
 
     async def put_connectivity(self, request: web.Request) -> web.Response:
-        _, pe = self._pe(request.match_info["job"], request.match_info["pe"])
+        _, pe = self.lookup_pe(request.match_info["job"], request.match_info["pe"])
         value = await self._body(request)
         allowed = [c.value for c in Connectivity]
         if value not in allowed:
@@ -213,7 +215,7 @@ class InstanceRestApi:
 
     async def get_width(self, request: web.Request) -> web.Response:
         """The parallel region's ``spec.width``: the width asked for (status says when it runs so)."""
-        return _json((self._region(request).get("spec") or {}).get("width"))
+        return json_response((self._region(request).get("spec") or {}).get("width"))
 
     async def put_width(self, request: web.Request) -> web.Response:
         """Set a parallel region's ``spec.width`` (the job controller re-fuses the job)."""
@@ -235,9 +237,9 @@ class InstanceRestApi:
         return service
 
     async def pe_ports(self, request: web.Request) -> web.Response:
-        job, _ = self._pe(request.match_info["job"], request.match_info["pe"])
+        job, _ = self.lookup_pe(request.match_info["job"], request.match_info["pe"])
         service = self._service(job, request.match_info["pe"])
-        return _json({p["name"]: p for p in (service.get("spec") or {}).get("ports") or ()})
+        return json_response({p["name"]: p for p in (service.get("spec") or {}).get("ports") or ()})
 
     async def get_endpoint(self, request: web.Request) -> web.Response:
         job = self._job(request.match_info["job"])
@@ -251,7 +253,7 @@ class InstanceRestApi:
                         "port": port["port"],
                         "protocol": port.get("protocol", "TCP"),
                     }
-                    return _json(info)
+                    return json_response(info)
         raise RestError(404, "NotFound", f"job '{name}' has no endpoint '{request.match_info['ep']}'")
 
     @staticmethod
@@ -267,7 +269,7 @@ class InstanceRestApi:
         return name
 
     async def put_endpoint(self, request: web.Request) -> web.Response:
-        job, _ = self._pe(request.match_info["job"], request.match_info["pe"])
+        job, _ = self.lookup_pe(request.match_info["job"], request.match_info["pe"])
         port_name = self._port_name(request.match_info["ep"])
         info = await self._body(request)
         if (
@@ -294,7 +296,7 @@ class InstanceRestApi:
         return web.Response(status=204)
 
     async def delete_endpoint(self, request: web.Request) -> web.Response:
-        job, _ = self._pe(request.match_info["job"], request.match_info["pe"])
+        job, _ = self.lookup_pe(request.match_info["job"], request.match_info["pe"])
         port_name = self._port_name(request.match_info["ep"])
         namespace, name = str(meta(job)["namespace"]), str(meta(job)["name"])
         service = self._service(job, request.match_info["pe"])
@@ -327,7 +329,7 @@ class InstanceRestApi:
     # --- OpenAPI --------------------------------------------------------------------------
 
     async def openapi(self, request: web.Request) -> web.Response:
-        return _json(OPENAPI)
+        return json_response(OPENAPI)
 
 
 _ERROR_SCHEMA = {
@@ -349,6 +351,8 @@ _ENDPOINT = {
     },
 }
 _CONNECTIVITY = {"enum": [c.value for c in Connectivity]}
+_XML = {"application/xml": {"schema": {"type": "string"}}}
+_TEXT = {"text/plain": {"schema": {"type": "string"}}}
 
 
 def _errors_for(*codes: int) -> dict[str, Any]:
@@ -365,6 +369,29 @@ def _param(name: str, pattern: str) -> dict[str, Any]:
 
 
 _JOB, _PE, _EP = _param("job", _NAME.pattern), _param("pe", _ID.pattern), _param("ep", _NAME.pattern)
+_PORT = _param("port", "^[0-9]{1,9}$")
+
+
+def _read(summary: str, content: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "summary": summary,
+        "responses": {"200": {"description": summary, "content": content}, **_errors_for(400, 404)},
+    }
+
+
+def _write(summary: str, content: dict[str, Any], *codes: int) -> dict[str, Any]:
+    return {
+        "summary": summary,
+        "requestBody": {"required": True, "content": content},
+        "responses": {
+            "204": {"description": "the Export or Import was patched"},
+            **_errors_for(400, 404, *codes),
+        },
+    }
+
+
+_SUBSCRIPTIONS = "/api/subscriptions/job/{job}/pe/{pe}"
+_JSON_OBJECT = {"application/json": {"schema": {"type": "object"}}}
 OPENAPI: dict[str, Any] = {
     "openapi": "3.1.0",
     "info": {"title": "streams-k8s instance API", "version": "1"},
@@ -464,6 +491,57 @@ OPENAPI: dict[str, Any] = {
                 "summary": "Remove the user endpoint",
                 "responses": {"204": {"description": "port removed"}, **_errors_for(400, 404)},
             },
+        },
+        _SUBSCRIPTIONS: {
+            "parameters": [_JOB, _PE],
+            "get": _read("The PE's import/export board", _JSON_OBJECT),
+        },
+        f"{_SUBSCRIPTIONS}/export/{{port}}": {
+            "parameters": [_JOB, _PE, _PORT],
+            "get": _read("The Export spec of the PE output port", _JSON_OBJECT),
+        },
+        f"{_SUBSCRIPTIONS}/import/{{port}}": {
+            "parameters": [_JOB, _PE, _PORT],
+            "get": _read("The Import spec of the PE input port", _JSON_OBJECT),
+        },
+        f"{_SUBSCRIPTIONS}/export/{{port}}/properties": {
+            "parameters": [_JOB, _PE, _PORT],
+            "put": _write("Add exported stream properties (streamProperties XML)", _XML, 409),
+            "patch": _write("Set (add or replace) exported stream properties", _XML, 409),
+            "post": {
+                "summary": "The named properties (body streamPropertyNames XML)",
+                "requestBody": {"required": True, "content": _XML},
+                "responses": {
+                    "200": {"description": "streamProperties", "content": _XML},
+                    **_errors_for(400, 404),
+                },
+            },
+            "delete": _write("Remove the named properties (streamPropertyNames XML)", _XML, 409),
+        },
+        f"{_SUBSCRIPTIONS}/export/{{port}}/property/{{name}}": {
+            "parameters": [
+                _JOB,
+                _PE,
+                _PORT,
+                {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}},
+            ],
+            "put": _write("Add one property (streamProperty XML)", _XML, 409),
+            "patch": _write("Set one property", _XML, 409),
+            "get": _read("One property", _XML),
+            "delete": {
+                "summary": "Remove one property",
+                "responses": {"204": {"description": "removed"}, **_errors_for(400, 404, 409)},
+            },
+        },
+        f"{_SUBSCRIPTIONS}/import/{{port}}/filter": {
+            "parameters": [_JOB, _PE, _PORT],
+            "get": _read("The import filter (empty: none)", _TEXT),
+            "put": _write("Set the import filter (empty: none)", _TEXT, 409),
+        },
+        f"{_SUBSCRIPTIONS}/import/{{port}}/streams": {
+            "parameters": [_JOB, _PE, _PORT],
+            "get": _read("The imported streams (importedStreams XML)", _XML),
+            "put": _write("Replace the imported streams (importedStreams XML)", _XML, 409),
         },
     },
     "components": {"schemas": {"Error": _ERROR_SCHEMA}},

@@ -13,6 +13,8 @@ deterministic name, labels, annotations and the Job as controlling owner, in cre
 | | | `sys-consistentregion` |
 | HostPool | `<job>-<poolIndex>` | one per ADL host pool |
 | ParallelRegion | `<job>-<regionIndex>` | alias and width |
+| Export | `<job>-<peId>-<portId>` | per PE output port with an exported stream (by name or properties) |
+| Import | `<job>-<peId>-<portId>` | per PE input port with imported streams (names, subscription, filter) |
 | ConsistentRegionOperator | `<job>-consistent-region-operator` | when the job has consistent regions |
 | ConsistentRegion | `<job>-cr<regionIndex>` | region settings and its PEs |
 | ProcessingElement | `<job>-<peId>` | plan + the job's PE template |
@@ -40,6 +42,18 @@ from streams_k8s.api.consistent_region import (
     Trigger,
 )
 from streams_k8s.api.host_pool import HostPool, HostPoolSpec, MembershipMode
+from streams_k8s.api.import_export import (
+    Export,
+    ExportedStream,
+    ExportSpec,
+    ExportType,
+    Import,
+    ImportedStreams,
+    ImportSpec,
+    NameBasedImport,
+    PropertyBasedImport,
+    StreamProperty,
+)
 from streams_k8s.api.job import Job
 from streams_k8s.api.parallel_region import ParallelRegion, ParallelRegionSpec
 from streams_k8s.api.processing_element import (
@@ -52,7 +66,7 @@ from streams_k8s.app.adl import AdlError, parse_adl
 from streams_k8s.app.bundle import BundleError, read_bundle
 from streams_k8s.app.fusion import FusionConstraintError
 from streams_k8s.app.model import Application
-from streams_k8s.app.physical import PlannedPe
+from streams_k8s.app.physical import PeInputPort, PeOutputPort, PlannedPe
 from streams_k8s.app.plan import Plan, plan_application, render_name_table
 from streams_k8s.app.submission import SubmissionError
 from streams_k8s.app.topology import TopologyError
@@ -62,7 +76,9 @@ from streams_k8s.controller.kinds import (
     CONFIGMAPS,
     CONSISTENT_REGION_OPERATORS,
     CONSISTENT_REGIONS,
+    EXPORTS,
     HOSTPOOLS,
+    IMPORTS,
     PARALLEL_REGIONS,
     PES,
     SERVICES,
@@ -70,6 +86,7 @@ from streams_k8s.controller.kinds import (
 from streams_k8s.controller.placement import NodeInfo, PlacedPe, PlacementError, PlacementPlan, plan_placement
 from streams_k8s.controller.pod_spec import CONSISTENT_REGION_PORT, METRICS_PORT, NOTIFICATIONS_PORT
 from streams_k8s.controller.resources import divide_resources
+from streams_k8s.controller.subscription_expression import SubscriptionError, parse_subscription
 from streams_k8s.k8s.client import Resource
 from streams_k8s.naming import PE_PORT_BASE, TABLE_KEY, pe_service_name
 
@@ -271,6 +288,80 @@ def _service_ports(pe: PlannedPe) -> list[dict[str, Any]]:
     ]
 
 
+def pe_port_name(job: str, pe: int, port: int) -> str:
+    """The name of the Export or Import of a PE port (PE output and input port ids may coincide:
+    the kinds tell them apart)."""
+    return f"{job}-{pe}-{port}"
+
+
+def export_spec(plan: Plan, pe: PlannedPe, port: PeOutputPort) -> ExportSpec:
+    """What ``port`` exports (its first exported stream: the AADL allows one per port)."""
+    operator, spec = port.exports[0]
+    by_name = spec.stream_name is not None
+    properties = [StreamProperty(name=p.name, type=p.type, values=list(p.values)) for p in spec.properties]
+    return ExportSpec(
+        job_id=plan.job_id,
+        pe_id=pe.id,
+        port_id=port.id,
+        type=ExportType.BY_NAME if by_name else ExportType.BY_PROPERTIES,
+        stream=ExportedStream(
+            name=spec.stream_name,
+            properties=None if by_name else properties,
+            export_oper_name=operator,
+            allow_filter=True if spec.allow_filter is None else spec.allow_filter,
+            congestion_policy=spec.congestion_policy,
+        ),
+    )
+
+
+def _checked_subscription(operator: str, subscription: str) -> str:
+    try:
+        parse_subscription(subscription)
+    except SubscriptionError as err:
+        message = f"Import operator '{operator}': subscription {subscription!r}: {err}"
+        raise SubmissionFailure("Planned", "InvalidSubscription", message) from None
+    return subscription
+
+
+def import_spec(plan: Plan, pe: PlannedPe, port: PeInputPort) -> ImportSpec | None:
+    """What ``port`` imports, or None when it imports nothing; `SubmissionFailure(Planned,
+    InvalidSubscription)` for a subscription expression that does not parse."""
+    imports = plan.topology.nodes[port.node].imports.get(port.port, ())
+    if not imports:
+        return None
+    by_name = {
+        str(index): NameBasedImport(
+            application_name=spec.application_name or "",
+            import_oper_name=operator,
+            stream_name=spec.stream_name or "",
+            application_scope=spec.application_scope,
+        )
+        for operator, index, spec in imports
+        if spec.subscription is None
+    }
+    by_property = [
+        PropertyBasedImport(
+            subscription=_checked_subscription(operator, spec.subscription),
+            import_oper_name=operator,
+            index=index,
+            application_scope=spec.application_scope,
+        )
+        for operator, index, spec in imports
+        if spec.subscription is not None
+    ]
+    return ImportSpec(
+        job_id=plan.job_id,
+        pe_id=pe.id,
+        port_id=port.id,
+        port_index=port.id,
+        streams=ImportedStreams(
+            name_based_imports=by_name,
+            property_based_import=by_property[0] if by_property else None,  # the AADL allows one
+            filter=next((spec.filter for _, _, spec in imports if spec.filter), None),
+        ),
+    )
+
+
 def consistent_region_name(job: str, index: int) -> str:
     return f"{job}-cr{index}"
 
@@ -342,6 +433,17 @@ def desired_objects(
         )
         meta = _metadata(job, job_uid, f"{name}-{region.index}", generation, app)
         add(PARALLEL_REGIONS, ParallelRegion.kind_name, {"metadata": meta, "spec": width.to_wire()})
+    for pe in plan.pes:
+        for out_port in pe.outputs:
+            if out_port.exports:
+                meta = _metadata(job, job_uid, pe_port_name(name, pe.id, out_port.id), generation, app)
+                exported = export_spec(plan, pe, out_port).to_wire()
+                add(EXPORTS, Export.kind_name, {"metadata": meta, "spec": exported})
+    for pe in plan.pes:
+        for in_port in pe.inputs:
+            if (imported := import_spec(plan, pe, in_port)) is not None:
+                meta = _metadata(job, job_uid, pe_port_name(name, pe.id, in_port.id), generation, app)
+                add(IMPORTS, Import.kind_name, {"metadata": meta, "spec": imported.to_wire()})
 
     regions = consistent_region_pes(plan)
     declared = {r.index: r for r in app.consistent_regions}

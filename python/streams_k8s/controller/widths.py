@@ -10,6 +10,8 @@ the history and however often the controller restarts. A change is applied in th
    to it; a restart finds the condition and reuses that generation;
 2. added PEs get their ConfigMap, Service and PE; changed PEs a new AADL ConfigMap and PE spec
    (new contentId: their pods are replaced); removed PEs are deleted; the name table rewritten;
+   Exports and Imports follow the PE ports (created, replaced, deleted) with what the runtime
+   edited in them (export properties, import subscriptions and filters);
 3. the region's ``status.width`` / ``selector`` and ``Resized=True`` say it is applied.
 
 A width that cannot be planned or placed changes nothing: ``Resized=False`` (reason
@@ -28,9 +30,17 @@ from typing import Any
 from streams_k8s.api.job import ParallelRegionWidth
 from streams_k8s.app.plan import Plan, PlanDiff, diff_plans, refuse_with_widths
 from streams_k8s.controller import labels
-from streams_k8s.controller.kinds import CONFIGMAPS, CONSISTENT_REGIONS, PARALLEL_REGIONS, PES, SERVICES
+from streams_k8s.controller.kinds import (
+    CONFIGMAPS,
+    CONSISTENT_REGIONS,
+    EXPORTS,
+    IMPORTS,
+    PARALLEL_REGIONS,
+    PES,
+    SERVICES,
+)
 from streams_k8s.controller.submission import Desired
-from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.conditions import set_condition
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.objects import Object, meta
@@ -150,11 +160,62 @@ async def apply(client: KubeClient, change: WidthChange) -> None:
             except ApiError as err:
                 if not err.not_found:
                     raise
+    await _follow_ports(client, wanted, namespace, job)
     table = wanted[(CONFIGMAPS, job)].body["data"][TABLE_KEY]
     await client.patch(CONFIGMAPS, job, {"data": {TABLE_KEY: table}}, namespace)
     for (resource, name), child in wanted.items():
         if resource == CONSISTENT_REGIONS:  # a region's PEs follow the fusion
             await client.patch(resource, name, {"spec": child.body["spec"]}, namespace)
+
+
+# What the PE runtime edits through the REST API (`subscription_api`): it belongs to the operators,
+# so it follows them to whichever PE port the re-fusion gives them.
+_EDITABLE = {EXPORTS: "stream", IMPORTS: "streams"}
+
+
+def _operators(resource: Resource, spec: dict[str, Any]) -> tuple[str, ...]:
+    """The Export operator, or the Import operators, an Export or Import is for."""
+    if resource == EXPORTS:
+        return (str(spec["stream"]["exportOperName"]),)
+    streams = spec["streams"]
+    names = [str(i["importOperName"]) for i in (streams.get("nameBasedImports") or {}).values()]
+    if streams.get("propertyBasedImport"):
+        names.append(str(streams["propertyBasedImport"]["importOperName"]))
+    return tuple(sorted(names))
+
+
+async def _follow_ports(
+    client: KubeClient, wanted: Mapping[tuple[Resource, str], Desired], namespace: str, job: str
+) -> None:
+    """The job's Exports and Imports are those of the target plan's PE ports, keeping what the
+    runtime edited (export properties, import subscriptions and filters)."""
+    for resource, editable in _EDITABLE.items():
+        items, _ = await client.list_all(resource, namespace, label_selector=f"{labels.JOB}={job}")
+        existing = {str(meta(o)["name"]): o for o in items}
+        edited = {_operators(resource, o["spec"]): o["spec"][editable] for o in items}
+        for (kind, name), child in wanted.items():
+            if kind != resource:
+                continue
+            spec = dict(child.body["spec"])
+            spec[editable] = edited.get(_operators(resource, spec), spec[editable])
+            current = existing.pop(name, None)
+            if current is None:
+                await _create(client, Desired(resource, {**child.body, "spec": spec}))
+            elif current.get("spec") != spec or _labels_differ(current, child.body):
+                # replaced, not merged: keys the target lacks (name-based imports) must go
+                body = {**current, "spec": spec}
+                body["metadata"] = {**current["metadata"], **_merge_meta(child.body)}
+                await client.replace(resource, body)
+        for name in existing:
+            try:
+                await client.delete(resource, name, namespace)
+            except ApiError as err:
+                if not err.not_found:
+                    raise
+
+
+def _labels_differ(current: Object, body: dict[str, Any]) -> bool:
+    return bool(meta(current).get("labels") != body["metadata"]["labels"])
 
 
 def _merge_meta(body: dict[str, Any]) -> dict[str, Any]:
