@@ -107,6 +107,9 @@ class NodePlacementController:
         self.hostpools = manager.informer(HOSTPOOLS)
         self.nodes: Informer = manager.informer(NODES)
         self.events = manager.event_recorder("node-placement")
+        # Each PE's placement, parsed once per version: a job's reconcile reads every PE of it.
+        self._placed_pes: dict[str, tuple[str, PlacedPe]] = {}  # by PE uid
+        self.pes.add_handler(self._forget_deleted)
         self.controller = manager.controller("node-placement", self.reconcile, workers=2)
         self.controller.watch(self.jobs, predicates=[generation_changed])
         self.controller.owns(self.hostpools, Job.kind_name)
@@ -150,10 +153,10 @@ class NodePlacementController:
         present = {p.index for p in pools}
         pes = []
         for pe in self._children(self.pes, job):
-            spec = ProcessingElementSpec.model_validate(pe["spec"])
-            location = spec.placement.host_pool_location
+            placed_pe = self._placed_pe(pe)
+            location = placed_pe.placement.host_pool_location
             if location is None or location.pool_index in present:
-                pes.append(PlacedPe(spec.id, spec.placement))
+                pes.append(placed_pe)
         try:
             plan = plan_placement(
                 namespace=key.namespace,
@@ -184,6 +187,19 @@ class NodePlacementController:
             )
         await self._patch_nodes(node_changes(nodes, key.namespace, key.name, placed | wanted, plan))
         return None
+
+    def _placed_pe(self, pe: Object) -> PlacedPe:
+        uid, version = str(meta(pe).get("uid")), str(meta(pe).get("resourceVersion"))
+        cached = self._placed_pes.get(uid)
+        if cached is None or cached[0] != version:
+            spec = ProcessingElementSpec.model_validate(pe["spec"])
+            cached = (version, PlacedPe(spec.id, spec.placement))
+            self._placed_pes[uid] = cached
+        return cached[1]
+
+    def _forget_deleted(self, kind: str, old: Object | None, new: Object | None) -> None:
+        if kind == "delete" and old is not None:
+            self._placed_pes.pop(str(meta(old).get("uid")), None)
 
     async def _patch_nodes(self, patches: dict[str, dict[str, object]]) -> None:
         for name, patch in patches.items():
