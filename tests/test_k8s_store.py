@@ -34,3 +34,36 @@ def test_swap_replaces_everything_at_once_and_iteration_is_a_snapshot() -> None:
         store.delete(key)
     assert len(store) == 0
     assert store.get(ObjectKey("a", "new")) is None
+
+
+def test_a_label_index_answers_like_a_scan_through_puts_relabels_deletes_and_swaps() -> None:
+    indexed, scanned = Store(), Store()
+    indexed.index_label("job")
+
+    def both(action: Any) -> None:
+        action(indexed)
+        action(scanned)
+
+    def same(labels: dict[str, str], namespace: str | None = None) -> list[str]:
+        got = sorted(o["metadata"]["name"] for o in indexed.select_by_labels(labels, namespace))
+        assert got == sorted(o["metadata"]["name"] for o in scanned.select_by_labels(labels, namespace))
+        return got
+
+    for o in (obj("a", "p1", job="j1", svc="pe"), obj("a", "p2", job="j2"), obj("b", "p3", job="j1")):
+        both(lambda s, o=o: s.put(ObjectKey(o["metadata"]["namespace"], o["metadata"]["name"]), o))
+    assert same({"job": "j1"}) == ["p1", "p3"]
+    assert same({"job": "j1", "svc": "pe"}) == ["p1"]
+    assert same({"job": "j1"}, namespace="b") == ["p3"]
+    both(lambda s: s.put(ObjectKey("a", "p1"), obj("a", "p1", job="j2")))  # relabelled
+    assert same({"job": "j1"}) == ["p3"]
+    assert same({"job": "j2"}) == ["p1", "p2"]
+    both(lambda s: s.delete(ObjectKey("a", "p2")))
+    assert same({"job": "j2"}) == ["p1"]
+    both(lambda s: s.swap({ObjectKey("c", "p9"): obj("c", "p9", job="j2")}))
+    assert same({"job": "j2"}) == ["p9"]
+    assert same({"job": "j1"}) == []
+    unlabelled = Store()
+    unlabelled.put(ObjectKey("a", "x"), obj("a", "x"))
+    unlabelled.index_label("job")  # indexing a filled store
+    unlabelled.put(ObjectKey("a", "y"), obj("a", "y", job="j"))
+    assert [o["metadata"]["name"] for o in unlabelled.select_by_labels({"job": "j"})] == ["y"]

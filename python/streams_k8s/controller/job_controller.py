@@ -229,6 +229,8 @@ class JobController:
         for informer in self.children.values():
             self.controller.watch(informer, self._job_of)
         self.controller.watch(self.pods, self._job_of)
+        for informer in (*self.children.values(), self.pods):  # "the X of job J" on every reconcile
+            informer.store.index_label(labels.JOB)
 
     @staticmethod
     def _job_of(obj: Object) -> list[ObjectKey]:
@@ -477,13 +479,7 @@ class JobController:
 
     async def _create_missing(self, children: list[Desired], wanted: Callable[[Desired], bool]) -> int:
         """Create every child the caches lack (in order, a bounded batch at a time); 409 is success."""
-        missing = [
-            c
-            for c in children
-            if self.children[c.resource].store.get(ObjectKey(str(c.body["metadata"]["namespace"]), c.name))
-            is None
-            and wanted(c)
-        ]
+        missing = [c for c in children if self.children[c.resource].store.get(c.key) is None and wanted(c)]
         slots = asyncio.Semaphore(CREATE_CONCURRENCY)
 
         async def create(child: Desired) -> None:

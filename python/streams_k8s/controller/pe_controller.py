@@ -95,6 +95,7 @@ class PeController:
         # PEs whose pod was seen running and is not recorded yet (waiting for a connectivity report).
         self._started: dict[ObjectKey, _Started] = {}
         self.pes.add_handler(self._on_pe_event)
+        self.pes.store.index_label(labels.JOB)
 
         self.controller = manager.controller("pes", self.reconcile, workers=workers)
         self.controller.watch(self.pes)

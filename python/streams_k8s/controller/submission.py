@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
@@ -88,6 +88,7 @@ from streams_k8s.controller.pod_spec import CONSISTENT_REGION_PORT, METRICS_PORT
 from streams_k8s.controller.resources import divide_resources
 from streams_k8s.controller.subscription_expression import SubscriptionError, parse_subscription
 from streams_k8s.k8s.client import Resource
+from streams_k8s.k8s.objects import ObjectKey
 from streams_k8s.naming import PE_PORT_BASE, TABLE_KEY, pe_service_name
 
 AADL_KEY = "aadl.xml"
@@ -118,10 +119,15 @@ class Desired:
 
     resource: Resource
     body: dict[str, Any]
+    key: ObjectKey = field(init=False)  # where the informer cache has it (looked up on every reconcile)
+
+    def __post_init__(self) -> None:
+        m = self.body["metadata"]
+        object.__setattr__(self, "key", ObjectKey(str(m["namespace"]), str(m["name"])))
 
     @property
     def name(self) -> str:
-        return str(self.body["metadata"]["name"])
+        return self.key.name
 
 
 def validate_job(obj: dict[str, Any]) -> Job:
@@ -130,10 +136,10 @@ def validate_job(obj: dict[str, Any]) -> Job:
         job = Job.from_wire(obj)
     except ValidationError as err:
         first = err.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "(object)"
+        location = ".".join(str(p) for p in first["loc"]) or "(object)"
         message = str(first["msg"]).removeprefix("Value error, ")
         more = f" (and {err.error_count() - 1} more problems)" if err.error_count() > 1 else ""
-        raise SubmissionFailure("Valid", "InvalidSpec", f"{field}: {message}{more}") from None
+        raise SubmissionFailure("Valid", "InvalidSpec", f"{location}: {message}{more}") from None
     name = str(job.metadata.name or "")
     if not _DNS_LABEL.match(name) or len(name) > MAX_JOB_NAME:
         raise SubmissionFailure(
