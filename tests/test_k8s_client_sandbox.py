@@ -80,6 +80,19 @@ async def test_crud_round_trip(client: KubeClient) -> None:
     assert missing.value.not_found
 
 
+async def test_idempotent_create_and_delete(client: KubeClient) -> None:
+    first = await client.create_if_absent(CONFIGMAPS, configmap("once", x="1"), "default")
+    assert first is not None
+    again = await client.create_if_absent(CONFIGMAPS, configmap("once", x="2"), "default")
+    assert again is None  # it exists: kept as it was
+    assert (await client.get(CONFIGMAPS, "once", "default"))["data"] == {"x": "1"}
+    await client.delete_if_present(CONFIGMAPS, "once", "default")
+    await client.delete_if_present(CONFIGMAPS, "once", "default")  # gone already: no error
+    with pytest.raises(ApiError) as raised:
+        await client.get(CONFIGMAPS, "once", "default")
+    assert raised.value.not_found
+
+
 async def test_server_side_apply(client: KubeClient) -> None:
     applied = await client.apply(
         CONFIGMAPS, configmap("ssa", k="v"), field_manager="streams-test", namespace="default"

@@ -140,10 +140,8 @@ class CoordinatorObjectsController:
                 await self._network_policy_unavailable(obj)
                 continue
             try:
-                await self.client.create(resource, body)
+                await self.client.create_if_absent(resource, body)
             except ApiError as err:
-                if err.already_exists:
-                    continue
                 if resource == NETWORK_POLICIES and err.not_found:
                     self._network_policy_served = False
                     await self._network_policy_unavailable(obj)

@@ -484,11 +484,7 @@ class JobController:
 
         async def create(child: Desired) -> None:
             async with slots:
-                try:
-                    await self.client.create(child.resource, child.body)
-                except ApiError as err:
-                    if not err.already_exists:
-                        raise
+                await self.client.create_if_absent(child.resource, child.body)
 
         # Kinds in order (PEs last, once their prerequisites exist); within a kind, concurrently.
         for resource in dict.fromkeys(c.resource for c in missing):

@@ -274,11 +274,7 @@ class PeController:
             settings=self.settings,
             redis_config=job.metadata.annotations.get(REDIS_CONFIG_ANNOTATION),
         )
-        try:
-            await self.client.create(PODS, pod)
-        except ApiError as err:
-            if not err.already_exists:
-                raise
+        await self.client.create_if_absent(PODS, pod)
 
     async def _retire(self, decision: Decision) -> None:
         for pod, zombie in decision.retire:

@@ -42,7 +42,6 @@ from streams_k8s.controller.kinds import (
 from streams_k8s.controller.submission import Desired
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.conditions import set_condition
-from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.objects import Object, meta
 from streams_k8s.naming import TABLE_KEY, pe_service_name
 
@@ -142,7 +141,7 @@ async def apply(client: KubeClient, change: WidthChange) -> None:
     changed = {pe_service_name(job, i) for i in diff.changed}
     for resource in (CONFIGMAPS, SERVICES, PES):
         for name in sorted(added):
-            await _create(client, wanted[(resource, name)])
+            await client.create_if_absent(resource, wanted[(resource, name)].body)
     for name in sorted(changed):
         cm = wanted[(CONFIGMAPS, name)].body
         await client.patch(
@@ -155,11 +154,7 @@ async def apply(client: KubeClient, change: WidthChange) -> None:
         await client.patch(PES, name, {"metadata": _merge_meta(pe), "spec": pe["spec"]}, namespace)
     for pe_id in diff.removed:
         for resource in (PES, SERVICES, CONFIGMAPS):
-            try:
-                await client.delete(resource, pe_service_name(job, pe_id), namespace)
-            except ApiError as err:
-                if not err.not_found:
-                    raise
+            await client.delete_if_present(resource, pe_service_name(job, pe_id), namespace)
     await _follow_ports(client, wanted, namespace, job)
     table = wanted[(CONFIGMAPS, job)].body["data"][TABLE_KEY]
     await client.patch(CONFIGMAPS, job, {"data": {TABLE_KEY: table}}, namespace)
@@ -200,18 +195,14 @@ async def _follow_ports(
             spec[editable] = edited.get(_operators(resource, spec), spec[editable])
             current = existing.pop(name, None)
             if current is None:
-                await _create(client, Desired(resource, {**child.body, "spec": spec}))
+                await client.create_if_absent(resource, {**child.body, "spec": spec})
             elif current.get("spec") != spec or _labels_differ(current, child.body):
                 # replaced, not merged: keys the target lacks (name-based imports) must go
                 body = {**current, "spec": spec}
                 body["metadata"] = {**current["metadata"], **_merge_meta(child.body)}
                 await client.replace(resource, body)
         for name in existing:
-            try:
-                await client.delete(resource, name, namespace)
-            except ApiError as err:
-                if not err.not_found:
-                    raise
+            await client.delete_if_present(resource, name, namespace)
 
 
 def _labels_differ(current: Object, body: dict[str, Any]) -> bool:
@@ -220,14 +211,6 @@ def _labels_differ(current: Object, body: dict[str, Any]) -> bool:
 
 def _merge_meta(body: dict[str, Any]) -> dict[str, Any]:
     return {"labels": body["metadata"]["labels"], "annotations": body["metadata"]["annotations"]}
-
-
-async def _create(client: KubeClient, child: Desired) -> None:
-    try:
-        await client.create(child.resource, child.body)
-    except ApiError as err:
-        if not err.already_exists:
-            raise
 
 
 async def record_failure(client: KubeClient, region: Object, message: str) -> None:

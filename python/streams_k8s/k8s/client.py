@@ -393,6 +393,17 @@ class KubeClient:
             "POST", resource, path, verb="create", body=obj, query={"fieldManager": field_manager}
         )
 
+    async def create_if_absent(
+        self, resource: Resource, obj: Object, namespace: str | None = None
+    ) -> Object | None:
+        """Create; None when it exists already (with deterministic names, creating is idempotent)."""
+        try:
+            return await self.create(resource, obj, namespace)
+        except ApiError as err:
+            if err.already_exists:
+                return None
+            raise
+
     async def replace(
         self,
         resource: Resource,
@@ -491,3 +502,11 @@ class KubeClient:
             options["gracePeriodSeconds"] = grace_period_seconds
         path = resource.path(self._namespace(resource, namespace), name)
         return await self.request("DELETE", resource, path, verb="delete", body=options)
+
+    async def delete_if_present(self, resource: Resource, name: str, namespace: str | None = None) -> None:
+        """Delete; nothing when it is gone already."""
+        try:
+            await self.delete(resource, name, namespace)
+        except ApiError as err:
+            if not err.not_found:
+                raise
