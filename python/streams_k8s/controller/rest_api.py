@@ -21,6 +21,7 @@ endpoints are 404, malformed input 400, all with a JSON body `{"status", "reason
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -31,7 +32,7 @@ from streams_k8s.controller import labels
 from streams_k8s.controller.kinds import PARALLEL_REGIONS, PES, SERVICES
 from streams_k8s.controller.pod_lifecycle import PENDING, pod_phase, started_status
 from streams_k8s.controller.pods_by_owner import PodsByOwner
-from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.objects import Object, ObjectKey, meta
@@ -43,7 +44,7 @@ _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _ID = re.compile(r"^[0-9]{1,19}$")
 _PROTOCOLS = ("TCP", "UDP", "SCTP")
 _MAX_BODY = 64 * 1024
-_REPLACE_ATTEMPTS = 5
+_EDIT_ATTEMPTS = 5
 # How long a connectivity report waits for the pod cache to show its pod running: the watch lags
 # by far less, and the runtime's HTTP calls time out after about a second.
 REPORT_SETTLE = 0.5
@@ -308,23 +309,35 @@ class InstanceRestApi:
         await self._edit_ports(namespace, own, lambda ports: [p for p in ports if p.get("name") != port_name])
         return web.Response(status=204)
 
-    async def _edit_ports(self, namespace: str, name: str, edit: Any) -> None:
-        """Read-modify-replace the Service's ports, retried on a concurrent change."""
-        for _ in range(_REPLACE_ATTEMPTS):
+    async def _edit_ports(self, namespace: str, name: str, edit: Callable[[list[Any]], list[Any]]) -> None:
+        try:
+            service = await self.client.get(SERVICES, name, namespace)
+        except ApiError as err:
+            if err.not_found:
+                raise RestError(404, "NotFound", f"Service {name} does not exist") from None
+            raise
+        await self.patch_retried(
+            SERVICES, service, lambda s: {"spec": {"ports": edit(s["spec"].get("ports") or [])}}
+        )
+
+    async def patch_retried(
+        self, resource: Resource, obj: Object, change: Callable[[Object], Object]
+    ) -> None:
+        """Merge-patch ``change(obj)``, conditional on the version it was computed from; on a
+        conflict read the object again and recompute (a few times, then 409)."""
+        namespace, name = str(meta(obj)["namespace"]), str(meta(obj)["name"])
+        for _ in range(_EDIT_ATTEMPTS):
+            patch = {**change(obj), "metadata": {"resourceVersion": meta(obj).get("resourceVersion")}}
             try:
-                service = await self.client.get(SERVICES, name, namespace)
-            except ApiError as err:
-                if err.not_found:
-                    raise RestError(404, "NotFound", f"Service {name} does not exist") from None
-                raise
-            service["spec"]["ports"] = edit(service["spec"].get("ports") or [])
-            try:
-                await self.client.replace(SERVICES, service)
+                await self.client.patch(resource, name, patch, namespace)
                 return
             except ApiError as err:
+                if err.not_found:
+                    raise RestError(404, "NotFound", f"{resource.kind} {name} no longer exists") from None
                 if not err.conflict:
                     raise
-        raise RestError(409, "Conflict", f"Service {name} kept changing; try again")
+            obj = await self.client.get(resource, name, namespace)
+        raise RestError(409, "Conflict", f"{resource.kind} {name} kept changing; try again")
 
     # --- OpenAPI --------------------------------------------------------------------------
 

@@ -45,7 +45,6 @@ from streams_k8s.k8s.objects import Object, meta
 BASE = "/api/subscriptions/job/{job}/pe/{pe}"
 ADL_NS = "http://www.ibm.com/xmlns/prod/streams/application"
 XML = "application/xml"
-_EDIT_ATTEMPTS = 5
 
 Spec = dict[str, Any]
 
@@ -226,23 +225,8 @@ class SubscriptionApi:
         return export
 
     async def _edit(self, resource: Resource, obj: Object, edit: Callable[[Spec], Spec]) -> None:
-        """Merge-patch ``edit(spec)`` conditional on the version it was computed from; retried."""
-        namespace, name = str(meta(obj)["namespace"]), str(meta(obj)["name"])
-        for _ in range(_EDIT_ATTEMPTS):
-            patch = {
-                "metadata": {"resourceVersion": meta(obj).get("resourceVersion")},
-                "spec": edit(obj["spec"]),
-            }
-            try:
-                await self.client.patch(resource, name, patch, namespace)
-                return
-            except ApiError as err:
-                if err.not_found:
-                    raise RestError(404, "NotFound", f"{resource.kind} {name} no longer exists") from None
-                if not err.conflict:
-                    raise
-            obj = await self.client.get(resource, name, namespace)
-        raise RestError(409, "Conflict", f"{resource.kind} {name} kept changing; try again")
+        """Merge-patch ``edit(spec)`` (a partial spec), retried on a concurrent change."""
+        await self.rest.patch_retried(resource, obj, lambda o: {"spec": edit(o["spec"])})
 
     # --- board and specs ------------------------------------------------------------------
 
