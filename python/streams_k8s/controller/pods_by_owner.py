@@ -52,7 +52,7 @@ class PodsByOwner:
             if meta(p).get("labels", {}).get(labels.SVC) == "pe" and not meta(p).get("deletionTimestamp")
         ]
 
-    async def live_pe_pods_once(
+    async def live_pe_pods_when(
         self, owner_uid: str, settled: Callable[[list[Object]], bool], within: float
     ) -> list[Object]:
         """``live_pe_pods`` as soon as ``settled`` holds for them, or as they are after ``within`` s."""

@@ -198,7 +198,7 @@ class InstanceRestApi:
         if self.pods is None:
             return None
         # A report comes from a running pod; the pod watch may not have shown it running yet.
-        pods = await self.pods.live_pe_pods_once(
+        pods = await self.pods.live_pe_pods_when(
             str(meta(pe).get("uid")), lambda ps: any(pod_phase(p) != PENDING for p in ps), REPORT_SETTLE
         )
         return started_status(ProcessingElement.from_wire(pe), pods) if pods else None
