@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -101,9 +102,12 @@ def test_pod_shape_security_probe_and_ports() -> None:
         ("sys-0", 10000, "TCP"),
         ("sys-1", 10001, "TCP"),
         ("sys-metrics", 9696, "TCP"),
-        ("sys-notifications", 10000, "UDP"),
-        ("sys-consistentregion", 10001, "UDP"),
+        ("sys-notify", 10000, "UDP"),
+        ("sys-cr-notify", 10001, "UDP"),
     ]
+    # kube-apiserver's IsValidPortName: an IANA service name of at most 15 characters.
+    iana = re.compile(r"^(?=.{1,15}$)(?=.*[a-z])[a-z0-9]+(-[a-z0-9]+)*$")
+    assert all(iana.match(p["name"]) for p in container["ports"])
     assert container["resources"] == {"requests": {"cpu": "100m", "memory": "128Mi"}}
     assert "securityContext" not in container
     assert mounts_of(manifest) == {

@@ -20,6 +20,11 @@ RUN_AS_GROUP = 2015
 METRICS_PORT = 9696
 NOTIFICATIONS_PORT = 10000
 CONSISTENT_REGION_PORT = 10001
+# Container port names are IANA service names (at most 15 characters, kube-apiserver's
+# IsValidPortName); the contract's longer names (`sys-notifications`, `sys-consistentregion`)
+# name the Service ports, which target the container ports by number.
+NOTIFICATIONS_CONTAINER_PORT_NAME = "sys-notify"
+CONSISTENT_REGION_CONTAINER_PORT_NAME = "sys-cr-notify"
 PE_CONFIG_DIR = "/etc/config/pe"
 JOB_CONFIG_DIR = "/etc/config/job"
 CHECKPOINT_DIR = "/checkpoint"
@@ -160,8 +165,12 @@ def build_pod(
     ]
     ports += [
         {"name": "sys-metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},
-        {"name": "sys-notifications", "containerPort": NOTIFICATIONS_PORT, "protocol": "UDP"},
-        {"name": "sys-consistentregion", "containerPort": CONSISTENT_REGION_PORT, "protocol": "UDP"},
+        {"name": NOTIFICATIONS_CONTAINER_PORT_NAME, "containerPort": NOTIFICATIONS_PORT, "protocol": "UDP"},
+        {
+            "name": CONSISTENT_REGION_CONTAINER_PORT_NAME,
+            "containerPort": CONSISTENT_REGION_PORT,
+            "protocol": "UDP",
+        },
     ]
     container: dict[str, Any] = {
         "name": "pe",
