@@ -38,31 +38,6 @@ PARTICIPANT = ConsistentRegionParticipant(None, poll_interval=0.02)
 CRO = "cr-consistent-region-operator"
 
 
-def network_policy_crd() -> dict[str, Any]:
-    """The sandbox does not serve networking.k8s.io (a gap): a schemaless CRD of the same
-    group, version and kind stands in, so the operator's NetworkPolicies can be read back."""
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "networkpolicies.networking.k8s.io"},
-        "spec": {
-            "group": "networking.k8s.io",
-            "scope": "Namespaced",
-            "names": {"plural": "networkpolicies", "singular": "networkpolicy", "kind": "NetworkPolicy"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-                    },
-                }
-            ],
-        },
-    }
-
-
 @pytest.fixture
 async def client(sandbox: Sandbox) -> AsyncIterator[KubeClient]:
     async with await KubeClient.connect(str(sandbox.kubeconfig_path)) as c:
@@ -102,12 +77,6 @@ def owned_by(obj: dict[str, Any], owner: dict[str, Any]) -> bool:
 async def test_dedicated_coordinator_objects_and_checkpoints_end_to_end(
     sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    await client.create(
-        Resource(
-            "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
-        ),
-        network_policy_crd(),
-    )
     monkeypatch.setenv("STREAMS_K8S_COORDINATOR_IMAGE", "registry.test/streams-k8s:dev")
     bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=2, length=3, consistent_chains=1))
     async with operator(sandbox, monkeypatch, tmp_path / "cache", api_port=API_PORT):
@@ -206,7 +175,7 @@ async def test_shared_mode_renders_only_the_selectorless_api_service(
         assert await get_or_none(client, DEPLOYMENTS, "pooled-consistent-region-operator") is None
 
 
-@pytest.mark.sandbox(nodes=1)
+@pytest.mark.sandbox(nodes=1, disabled_apis=["networking.k8s.io/v1"])
 async def test_without_network_policy_api_the_coordinator_still_runs_with_a_warning(
     sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

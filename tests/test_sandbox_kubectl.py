@@ -215,3 +215,34 @@ async def test_server_side_apply_through_kubectl(kubectl: Kubectl) -> None:
     )
     _, out, _ = await kubectl.run("get", "configmap", "ssa", "-o", "jsonpath={.data.a}")
     assert out == "4"
+
+
+async def test_policies_roles_and_endpoint_slices_are_served(kubectl: Kubectl) -> None:
+    policy = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "deny-all"},
+        "spec": {"podSelector": {}, "policyTypes": ["Ingress"]},
+    }
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": "reader"},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}],
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "reader"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+        "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": "default"}],
+    }
+    await kubectl.run("apply", "-f", kubectl.manifest("policies.yaml", policy, role, binding))
+    _, out, _ = await kubectl.run("get", "netpol,roles,rolebindings,endpointslices", "-o", "name")
+    assert set(out.split()) >= {
+        "networkpolicy.networking.k8s.io/deny-all",
+        "role.rbac.authorization.k8s.io/reader",
+        "rolebinding.rbac.authorization.k8s.io/reader",
+    }
+    _, out, _ = await kubectl.run("get", "clusterroles,clusterrolebindings")
+    assert "No resources found" in out or out == ""

@@ -225,6 +225,26 @@ def builtin_types() -> list[ResourceType]:
         ),
         ResourceType("coordination.k8s.io", ["v1"], "leases", "lease", "Lease", True),
         ResourceType(
+            "discovery.k8s.io",
+            ["v1"],
+            "endpointslices",
+            "endpointslice",
+            "EndpointSlice",
+            True,
+            field_selectors=("addressType",),
+        ),
+        ResourceType(
+            "networking.k8s.io",
+            ["v1"],
+            "networkpolicies",
+            "networkpolicy",
+            "NetworkPolicy",
+            True,
+            ["netpol"],
+            generation=True,
+        ),
+        *_rbac_types(),
+        ResourceType(
             "events.k8s.io",
             ["v1"],
             "events",
@@ -327,3 +347,13 @@ def type_from_crd(crd: dict[str, Any]) -> ResourceType:
         printer_columns=columns,
         storage_version=next((v["name"] for v in spec["versions"] if v.get("storage")), versions[0]["name"]),
     )
+
+
+def _rbac_types() -> list[ResourceType]:
+    rbac = "rbac.authorization.k8s.io"
+    return [
+        ResourceType(rbac, ["v1"], "roles", "role", "Role", True),
+        ResourceType(rbac, ["v1"], "rolebindings", "rolebinding", "RoleBinding", True),
+        ResourceType(rbac, ["v1"], "clusterroles", "clusterrole", "ClusterRole", False),
+        ResourceType(rbac, ["v1"], "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", False),
+    ]
