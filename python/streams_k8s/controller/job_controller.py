@@ -87,6 +87,7 @@ from streams_k8s.controller.submission import (
     needs_transport_certificate,
     plan_job,
     read_application,
+    service_update,
     validate_job,
 )
 from streams_k8s.controller.widths import widths_of
@@ -527,7 +528,26 @@ class JobController:
                 await self.recorder.record(
                     obj, "Normal", "ChildrenRecreated", f"recreated {recreated} deleted objects"
                 )
+            await self._correct_services(children)
         return await self._update_counts(obj, status)
+
+    async def _correct_services(self, children: list[Desired]) -> None:
+        """Give PE Services their planned selector and ports (`service_update`), conditionally on
+        the version read, so a user port the REST API adds meanwhile is never lost: on a conflict
+        the Service's own update event brings the job back here."""
+        for child in children:
+            if child.resource != SERVICES:
+                continue
+            current = self.services.store.get(child.key)
+            if current is None or meta(current).get("deletionTimestamp"):
+                continue
+            if (patch := service_update(current, child.body)) is None:
+                continue
+            try:
+                await self.client.patch(SERVICES, child.name, patch, child.key.namespace)
+            except ApiError as err:
+                if not (err.conflict or err.not_found):
+                    raise
 
     async def _bundle_changed(
         self, obj: Object, status: dict[str, Any], failure: SubmissionFailure, generation: int

@@ -9,8 +9,8 @@ deterministic name, labels, annotations and the Job as controlling owner, in cre
 |---|---|---|
 | ConfigMap | `<job>` | name table `operator_port_labels.properties` (+ transport cert/key with TLSv1.2) |
 | ConfigMap | `<job>-<peId>` | `aadl.xml`, annotation `streams.ibm.com/contentId` |
-| Service | `<job>-<peId>` | headless: `sys-<i>` 10000+i/TCP, `sys-metrics`, `sys-notifications`, |
-| | | `sys-consistentregion` |
+| Service | `<job>-<peId>` | headless, selecting the PE's pods by job and PE id (`pe_service_selector`): |
+| | | `sys-<i>` 10000+i/TCP, `sys-metrics`, `sys-notifications`, `sys-consistentregion` |
 | HostPool | `<job>-<poolIndex>` | one per ADL host pool |
 | ParallelRegion | `<job>-<regionIndex>` | alias and width |
 | Export | `<job>-<peId>-<portId>` | per PE output port with an exported stream (by name or properties) |
@@ -86,6 +86,7 @@ from streams_k8s.controller.kinds import (
 from streams_k8s.controller.placement import NodeInfo, PlacedPe, PlacementError, PlacementPlan, plan_placement
 from streams_k8s.controller.pod_spec import CONSISTENT_REGION_PORT, METRICS_PORT, NOTIFICATIONS_PORT
 from streams_k8s.controller.resources import divide_resources
+from streams_k8s.controller.rest_api import USER_PORT_PREFIX
 from streams_k8s.controller.subscription_expression import SubscriptionError, parse_subscription
 from streams_k8s.k8s.client import Resource
 from streams_k8s.k8s.objects import ObjectKey
@@ -294,6 +295,42 @@ def _service_ports(pe: PlannedPe) -> list[dict[str, Any]]:
     ]
 
 
+def pe_service_selector(job: str, pe: int) -> dict[str, str]:
+    """The pods of PE ``pe`` of ``job``, whatever its generation and launch.
+
+    Not the generation: a PE keeps its id across width changes (its pods get the new generation
+    when its content changes), so a selector naming the generation would select nothing after a
+    change unless every surviving Service were rewritten at once; the PE's identity never goes
+    stale. ``svc=pe`` leaves out the failed pods kept as ``svc=zombie``."""
+    return {labels.APP: labels.APP_VALUE, labels.JOB: job, labels.SVC: "pe", labels.PE: str(pe)}
+
+
+def service_update(current: dict[str, Any], desired: dict[str, Any]) -> dict[str, Any] | None:
+    """The merge patch that gives an existing PE Service the desired selector and system ports
+    (keeping the ``usr-*`` ports the runtime added), or None when it has them.
+
+    Heals Services an earlier operator made (selecting a generation) and those of PEs a width
+    change re-fused (their input ports follow the new fusion)."""
+    spec, wanted = current.get("spec") or {}, desired["spec"]
+    patch: dict[str, Any] = {}
+    selector = spec.get("selector") or {}
+    if selector != wanted["selector"]:
+        patch["selector"] = {**dict.fromkeys(selector), **wanted["selector"]}  # null drops a key
+
+    def system(port: dict[str, Any]) -> bool:
+        return not str(port.get("name", "")).startswith(USER_PORT_PREFIX)
+
+    def shape(ports: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        return [(p.get("name"), p.get("port"), p.get("protocol", "TCP")) for p in ports if system(p)]
+
+    ports = spec.get("ports") or []
+    if shape(ports) != shape(wanted["ports"]):
+        patch["ports"] = [*wanted["ports"], *(p for p in ports if not system(p))]
+    if not patch:
+        return None
+    return {"metadata": {"resourceVersion": (current.get("metadata") or {}).get("resourceVersion")}, "spec": patch}
+
+
 def pe_port_name(job: str, pe: int, port: int) -> str:
     """The name of the Export or Import of a PE port (PE output and input port ids may coincide:
     the kinds tell them apart)."""
@@ -413,7 +450,6 @@ def desired_objects(
         )
         add(CONFIGMAPS, "ConfigMap", {"metadata": meta, "data": {AADL_KEY: pe.aadl}})
     for pe in plan.pes:
-        selector = {**child_labels(job, generation), labels.PE: str(pe.id)}
         meta = _metadata(
             job,
             job_uid,
@@ -427,7 +463,11 @@ def desired_objects(
             "Service",
             {
                 "metadata": meta,
-                "spec": {"clusterIP": "None", "selector": selector, "ports": _service_ports(pe)},
+                "spec": {
+                    "clusterIP": "None",
+                    "selector": pe_service_selector(name, pe.id),
+                    "ports": _service_ports(pe),
+                },
             },
         )
     for pool in host_pools(plan):
