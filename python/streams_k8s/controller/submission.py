@@ -328,7 +328,8 @@ def service_update(current: dict[str, Any], desired: dict[str, Any]) -> dict[str
         patch["ports"] = [*wanted["ports"], *(p for p in ports if not system(p))]
     if not patch:
         return None
-    return {"metadata": {"resourceVersion": (current.get("metadata") or {}).get("resourceVersion")}, "spec": patch}
+    version = (current.get("metadata") or {}).get("resourceVersion")
+    return {"metadata": {"resourceVersion": version}, "spec": patch}
 
 
 def pe_port_name(job: str, pe: int, port: int) -> str:
