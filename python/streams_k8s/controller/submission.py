@@ -26,7 +26,6 @@ NetworkPolicy are not made here: `coordinators` renders them from the CRO.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,7 +53,7 @@ from streams_k8s.api.import_export import (
     PropertyBasedImport,
     StreamProperty,
 )
-from streams_k8s.api.job import Job
+from streams_k8s.api.job import Job, job_name_problem
 from streams_k8s.api.parallel_region import ParallelRegion, ParallelRegionSpec
 from streams_k8s.api.processing_element import (
     ProcessingElement,
@@ -93,9 +92,6 @@ from streams_k8s.k8s.objects import ObjectKey
 from streams_k8s.naming import PE_PORT_BASE, TABLE_KEY, pe_service_name
 
 AADL_KEY = "aadl.xml"
-# A PE's objects are `<job>-<peId>`: the job name leaves room for a 5-digit PE id in 63 characters.
-MAX_JOB_NAME = 57
-_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +129,9 @@ class Desired:
 
 def validate_job(obj: dict[str, Any]) -> Job:
     """The Job model of a manifest, or `SubmissionFailure(Valid, ...)` naming the first bad field."""
+    name = str((obj.get("metadata") or {}).get("name") or "")
+    if (problem := job_name_problem(name)) is not None:  # the CRD refuses it too, once re-applied
+        raise SubmissionFailure("Valid", "InvalidName", f"metadata.name: {problem}")
     try:
         job = Job.from_wire(obj)
     except ValidationError as err:
@@ -141,14 +140,6 @@ def validate_job(obj: dict[str, Any]) -> Job:
         message = str(first["msg"]).removeprefix("Value error, ")
         more = f" (and {err.error_count() - 1} more problems)" if err.error_count() > 1 else ""
         raise SubmissionFailure("Valid", "InvalidSpec", f"{location}: {message}{more}") from None
-    name = str(job.metadata.name or "")
-    if not _DNS_LABEL.match(name) or len(name) > MAX_JOB_NAME:
-        raise SubmissionFailure(
-            "Valid",
-            "InvalidName",
-            f"metadata.name: '{name}' must be a DNS label (lower-case letters, digits and '-', starting "
-            f"with a letter) of at most {MAX_JOB_NAME} characters: it names the job's PE Services",
-        )
     return job
 
 
@@ -177,8 +168,6 @@ def plan_job(job: Job, app: Application, *, job_id: int, nodes: int | None) -> P
         )
     except (SubmissionError, TopologyError, FusionConstraintError) as err:
         raise SubmissionFailure("Planned", "PlanningFailed", str(err)) from None
-    if plan.pes and len(pe_service_name(str(job.metadata.name), max(p.id for p in plan.pes))) > 63:
-        raise SubmissionFailure("Planned", "PlanningFailed", "PE names would exceed 63 characters")
     return plan
 
 
