@@ -61,7 +61,7 @@ async def test_width_changes_refuse_the_job_and_keep_unchanged_pods(
         pods_before = await pods_of(client, "wide")
         url = f"{running.api}/api/state/job/wide/pr/{alias}/width"
         async with aiohttp.ClientSession() as http:
-            for bad, status in ((0, 400), ("3", 400), (True, 400)):
+            for bad, status in ((0, 400), ("3", 400), (True, 400), (1001, 400)):
                 async with http.put(url, json=bad) as answer:
                     assert answer.status == status
                     assert (await answer.json())["reason"] == "BadRequest"

@@ -10,6 +10,7 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from streams_k8s.api.base import CelRule, PrinterColumn, Resource, ResourceRequirements, Status, WireModel
+from streams_k8s.api.parallel_region import MAX_WIDTH
 from streams_k8s.api.processing_element import ImagePullPolicy, ProcessingElementTemplate
 
 
@@ -177,7 +178,7 @@ class ParallelRegionWidth(WireModel):
     """A parallel-region width set at submission; the alias may use * wildcards."""
 
     alias: Annotated[str, Field(min_length=1)]
-    width: Annotated[int, Field(ge=1)]
+    width: Annotated[int, Field(ge=1, le=MAX_WIDTH)]
     index: Annotated[int, Field(ge=0)] | None = None
 
 

@@ -50,6 +50,7 @@ from streams_k8s.consistent.manifests import (
     coordinator_service,
 )
 from streams_k8s.controller import labels
+from streams_k8s.controller.child_limits import OBJECT_REFUSED, REFUSED
 from streams_k8s.controller.kinds import CONSISTENT_REGION_OPERATORS, DEPLOYMENTS, NETWORK_POLICIES, SERVICES
 from streams_k8s.k8s.client import Resource
 from streams_k8s.k8s.controller import Requeue, owner_mapper
@@ -147,6 +148,10 @@ class CoordinatorObjectsController:
                 if resource == NETWORK_POLICIES and err.not_found:
                     self._network_policy_served = False
                     await self._network_policy_unavailable(obj)
+                    continue
+                if err.status in REFUSED:  # refused again on every retry: say so once per change
+                    note = f"the API server refused {resource.kind} {name}: {err.status} {err.message}"
+                    await self.recorder.record(obj, "Warning", OBJECT_REFUSED, note)
                     continue
                 raise
         return None

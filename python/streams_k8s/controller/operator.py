@@ -74,12 +74,19 @@ class InstanceOperator:
     """The running pieces, so an embedding (tests, the sandbox demo) can stop the servers."""
 
     jobs: JobController
+    pes: PeController
+    placement: NodePlacementController
     rest: InstanceRestApi
     repository: BundleRepository
     runner: web.AppRunner
     broker: SubscriptionBroker | None = None
     api_port: int = 0
     _sessions: list[aiohttp.ClientSession] = field(default_factory=list)
+
+    def retained(self) -> dict[str, int]:
+        """What the controllers keep per Job, PE or pod, by cache: all 0 once every Job is gone
+        (the informers' caches follow the cluster; nothing else outlives a Job)."""
+        return {**self.jobs.retained(), **self.pes.retained(), **self.placement.retained()}
 
     async def stop(self) -> None:
         await self.runner.cleanup()
@@ -152,7 +159,7 @@ async def setup(manager: Manager) -> InstanceOperator:
     jobs = JobController(manager, fetcher, coordinators.mode, retry_delay)
     CoordinatorObjectsController(manager, coordinators)
     pes = PeController(manager)
-    NodePlacementController(manager)
+    placement = NodePlacementController(manager)
     if pod_name:
         _serving_label(manager, pod_name, namespace)
 
@@ -181,4 +188,6 @@ async def setup(manager: Manager) -> InstanceOperator:
     await repository.start(
         settings.bind_address, int(os.environ.get("STREAMS_K8S_REPOSITORY_PORT", REPOSITORY_PORT))
     )
-    return InstanceOperator(jobs, rest, repository, runner, broker, int(runner.addresses[0][1]), sessions)
+    return InstanceOperator(
+        jobs, pes, placement, rest, repository, runner, broker, int(runner.addresses[0][1]), sessions
+    )
