@@ -32,14 +32,21 @@ when, so a restarted controller keeps the schedule, and a SubmissionRetrying Eve
 
 Everything else needs a new spec or bundle, so the Job stays Failed until its spec changes: an
 invalid spec (Valid=False), a bundle that does not exist, is refused (4xx, TLS) or is not a bundle,
-and planning errors of the application itself (fusion, topology, a pool index it lacks, a sized
-pool used with a larger index). A spec change starts over at attempt 1.
+planning errors of the application itself (fusion, topology, a pool index it lacks, a sized
+pool used with a larger index), a plan whose objects the cluster would not accept (checked before
+anything is written: `child_limits`, Planned=False PlanTooLarge) and an object the API server
+refuses all the same (400, 413, 422: Submitted=False ObjectRefused). A spec change starts over at
+attempt 1.
 
 Once submitted, a deleted ConfigMap, Service, HostPool, ParallelRegion, Export, Import,
 ConsistentRegion(Operator) is recreated; a deleted PE is recreated when it is restartable. Spec
 edits after submission are not applied (status message and a SpecChangeIgnored Event say so); a
 failed Job, or one still submitting, starts over with them from a clean slate.
-A ParallelRegion's width edits are: the job is re-fused and only what changed is updated (`widths`).
+A ParallelRegion's width edits are: the job is re-fused and only what changed is updated (`widths`);
+PE Services are kept selecting their PE's pods with the planned ports (`service_update`).
+
+What is kept in memory for a Job (its plan, the time of its last count write) is dropped once the
+Job is gone from the cache (`retained` counts it).
 """
 
 from __future__ import annotations

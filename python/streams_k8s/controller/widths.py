@@ -14,7 +14,9 @@ the history and however often the controller restarts. A change is applied in th
    edited in them (export properties, import subscriptions and filters);
 3. the region's ``status.width`` / ``selector`` and ``Resized=True`` say it is applied.
 
-A width that cannot be planned or placed changes nothing: ``Resized=False`` (reason
+A width that cannot be planned or placed, or whose objects the cluster would not accept
+(`child_limits`), changes nothing; one whose objects the API server refuses in step 2
+(`ChildRefused`) is applied back to the running plan. Either way ``Resized=False`` (reason
 ``ResizeFailed``) and a Warning Event say why, until the region's spec is edited again.
 
 Every step is idempotent. Unchanged PEs are not touched, so their pods keep running.
