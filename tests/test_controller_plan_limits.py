@@ -36,10 +36,10 @@ from streams_k8s.controller.kinds import CONFIGMAPS, JOBS, PARALLEL_REGIONS, PES
 from streams_k8s.controller.submission import Desired, SubmissionFailure
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.errors import ApiError
-from streams_k8s.k8s.events import EVENTS
 from streams_k8s.k8s.objects import ObjectKey
 from streams_k8s.sandbox import Sandbox
 from test_api_crds import crd_rejections
+from test_controller_job_sandbox import events_of
 from test_controller_submission import children
 
 # --- widths -------------------------------------------------------------------------------------
@@ -159,11 +159,6 @@ def test_a_refusal_by_the_server_says_what_and_why() -> None:
 async def client(sandbox: Sandbox) -> AsyncIterator[KubeClient]:
     async with await KubeClient.connect(str(sandbox.kubeconfig_path)) as c:
         yield c
-
-
-async def events_of(client: KubeClient, name: str) -> list[dict[str, Any]]:
-    items, _ = await client.list_all(EVENTS, "default")
-    return [e for e in items if e.get("regarding", {}).get("name") == name]
 
 
 def child_writes(sandbox: Sandbox, job: str) -> list[str]:

@@ -43,7 +43,6 @@ PLAN_TOO_LARGE = "PlanTooLarge"
 OBJECT_REFUSED = "ObjectRefused"
 _SERVICE_NAME = re.compile(DNS_1035_LABEL)
 _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 # How the API server says an object is too large (422 "Too long: must have at most N bytes", etcd's
 # "request is too large").
 _SIZE_WORDS = ("too long", "too large", "must have at most")
@@ -81,7 +80,7 @@ def child_problem(child: Desired) -> str | None:
     if len(name) > MAX_NAME or not _SUBDOMAIN.match(name):
         return f"{_what(child)}: the name must be a DNS-1123 subdomain of at most {MAX_NAME} characters"
     for key, value in (metadata.get("labels") or {}).items():
-        if len(value) > 63 or not _LABEL_VALUE.match(value):
+        if not labels.is_label_value(value):
             return f"{_what(child)}: label {key}={value!r} is not a label value (at most 63 characters)"
     annotations = sum(
         len(k.encode()) + len(v.encode()) for k, v in (metadata.get("annotations") or {}).items()
