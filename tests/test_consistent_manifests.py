@@ -102,10 +102,10 @@ def test_the_deployment_runs_the_coordinator_command_of_this_package() -> None:
     assert env["STREAMS_K8S_LOG_LEVEL"] == "DEBUG"
     assert env["STREAMS_JOB_ID"] == "job-uid"
     assert env["NUM_CONSISTENT_REGIONS"] == "2"
-    # The container's command parses with the CLI's own settings.
+    # The arguments (after the image's ENTRYPOINT) parse with the CLI's own settings.
     args = container["args"]
-    assert args[:2] == ["streams-k8s", "coordinator"]
-    flags = dict(zip(args[2::2], args[3::2], strict=True))
+    assert args[0] == "coordinator"
+    flags = dict(zip(args[1::2], args[2::2], strict=True))
     settings = CoordinatorSettings(mode=flags["--mode"], job=flags["--job"], namespace="ns")
     assert (settings.mode, settings.job) == ("dedicated", "trades")
 
@@ -201,7 +201,7 @@ def test_the_pool_network_policy_admits_consistent_region_pes_of_the_namespace()
 async def test_the_pool_statefulset_runs_pods_the_shared_coordinators_see_as_the_pool() -> None:
     pool = coordinator_pool(namespace="default", image="streams-k8s:1", replicas=3)
     args = pool["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert args == ["streams-k8s", "coordinator", "--mode", "shared", "--namespace", "default"]
+    assert args == ["coordinator", "--mode", "shared", "--namespace", "default"]
     selector = ",".join(f"{k}={v}" for k, v in POOL_LABELS.items())
     async with Sandbox() as sb, await KubeClient.connect(str(sb.kubeconfig_path)) as client:
         await client.create(STATEFULSETS, pool)

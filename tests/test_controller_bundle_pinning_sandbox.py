@@ -1,5 +1,6 @@
 """A PE pod gets its own job's build from the bundle repository, even after another job fetched a
-newer build under the same bundle name (`pullPolicy: Always`)."""
+newer build under the same bundle name (`pullPolicy: Always`); jobs whose same-named bundles come
+from different sources each run their own."""
 
 from __future__ import annotations
 
@@ -69,3 +70,46 @@ async def test_a_pe_pod_gets_the_build_its_job_was_submitted_with(
             subresource="status",
         )
         await eventually_async(lambda: answered(second), within=10)
+
+
+@pytest.mark.sandbox(nodes=2)
+async def test_jobs_with_same_named_bundles_from_different_sources_run_their_own(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two generated applications, both `app.sab`, in different places, of different sizes.
+    for place in ("small", "big"):
+        (tmp_path / place).mkdir()
+    small = write_sab(tmp_path / "small" / "app.sab", SyntheticSpec(name="small::App", chains=1, length=1))
+    big = write_sab(tmp_path / "big" / "app.sab", SyntheticSpec(name="big::App", chains=3, length=2))
+    async with operator(sandbox, monkeypatch, tmp_path / "cache", job_retry_delay=30) as running:
+        port = running.operator.repository.port
+        await client.create(JOBS, job_manifest("small", small, fusion={"legacy": True}))
+        await wait_for_phase(client, "small", "Running")
+        await client.create(JOBS, job_manifest("big", big, fusion={"legacy": True}))
+        status = await wait_for_phase(client, "big", "Running")
+        assert status["bundleDigest"] == hashlib.sha256(big.read_bytes()).hexdigest()
+        assert status["applicationName"] == "big::App"
+        small_status = await wait_for_phase(client, "small", "Running")
+        assert small_status["bundleDigest"] == hashlib.sha256(small.read_bytes()).hexdigest()
+        assert small_status["processingElements"] < status["processingElements"]
+
+        # Each job's PE pod gets its own build from the repository (pinned by the pod's job).
+        pod = (await client.list_all(PODS, "default", label_selector=f"{labels.JOB}=small"))[0][0]
+        local = {"status": {"podIP": "127.0.0.1", "podIPs": [{"ip": "127.0.0.1"}]}}
+        await client.patch(PODS, pod["metadata"]["name"], local, "default", subresource="status")
+        content = small.read_bytes()
+        expected = b"$%d\r\n%b\r\n" % (len(content), content)
+
+        async def served() -> bool:
+            return await exchange(port, resp(b"HGET", b"apps", b"app.sab"), len(expected)) == expected
+
+        await eventually_async(served, within=10)
+
+        # A source that cannot be reached does not run the same-named bundle fetched from a file.
+        unreachable = job_manifest("offline", small)
+        unreachable["spec"]["bundle"] = {"name": "app.sab", "http": {"url": "http://127.0.0.1:9/app.sab"}}
+        await client.create(JOBS, unreachable)
+        failed = await wait_for_phase(client, "offline", "Failed", within=60)
+        fetched = next(c for c in failed["conditions"] if c["type"] == "BundleFetched")
+        assert (fetched["status"], fetched["reason"]) == ("False", "BundleFetchFailed")
+        assert failed.get("nextAttempt")  # transient: retried, and never from another source

@@ -110,6 +110,61 @@ async def test_file_bundle_is_cached_by_content(tmp_path: Path, session: aiohttp
     assert other.digest == always.digest
 
 
+async def test_bundles_of_one_name_from_two_sources_never_share_content(
+    tmp_path: Path, origin: Origin, session: aiohttp.ClientSession
+) -> None:
+    bundles = fetcher(tmp_path, session)
+    first, second = tmp_path / "a" / "app.sab", tmp_path / "b" / "app.sab"
+    for path, content in ((first, b"PK first build"), (second, b"PK second build")):
+        path.parent.mkdir()
+        path.write_bytes(content)
+
+    def from_file(path: Path) -> Bundle:  # IfNotPresent, the default
+        return Bundle.model_validate({"name": "app.sab", "file": {"path": str(path)}})
+
+    a = await bundles.fetch("ns", from_file(first))
+    b = await bundles.fetch("ns", from_file(second))
+    assert (a.path.read_bytes(), b.path.read_bytes(), b.cached) == (
+        b"PK first build",
+        b"PK second build",
+        False,
+    )
+    # Each source keeps its own content: IfNotPresent serves it without reading the file again.
+    first.write_bytes(b"PK edited")
+    again = await bundles.fetch("ns", from_file(first))
+    assert (again.cached, again.digest) == (True, a.digest)
+    # Another URL, or the same URL with another Secret's token, is another source.
+    store = Store(
+        secrets={("ns", s): {"token": base64.b64encode(s.encode()).decode()} for s in ("one", "two")}
+    )
+    bundles = fetcher(tmp_path, session, store)
+    for url, secret in ((origin.url, "one"), (origin.url, "two"), (f"{origin.url}?ref=v2", "one")):
+        spec = Bundle.model_validate({"name": "app.sab", "github": {"url": url, "secret": secret}})
+        assert (await bundles.fetch("ns", spec)).cached is False
+    assert [r.headers["Authorization"] for r in origin.requests] == ["token one", "token two", "token one"]
+    spec = Bundle.model_validate({"name": "app.sab", "github": {"url": origin.url, "secret": "two"}})
+    assert (await bundles.fetch("ns", spec)).cached is True
+    assert len(origin.requests) == 3
+
+
+async def test_an_unreachable_source_never_gets_a_same_named_bundle_from_elsewhere(
+    tmp_path: Path, session: aiohttp.ClientSession
+) -> None:
+    source = tmp_path / "app.sab"
+    source.write_bytes(SAB)
+    bundles = fetcher(tmp_path, session)
+    from_file = Bundle.model_validate({"name": "app.sab", "file": {"path": str(source)}})
+    for namespace in ("ns", "other"):
+        await bundles.fetch(namespace, from_file)
+    unreachable = Bundle.model_validate({"name": "app.sab", "http": {"url": "http://127.0.0.1:9/app.sab"}})
+    for namespace in ("ns", "other"):
+        with pytest.raises(BundleError, match="failed") as info:
+            await bundles.fetch(namespace, unreachable)
+        assert info.value.transient
+    # The repository's name index still means the file's bundle (what `HGET apps app.sab` serves).
+    assert BundleCache(tmp_path / "cache").lookup("other", "app.sab") is not None
+
+
 async def test_missing_file_and_missing_source(tmp_path: Path, session: aiohttp.ClientSession) -> None:
     bundles = fetcher(tmp_path, session)
     with pytest.raises(BundleError, match="is not a regular file") as info:

@@ -15,6 +15,7 @@ import pytest
 from cr_cluster import CoordinatorPod, dedicated
 from k8s_support import eventually_async
 from operator_support import SUBMITTED, free_port, job_manifest, operator, wait_for_phase
+from streams_k8s import __version__
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.consistent.coordinator import api_service_name
 from streams_k8s.controller import labels
@@ -25,6 +26,7 @@ from streams_k8s.controller.kinds import (
     DEPLOYMENTS,
     JOBS,
     NETWORK_POLICIES,
+    PODS,
     SERVICES,
 )
 from streams_k8s.k8s.client import KubeClient, Resource
@@ -191,11 +193,41 @@ async def test_without_network_policy_api_the_coordinator_still_runs_with_a_warn
         await eventually_async(warned, within=10)
 
 
+@pytest.mark.sandbox(nodes=1)
+async def test_dedicated_coordinators_run_the_operators_own_image(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The operator's pod, as deploy/deployment.yaml makes it after an overlay set its image.
+    image = "registry.test/team/streams-k8s:7"
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "streams-k8s-operator-5d9f8", "namespace": "default"},
+        "spec": {"containers": [{"name": "controller", "image": image, "args": ["run"]}]},
+    }
+    await client.create(PODS, pod)
+    monkeypatch.setenv("POD_NAME", pod["metadata"]["name"])
+    monkeypatch.setenv("POD_NAMESPACE", "default")
+    monkeypatch.delenv("STREAMS_K8S_COORDINATOR_IMAGE", raising=False)
+    bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=1, length=2, consistent_chains=1))
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("own", bundle))
+        deployment = await appears(client, DEPLOYMENTS, "own-consistent-region-operator")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == image
+    assert "command" not in container  # the image's ENTRYPOINT runs the arguments
+    assert container["args"] == ["coordinator", "--mode", "dedicated", "--job", "own"]
+
+
 def test_coordinator_settings_from_the_environment() -> None:
-    settings = CoordinatorObjectSettings.from_env(
-        {"STREAMS_K8S_IMAGE_REGISTRY": "icr.io", "STREAMS_K8S_IMAGE_NAMESPACE": "team"}
-    )
+    settings = CoordinatorObjectSettings.from_env({}, operator_image="registry.test/streams-k8s:7")
     assert settings.mode.value == "dedicated"
-    assert settings.image.startswith("icr.io/team/streams-k8s:")
+    assert settings.image == "registry.test/streams-k8s:7"
+    chosen = CoordinatorObjectSettings.from_env(
+        {"STREAMS_K8S_COORDINATOR_IMAGE": "mine:1"}, operator_image="x"
+    )
+    assert chosen.image == "mine:1"
+    # Outside a pod: the tag deploy/Dockerfile's build documents.
+    assert CoordinatorObjectSettings.from_env({}).image == f"streams-k8s:{__version__.split('+', 1)[0]}"
     with pytest.raises(CoordinatorSettingError, match="STREAMS_K8S_COORDINATOR_MODE='pool'"):
         CoordinatorObjectSettings.from_env({"STREAMS_K8S_COORDINATOR_MODE": "pool"})

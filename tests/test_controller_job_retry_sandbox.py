@@ -18,6 +18,7 @@ from k8s_support import eventually_async
 from operator_support import (
     SUBMITTED,
     condition,
+    drop_job_name_rules,
     job_manifest,
     job_status,
     operator,
@@ -257,6 +258,8 @@ async def test_failures_only_a_new_spec_can_fix_are_not_retried(
     ):
         manifest = make(url, tmp_path / "app.sab")
         name = manifest["metadata"]["name"]
+        if reason == "InvalidName":  # a Job made before the CRD had its name rules
+            await drop_job_name_rules(client)
         await client.create(JOBS, manifest)
         status = await wait_for_phase(client, name, "Failed")
         await asyncio.sleep(RETRY_DELAY * 8)  # several backoff periods

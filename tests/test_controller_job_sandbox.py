@@ -16,6 +16,7 @@ from k8s_support import eventually_async
 from operator_support import (
     SUBMITTED,
     condition,
+    drop_job_name_rules,
     free_port,
     job_manifest,
     job_status,
@@ -205,8 +206,9 @@ async def test_invalid_spec_fails_with_the_field_and_creates_nothing(
     sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bundle = sab(tmp_path)
+    await drop_job_name_rules(client)  # a Job made before the CRD had its name rules
     async with operator(sandbox, monkeypatch, tmp_path / "cache"):
-        manifest = job_manifest("bad-" + "x" * 56, bundle)  # a label value, too long for PE names
+        manifest = job_manifest("bad-" + "x" * 56, bundle)  # a label value, too long for its children
         await client.create(JOBS, manifest)
         status = await wait_for_phase(client, manifest["metadata"]["name"], "Failed")
         valid = condition(status, "Valid")

@@ -126,9 +126,9 @@ def test_services_carry_one_port_per_pe_input_port() -> None:
         ports = service.body["spec"]["ports"]
         system = [p for p in ports if p["name"].startswith("sys-") and p["name"][4:].isdigit()]
         assert [p["port"] for p in system] == [10000 + i for i in range(len(system))]
-        assert service.body["spec"]["selector"] == {
+        assert service.body["spec"]["selector"] == {  # the PE's pods, whatever their generation
             labels.APP: "streams",
             labels.JOB: "unit",
-            labels.GENERATION: "0",
+            labels.SVC: "pe",
             labels.PE: service.body["metadata"]["labels"][labels.PE],
         }

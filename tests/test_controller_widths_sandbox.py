@@ -12,8 +12,9 @@ import pytest
 from k8s_support import eventually_async
 from operator_support import SUBMITTED, free_port, job_manifest, operator, wait_for_phase
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
+from streams_k8s.consistent.coordinator import ENDPOINTS
 from streams_k8s.controller import labels
-from streams_k8s.controller.kinds import CONFIGMAPS, HOSTPOOLS, JOBS, PARALLEL_REGIONS, PES, PODS
+from streams_k8s.controller.kinds import CONFIGMAPS, HOSTPOOLS, JOBS, PARALLEL_REGIONS, PES, PODS, SERVICES
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.naming import TABLE_KEY, NameTable
@@ -60,7 +61,7 @@ async def test_width_changes_refuse_the_job_and_keep_unchanged_pods(
         pods_before = await pods_of(client, "wide")
         url = f"{running.api}/api/state/job/wide/pr/{alias}/width"
         async with aiohttp.ClientSession() as http:
-            for bad, status in ((0, 400), ("3", 400), (True, 400)):
+            for bad, status in ((0, 400), ("3", 400), (True, 400), (1001, 400)):
                 async with http.put(url, json=bad) as answer:
                     assert answer.status == status
                     assert (await answer.json())["reason"] == "BadRequest"
@@ -169,3 +170,89 @@ async def test_replicated_host_pools_follow_the_width_and_bad_widths_are_refused
             return "pool0_0_2" in await pool_names()
 
         await eventually_async(third_pool, within=10)
+
+
+async def served_addresses(client: KubeClient, job: str) -> dict[int, set[str]]:
+    """PE id → the addresses its Service's Endpoints list as ready (what its DNS name resolves to)."""
+    services, _ = await client.list_all(
+        SERVICES, "default", label_selector=f"{labels.JOB}={job},{labels.SVC}=pe"
+    )
+    served = {}
+    for service in services:
+        try:
+            endpoints = await client.get(ENDPOINTS, service["metadata"]["name"], "default")
+        except ApiError as err:
+            if not err.not_found:
+                raise
+            endpoints = {}
+        served[int(service["metadata"]["labels"][labels.PE])] = {
+            a["ip"] for subset in endpoints.get("subsets") or () for a in subset.get("addresses") or ()
+        }
+    return served
+
+
+async def ready_pod_addresses(client: KubeClient, job: str) -> dict[int, set[str]]:
+    pods, _ = await client.list_all(PODS, "default", label_selector=f"{labels.JOB}={job},{labels.SVC}=pe")
+    ready: dict[int, set[str]] = {}
+    for pod in pods:
+        conditions = (pod.get("status") or {}).get("conditions") or ()
+        if pod["metadata"].get("deletionTimestamp") or not any(
+            c["type"] == "Ready" and c["status"] == "True" for c in conditions
+        ):
+            continue
+        ready.setdefault(int(pod["metadata"]["labels"][labels.PE]), set()).add(pod["status"]["podIP"])
+    return ready
+
+
+async def every_service_serves_its_pe(client: KubeClient, job: str) -> bool:
+    pes = set(await pes_of(client, job))
+    served, pods = await served_addresses(client, job), await ready_pod_addresses(client, job)
+    return set(served) == pes == set(pods) and all(served[pe] and served[pe] == pods[pe] for pe in pes)
+
+
+@pytest.mark.sandbox(nodes=2)
+async def test_after_width_changes_every_pe_service_selects_its_pes_pod(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=2, length=3, regions=1, width=2))
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("served", bundle, fusion={"manual": 3}))
+        await wait_for_phase(client, "served", "Running")
+        (region,) = (await client.list_all(PARALLEL_REGIONS, "default"))[0]
+        name = region["metadata"]["name"]
+        await eventually_async(lambda: every_service_serves_its_pe(client, "served"), within=10)
+        for width, generation in ((3, 1), (2, 2)):  # PEs changed, added, removed, then back
+            await client.patch(PARALLEL_REGIONS, name, {"spec": {"width": width}}, "default")
+            await eventually_async(lambda w=width: _has_width(client, name, w), within=20)
+            job = await client.get(JOBS, "served", "default")
+            assert job["status"]["generationId"] == generation
+            await wait_for_phase(client, "served", "Running")
+            # Endpoints list exactly the ready pod of each PE: its DNS name resolves to it.
+            await eventually_async(lambda: every_service_serves_its_pe(client, "served"), within=20)
+
+
+@pytest.mark.sandbox(nodes=1)
+async def test_services_an_earlier_operator_made_are_healed_keeping_user_ports(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=1, length=3))
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("healed", bundle, fusion={"manual": 2}))
+        await wait_for_phase(client, "healed", "Running")
+        service = await client.get(SERVICES, "healed-0", "default")
+        planned = service["spec"]["selector"]
+        # What the operator before this fix left: the generation in the selector (and a width
+        # change since, so it names a generation no pod has), plus a user endpoint port.
+        stale = {labels.APP: "streams", labels.JOB: "healed", labels.GENERATION: "4", labels.PE: "0"}
+        user_port = {"name": "usr-web", "port": 8080, "targetPort": 8080, "protocol": "TCP"}
+        body = {**service, "spec": {**service["spec"], "selector": stale}}
+        body["spec"]["ports"] = [*service["spec"]["ports"], user_port]
+        await client.replace(SERVICES, body)
+
+        async def healed() -> bool:
+            spec = (await client.get(SERVICES, "healed-0", "default"))["spec"]
+            return spec["selector"] == planned and user_port["name"] in {p["name"] for p in spec["ports"]}
+
+        await eventually_async(healed, within=10)
+        assert labels.GENERATION not in planned
+        await eventually_async(lambda: every_service_serves_its_pe(client, "healed"), within=10)

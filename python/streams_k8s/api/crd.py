@@ -121,24 +121,25 @@ def crd_manifest(kind: type[Resource]) -> dict[str, Any]:  # type: ignore[type-a
         spec_path, status_path = kind.scale_paths
         subresources["scale"] = {"specReplicasPath": spec_path, "statusReplicasPath": status_path}
         subresources["scale"]["labelSelectorPath"] = ".status.selector"
+    root: dict[str, Any] = {
+        "description": kind.description,
+        "type": "object",
+        "required": ["spec"],
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": structural_schema(_model_of(kind, "spec")),
+            "status": structural_schema(_model_of(kind, "status")),
+        },
+    }
+    if kind.cel_rules:  # rules on the whole object (the only place CEL may read metadata.name)
+        root["x-kubernetes-validations"] = [rule.model_dump() for rule in kind.cel_rules]
     version: dict[str, Any] = {
         "name": VERSION,
         "served": True,
         "storage": True,
-        "schema": {
-            "openAPIV3Schema": {
-                "description": kind.description,
-                "type": "object",
-                "required": ["spec"],
-                "properties": {
-                    "apiVersion": {"type": "string"},
-                    "kind": {"type": "string"},
-                    "metadata": {"type": "object"},
-                    "spec": structural_schema(_model_of(kind, "spec")),
-                    "status": structural_schema(_model_of(kind, "status")),
-                },
-            }
-        },
+        "schema": {"openAPIV3Schema": root},
         "subresources": subresources,
     }
     if kind.printer_columns:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, ClassVar, Literal
@@ -9,6 +10,7 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from streams_k8s.api.base import CelRule, PrinterColumn, Resource, ResourceRequirements, Status, WireModel
+from streams_k8s.api.parallel_region import MAX_WIDTH
 from streams_k8s.api.processing_element import ImagePullPolicy, ProcessingElementTemplate
 
 
@@ -176,7 +178,7 @@ class ParallelRegionWidth(WireModel):
     """A parallel-region width set at submission; the alias may use * wildcards."""
 
     alias: Annotated[str, Field(min_length=1)]
-    width: Annotated[int, Field(ge=1)]
+    width: Annotated[int, Field(ge=1, le=MAX_WIDTH)]
     index: Annotated[int, Field(ge=0)] | None = None
 
 
@@ -232,7 +234,50 @@ class JobStatus(Status):
     )
 
 
+# A Service's name is a DNS-1035 label: a lower-case letter, then letters, digits and '-', ending
+# with a letter or digit, at most 63 characters.
+DNS_1035_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+DNS_LABEL_MAX = 63
+# Where a job's PEs reach its coordinator: the Service `streams-<job>-consistentregion-api`, an
+# exact name of the runtime contract (the runtime builds it), so it cannot be shortened or hashed.
+COORDINATOR_SERVICE_AFFIXES = ("streams-", "-consistentregion-api")
+# The longest name made of a Job's name is that Service's: it sets the limit (34). Every other child
+# is shorter, with the largest ids a plan can make (PE `<job>-<peId>`, pod `<job>-<peId>-<5>`,
+# Export/Import `<job>-<peId>-<portId>`, coordinator `<job>-consistent-region-operator`, label
+# `streams.ibm.com/cr=<job>-cr<index>`), see tests/test_job_names.py.
+MAX_JOB_NAME = DNS_LABEL_MAX - sum(len(affix) for affix in COORDINATOR_SERVICE_AFFIXES)
+_JOB_NAME = re.compile(DNS_1035_LABEL)
+
+
+def job_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a Job (its children's names are made of it), or None."""
+    if len(name) > MAX_JOB_NAME:
+        return (
+            f"'{name}' has {len(name)} characters: a Job's name has at most {MAX_JOB_NAME}, so that its "
+            f"coordinator Service {'<job>'.join(COORDINATOR_SERVICE_AFFIXES)} fits in {DNS_LABEL_MAX}"
+        )
+    if not _JOB_NAME.match(name):
+        return (
+            f"'{name}' must be a DNS-1035 label (lower-case letters, digits and '-', starting with a "
+            f"letter and ending with a letter or digit): it names the job's Services"
+        )
+    return None
+
+
 class Job(Resource[JobSpec, JobStatus]):
+    # The API server checks the name too (CEL at the CRD's root may read metadata.name).
+    cel_rules: ClassVar[tuple[CelRule, ...]] = (
+        CelRule(
+            rule=f"self.metadata.name.size() <= {MAX_JOB_NAME}",
+            message=f"metadata.name: a Job's name has at most {MAX_JOB_NAME} characters, so that its "
+            f"coordinator Service {'<job>'.join(COORDINATOR_SERVICE_AFFIXES)} fits in {DNS_LABEL_MAX}",
+        ),
+        CelRule(
+            rule=f"self.metadata.name.matches('{DNS_1035_LABEL}')",
+            message="metadata.name: a Job's name must be a DNS-1035 label (lower-case letters, digits "
+            "and '-', starting with a letter and ending with a letter or digit): it names the job's Services",
+        ),
+    )
     kind_name: ClassVar[str] = "Job"
     plural: ClassVar[str] = "streamsjobs"
     singular: ClassVar[str] = "streamsjob"
@@ -246,3 +291,9 @@ class Job(Resource[JobSpec, JobStatus]):
     )
 
     kind: Literal["Job"] = "Job"
+
+    @model_validator(mode="after")
+    def _name_fits_its_children(self) -> Job:
+        if self.metadata.name is not None and (problem := job_name_problem(self.metadata.name)):
+            raise ValueError(f"metadata.name: {problem}")
+        return self

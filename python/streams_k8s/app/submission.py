@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from streams_k8s.api.parallel_region import MAX_WIDTH
 from streams_k8s.app.model import Application, ParallelRegion, SubmissionTimeValue
 
 
@@ -118,7 +119,8 @@ def resolve_widths(
 def apply_overrides(
     app: Application, widths: Mapping[int, int], overrides: Sequence[WidthOverride]
 ) -> dict[int, int]:
-    """``widths`` with the overrides applied (alias patterns, last match wins), all checked ≥ 1."""
+    """``widths`` with the overrides applied (alias patterns, last match wins), all checked to be
+    from 1 to MAX_WIDTH (widths from submission-time values are not checked by the CRD)."""
     widths = dict(widths)
     for override in overrides:
         pattern = _pattern(override.alias)
@@ -131,4 +133,9 @@ def apply_overrides(
     for region in app.parallel_regions:
         if widths[region.index] < 1:
             raise SubmissionError(f"parallel region {region.name}: width {widths[region.index]} is below 1")
+        if widths[region.index] > MAX_WIDTH:
+            raise SubmissionError(
+                f"parallel region {region.name}: width {widths[region.index]} is above {MAX_WIDTH}, the most "
+                f"channels a region may have"
+            )
     return widths

@@ -16,10 +16,12 @@ Import and Export operators are not nodes: they become imported/exported streams
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
+from streams_k8s.api.parallel_region import MAX_WIDTH
 from streams_k8s.app.model import (
     Application,
     ExportSpec,
@@ -32,6 +34,11 @@ from streams_k8s.app.model import (
     Partitions,
     SplitterKind,
 )
+
+# The most connections a plan may have. Adjacent parallel regions connect every channel of one to
+# every channel of the next, so two regions of 1,000 channels would make 1,000,000 of them: seconds
+# and half a GB of topology before fusion, for PEs whose AADL no ConfigMap could hold.
+MAX_CONNECTIONS = 200_000
 
 
 class TopologyError(ValueError):
@@ -272,6 +279,37 @@ def _region_chain(app: Application, op: Operator) -> list[ParallelRegion]:
     return list(reversed(chain))
 
 
+def _check_size(
+    chains: Mapping[int, list[ParallelRegion]], hops: list[_Hop], widths: Mapping[int, int]
+) -> None:
+    """Refuse, before anything is expanded, a plan too big to hold: a nested region of more than
+    MAX_WIDTH channels (the widths of the regions enclosing it multiply its own), or more than
+    MAX_CONNECTIONS connections (counted as `_hop_edges` makes them)."""
+    channels: dict[int, int] = {}
+    for op, chain in chains.items():
+        channels[op] = 1
+        for depth, region in enumerate(chain):
+            channels[op] *= widths[region.index]
+            if channels[op] > MAX_WIDTH and depth:
+                outer = " * ".join(f"{r.name} ({widths[r.index]})" for r in chain[: depth + 1])
+                raise TopologyError(
+                    f"parallel region {region.name} would have {channels[op]} channels ({outer}): at "
+                    f"most {MAX_WIDTH}; lower the widths of the nested regions"
+                )
+    connections = 0
+    for hop in hops:
+        if hop.src in chains and hop.dst in chains:
+            # every producer feeds the consumers of its own channels in the regions both are in
+            shared = {r.index for r in chains[hop.src]} & {r.index for r in chains[hop.dst]}
+            connections += channels[hop.src] * channels[hop.dst] // math.prod(widths[r] for r in shared)
+    if connections > MAX_CONNECTIONS:
+        raise TopologyError(
+            f"the application would have {connections:,} connections at these widths, more than the "
+            f"{MAX_CONNECTIONS:,} a plan may have (adjacent parallel regions connect every channel of one "
+            f"to every channel of the other): lower the parallel widths"
+        )
+
+
 def _name(app: Application, op: Operator, chain_channels: dict[int, int]) -> str:
     """Physical name: path components with ``[global channel]`` after parallel operators."""
     parts: list[tuple[int, str]] = [(op.index, op.name)]
@@ -436,6 +474,7 @@ def build_topology(
         return _fresh(app, widths, dict(given_values or {}), default_threading)
     if previous.app is not app:
         raise TopologyError("a topology can only be rebuilt from one of the same application")
+    _check_size(previous.chains, previous.hops, widths)
     changed = [r for r, w in widths.items() if previous.widths.get(r) != w]
     affected = sorted({op for r in changed for op in previous.region_ops.get(r, ())})
     names = {n.name: n.index for op in affected for n in previous.replicas[op]}
@@ -480,10 +519,11 @@ def _fresh(
         (op for op in app.operators.values() if op.kind is OperatorKind.PRIMITIVE), key=lambda o: o.index
     )
     chains = {op.index: _region_chain(app, op) for op in primitives}
+    hops = _Flattener(app).hops()
+    _check_size(chains, hops, widths)
     indexer = _Indexer(max(op.index for op in primitives), {})
     pools = _ReplicaPools(app)
     replicas = {op.index: _replicate(app, op, chains[op.index], widths, indexer, pools) for op in primitives}
-    hops = _Flattener(app).hops()
     hop_edges = [_hop_edges(app, hop, replicas, chains) for hop in hops]
     region_ops: dict[int, list[int]] = {}
     for op, chain in chains.items():

@@ -50,6 +50,7 @@ from streams_k8s.api.consistent_region import (
     ConsistentRegionStatus,
     RegionState,
 )
+from streams_k8s.api.job import COORDINATOR_SERVICE_AFFIXES
 from streams_k8s.api.processing_element import ProcessingElement
 from streams_k8s.consistent.assignment import Assignment, PlacedJobs, SingleJob
 from streams_k8s.consistent.auth import TokenReviewer, bearer_auth
@@ -89,7 +90,7 @@ POOL_LABELS = {"app": "streams", "svc": "consistent-region-coordinator"}
 # a PE's report to the next notification, so it gets more room than a controller's default.
 CLIENT_QPS, CLIENT_BURST = 100.0, 200
 # The Service a job's PEs reach their coordinator through: streams-<job>-consistentregion-api.
-API_SERVICE_PREFIX, API_SERVICE_SUFFIX = "streams-", "-consistentregion-api"
+API_SERVICE_PREFIX, API_SERVICE_SUFFIX = COORDINATOR_SERVICE_AFFIXES
 
 
 class CoordinatorSettings(BaseSettings):

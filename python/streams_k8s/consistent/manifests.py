@@ -87,7 +87,10 @@ def _pod_spec(
     log_level: TraceLevel,
     service_account: str,
 ) -> dict[str, Any]:
-    """The coordinator's pod: `streams-k8s coordinator ARGS`, API 10000, metrics 9696, probes."""
+    """The coordinator's pod: `streams-k8s coordinator ARGS`, API 10000, metrics 9696, probes.
+
+    The image's ``ENTRYPOINT ["streams-k8s"]`` (deploy/Dockerfile) is the program: the container
+    gives only its arguments, as the operator's own Deployment does (``args: [run, ...]``)."""
     field_env = [
         {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
         for name, path in (
@@ -101,7 +104,7 @@ def _pod_spec(
         "name": "consistent-region-operator",
         "image": image,
         "imagePullPolicy": pull_policy.value,
-        "args": ["streams-k8s", "coordinator", *args],
+        "args": ["coordinator", *args],
         "env": [*field_env, {"name": "STREAMS_K8S_LOG_LEVEL", "value": _LOG_LEVELS[log_level]}, *env],
         "ports": [
             {"name": "sys-api", "containerPort": API_PORT, "protocol": "TCP"},
@@ -422,8 +425,7 @@ def pool_scheduler(
         "name": "pool-scheduler",
         "image": image,
         "imagePullPolicy": pull_policy.value,
-        "args": [
-            "streams-k8s",
+        "args": [  # after the image's ENTRYPOINT ["streams-k8s"], as in _pod_spec
             "run",
             "--controller",
             "streams_k8s.consistent.pool:setup",

@@ -28,12 +28,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Callable
 from pathlib import Path
 
 from streams_k8s.controller import labels
-from streams_k8s.controller.bundles import BundleCache, BundleError
+from streams_k8s.controller.bundles import DIGEST, BundleCache, BundleError
 from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.objects import ObjectKey, meta
 
@@ -43,7 +42,6 @@ REPOSITORY_PORT = 6379
 HASH = b"apps"
 _MAX_ARGS = 16
 _MAX_ARG_BYTES = 64 * 1024
-_DIGEST = re.compile(r"^[0-9a-f]{64}$")
 
 # The content a peer gets for a bundle name: (peer address, bundle name) -> sha256 digest, or None
 # to serve the bundle by name.
@@ -66,7 +64,7 @@ def pinned_by_pod(pods: Informer, jobs: Informer) -> PinnedDigest:
             if job is None or ((job.get("spec") or {}).get("bundle") or {}).get("name") != name:
                 return None
             digest = str((job.get("status") or {}).get("bundleDigest") or "")
-            return digest if _DIGEST.match(digest) else None
+            return digest if DIGEST.match(digest) else None
         return None
 
     return pinned

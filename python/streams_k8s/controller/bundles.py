@@ -1,10 +1,19 @@
 """Bundle fetching: a Job's `.sab` from a file, an HTTP(S) URL or GitHub, through a local cache.
 
-The cache is content-addressed (`<root>/sha256/<digest>.sab`) with a per-namespace name index
-(`<root>/names/<namespace>/<bundle name>` holding the digest), so the same bundle submitted by
-many jobs is stored once and a name always points at complete content (writes are atomic).
-`pullPolicy: IfNotPresent` serves a cached name without fetching; `Always` fetches every time.
-A bundle with no source is looked up in the cache by name (a bundle uploaded earlier).
+The cache is content-addressed (`<root>/sha256/<digest>.sab`), so the same bundle submitted by
+many jobs is stored once, with two indexes per namespace holding digests (writes are atomic, so an
+index always points at complete content):
+
+- by source (`<root>/sources/<namespace>/<sha256 of the source>`): what was last fetched from one
+  place, named by everything that decides what a fetch gets (`source_identity`: the kind, the file
+  path, the URL with its trust anchor, the GitHub URL with the Secret whose token is sent).
+  `pullPolicy: IfNotPresent` serves a source fetched before without fetching, and only that source:
+  two jobs whose `app.sab` come from different paths or URLs never share content, and a source that
+  cannot be reached is never stood in for by a same-named bundle from elsewhere.
+  `Always` fetches every time.
+- by name (`<root>/names/<namespace>/<bundle name>`): the bundle last fetched under that name, the
+  bundle repository's `apps` hash (what `HGET apps <name>` serves a client that is not a PE pod).
+  A bundle with no source means that bundle (as the original's repository lookup did).
 `fetch_pinned` wants exactly the content a job was submitted with (its digest): it is served from
 the content store without fetching, whatever the pull policy; a fetch that finds other content
 raises `BundleChanged` and leaves the cache as it was.
@@ -16,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import json
 import os
 import re
 import ssl
@@ -31,6 +41,7 @@ from streams_k8s.api.job import Bundle, PullPolicy
 # Bundles are zip files of compiled applications; the largest real ones are tens of MB.
 MAX_BUNDLE_BYTES = 512 * 1024 * 1024
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+DIGEST = re.compile(r"^[0-9a-f]{64}$")  # a sha256, as the cache and Job status write it
 
 # Reads the `data` of a Secret or ConfigMap: (namespace, name) -> data, raising KeyError if absent.
 DataReader = Callable[[str, str], Awaitable[Mapping[str, str]]]
@@ -66,6 +77,27 @@ class FetchedBundle:
     cached: bool  # served from the cache without fetching
 
 
+def source_identity(bundle: Bundle) -> str | None:
+    """What decides the content a fetch of ``bundle`` gets (None: it has no source), as a digest."""
+    identity: dict[str, str | None]
+    if bundle.file is not None:
+        identity = {"file": os.path.normpath(bundle.file.path)}
+    elif bundle.http is not None:
+        authority = bundle.http.certification_authority
+        identity = {
+            "http": bundle.http.url,
+            # the trust anchor decides which servers are believed
+            "configMap": authority.config_map_name if authority else None,
+            "key": (authority.sub_path or "ca.crt") if authority else None,
+        }
+    elif bundle.github is not None:
+        # the token decides what may be read: another Secret is another source
+        identity = {"github": bundle.github.url, "secret": bundle.github.secret}
+    else:
+        return None
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+
+
 class BundleCache:
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -75,6 +107,11 @@ class BundleCache:
             raise BundleError("InvalidBundleName", f"bundle name '{name}' must be a plain file name")
         return self.root / "names" / namespace / name
 
+    def _source_index(self, namespace: str, source: str) -> Path:
+        if not _SAFE_NAME.match(namespace) or not DIGEST.match(source):
+            raise BundleError("InvalidBundleName", f"namespace '{namespace}' must be a plain file name")
+        return self.root / "sources" / namespace / source
+
     def content_path(self, digest: str) -> Path:
         return self.root / "sha256" / f"{digest}.sab"
 
@@ -83,18 +120,29 @@ class BundleCache:
         path = self.content_path(digest)
         return FetchedBundle(name, digest, path, cached=True) if path.is_file() else None
 
-    def lookup(self, namespace: str, name: str) -> FetchedBundle | None:
+    def _read(self, index: Path, name: str) -> FetchedBundle | None:
         try:
-            digest = self._index(namespace, name).read_text().strip()
+            digest = index.read_text().strip()
         except FileNotFoundError:
             return None
         return self.content(name, digest)
 
-    def store(self, namespace: str, name: str, data: bytes) -> FetchedBundle:
+    def lookup(self, namespace: str, name: str) -> FetchedBundle | None:
+        """The bundle last stored under ``name`` in ``namespace``, from any source."""
+        return self._read(self._index(namespace, name), name)
+
+    def from_source(self, namespace: str, name: str, source: str) -> FetchedBundle | None:
+        """The bundle last fetched from ``source`` (a `source_identity`) in ``namespace``."""
+        return self._read(self._source_index(namespace, source), name)
+
+    def store(self, namespace: str, name: str, data: bytes, source: str | None = None) -> FetchedBundle:
+        """File ``data`` under ``name`` and, when it was fetched, under its ``source``."""
         digest = hashlib.sha256(data).hexdigest()
         path = self.content_path(digest)
         if not path.is_file():
             _atomic_write(path, data)
+        if source is not None:
+            _atomic_write(self._source_index(namespace, source), digest.encode())
         _atomic_write(self._index(namespace, name), digest.encode())
         return FetchedBundle(name, digest, path, cached=False)
 
@@ -132,13 +180,17 @@ class BundleFetcher:
         self._timeout = aiohttp.ClientTimeout(total=timeout)
 
     async def fetch(self, namespace: str, bundle: Bundle) -> FetchedBundle:
-        cached = self._cache.lookup(namespace, bundle.name)
-        if cached is not None and (
-            bundle.pull_policy is PullPolicy.IF_NOT_PRESENT or not _has_source(bundle)
-        ):
+        source = source_identity(bundle)
+        if source is None:  # the repository's bundle of that name
+            cached = self._cache.lookup(namespace, bundle.name)
+        elif bundle.pull_policy is PullPolicy.IF_NOT_PRESENT:
+            cached = self._cache.from_source(namespace, bundle.name, source)
+        else:
+            cached = None
+        if cached is not None:
             return cached
         data = await self._download_with_retries(namespace, bundle, "is not in the bundle cache")
-        return self._cache.store(namespace, bundle.name, data)
+        return self._cache.store(namespace, bundle.name, data, source)
 
     async def fetch_pinned(self, namespace: str, bundle: Bundle, digest: str) -> FetchedBundle:
         """Exactly the content with this sha256: from the cache, else fetched and checked."""
@@ -150,7 +202,7 @@ class BundleFetcher:
         )
         if (found := hashlib.sha256(data).hexdigest()) != digest:
             raise BundleChanged(bundle.name, digest, found)
-        return self._cache.store(namespace, bundle.name, data)
+        return self._cache.store(namespace, bundle.name, data, source_identity(bundle))
 
     async def _download_with_retries(self, namespace: str, bundle: Bundle, not_cached: str) -> bytes:
         if not _has_source(bundle):

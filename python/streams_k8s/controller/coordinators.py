@@ -22,9 +22,13 @@ Settings (environment of the operator):
 | variable | default | use |
 |---|---|---|
 | `STREAMS_K8S_COORDINATOR_MODE` | `dedicated` | mode recorded on new jobs' CROs (`dedicated` or `shared`) |
-| `STREAMS_K8S_COORDINATOR_IMAGE` | `<registry>/<imageNamespace>/streams-k8s:<version>` | coordinator image |
-| `STREAMS_K8S_IMAGE_REGISTRY` | `docker.io` | registry of the default image, as for PEs |
-| `STREAMS_K8S_IMAGE_NAMESPACE` | `openstreams` | its namespace, as for PEs |
+| `STREAMS_K8S_COORDINATOR_IMAGE` | the operator's own image | coordinator image |
+
+The coordinator is the same program as the operator (`streams-k8s coordinator`), so by default it
+runs from the image the operator runs from: the image of the operator's own pod (`POD_NAME`,
+`POD_NAMESPACE` from the downward API; its `controller` container), which follows whatever an
+overlay sets (kustomize `images:`). Outside a pod it is `streams-k8s:<version>`, the tag
+deploy/Dockerfile's build documents.
 """
 
 from __future__ import annotations
@@ -46,8 +50,8 @@ from streams_k8s.consistent.manifests import (
     coordinator_service,
 )
 from streams_k8s.controller import labels
+from streams_k8s.controller.child_limits import OBJECT_REFUSED, REFUSED
 from streams_k8s.controller.kinds import CONSISTENT_REGION_OPERATORS, DEPLOYMENTS, NETWORK_POLICIES, SERVICES
-from streams_k8s.controller.pod_spec import PeRuntimeSettings
 from streams_k8s.k8s.client import Resource
 from streams_k8s.k8s.controller import Requeue, owner_mapper
 from streams_k8s.k8s.errors import ApiError
@@ -69,7 +73,10 @@ class CoordinatorObjectSettings:
     image: str = ""
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] = os.environ) -> CoordinatorObjectSettings:
+    def from_env(
+        cls, env: Mapping[str, str] = os.environ, operator_image: str | None = None
+    ) -> CoordinatorObjectSettings:
+        """The settings in ``env``; ``operator_image``: the image the operator runs, if known."""
         raw = env.get("STREAMS_K8S_COORDINATOR_MODE", CoordinatorMode.DEDICATED.value)
         try:
             mode = CoordinatorMode(raw)
@@ -78,12 +85,8 @@ class CoordinatorObjectSettings:
                 f"STREAMS_K8S_COORDINATOR_MODE={raw!r}: use "
                 + " or ".join(repr(m.value) for m in CoordinatorMode)
             ) from None
-        pe = PeRuntimeSettings()
-        registry = env.get("STREAMS_K8S_IMAGE_REGISTRY", pe.registry)
-        namespace = env.get("STREAMS_K8S_IMAGE_NAMESPACE", pe.image_namespace)
-        version = __version__.split("+", 1)[0]
-        image = env.get("STREAMS_K8S_COORDINATOR_IMAGE") or f"{registry}/{namespace}/streams-k8s:{version}"
-        return cls(mode=mode, image=image)
+        default = operator_image or f"streams-k8s:{__version__.split('+', 1)[0]}"
+        return cls(mode=mode, image=env.get("STREAMS_K8S_COORDINATOR_IMAGE") or default)
 
 
 def coordinator_objects(
@@ -145,6 +148,10 @@ class CoordinatorObjectsController:
                 if resource == NETWORK_POLICIES and err.not_found:
                     self._network_policy_served = False
                     await self._network_policy_unavailable(obj)
+                    continue
+                if err.status in REFUSED:  # refused again on every retry: say so once per change
+                    note = f"the API server refused {resource.kind} {name}: {err.status} {err.message}"
+                    await self.recorder.record(obj, "Warning", OBJECT_REFUSED, note)
                     continue
                 raise
         return None

@@ -32,14 +32,21 @@ when, so a restarted controller keeps the schedule, and a SubmissionRetrying Eve
 
 Everything else needs a new spec or bundle, so the Job stays Failed until its spec changes: an
 invalid spec (Valid=False), a bundle that does not exist, is refused (4xx, TLS) or is not a bundle,
-and planning errors of the application itself (fusion, topology, a pool index it lacks, a sized
-pool used with a larger index). A spec change starts over at attempt 1.
+planning errors of the application itself (fusion, topology, a pool index it lacks, a sized
+pool used with a larger index), a plan whose objects the cluster would not accept (checked before
+anything is written: `child_limits`, Planned=False PlanTooLarge) and an object the API server
+refuses all the same (400, 413, 422: Submitted=False ObjectRefused). A spec change starts over at
+attempt 1.
 
 Once submitted, a deleted ConfigMap, Service, HostPool, ParallelRegion, Export, Import,
 ConsistentRegion(Operator) is recreated; a deleted PE is recreated when it is restartable. Spec
 edits after submission are not applied (status message and a SpecChangeIgnored Event say so); a
 failed Job, or one still submitting, starts over with them from a clean slate.
-A ParallelRegion's width edits are: the job is re-fused and only what changed is updated (`widths`).
+A ParallelRegion's width edits are: the job is re-fused and only what changed is updated (`widths`);
+PE Services are kept selecting their PE's pods with the planned ports (`service_update`).
+
+What is kept in memory for a Job (its plan, the time of its last count write) is dropped once the
+Job is gone from the cache (`retained` counts it).
 """
 
 from __future__ import annotations
@@ -63,6 +70,7 @@ from streams_k8s.controller import labels
 from streams_k8s.controller import widths as widths_module
 from streams_k8s.controller.bundles import BUNDLE_CHANGED, BundleChanged, BundleError, BundleFetcher
 from streams_k8s.controller.certificates import TRANSPORT_CERT_KEY, TRANSPORT_KEY_KEY, transport_certificate
+from streams_k8s.controller.child_limits import REFUSED, check_children, refused
 from streams_k8s.controller.job_ids import allocate_job_id
 from streams_k8s.controller.kinds import (
     CONFIGMAPS,
@@ -87,6 +95,7 @@ from streams_k8s.controller.submission import (
     needs_transport_certificate,
     plan_job,
     read_application,
+    service_update,
     validate_job,
 )
 from streams_k8s.controller.widths import widths_of
@@ -222,8 +231,10 @@ class JobController:
         self.recorder: EventRecorder = manager.event_recorder("streams-job-controller")
         self._fetcher_factory = fetcher_factory
         self._fetcher: BundleFetcher | None = None
+        # Per Job, dropped when it goes (`retained` counts them).
         self._planned: dict[str, _Planned] = {}  # by Job uid
         self._counts_written: dict[str, float] = {}  # by Job uid: monotonic time of the last count write
+        self.jobs.add_handler(self._forget_deleted)
         self.controller = manager.controller("jobs", self.reconcile, workers=4)
         self.controller.watch(self.jobs)
         for informer in self.children.values():
@@ -231,6 +242,25 @@ class JobController:
         self.controller.watch(self.pods, self._job_of)
         for informer in (*self.children.values(), self.pods):  # "the X of job J" on every reconcile
             informer.store.index_label(labels.JOB)
+
+    def _forget_deleted(self, kind: str, old: Object | None, new: Object | None) -> None:
+        """A Job gone from the cache (its deletion finished) takes its plan and children with it."""
+        if kind == "delete" and old is not None:
+            self._forget(str(meta(old).get("uid")))
+
+    def _forget(self, uid: str) -> None:
+        self._planned.pop(uid, None)
+        self._counts_written.pop(uid, None)
+
+    def _cached(self, obj: Object) -> bool:
+        """The cache still holds this Job (the same incarnation): what is kept for it will be dropped."""
+        m = meta(obj)
+        current = self.jobs.store.get(ObjectKey(str(m.get("namespace")), str(m.get("name"))))
+        return current is not None and meta(current).get("uid") == m.get("uid")
+
+    def retained(self) -> dict[str, int]:
+        """Entries kept per Job, by cache (none once every Job is gone)."""
+        return {"plans": len(self._planned), "count-writes": len(self._counts_written)}
 
     @staticmethod
     def _job_of(obj: Object) -> list[ObjectKey]:
@@ -252,8 +282,7 @@ class JobController:
         uid, generation = str(m.get("uid")), int(m.get("generation") or 1)
         status: dict[str, Any] = dict(obj.get("status") or {})
         if m.get("deletionTimestamp"):
-            self._planned.pop(uid, None)
-            self._counts_written.pop(uid, None)
+            self._forget(uid)
             if status.get("phase") != JobPhase.DELETING:
                 status["phase"] = JobPhase.DELETING.value
                 await self._write_status(obj, status)
@@ -442,7 +471,8 @@ class JobController:
             if changed:
                 note = f"{len(planned.plan.pes)} PEs planned on {planned_nodes} schedulable nodes"
                 await self.recorder.record(obj, "Normal", "Planned", note)
-        self._planned[uid] = planned
+        if self._cached(obj):  # not for a Job deleted while it was planned: nothing would drop it
+            self._planned[uid] = planned
         return planned, obj, status
 
     def _build(
@@ -475,20 +505,34 @@ class JobController:
             transport=transport,
             coordinator_mode=self.coordinator_mode,
         )
+        check_children(children)  # before anything is written
         return _Planned(generation, job_id, app, plan, children)
 
     async def _create_missing(self, children: list[Desired], wanted: Callable[[Desired], bool]) -> int:
-        """Create every child the caches lack (in order, a bounded batch at a time); 409 is success."""
+        """Create every child the caches lack (in order, a bounded batch at a time); 409 is success.
+
+        A child the API server refuses for what it is (400, 413, 422) raises `SubmissionFailure`
+        (`child_limits.refused`): trying it again would be refused again."""
         missing = [c for c in children if self.children[c.resource].store.get(c.key) is None and wanted(c)]
         slots = asyncio.Semaphore(CREATE_CONCURRENCY)
 
         async def create(child: Desired) -> None:
             async with slots:
-                await self.client.create_if_absent(child.resource, child.body)
+                try:
+                    await self.client.create_if_absent(child.resource, child.body)
+                except ApiError as err:
+                    if err.status in REFUSED:
+                        raise refused(child, err) from None
+                    raise
 
         # Kinds in order (PEs last, once their prerequisites exist); within a kind, concurrently.
         for resource in dict.fromkeys(c.resource for c in missing):
-            await asyncio.gather(*(create(c) for c in missing if c.resource == resource))
+            results = await asyncio.gather(
+                *(create(c) for c in missing if c.resource == resource), return_exceptions=True
+            )
+            errors = [r for r in results if isinstance(r, BaseException)]
+            if errors:  # a refusal first: retrying cannot help it, whatever else failed
+                raise next((e for e in errors if isinstance(e, SubmissionFailure)), errors[0])
         return len(missing)
 
     # --- after submission -----------------------------------------------------------------
@@ -520,14 +564,40 @@ class JobController:
                 status = {**status, "message": _submitted_message(len(planned.plan.pes))}
             obj, status, plan, children = await self._follow_widths(obj, job, planned, status)
             restartable = {pe_service_name(str(m["name"]), pe.id): pe.restartable for pe in plan.pes}
-            recreated = await self._create_missing(
-                children, lambda c: c.resource != PES or restartable.get(c.name, False)
-            )
+            try:
+                recreated = await self._create_missing(
+                    children, lambda c: c.resource != PES or restartable.get(c.name, False)
+                )
+            except SubmissionFailure as failure:  # the job runs on without it; say so once
+                if status.get("message") != failure.message:
+                    await self.recorder.record(obj, "Warning", failure.reason, failure.message)
+                return await self._update_counts(obj, {**status, "message": failure.message})
             if recreated:
                 await self.recorder.record(
                     obj, "Normal", "ChildrenRecreated", f"recreated {recreated} deleted objects"
                 )
+            await self._correct_services(children)
         return await self._update_counts(obj, status)
+
+    async def _correct_services(self, children: list[Desired]) -> None:
+        """Give PE Services their planned selector and ports (`service_update`), conditionally on
+        the version read, so a user port the REST API adds meanwhile is never lost: on a conflict
+        the Service's own update event brings the job back here."""
+        for child in children:
+            if child.resource != SERVICES:
+                continue
+            current = self.services.store.get(child.key)
+            if current is None or meta(current).get("deletionTimestamp"):
+                continue
+            if (patch := service_update(current, child.body)) is None:
+                continue
+            try:
+                await self.client.patch(SERVICES, child.name, patch, child.key.namespace)
+            except ApiError as err:
+                if err.status in REFUSED:  # as refused the next time: say so, do not retry
+                    log.warning("%s", refused(child, err))
+                elif not (err.conflict or err.not_found):
+                    raise
 
     async def _bundle_changed(
         self, obj: Object, status: dict[str, Any], failure: SubmissionFailure, generation: int
@@ -618,11 +688,15 @@ class JobController:
         generation = pending if pending is not None else int(status.get("generationId") or 0) + 1
         uid = str(meta(obj)["uid"])
         try:
-            running, _ = self._children_at(job, uid, planned, applied, generation)
+            running, running_children = self._children_at(job, uid, planned, applied, generation)
             target, children = self._children_at(job, uid, planned, {**applied, alias: width}, generation)
         except (SubmissionError, TopologyError, FusionConstraintError, ValueError) as err:
             raise SubmissionFailure(PLANNED, "ResizeFailed", f"{alias} to width {width}: {err}") from None
         check_placement(job, target, schedulable_nodes(self.nodes.store.select()))
+        try:
+            check_children(children)
+        except SubmissionFailure as failure:
+            raise SubmissionFailure(PLANNED, "ResizeFailed", f"{alias} to width {width}: {failure}") from None
         if pending is None:
             region = await widths_module.record_intent(self.client, region, generation, width)
         if status.get("generationId") != generation:
@@ -630,7 +704,15 @@ class JobController:
             status = dict(obj.get("status") or status)
         change = widths_module.WidthChange(obj, region, running, target, children, generation)
         diff = change.diff
-        await widths_module.apply(self.client, change)
+        try:
+            await widths_module.apply(self.client, change)
+        except widths_module.ChildRefused as err:
+            # Back to the plan that runs (the same steps, the other way), then refuse the width.
+            back = widths_module.WidthChange(obj, region, target, running, running_children, generation)
+            await widths_module.apply(self.client, back)
+            raise SubmissionFailure(
+                PLANNED, "ResizeFailed", f"{alias} to width {width}: {err.failure}"
+            ) from None
         status = {**status, "processingElements": len(target.pes)}
         obj = await self._write_status(obj, status)
         await widths_module.record_applied(self.client, region, width)
@@ -677,7 +759,8 @@ class JobController:
         if phase == status.get("phase") and wait > 0:
             return Requeue(wait)
         written = await self._write_status(obj, wanted)
-        self._counts_written[uid] = time.monotonic()
+        if self._cached(obj):
+            self._counts_written[uid] = time.monotonic()
         if phase != status.get("phase") and phase == JobPhase.RUNNING.value:
             await self.recorder.record(written, "Normal", "Running", f"all {expected} PE pods are ready")
         return None

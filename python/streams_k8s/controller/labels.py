@@ -21,6 +21,11 @@ _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 MAX_LABEL_VALUE = 63
 
 
+def is_label_value(value: str) -> bool:
+    """What Kubernetes accepts as a label value."""
+    return len(value) <= MAX_LABEL_VALUE and _LABEL_VALUE.match(value) is not None
+
+
 class LabelValueError(ValueError):
     """A token that cannot be represented as a Kubernetes label value."""
 

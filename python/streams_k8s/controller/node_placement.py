@@ -115,6 +115,10 @@ class NodePlacementController:
         self.controller.owns(self.hostpools, Job.kind_name)
         self.controller.owns(self.pes, Job.kind_name, predicates=[_added_or_deleted])
 
+    def retained(self) -> dict[str, int]:
+        """Entries kept per PE (none once every PE is gone)."""
+        return {"placed-pes": len(self._placed_pes)}
+
     def _children(self, informer: Informer, job: Object) -> list[Object]:
         uid = meta(job).get("uid")
         return [

@@ -9,7 +9,7 @@ the runtime's come from the environment:
 | `STREAMS_K8S_API_PORT` | 10000 | REST API port |
 | `STREAMS_K8S_REPOSITORY_PORT` | 6379 | bundle repository port |
 | `STREAMS_K8S_BUNDLE_CACHE` | `<tmp>/streams-k8s-bundles` | bundle cache directory |
-| `POD_NAME`, `POD_NAMESPACE` | unset | this replica's pod (downward API) |
+| `POD_NAME`, `POD_NAMESPACE` | unset | this replica's pod (downward API); its image is the coordinators' |
 | `STREAMS_K8S_COORDINATOR_MODE` | `dedicated` | consistent-region coordinators (`coordinators`) |
 | `STREAMS_K8S_RETRY_DELAY` | 10 | seconds to a failed submission's first retry (doubling) |
 | `STREAMS_K8S_PE_NOTIFICATION_HOST` | unset | where PE subscription datagrams go (not `<job>-<pe>.<ns>`) |
@@ -22,6 +22,7 @@ it off the others, so PEs reach the replica whose job controller fetched the bun
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 from collections.abc import Mapping
@@ -48,8 +49,11 @@ from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import ObjectKey, meta
 
+log = logging.getLogger(__name__)
+
 SERVING_LABEL = "streams.ibm.com/serving"
 OPERATOR_POD_SELECTOR = "app.kubernetes.io/name=streams-k8s-operator"
+OPERATOR_CONTAINER = "controller"  # deploy/deployment.yaml
 
 
 def _data_reader(client: KubeClient, resource: Resource) -> DataReader:
@@ -70,12 +74,19 @@ class InstanceOperator:
     """The running pieces, so an embedding (tests, the sandbox demo) can stop the servers."""
 
     jobs: JobController
+    pes: PeController
+    placement: NodePlacementController
     rest: InstanceRestApi
     repository: BundleRepository
     runner: web.AppRunner
     broker: SubscriptionBroker | None = None
     api_port: int = 0
     _sessions: list[aiohttp.ClientSession] = field(default_factory=list)
+
+    def retained(self) -> dict[str, int]:
+        """What the controllers keep per Job, PE or pod, by cache: all 0 once every Job is gone
+        (the informers' caches follow the cluster; nothing else outlives a Job)."""
+        return {**self.jobs.retained(), **self.pes.retained(), **self.placement.retained()}
 
     async def stop(self) -> None:
         await self.runner.cleanup()
@@ -84,6 +95,18 @@ class InstanceOperator:
             self.broker.datagrams.close()
         for session in self._sessions:
             await session.close()
+
+
+async def own_image(client: KubeClient, pod_name: str, namespace: str) -> str | None:
+    """The image this replica runs: its pod's ``controller`` container (else its only one)."""
+    try:
+        pod = await client.get(PODS, pod_name, namespace)
+    except ApiError as err:
+        log.warning("cannot read this operator's pod %s/%s for its image: %s", namespace, pod_name, err)
+        return None
+    containers = (pod.get("spec") or {}).get("containers") or []
+    mine = [c for c in containers if c.get("name") == OPERATOR_CONTAINER] or containers[:1]
+    return str(mine[0]["image"]) if mine and mine[0].get("image") else None
 
 
 def _serving_label(manager: Manager, pod_name: str, namespace: str) -> None:
@@ -128,13 +151,16 @@ async def setup(manager: Manager) -> InstanceOperator:
             read_config_map=_data_reader(client, CONFIGMAPS),
         )
 
-    coordinators = CoordinatorObjectSettings.from_env()
+    pod_name = os.environ.get("POD_NAME")
+    pod_namespace = os.environ.get("POD_NAMESPACE") or namespace
+    image = await own_image(client, pod_name, pod_namespace) if pod_name else None
+    coordinators = CoordinatorObjectSettings.from_env(operator_image=image)
     retry_delay = float(os.environ.get("STREAMS_K8S_RETRY_DELAY", RETRY_FIRST_DELAY))
     jobs = JobController(manager, fetcher, coordinators.mode, retry_delay)
     CoordinatorObjectsController(manager, coordinators)
     pes = PeController(manager)
-    NodePlacementController(manager)
-    if pod_name := os.environ.get("POD_NAME"):
+    placement = NodePlacementController(manager)
+    if pod_name:
         _serving_label(manager, pod_name, namespace)
 
     rest = InstanceRestApi(
@@ -162,4 +188,6 @@ async def setup(manager: Manager) -> InstanceOperator:
     await repository.start(
         settings.bind_address, int(os.environ.get("STREAMS_K8S_REPOSITORY_PORT", REPOSITORY_PORT))
     )
-    return InstanceOperator(jobs, rest, repository, runner, broker, int(runner.addresses[0][1]), sessions)
+    return InstanceOperator(
+        jobs, pes, placement, rest, repository, runner, broker, int(runner.addresses[0][1]), sessions
+    )

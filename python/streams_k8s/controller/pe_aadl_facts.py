@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
 from dataclasses import dataclass
-from functools import lru_cache
 
 from streams_k8s.app.safe_xml import UnsafeXmlError, parse_untrusted
 
@@ -18,7 +19,12 @@ class AadlFactsError(ValueError):
     """The PE ConfigMap's aadl.xml cannot be read."""
 
 
-@lru_cache(maxsize=4096)
+# Facts by the sha256 of their document: the cache keeps no AADL (a document of a large PE is up to
+# 1 MiB, and its job may be gone), only a few bytes per distinct content.
+_CACHE_SIZE = 4096
+_cache: OrderedDict[bytes, AadlFacts] = OrderedDict()
+
+
 def _facts(aadl: str) -> AadlFacts:
     try:
         root = parse_untrusted(aadl.encode(), what="aadl.xml")
@@ -35,4 +41,12 @@ def _local(tag: object) -> str:
 
 def aadl_facts(aadl: str) -> AadlFacts:
     """Facts of one AADL document (cached: PEs of the same content share them)."""
-    return _facts(aadl)
+    key = hashlib.sha256(aadl.encode()).digest()
+    found = _cache.get(key)
+    if found is None:
+        found = _cache[key] = _facts(aadl)
+        if len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    else:
+        _cache.move_to_end(key)
+    return found

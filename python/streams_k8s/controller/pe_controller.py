@@ -91,10 +91,11 @@ class PeController:
         self.events: EventRecorder = manager.event_recorder("pe-controller")
         # Launch counts of PEs seen deleted, until written onto their ConfigMap.
         self._deleted_launches: dict[ObjectKey, tuple[str, int]] = {}
-        self._jobs_parsed: dict[ObjectKey, tuple[str, Job]] = {}  # by key: bounded by live jobs
+        self._jobs_parsed: dict[ObjectKey, tuple[str, Job]] = {}  # by key, dropped when the Job goes
         # PEs whose pod was seen running and is not recorded yet (waiting for a connectivity report).
         self._started: dict[ObjectKey, _Started] = {}
         self.pes.add_handler(self._on_pe_event)
+        self.jobs.add_handler(self._on_job_event)
         self.pes.store.index_label(labels.JOB)
 
         self.controller = manager.controller("pes", self.reconcile, workers=workers)
@@ -121,6 +122,19 @@ class PeController:
             launches = int((gone.get("status") or {}).get("launchCount") or 0)
             if launches:
                 self._deleted_launches[object_key(gone)] = (str(meta(gone).get("uid")), launches)
+
+    def _on_job_event(self, kind: str, old: Object | None, new: Object | None) -> None:
+        if kind == "delete" and old is not None:
+            self._jobs_parsed.pop(object_key(old), None)
+
+    def retained(self) -> dict[str, int]:
+        """Entries kept per Job or PE, by cache (none once every Job and its PEs are gone)."""
+        return {
+            "parsed-jobs": len(self._jobs_parsed),
+            "started-pods": len(self._started),
+            "deleted-launch-counts": len(self._deleted_launches),
+            **self.pods_by_owner.retained(),
+        }
 
     # --- reconcile -------------------------------------------------------------------------
 

@@ -44,6 +44,10 @@ class PodsByOwner:
             if not waiter.done():
                 waiter.set_result(None)
 
+    def retained(self) -> dict[str, int]:
+        """Owners with pods, and owners waited on."""
+        return {"pod-owners": len(self._by_owner), "pod-waits": len(self._waiters)}
+
     def live_pe_pods(self, owner_uid: str) -> list[Object]:
         """The PE pods (not zombies) of this owner that are not being deleted."""
         return [

@@ -4,7 +4,7 @@
 - `GET|PUT /api/state/job/{job}/pe/{pe}/connectivity`: a JSON string `"Full"|"Partial"|"None"`;
   PUT writes the PE's `status.connectivity` and answers 204. The PE's first report after its pod
   started also records the pod as running, in the same write (`pod_lifecycle.started_status`).
-- `GET|PUT /api/state/job/{job}/pr/{alias}/width`: a JSON integer ≥ 1, the parallel region's
+- `GET|PUT /api/state/job/{job}/pr/{alias}/width`: a JSON integer from 1 to 1,000, the region's
   `spec.width`; PUT sets it (204; the job controller re-fuses the job).
 - `GET /api/endpoints/job/{job}/pe/{pe}`: the PE Service's ports by name.
 - `GET /api/endpoints/job/{job}/endpoint/{ep}`: `{canonicalName, port, protocol}` of port `usr-<ep>`.
@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from streams_k8s.api.parallel_region import MAX_WIDTH
 from streams_k8s.api.processing_element import Connectivity, ProcessingElement
 from streams_k8s.controller import labels
 from streams_k8s.controller.kinds import PARALLEL_REGIONS, PES, SERVICES
@@ -222,8 +223,8 @@ class InstanceRestApi:
         """Set a parallel region's ``spec.width`` (the job controller re-fuses the job)."""
         region = self._region(request)
         width = await self._body(request)
-        if isinstance(width, bool) or not isinstance(width, int) or width < 1:
-            raise RestError(400, "BadRequest", "the width must be a JSON integer of at least 1")
+        if isinstance(width, bool) or not isinstance(width, int) or not 1 <= width <= MAX_WIDTH:
+            raise RestError(400, "BadRequest", f"the width must be a JSON integer from 1 to {MAX_WIDTH}")
         name, namespace = str(meta(region)["name"]), str(meta(region)["namespace"])
         await self.client.patch(PARALLEL_REGIONS, name, {"spec": {"width": width}}, namespace)
         return web.Response(status=204)
@@ -459,7 +460,11 @@ OPENAPI: dict[str, Any] = {
                 "summary": "Set the parallel region's width (the job is re-fused)",
                 "requestBody": {
                     "required": True,
-                    "content": {"application/json": {"schema": {"type": "integer", "minimum": 1}}},
+                    "content": {
+                        "application/json": {
+                            "schema": {"type": "integer", "minimum": 1, "maximum": MAX_WIDTH}
+                        }
+                    },
                 },
                 "responses": {
                     "204": {"description": "recorded in the ParallelRegion spec"},

@@ -9,8 +9,8 @@ deterministic name, labels, annotations and the Job as controlling owner, in cre
 |---|---|---|
 | ConfigMap | `<job>` | name table `operator_port_labels.properties` (+ transport cert/key with TLSv1.2) |
 | ConfigMap | `<job>-<peId>` | `aadl.xml`, annotation `streams.ibm.com/contentId` |
-| Service | `<job>-<peId>` | headless: `sys-<i>` 10000+i/TCP, `sys-metrics`, `sys-notifications`, |
-| | | `sys-consistentregion` |
+| Service | `<job>-<peId>` | headless, selecting the PE's pods by job and PE id (`pe_service_selector`): |
+| | | `sys-<i>` 10000+i/TCP, `sys-metrics`, `sys-notifications`, `sys-consistentregion` |
 | HostPool | `<job>-<poolIndex>` | one per ADL host pool |
 | ParallelRegion | `<job>-<regionIndex>` | alias and width |
 | Export | `<job>-<peId>-<portId>` | per PE output port with an exported stream (by name or properties) |
@@ -26,7 +26,6 @@ NetworkPolicy are not made here: `coordinators` renders them from the CRO.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,7 +53,7 @@ from streams_k8s.api.import_export import (
     PropertyBasedImport,
     StreamProperty,
 )
-from streams_k8s.api.job import Job
+from streams_k8s.api.job import Job, job_name_problem
 from streams_k8s.api.parallel_region import ParallelRegion, ParallelRegionSpec
 from streams_k8s.api.processing_element import (
     ProcessingElement,
@@ -86,15 +85,13 @@ from streams_k8s.controller.kinds import (
 from streams_k8s.controller.placement import NodeInfo, PlacedPe, PlacementError, PlacementPlan, plan_placement
 from streams_k8s.controller.pod_spec import CONSISTENT_REGION_PORT, METRICS_PORT, NOTIFICATIONS_PORT
 from streams_k8s.controller.resources import divide_resources
+from streams_k8s.controller.rest_api import USER_PORT_PREFIX
 from streams_k8s.controller.subscription_expression import SubscriptionError, parse_subscription
 from streams_k8s.k8s.client import Resource
 from streams_k8s.k8s.objects import ObjectKey
 from streams_k8s.naming import PE_PORT_BASE, TABLE_KEY, pe_service_name
 
 AADL_KEY = "aadl.xml"
-# A PE's objects are `<job>-<peId>`: the job name leaves room for a 5-digit PE id in 63 characters.
-MAX_JOB_NAME = 57
-_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +129,9 @@ class Desired:
 
 def validate_job(obj: dict[str, Any]) -> Job:
     """The Job model of a manifest, or `SubmissionFailure(Valid, ...)` naming the first bad field."""
+    name = str((obj.get("metadata") or {}).get("name") or "")
+    if (problem := job_name_problem(name)) is not None:  # the CRD refuses it too, once re-applied
+        raise SubmissionFailure("Valid", "InvalidName", f"metadata.name: {problem}")
     try:
         job = Job.from_wire(obj)
     except ValidationError as err:
@@ -140,14 +140,6 @@ def validate_job(obj: dict[str, Any]) -> Job:
         message = str(first["msg"]).removeprefix("Value error, ")
         more = f" (and {err.error_count() - 1} more problems)" if err.error_count() > 1 else ""
         raise SubmissionFailure("Valid", "InvalidSpec", f"{location}: {message}{more}") from None
-    name = str(job.metadata.name or "")
-    if not _DNS_LABEL.match(name) or len(name) > MAX_JOB_NAME:
-        raise SubmissionFailure(
-            "Valid",
-            "InvalidName",
-            f"metadata.name: '{name}' must be a DNS label (lower-case letters, digits and '-', starting "
-            f"with a letter) of at most {MAX_JOB_NAME} characters: it names the job's PE Services",
-        )
     return job
 
 
@@ -176,8 +168,6 @@ def plan_job(job: Job, app: Application, *, job_id: int, nodes: int | None) -> P
         )
     except (SubmissionError, TopologyError, FusionConstraintError) as err:
         raise SubmissionFailure("Planned", "PlanningFailed", str(err)) from None
-    if plan.pes and len(pe_service_name(str(job.metadata.name), max(p.id for p in plan.pes))) > 63:
-        raise SubmissionFailure("Planned", "PlanningFailed", "PE names would exceed 63 characters")
     return plan
 
 
@@ -292,6 +282,43 @@ def _service_ports(pe: PlannedPe) -> list[dict[str, Any]]:
         {"name": "sys-notifications", "port": NOTIFICATIONS_PORT, "protocol": "UDP"},
         {"name": "sys-consistentregion", "port": CONSISTENT_REGION_PORT, "protocol": "UDP"},
     ]
+
+
+def pe_service_selector(job: str, pe: int) -> dict[str, str]:
+    """The pods of PE ``pe`` of ``job``, whatever its generation and launch.
+
+    Not the generation: a PE keeps its id across width changes (its pods get the new generation
+    when its content changes), so a selector naming the generation would select nothing after a
+    change unless every surviving Service were rewritten at once; the PE's identity never goes
+    stale. ``svc=pe`` leaves out the failed pods kept as ``svc=zombie``."""
+    return {labels.APP: labels.APP_VALUE, labels.JOB: job, labels.SVC: "pe", labels.PE: str(pe)}
+
+
+def service_update(current: dict[str, Any], desired: dict[str, Any]) -> dict[str, Any] | None:
+    """The merge patch that gives an existing PE Service the desired selector and system ports
+    (keeping the ``usr-*`` ports the runtime added), or None when it has them.
+
+    Heals Services an earlier operator made (selecting a generation) and those of PEs a width
+    change re-fused (their input ports follow the new fusion)."""
+    spec, wanted = current.get("spec") or {}, desired["spec"]
+    patch: dict[str, Any] = {}
+    selector = spec.get("selector") or {}
+    if selector != wanted["selector"]:
+        patch["selector"] = {**dict.fromkeys(selector), **wanted["selector"]}  # null drops a key
+
+    def system(port: dict[str, Any]) -> bool:
+        return not str(port.get("name", "")).startswith(USER_PORT_PREFIX)
+
+    def shape(ports: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        return [(p.get("name"), p.get("port"), p.get("protocol", "TCP")) for p in ports if system(p)]
+
+    ports = spec.get("ports") or []
+    if shape(ports) != shape(wanted["ports"]):
+        patch["ports"] = [*wanted["ports"], *(p for p in ports if not system(p))]
+    if not patch:
+        return None
+    version = (current.get("metadata") or {}).get("resourceVersion")
+    return {"metadata": {"resourceVersion": version}, "spec": patch}
 
 
 def pe_port_name(job: str, pe: int, port: int) -> str:
@@ -413,7 +440,6 @@ def desired_objects(
         )
         add(CONFIGMAPS, "ConfigMap", {"metadata": meta, "data": {AADL_KEY: pe.aadl}})
     for pe in plan.pes:
-        selector = {**child_labels(job, generation), labels.PE: str(pe.id)}
         meta = _metadata(
             job,
             job_uid,
@@ -427,7 +453,11 @@ def desired_objects(
             "Service",
             {
                 "metadata": meta,
-                "spec": {"clusterIP": "None", "selector": selector, "ports": _service_ports(pe)},
+                "spec": {
+                    "clusterIP": "None",
+                    "selector": pe_service_selector(name, pe.id),
+                    "ports": _service_ports(pe),
+                },
             },
         )
     for pool in host_pools(plan):

@@ -14,7 +14,9 @@ the history and however often the controller restarts. A change is applied in th
    edited in them (export properties, import subscriptions and filters);
 3. the region's ``status.width`` / ``selector`` and ``Resized=True`` say it is applied.
 
-A width that cannot be planned or placed changes nothing: ``Resized=False`` (reason
+A width that cannot be planned or placed, or whose objects the cluster would not accept
+(`child_limits`), changes nothing; one whose objects the API server refuses in step 2
+(`ChildRefused`) is applied back to the running plan. Either way ``Resized=False`` (reason
 ``ResizeFailed``) and a Warning Event say why, until the region's spec is edited again.
 
 Every step is idempotent. Unchanged PEs are not touched, so their pods keep running.
@@ -23,13 +25,14 @@ Every step is idempotent. Unchanged PEs are not touched, so their pods keep runn
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from streams_k8s.api.job import ParallelRegionWidth
 from streams_k8s.app.plan import Plan, PlanDiff, diff_plans, refuse_with_widths
 from streams_k8s.controller import labels
+from streams_k8s.controller.child_limits import REFUSED, refused
 from streams_k8s.controller.kinds import (
     CONFIGMAPS,
     CONSISTENT_REGIONS,
@@ -42,6 +45,7 @@ from streams_k8s.controller.kinds import (
 from streams_k8s.controller.submission import Desired
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.conditions import set_condition
+from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.objects import Object, meta
 from streams_k8s.naming import TABLE_KEY, pe_service_name
 
@@ -132,8 +136,28 @@ async def record_intent(client: KubeClient, region: Object, generation: int, wid
     )
 
 
+class ChildRefused(Exception):
+    """The API server refused a child of the target plan for what it is (400, 413, 422): the
+    change cannot be finished as planned (the job controller applies the running plan back)."""
+
+    def __init__(self, child: Desired, error: ApiError) -> None:
+        super().__init__(str(error))
+        self.child = child
+        self.failure = refused(child, error)
+
+
+async def _write(child: Desired, call: Awaitable[Any]) -> None:
+    try:
+        await call
+    except ApiError as err:
+        if err.status in REFUSED:
+            raise ChildRefused(child, err) from err
+        raise
+
+
 async def apply(client: KubeClient, change: WidthChange) -> None:
-    """Step 2: bring the children to the target plan (idempotent)."""
+    """Step 2: bring the children to the target plan (idempotent); `ChildRefused` if the API
+    server will not take one of them."""
     namespace, job = str(meta(change.job)["namespace"]), str(meta(change.job)["name"])
     diff = change.diff
     wanted = {(d.resource, d.name): d for d in change.desired}
@@ -141,26 +165,26 @@ async def apply(client: KubeClient, change: WidthChange) -> None:
     changed = {pe_service_name(job, i) for i in diff.changed}
     for resource in (CONFIGMAPS, SERVICES, PES):
         for name in sorted(added):
-            await client.create_if_absent(resource, wanted[(resource, name)].body)
+            child = wanted[(resource, name)]
+            await _write(child, client.create_if_absent(resource, child.body))
     for name in sorted(changed):
-        cm = wanted[(CONFIGMAPS, name)].body
-        await client.patch(
-            CONFIGMAPS,
-            name,
-            {"metadata": _merge_meta(cm), "data": cm["data"]},
-            namespace,
-        )
-        pe = wanted[(PES, name)].body
-        await client.patch(PES, name, {"metadata": _merge_meta(pe), "spec": pe["spec"]}, namespace)
+        cm = wanted[(CONFIGMAPS, name)]
+        patch = {"metadata": _merge_meta(cm.body), "data": cm.body["data"]}
+        await _write(cm, client.patch(CONFIGMAPS, name, patch, namespace))
+        pe = wanted[(PES, name)]
+        patch = {"metadata": _merge_meta(pe.body), "spec": pe.body["spec"]}
+        await _write(pe, client.patch(PES, name, patch, namespace))
     for pe_id in diff.removed:
         for resource in (PES, SERVICES, CONFIGMAPS):
             await client.delete_if_present(resource, pe_service_name(job, pe_id), namespace)
     await _follow_ports(client, wanted, namespace, job)
-    table = wanted[(CONFIGMAPS, job)].body["data"][TABLE_KEY]
-    await client.patch(CONFIGMAPS, job, {"data": {TABLE_KEY: table}}, namespace)
+    table = wanted[(CONFIGMAPS, job)]
+    await _write(
+        table, client.patch(CONFIGMAPS, job, {"data": {TABLE_KEY: table.body["data"][TABLE_KEY]}}, namespace)
+    )
     for (resource, name), child in wanted.items():
         if resource == CONSISTENT_REGIONS:  # a region's PEs follow the fusion
-            await client.patch(resource, name, {"spec": child.body["spec"]}, namespace)
+            await _write(child, client.patch(resource, name, {"spec": child.body["spec"]}, namespace))
 
 
 # What the PE runtime edits through the REST API (`subscription_api`): it belongs to the operators,
@@ -195,12 +219,12 @@ async def _follow_ports(
             spec[editable] = edited.get(_operators(resource, spec), spec[editable])
             current = existing.pop(name, None)
             if current is None:
-                await client.create_if_absent(resource, {**child.body, "spec": spec})
+                await _write(child, client.create_if_absent(resource, {**child.body, "spec": spec}))
             elif current.get("spec") != spec or _labels_differ(current, child.body):
                 # replaced, not merged: keys the target lacks (name-based imports) must go
                 body = {**current, "spec": spec}
                 body["metadata"] = {**current["metadata"], **_merge_meta(child.body)}
-                await client.replace(resource, body)
+                await _write(child, client.replace(resource, body))
         for name in existing:
             await client.delete_if_present(resource, name, namespace)
 

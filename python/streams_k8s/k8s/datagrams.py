@@ -17,6 +17,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 ADDRESS_TTL = 2.0  # seconds a resolved address is reused
+_PRUNE_AT = 1024  # addresses kept at least before expired ones are dropped
 
 
 class DatagramSender:
@@ -24,6 +25,7 @@ class DatagramSender:
         self.port = port
         self._transports: dict[int, asyncio.DatagramTransport] = {}
         self._addresses: dict[str, tuple[float, int, Any]] = {}  # host -> (expiry, family, address)
+        self._prune_at = _PRUNE_AT
 
     async def send(self, host: str, data: bytes) -> None:
         try:
@@ -39,6 +41,9 @@ class DatagramSender:
             return cached[1], cached[2]
         infos = await asyncio.get_running_loop().getaddrinfo(host, self.port, type=socket.SOCK_DGRAM)
         family, _, _, _, address = infos[0]
+        if len(self._addresses) >= self._prune_at:  # hosts of jobs long gone: keep the fresh ones
+            self._addresses = {h: a for h, a in self._addresses.items() if a[0] > now}
+            self._prune_at = max(_PRUNE_AT, 2 * len(self._addresses))  # amortised: rarely again
         self._addresses[host] = (now + ADDRESS_TTL, family, address)
         return family, address
 
