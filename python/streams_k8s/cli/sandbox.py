@@ -37,10 +37,11 @@ def _sandbox_extra() -> Iterator[None]:
     try:
         yield
     except ModuleNotFoundError as exc:
-        if (exc.name or "").partition(".")[0] == "streams_k8s":
+        missing = (exc.name or "").partition(".")[0]
+        if missing == "streams_k8s":
             raise
         raise click.ClickException(
-            f"the sandbox needs the package's 'sandbox' extra (module {exc.name!r} is missing): "
+            f"the sandbox needs the package's 'sandbox' extra (module {missing!r} is missing): "
             "pip install 'streams-k8s[sandbox]'"
         ) from None
 
