@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shlex
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -59,11 +60,11 @@ def _zones(value: str | None) -> list[str] | None:
     return None if value is None else [z.strip() for z in value.split(",") if z.strip()]
 
 
-def run_command(kubeconfig: Path, controller_url: str) -> str:
+def _run_command(kubeconfig: Path, controller_url: str) -> str:
     """The `streams-k8s run` command whose REST API is at ``controller_url``: what the simulated
     PEs of this sandbox report to."""
     url = urlsplit(controller_url)
-    command = f"streams-k8s run --kubeconfig {kubeconfig}"
+    command = f"streams-k8s run --kubeconfig {shlex.quote(str(kubeconfig))}"
     if url.hostname in (LOOPBACK, "localhost"):
         command += f" --bind-address {LOOPBACK}"
     with contextlib.suppress(ValueError):  # a URL template (`{namespace}`) names no fixed port
@@ -209,6 +210,6 @@ async def _serve(sb: Sandbox, controller_url: str, duration: float | None) -> No
         click.echo(f"export KUBECONFIG={sb.kubeconfig_path}")
         if sb.pe_runtime is not None:
             click.echo(f"simulated PEs report to {controller_url}; run the operator there with:")
-            click.echo(f"  {run_command(sb.kubeconfig_path, controller_url)}")
+            click.echo(f"  {_run_command(sb.kubeconfig_path, controller_url)}")
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), duration)
