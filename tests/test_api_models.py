@@ -22,8 +22,12 @@ from streams_k8s.api.processing_element import BuildType
 
 
 def _job_documents() -> dict[str, dict[str, Any]]:
+    """The example Jobs by name."""
     return {
-        p.name: yaml.safe_load(p.read_text()) for p in sorted((REPO / "examples" / "jobs").glob("*.yaml"))
+        doc["metadata"]["name"]: doc
+        for p in sorted((REPO / "examples" / "jobs").glob("*.yaml"))
+        for doc in yaml.safe_load_all(p.read_text())
+        if doc
     }
 
 
@@ -68,9 +72,9 @@ def test_every_kind_has_a_round_trip_case() -> None:
 
 
 def test_seed_example_gets_defaults() -> None:
-    job = Job.from_wire(_job_documents()["apps-parallel.yaml"])
+    job = Job.from_wire(_job_documents()["parallel"])
     assert job.spec.fusion.mode is FusionMode.MANUAL
-    assert job.spec.fusion.manual == 3
+    assert job.spec.fusion.manual == 5
     assert job.spec.submission_time_out_in_seconds == 300
     assert job.spec.transport_certificate_validity_in_days == 30
     assert job.spec.bundle.pull_policy == "IfNotPresent"
@@ -111,7 +115,7 @@ def test_valgrind_implies_debug_and_ptrace() -> None:
 
 
 def test_threading_model_choice() -> None:
-    job = Job.from_wire(_job_documents()["hostpools-https.yaml"])
+    job = Job.from_wire(_job_documents()["hostpools"])
     assert job.spec.threading_model.mode is ThreadingMode.DYNAMIC
 
 

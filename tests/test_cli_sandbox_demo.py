@@ -9,8 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from streams_k8s.controller.kinds import JOBS
+from click.testing import CliRunner
+
+from operator_support import free_port
+from streams_k8s.cli import main
+from streams_k8s.controller.kinds import JOBS, NODES
 from streams_k8s.k8s.client import KubeClient
+
+ZONE = "topology.kubernetes.io/zone"
 
 CLI = Path(sys.executable).with_name("streams-k8s")
 
@@ -33,8 +39,9 @@ def test_demo_reaches_running_and_prints_what_the_job_became(tmp_path: Path) -> 
     assert "zone-b" in out
 
 
-async def test_demo_keep_leaves_a_cluster_for_kubectl(tmp_path: Path) -> None:
+async def test_demo_keep_leaves_a_cluster_for_kubectl_shaped_by_the_flags(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
+    port = free_port()
     process = await asyncio.create_subprocess_exec(
         str(CLI),
         "sandbox",
@@ -42,21 +49,42 @@ async def test_demo_keep_leaves_a_cluster_for_kubectl(tmp_path: Path) -> None:
         "--keep",
         "--kubeconfig",
         str(kubeconfig),
+        *("--nodes", "2", "--zones", "east", "--host", "127.0.0.1", "--port", str(port)),
         stdout=asyncio.subprocess.PIPE,
         cwd=tmp_path,
         env={**os.environ, "COLUMNS": "120"},
     )
     assert process.stdout is not None
     try:
+        printed = []
         async with asyncio.timeout(180):
             while b"Ctrl-C" not in (line := await process.stdout.readline()):
                 assert line, "the demo ended before keeping the cluster"
+                printed.append(line.decode())
+        assert f"sandbox API server at http://127.0.0.1:{port}: 2 nodes in zones east\n" in printed
         async with await KubeClient.connect(str(kubeconfig)) as client:
             job = await client.get(JOBS, "demo", "default")
+            nodes, _ = await client.list_all(NODES)
         assert job["status"]["phase"] == "Running"
+        assert sorted(n["metadata"]["labels"][ZONE] for n in nodes) == ["east", "east"]
         process.send_signal(signal.SIGINT)
         assert await asyncio.wait_for(process.wait(), 30) == 0
     finally:
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+def test_flags_the_demo_cannot_honour_are_refused(tmp_path: Path) -> None:
+    for args, message in (
+        (["--demo", "--controller-url", "http://127.0.0.1:1"], "--controller-url cannot be used with --demo"),
+        (
+            ["--demo", "--no-cluster", "--duration", "5"],
+            "--no-cluster, --duration cannot be used with --demo",
+        ),
+        (["--keep"], "--keep needs --demo"),
+    ):
+        result = CliRunner().invoke(main, ["sandbox", *args, "--kubeconfig", str(tmp_path / "k")])
+        assert result.exit_code == 2, result.output
+        (line,) = result.output.strip().splitlines()
+        assert line.startswith(f"Error: {message}"), line

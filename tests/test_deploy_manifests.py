@@ -1,7 +1,9 @@
-"""deploy/: the kustomize base renders, every object validates, and it grants what the operator uses."""
+"""deploy/: the kustomize base renders, every object validates, and it grants what the operator uses;
+the ServiceMonitor is an optional component, so the base applies on clusters without Prometheus."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -28,13 +30,37 @@ OPERATOR = "streams-k8s-operator"
 PART_OF = "app.kubernetes.io/part-of"
 
 
-@pytest.fixture(scope="module")
-def rendered() -> list[dict[str, Any]]:
+def kustomize(directory: Path) -> list[dict[str, Any]]:
     if not Path(KUBECTL).exists():
         pytest.skip("kubectl is not installed: cannot render the kustomize base")
-    result = subprocess.run([KUBECTL, "kustomize", str(DEPLOY)], capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [KUBECTL, "kustomize", str(directory)], capture_output=True, text=True, check=False
+    )
     assert result.returncode == 0, result.stderr
     return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+
+@pytest.fixture(scope="module")
+def rendered() -> list[dict[str, Any]]:
+    return kustomize(DEPLOY)
+
+
+@pytest.fixture(scope="module")
+def with_monitoring(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """The base with the ServiceMonitor component, through an overlay as deploy/README.md writes it."""
+    overlay = tmp_path_factory.mktemp("overlay")
+    base = os.path.relpath(DEPLOY, overlay)  # kustomize takes relative paths only
+    (overlay / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                "kind": "Kustomization",
+                "resources": [base],
+                "components": [f"{base}/components/servicemonitor"],
+            }
+        )
+    )
+    return kustomize(overlay)
 
 
 def by_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
@@ -95,18 +121,28 @@ def test_every_built_in_object_validates(rendered: list[dict[str, Any]]) -> None
             "Deployment",
             "Service",
             "Service",
-            "ServiceMonitor",
         ]
     )
-    for obj in rendered:
-        if obj["apiVersion"].startswith("monitoring.coreos.com/"):
-            continue  # a Prometheus Operator CRD: checked below
+    for obj in rendered:  # built-in kinds only: `kubectl apply -k deploy/` needs no other CRDs
         kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
 
 
-def test_service_monitor_scrapes_the_metrics_port(rendered: list[dict[str, Any]]) -> None:
-    (monitor,) = by_kind(rendered, "ServiceMonitor")
-    metrics = next(s for s in by_kind(rendered, "Service") if s["metadata"]["name"].endswith("-metrics"))
+def test_the_service_monitor_component_adds_only_it(
+    rendered: list[dict[str, Any]], with_monitoring: list[dict[str, Any]]
+) -> None:
+    added = [o for o in with_monitoring if o not in rendered]
+    assert [o["kind"] for o in added] == ["ServiceMonitor"]
+    assert len(with_monitoring) == len(rendered) + 1
+    (monitor,) = added
+    assert monitor["metadata"]["namespace"] == "streams"
+    assert monitor["metadata"]["labels"][PART_OF] == "streams-k8s"
+
+
+def test_service_monitor_scrapes_the_metrics_port(with_monitoring: list[dict[str, Any]]) -> None:
+    (monitor,) = by_kind(with_monitoring, "ServiceMonitor")
+    metrics = next(
+        s for s in by_kind(with_monitoring, "Service") if s["metadata"]["name"].endswith("-metrics")
+    )
     assert monitor["spec"]["selector"]["matchLabels"].items() <= metrics["metadata"]["labels"].items()
     assert [e["port"] for e in monitor["spec"]["endpoints"]] == [p["name"] for p in metrics["spec"]["ports"]]
 

@@ -106,12 +106,12 @@ async def test_server_side_apply(client: KubeClient) -> None:
 
 async def test_custom_resources_decode_into_the_api_models(client: KubeClient) -> None:
     jobs = Resource("streams.ibm.com", "v1", "streamsjobs", "Job")
-    manifest = yaml.safe_load((REPO / "examples" / "jobs" / "apps-parallel.yaml").read_text())
+    manifest = yaml.safe_load((REPO / "examples" / "jobs" / "parallel.yaml").read_text())
     await client.create(jobs, manifest, "default")
-    job = await client.get_model(Job, jobs, "apps-parallel", "default")
+    job = await client.get_model(Job, jobs, "parallel", "default")
     assert isinstance(job, Job)
-    assert job.metadata.name == "apps-parallel"
-    assert [j.metadata.name for j in await client.list_models(Job, jobs, "default")] == ["apps-parallel"]
+    assert job.metadata.name == "parallel"
+    assert [j.metadata.name for j in await client.list_models(Job, jobs, "default")] == ["parallel"]
 
 
 async def test_paginated_list_returns_everything_and_a_resource_version(client: KubeClient) -> None:

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue, NoDefault
 from pydantic_core import core_schema
 
-from streams_k8s.api.base import GROUP, QUANTITY_PATTERN, VERSION, Resource
+from streams_k8s.api.base import GROUP, QUANTITY_PATTERN, VERSION, PrinterColumn, Resource
 
 # File names of the original operator's manifests, so diffs against it stay readable.
 _FILE_NAMES = {
@@ -31,6 +31,9 @@ _FILE_NAMES = {
 }
 
 _INT_OR_STRING = {"integer", "string"}
+# kube-apiserver shows an Age column by itself only for CRDs that declare no columns: ours declare
+# it, after their own.
+AGE = PrinterColumn(name="Age", type="date", json_path=".metadata.creationTimestamp")
 
 
 class _KubernetesJsonSchema(GenerateJsonSchema):
@@ -150,7 +153,7 @@ def crd_manifest(kind: type[Resource]) -> dict[str, Any]:  # type: ignore[type-a
                 "jsonPath": c.json_path,
                 **({"description": c.description} if c.description else {}),
             }
-            for c in kind.printer_columns
+            for c in (*kind.printer_columns, AGE)
         ]
     return {
         "apiVersion": "apiextensions.k8s.io/v1",

@@ -7,7 +7,14 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
-from streams_k8s.api.base import Resource, Status, WireModel
+from streams_k8s.api.base import PrinterColumn, Resource, Status, WireModel
+
+# Where a stream goes in or out: the job (its id), PE and PE port.
+_PORT_COLUMNS = (
+    PrinterColumn(name="Job-ID", type="integer", json_path=".spec.jobId"),
+    PrinterColumn(name="PE", type="integer", json_path=".spec.peId"),
+    PrinterColumn(name="Port", type="integer", json_path=".spec.portId"),
+)
 
 
 class ExportType(StrEnum):
@@ -43,6 +50,17 @@ class Export(Resource[ExportSpec, Status]):
     singular: ClassVar[str] = "streamsexport"
     short_names: ClassVar[tuple[str, ...]] = ("stx",)
     description: ClassVar[str] = "A stream a PE output port exports to other jobs."
+    printer_columns: ClassVar[tuple[PrinterColumn, ...]] = (
+        *_PORT_COLUMNS,
+        PrinterColumn(name="Type", type="string", json_path=".spec.type"),
+        PrinterColumn(
+            name="Stream",
+            type="string",
+            json_path=".spec.stream.name",
+            description="Stream name (exports by name).",
+        ),
+        PrinterColumn(name="Operator", type="string", json_path=".spec.stream.exportOperName"),
+    )
 
     kind: Literal["Export"] = "Export"
 
@@ -81,5 +99,20 @@ class Import(Resource[ImportSpec, Status]):
     singular: ClassVar[str] = "streamsimport"
     short_names: ClassVar[tuple[str, ...]] = ("sti",)
     description: ClassVar[str] = "Streams a PE input port imports from other jobs."
+    printer_columns: ClassVar[tuple[PrinterColumn, ...]] = (
+        *_PORT_COLUMNS,
+        PrinterColumn(
+            name="Subscription",
+            type="string",
+            json_path=".spec.streams.propertyBasedImport.subscription",
+            description="Subscription expression (imports by properties).",
+        ),
+        PrinterColumn(
+            name="Filter",
+            type="string",
+            json_path=".spec.streams.filter",
+            description="Tuple filter expression.",
+        ),
+    )
 
     kind: Literal["Import"] = "Import"

@@ -287,7 +287,6 @@ class Job(Resource[JobSpec, JobStatus]):
         PrinterColumn(name="Status", type="string", json_path=".status.phase"),
         PrinterColumn(name="PEs", type="integer", json_path=".status.processingElements"),
         PrinterColumn(name="Ready", type="integer", json_path=".status.processingElementsReady"),
-        PrinterColumn(name="Age", type="date", json_path=".metadata.creationTimestamp"),
     )
 
     kind: Literal["Job"] = "Job"

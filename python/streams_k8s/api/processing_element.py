@@ -176,8 +176,14 @@ class ProcessingElement(Resource[ProcessingElementSpec, ProcessingElementStatus]
     printer_columns: ClassVar[tuple[PrinterColumn, ...]] = (
         PrinterColumn(name="Connectivity", type="string", json_path=".status.connectivity"),
         PrinterColumn(name="Launch", type="integer", json_path=".status.launchCount"),
+        PrinterColumn(name="Pod", type="string", json_path=".status.podName"),
         PrinterColumn(name="Node", type="string", json_path=".status.nodeName"),
-        PrinterColumn(name="Age", type="date", json_path=".metadata.creationTimestamp"),
+        PrinterColumn(
+            name="Phase",
+            type="string",
+            json_path=".status.phase",
+            description="Phase of the PE's current pod.",
+        ),
     )
 
     kind: Literal["ProcessingElement"] = "ProcessingElement"

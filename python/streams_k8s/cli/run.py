@@ -56,6 +56,13 @@ def _load_setup(spec: str) -> Setup:
     return target  # type: ignore[no-any-return]
 
 
+def _listen_help(setting: str) -> str:
+    """A listen flag's help from its setting: what listens there, the default and the variable."""
+    field = RuntimeSettings.model_fields[setting]
+    prefix = RuntimeSettings.model_config.get("env_prefix", "")
+    return f"{field.description} [{field.default}; ${prefix}{setting.upper()}]"
+
+
 async def _serve(settings: RuntimeSettings, setups: list[Setup]) -> int:
     manager = Manager(settings)
     client = await manager.connect()
@@ -78,11 +85,11 @@ async def _serve(settings: RuntimeSettings, setups: list[Setup]) -> int:
 )
 @click.option("--context", help="kubeconfig context")
 @click.option("--namespace", "-n", help="watch only this namespace (default: all namespaces)")
-@click.option("--health-port", type=click.IntRange(0, 65535), help="/healthz and /readyz port [8081]")
-@click.option(
-    "--metrics-port", type=click.IntRange(0, 65535), help="/metrics port (may equal --health-port) [8080]"
-)
-@click.option("--bind-address", help="address the HTTP servers listen on [0.0.0.0]")
+@click.option("--bind-address", help=_listen_help("bind_address"))
+@click.option("--api-port", type=click.IntRange(0, 65535), help=_listen_help("api_port"))
+@click.option("--repository-port", type=click.IntRange(0, 65535), help=_listen_help("repository_port"))
+@click.option("--health-port", type=click.IntRange(0, 65535), help=_listen_help("health_port"))
+@click.option("--metrics-port", type=click.IntRange(0, 65535), help=_listen_help("metrics_port"))
 @click.option("--leader-election/--no-leader-election", default=None, help="elect a leader on a Lease [on]")
 @click.option("--lease-name", help="Lease name [streams-k8s-controller]")
 @click.option("--lease-namespace", help="Lease namespace [pod namespace, --namespace or default]")
@@ -97,7 +104,11 @@ async def _serve(settings: RuntimeSettings, setups: list[Setup]) -> int:
 @click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]))
 @click.option("--log-format", type=click.Choice(["json", "text"]))
 def run(controllers: tuple[str, ...], **flags: Any) -> None:
-    """Run the controllers until SIGTERM (settings also from STREAMS_K8S_* variables)."""
+    """Run the controllers until SIGTERM (settings also from STREAMS_K8S_* variables).
+
+    The instance operator serves its REST API (--api-port) and bundle repository
+    (--repository-port) besides health and metrics; port 0 picks a free one.
+    """
     try:
         settings = RuntimeSettings(**{k: v for k, v in flags.items() if v is not None})
     except ValidationError as exc:

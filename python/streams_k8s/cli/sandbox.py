@@ -1,16 +1,50 @@
-"""`streams-k8s sandbox`: run the embedded Kubernetes API and simulated cluster standalone."""
+"""`streams-k8s sandbox`: run the embedded Kubernetes API and simulated cluster standalone.
+
+The sandbox's own dependencies come with the package's `sandbox` extra, so they are imported only
+when the command runs: the operator, the coordinator and the other commands never load them.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import shlex
 import signal
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 import click
 import yaml
+from click.core import ParameterSource
 
-from streams_k8s.sandbox import ApiError, Sandbox
+from streams_k8s.cli.run import BadUsage
+from streams_k8s.k8s.settings import RuntimeSettings
+
+if TYPE_CHECKING:
+    from streams_k8s.sandbox.sandbox import Sandbox
+
+LOOPBACK = "127.0.0.1"
+# Where the simulated PEs report connectivity unless told otherwise: `streams-k8s run`'s REST API
+# with its defaults, seen from this machine.
+DEFAULT_CONTROLLER_URL = f"http://{LOOPBACK}:{RuntimeSettings.model_fields['api_port'].default}"
+
+
+@contextlib.contextmanager
+def _sandbox_extra() -> Iterator[None]:
+    """Around the sandbox's imports: a dependency of the `sandbox` extra that is not installed
+    becomes one line that says what to install."""
+    try:
+        yield
+    except ModuleNotFoundError as exc:
+        missing = (exc.name or "").partition(".")[0]
+        if missing == "streams_k8s":
+            raise
+        raise click.ClickException(
+            f"the sandbox needs the package's 'sandbox' extra (module {missing!r} is missing): "
+            "pip install 'streams-k8s[sandbox]'"
+        ) from None
 
 
 def _nodes(value: str) -> int | Path:
@@ -22,12 +56,32 @@ def _nodes(value: str) -> int | Path:
     return path
 
 
+def _zones(value: str | None) -> list[str] | None:
+    return None if value is None else [z.strip() for z in value.split(",") if z.strip()]
+
+
+def _run_command(kubeconfig: Path, controller_url: str) -> str:
+    """The `streams-k8s run` command whose REST API is at ``controller_url``: what the simulated
+    PEs of this sandbox report to."""
+    url = urlsplit(controller_url)
+    command = f"streams-k8s run --kubeconfig {shlex.quote(str(kubeconfig))}"
+    if url.hostname in (LOOPBACK, "localhost"):
+        command += f" --bind-address {LOOPBACK}"
+    with contextlib.suppress(ValueError):  # a URL template (`{namespace}`) names no fixed port
+        if url.port is not None:
+            command += f" --api-port {url.port}"
+    return command
+
+
 @click.command("sandbox")
 @click.option(
     "--nodes", "nodes_arg", default="3", show_default=True, help="Node count, or a YAML file of nodes."
 )
-@click.option("--zones", default="", help="Comma-separated zones the nodes are spread over (round robin).")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--zones",
+    help="Comma-separated zones the nodes are spread over (round robin) [none; with --demo: zone-a,zone-b].",
+)
+@click.option("--host", default=LOOPBACK, show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=0, help="Port (default: a free one).")
 @click.option(
     "--kubeconfig",
@@ -47,7 +101,13 @@ def _nodes(value: str) -> int | Path:
     "--tls", is_flag=True, help="Serve HTTPS with a self-signed certificate (trusted by the kubeconfig)."
 )
 @click.option("--token", help="Require this bearer token from clients (written into the kubeconfig).")
-@click.option("--controller-url", help="Base URL of the controller REST API the simulated PEs report to.")
+@click.option(
+    "--controller-url",
+    default=DEFAULT_CONTROLLER_URL,
+    show_default=True,
+    help="Base URL of the controller REST API the simulated PEs report to: `streams-k8s run`'s "
+    "--api-port on this machine by default.",
+)
 @click.option(
     "--consistent-region-url",
     help="Base URL of the consistent-region API the simulated PEs poll and answer ({job}, {namespace}).",
@@ -57,34 +117,71 @@ def _nodes(value: str) -> int | Path:
 @click.option(
     "--demo",
     is_flag=True,
-    help="Run the instance operator, submit a generated application, exit 0 once it is Running.",
+    help="Run the instance operator too, submit a generated application, exit 0 once it is Running.",
 )
 @click.option("--keep", is_flag=True, help="With --demo: keep the sandbox up for kubectl until Ctrl-C.")
+@click.pass_context
 def sandbox(
+    ctx: click.Context,
     nodes_arg: str,
-    zones: str,
+    zones: str | None,
     host: str,
     port: int,
     kubeconfig: Path,
     crd_dirs: tuple[Path, ...],
     tls: bool,
     token: str | None,
-    controller_url: str | None,
+    controller_url: str,
     consistent_region_url: str | None,
     no_cluster: bool,
     duration: float | None,
     demo: bool,
     keep: bool,
 ) -> None:
-    """Run an embedded Kubernetes API server with simulated nodes, kubelet and PE runtime."""
-    if demo:
-        from streams_k8s.cli.sandbox_demo import run_demo  # the operator's imports only when asked
+    """Run an embedded Kubernetes API server with simulated nodes, kubelet and PE runtime.
 
-        if not asyncio.run(run_demo(kubeconfig=kubeconfig.resolve(), keep=keep)):
-            raise click.ClickException("the demo job did not reach Running")
-        return
+    It prints the `streams-k8s run` command that runs the instance operator against it (in
+    another shell): the simulated PEs report their connectivity to that operator's REST API.
+    """
+    if demo:
+        # The demo runs its own operator and lives as long as its job (or until Ctrl-C with --keep).
+        given = [
+            flag
+            for flag, param in (
+                ("--crds", "crd_dirs"),
+                ("--controller-url", "controller_url"),
+                ("--consistent-region-url", "consistent_region_url"),
+                ("--no-cluster", "no_cluster"),
+                ("--duration", "duration"),
+            )
+            if ctx.get_parameter_source(param) is not ParameterSource.DEFAULT
+        ]
+        if given:
+            raise BadUsage(f"{', '.join(given)} cannot be used with --demo (it runs its own operator)")
+    elif keep:
+        raise BadUsage("--keep needs --demo")
     nodes = _nodes(nodes_arg)
+    with _sandbox_extra():
+        from streams_k8s.sandbox.errors import ApiError
     try:
+        if demo:
+            with _sandbox_extra():
+                from streams_k8s.cli.sandbox_demo import run_demo
+            running = run_demo(
+                kubeconfig=kubeconfig.resolve(),
+                keep=keep,
+                host=host,
+                port=port,
+                nodes=nodes,
+                zones=_zones(zones),
+                tls=tls,
+                token=token,
+            )
+            if not asyncio.run(running):
+                raise click.ClickException("the demo job did not reach Running")
+            return
+        with _sandbox_extra():
+            from streams_k8s.sandbox.sandbox import Sandbox
         sb = Sandbox(
             host=host,
             port=port,
@@ -94,16 +191,16 @@ def sandbox(
             kubeconfig_path=kubeconfig.resolve(),
             simulate=not no_cluster,
             nodes=nodes,
-            zones=[z.strip() for z in zones.split(",") if z.strip()],
+            zones=_zones(zones) or [],
             controller_url=controller_url,
             consistent_region_url=consistent_region_url,
         )
-        asyncio.run(_serve(sb, duration))
+        asyncio.run(_serve(sb, controller_url, duration))
     except (OSError, ValueError, RuntimeError, yaml.YAMLError, ApiError) as exc:
         raise click.ClickException(str(exc).splitlines()[0]) from None
 
 
-async def _serve(sb: Sandbox, duration: float | None) -> None:
+async def _serve(sb: Sandbox, controller_url: str, duration: float | None) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -111,5 +208,8 @@ async def _serve(sb: Sandbox, duration: float | None) -> None:
     async with sb:
         click.echo(f"sandbox API server at {sb.url}")
         click.echo(f"export KUBECONFIG={sb.kubeconfig_path}")
+        if sb.pe_runtime is not None:
+            click.echo(f"simulated PEs report to {controller_url}; run the operator there with:")
+            click.echo(f"  {_run_command(sb.kubeconfig_path, controller_url)}")
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), duration)

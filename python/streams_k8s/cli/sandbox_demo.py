@@ -1,9 +1,9 @@
 """`streams-k8s sandbox --demo`: a generated application submitted to a sandbox, watched until it runs.
 
-Starts the sandbox (3 nodes in 2 zones) and the instance operator in this process, writes a
-generated application bundle, submits it as a Job, shows PEs and pods coming up, prints what the
-job became (PEs, pods, nodes, services) and returns 0 once the Job is Running. With ``keep`` the
-cluster stays up for kubectl until interrupted.
+Starts the sandbox (by default 3 nodes in 2 zones, on a free loopback port) and the instance
+operator in this process, writes a generated application bundle, submits it as a Job, shows PEs
+and pods coming up, prints what the job became (PEs, pods, nodes, services) and returns 0 once the
+Job is Running. With ``keep`` the cluster stays up for kubectl until interrupted.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import contextlib
 import logging
 import os
 import signal
-import socket
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,18 +35,12 @@ from streams_k8s.sandbox import Sandbox
 
 NAMESPACE = "default"
 JOB = "demo"
-ZONES = ("zone-a", "zone-b")
+ZONES = ("zone-a", "zone-b")  # unless the command line names others
 # A small pipeline: a source fanning out to 3 chains of 3 Functors and back into one sink.
 APPLICATION = SyntheticSpec(name="demo::Pipeline", chains=3, length=3)
 PE_COUNT = 6
 TIMEOUT = 120.0
 ZONE_LABEL = "topology.kubernetes.io/zone"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _job(bundle: Path) -> Object:
@@ -165,30 +159,49 @@ async def _until_interrupted() -> None:
     await stop.wait()
 
 
-async def run_demo(*, kubeconfig: Path, keep: bool, console: Console | None = None) -> bool:
-    """Run the demo; True when the job reached Running."""
+def _cluster_summary(nodes: list[Object]) -> str:
+    zones = sorted({(n["metadata"].get("labels") or {}).get(ZONE_LABEL) or "" for n in nodes} - {""})
+    return f"{len(nodes)} nodes" + (f" in zones {', '.join(zones)}" if zones else "")
+
+
+async def run_demo(
+    *,
+    kubeconfig: Path,
+    keep: bool,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    nodes: int | Path = 3,
+    zones: Sequence[str] | None = None,
+    tls: bool = False,
+    token: str | None = None,
+    console: Console | None = None,
+) -> bool:
+    """Run the demo on a sandbox made with these options; True when the job reached Running."""
     console = console or Console()
     # Expected retries (409 on a stale cache) are the operator's business, not the demo's output.
     logging.getLogger("streams_k8s").setLevel(logging.ERROR)
-    # The operator reads its ports from the environment; free ones keep the demo off 10000/6379.
-    rest_port = _free_port()
-    os.environ["STREAMS_K8S_API_PORT"] = str(rest_port)
-    os.environ["STREAMS_K8S_REPOSITORY_PORT"] = str(_free_port())
     with tempfile.TemporaryDirectory(prefix="streams-demo-") as tmp:
         bundle = write_sab(Path(tmp) / "demo.sab", APPLICATION)
         os.environ["STREAMS_K8S_BUNDLE_CACHE"] = str(Path(tmp) / "bundle-cache")
         sandbox = Sandbox(
-            nodes=3,
-            zones=list(ZONES),
+            host=host,
+            port=port,
+            nodes=nodes,
+            zones=ZONES if zones is None else zones,
+            tls=tls,
+            token=token,
             kubeconfig_path=kubeconfig,
-            controller_url=f"http://127.0.0.1:{rest_port}",
         )
-        async with sandbox:
-            console.print(f"sandbox API server at {sandbox.url}: 3 nodes in zones {', '.join(ZONES)}")
+        async with sandbox, await KubeClient.connect(str(sandbox.kubeconfig_path)) as client:
+            cluster, _ = await client.list_all(NODES)
+            console.print(f"sandbox API server at {sandbox.url}: {_cluster_summary(cluster)}")
+            # Free ports for the operator's servers keep the demo off 10000, 6379, 8080 and 8081.
             settings = RuntimeSettings(
                 kubeconfig=str(sandbox.kubeconfig_path),
                 namespace=NAMESPACE,
                 bind_address="127.0.0.1",
+                api_port=0,
+                repository_port=0,
                 health_port=0,
                 metrics_port=0,
                 leader_election=False,
@@ -198,22 +211,21 @@ async def run_demo(*, kubeconfig: Path, keep: bool, console: Console | None = No
             operator = await operator_setup(manager)
             controller = asyncio.create_task(manager.run(handle_signals=False))
             try:
-                async with await KubeClient.connect(str(sandbox.kubeconfig_path)) as client:
-                    await client.create(JOBS, _job(bundle))
-                    console.print(
-                        f"submitted Job {JOB}: {APPLICATION.operators} operators fused into {PE_COUNT} PEs"
-                    )
-                    snap = await _watch_progress(client, console)
-                    await _print_tables(client, snap, console)
-                    running = snap.phase == "Running"
-                    if not running:
-                        console.print(f"[red]job {JOB} is {snap.phase}, not Running, after {TIMEOUT:.0f}s")
-                    if keep:
-                        console.print(
-                            f"export KUBECONFIG={sandbox.kubeconfig_path}  # kubectl get stj,stp,pods"
-                        )
-                        console.print("Ctrl-C stops the sandbox.")
-                        await _until_interrupted()
+                if sandbox.pe_runtime is not None:  # the simulated PEs report to this operator
+                    await sandbox.pe_runtime.report_to(f"http://127.0.0.1:{operator.api_port}")
+                await client.create(JOBS, _job(bundle))
+                console.print(
+                    f"submitted Job {JOB}: {APPLICATION.operators} operators fused into {PE_COUNT} PEs"
+                )
+                snap = await _watch_progress(client, console)
+                await _print_tables(client, snap, console)
+                running = snap.phase == "Running"
+                if not running:
+                    console.print(f"[red]job {JOB} is {snap.phase}, not Running, after {TIMEOUT:.0f}s")
+                if keep:
+                    console.print(f"export KUBECONFIG={sandbox.kubeconfig_path}  # kubectl get stj,stp,pods")
+                    console.print("Ctrl-C stops the sandbox.")
+                    await _until_interrupted()
             finally:
                 manager.stop()
                 with contextlib.suppress(asyncio.CancelledError):

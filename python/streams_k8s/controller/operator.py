@@ -1,13 +1,12 @@
 """The instance operator: what `streams-k8s run` runs by default (entry point `streams_k8s.controllers`).
 
 `setup(manager)` declares the controllers on the Manager and starts the servers PE pods talk to:
-the REST API (port 10000) and the bundle repository (redis protocol, port 6379). Settings beyond
-the runtime's come from the environment:
+the REST API (port 10000) and the bundle repository (redis protocol, port 6379), where the runtime
+settings say (`bind_address`, `api_port`, `repository_port`: `run --help`). Settings beyond the
+runtime's come from the environment:
 
 | variable | default | use |
 |---|---|---|
-| `STREAMS_K8S_API_PORT` | 10000 | REST API port |
-| `STREAMS_K8S_REPOSITORY_PORT` | 6379 | bundle repository port |
 | `STREAMS_K8S_BUNDLE_CACHE` | `<tmp>/streams-k8s-bundles` | bundle cache directory |
 | `POD_NAME`, `POD_NAMESPACE` | unset | this replica's pod (downward API); its image is the coordinators' |
 | `STREAMS_K8S_COORDINATOR_MODE` | `dedicated` | consistent-region coordinators (`coordinators`) |
@@ -32,7 +31,7 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
-from streams_k8s.controller.bundle_repository import REPOSITORY_PORT, BundleRepository, pinned_by_pod
+from streams_k8s.controller.bundle_repository import BundleRepository, pinned_by_pod
 from streams_k8s.controller.bundles import BundleCache, BundleFetcher, DataReader
 from streams_k8s.controller.coordinators import CoordinatorObjectsController, CoordinatorObjectSettings
 from streams_k8s.controller.job_controller import RETRY_FIRST_DELAY, JobController
@@ -40,7 +39,7 @@ from streams_k8s.controller.kinds import CONFIGMAPS, PODS, SECRETS
 from streams_k8s.controller.node_placement import NodePlacementController
 from streams_k8s.controller.pe_controller import PeController
 from streams_k8s.controller.pe_datagrams import PeDatagrams, pe_service_host
-from streams_k8s.controller.rest_api import API_PORT, InstanceRestApi
+from streams_k8s.controller.rest_api import InstanceRestApi
 from streams_k8s.controller.subscription_api import SubscriptionApi
 from streams_k8s.controller.subscription_broker import NOTIFICATION_PORT, SubscriptionBroker
 from streams_k8s.k8s.client import KubeClient, Resource
@@ -182,12 +181,10 @@ async def setup(manager: Manager) -> InstanceOperator:
     SubscriptionApi(rest, client, broker).add_routes(app)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, settings.bind_address, int(os.environ.get("STREAMS_K8S_API_PORT", API_PORT)))
+    site = web.TCPSite(runner, settings.bind_address, settings.api_port)
     await site.start()
     repository = BundleRepository(cache, namespace, pinned_by_pod(pes.pods, jobs.jobs))
-    await repository.start(
-        settings.bind_address, int(os.environ.get("STREAMS_K8S_REPOSITORY_PORT", REPOSITORY_PORT))
-    )
+    await repository.start(settings.bind_address, settings.repository_port)
     return InstanceOperator(
         jobs, pes, placement, rest, repository, runner, broker, int(runner.addresses[0][1]), sessions
     )

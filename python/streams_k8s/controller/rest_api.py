@@ -39,7 +39,6 @@ from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.objects import Object, ObjectKey, meta
 from streams_k8s.naming import pe_service_name
 
-API_PORT = 10000
 USER_PORT_PREFIX = "usr-"
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _ID = re.compile(r"^[0-9]{1,19}$")

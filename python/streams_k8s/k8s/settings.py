@@ -24,9 +24,15 @@ class RuntimeSettings(BaseSettings):
     context: str | None = Field(None, description="kubeconfig context")
     namespace: str | None = Field(None, description="watch only this namespace (default: all)")
 
-    bind_address: str = "0.0.0.0"
-    health_port: int = Field(8081, ge=0, le=65535)
-    metrics_port: int = Field(8080, ge=0, le=65535)
+    # Where every server of the process listens (port 0: a free one). In a pod the API and the
+    # repository must be reachable through the `streams-api` Service, hence all interfaces.
+    bind_address: str = Field("0.0.0.0", description="address every server listens on")
+    health_port: int = Field(8081, ge=0, le=65535, description="/healthz and /readyz")
+    metrics_port: int = Field(8080, ge=0, le=65535, description="/metrics (may share the health port)")
+    api_port: int = Field(10000, ge=0, le=65535, description="the instance operator's REST API")
+    repository_port: int = Field(
+        6379, ge=0, le=65535, description="the instance operator's bundle repository"
+    )
 
     leader_election: bool = True
     lease_name: str = "streams-k8s-controller"

@@ -2,8 +2,8 @@
 simulated cluster, simulated PE runtime and fault injection, for tests and for trying streams-k8s
 without a cluster. Start it with `async with Sandbox() as sb:` or `streams-k8s sandbox`.
 
-Names are imported on first use, so loading the pytest plugin (which every pytest run does) costs
-nothing until a test asks for a sandbox.
+Names are imported on first use, so loading the pytest plugin costs nothing until a test asks for
+a sandbox, and nothing needs the `sandbox` extra's dependencies before a sandbox is made.
 """
 
 from __future__ import annotations
