@@ -1,4 +1,4 @@
-"""pytest fixtures for the sandbox (registered through the `pytest11` entry point).
+"""pytest fixtures for the sandbox, opt-in: `pytest -p streams_k8s.sandbox.pytest_plugin`.
 
 - `sandbox`: a started `Sandbox` per test. Options come from `@pytest.mark.sandbox(...)`, whose
   keyword arguments are those of `Sandbox` (e.g. `nodes=3`, `crd_dirs=[path]`, `token="t"`).
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import pytest_asyncio
 
-if TYPE_CHECKING:  # imported when a fixture is used: every pytest run loads this plugin
+if TYPE_CHECKING:  # imported when a fixture is used: the plugin loads before any fixture is asked for
     from streams_k8s.sandbox.sandbox import Sandbox
 
 
