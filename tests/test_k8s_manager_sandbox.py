@@ -142,6 +142,8 @@ async def test_healthz_is_red_while_a_watch_is_stalled_and_green_after(sandbox: 
             url = run.base + "/healthz"
             await eventually(lambda: all(i.synced.is_set() for i in run.manager.informers))
             assert await get_status(http, url) == 200
+            # Synced means listed: the watches that follow may open a moment later under load.
+            await sandbox.wait_for_watches(2, "configmaps")
             stalled = sandbox.faults.stall_watches("configmaps")
             assert stalled == 2
             codes: list[int] = []
