@@ -95,7 +95,7 @@ def test_same_outcome() -> None:
     status = native.status()
     assert {k: status[k] for k in ref.snapshot()} == ref.snapshot()
     assert batch.rejected > 0
-    assert status["lastCompletedSeqID"] > 1000
+    assert status["last_completed_seq_id"] > 1000
 
 
 @pytest.mark.benchmark(group="cr_fsm")

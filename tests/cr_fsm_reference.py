@@ -77,18 +77,18 @@ class ReferenceRegion:
         """The fields the native status() reports for the FSM proper."""
         return {
             "state": self.state,
-            "regionHealthy": self.healthy,
-            "cleanStart": self.clean_start,
-            "mustReset": self.must_reset,
-            "healthyFirstTime": self.healthy_first_time,
-            "currentResetAttempt": self.attempt,
-            "currentMaxResetAttempts": self.max_current,
-            "currentSeqID": self.current,
-            "lastCompletedSeqID": self.last_completed,
-            "pendingSeqID": self.pending,
-            "toRetireSeqID": self.to_retire,
-            "currentTimerSeqId": self.timer_seq,
-            "peToCompletion": {str(pe): s for pe, s in self.slots.items()},
+            "region_healthy": self.healthy,
+            "clean_start": self.clean_start,
+            "must_reset": self.must_reset,
+            "healthy_first_time": self.healthy_first_time,
+            "current_reset_attempt": self.attempt,
+            "current_max_reset_attempts": self.max_current,
+            "current_seq_id": self.current,
+            "last_completed_seq_id": self.last_completed,
+            "pending_seq_id": self.pending,
+            "to_retire_seq_id": self.to_retire,
+            "current_timer_seq_id": self.timer_seq,
+            "completion": {str(pe): s for pe, s in self.slots.items()},
         }
 
     # ---- entry point ----

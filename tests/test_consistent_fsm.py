@@ -17,6 +17,7 @@ from streams_k8s.api.consistent_region import (
 )
 from streams_k8s.consistent.fsm import (
     GAUGE_NAMES,
+    STATUS_FIELDS,
     ArmTimer,
     BlockingCheckpointDone,
     CancelTimers,
@@ -25,6 +26,7 @@ from streams_k8s.consistent.fsm import (
     Drain,
     EventRejected,
     Health,
+    InvalidRegion,
     NotificationType,
     Notify,
     RegionMachine,
@@ -258,18 +260,34 @@ def test_gauge_names_are_the_specs() -> None:
 
 
 def test_invalid_descriptions_are_refused() -> None:
-    with pytest.raises(CrInvalidRegion, match="period must be a positive number"):
+    with pytest.raises(InvalidRegion, match="period must be a positive number"):
         RegionMachine(periodic_spec(period=None))
-    with pytest.raises(CrInvalidRegion, match="pesInRegion must not be empty"):
+    with pytest.raises(InvalidRegion, match="pesInRegion must not be empty") as err:
         RegionMachine(periodic_spec(pesInRegion=[]))
+    assert err.value.field == "pesInRegion"
     bad = ConsistentRegionStatus(pe_to_completion={"7": PeCompletion.RESET_DONE})
-    with pytest.raises(CrInvalidRegion, match="names PE 7, not in pesInRegion"):
+    with pytest.raises(InvalidRegion, match="peToCompletion names PE 7, not one of the region's PEs"):
         RegionMachine(periodic_spec(), bad)
     bad = ConsistentRegionStatus(pe_to_completion={"x": PeCompletion.RESET_DONE})
-    with pytest.raises(CrInvalidRegion, match="'x' is not a PE id"):
+    with pytest.raises(InvalidRegion, match="'x', which is not a PE id"):
         RegionMachine(periodic_spec(), bad)
-    with pytest.raises(CrInvalidRegion, match="RESETTING region has made at least one"):
+    with pytest.raises(InvalidRegion, match="RESETTING region has made at least one") as err:
         RegionMachine(periodic_spec(), ConsistentRegionStatus(state=RegionState.RESETTING))
+    assert err.value.field == "currentResetAttempt"
+    with pytest.raises(InvalidRegion, match="currentSeqID must be below") as err:
+        RegionMachine(periodic_spec(), ConsistentRegionStatus(current_seq_id=2**63))
+    assert err.value.field == "currentSeqID"
+
+
+def test_every_native_status_field_maps_to_a_crd_status_field() -> None:
+    native = native_region().status()
+    assert set(native) == set(STATUS_FIELDS)
+    persisted = set(ConsistentRegionStatus.model_fields) - {"conditions", "observed_generation"}
+    assert set(STATUS_FIELDS.values()) == persisted
+    m = RegionMachine(periodic_spec())
+    assert m.snapshot() == m.status().model_dump(
+        mode="json", by_alias=True, exclude={"conditions", "observed_generation"}
+    )
 
 
 # ---- the native batch API directly ----
@@ -312,7 +330,8 @@ def test_native_step_raises_typed_rejection() -> None:
     region = native_region()
     with pytest.raises(CrRejected) as err:
         region.step(CrEvent.reset_done(0, 0, 0), NOW)
-    assert err.value.args == ("notExpected", "resetDone is not expected in state STARTED")
+    assert err.value.kind == "notExpected"
+    assert str(err.value) == "resetDone is not expected in state STARTED"
 
 
 def test_native_inputs_are_checked() -> None:
@@ -320,7 +339,7 @@ def test_native_inputs_are_checked() -> None:
         CrEvent.timer("Soon", 0)
     with pytest.raises(TypeError):
         native_region().step_many([CrEvent.reset(False), "drain"], NOW)  # type: ignore[list-item]
-    with pytest.raises(CrInvalidRegion, match="trigger must be"):
+    with pytest.raises(CrInvalidRegion, match="trigger must be") as invalid:
         CrRegion(
             region_index=0,
             trigger="operator driven",
@@ -332,7 +351,11 @@ def test_native_inputs_are_checked() -> None:
             operators_to_start_region_map={},
             operators_to_trigger_map={},
         )
-    with pytest.raises(CrInvalidRegion, match=r"status\.currentSeqID"):
+    assert (invalid.value.field, invalid.value.problem) == (
+        "trigger",
+        "must be 'periodic' or 'operatorDriven', got 'operator driven'",
+    )
+    with pytest.raises(CrInvalidRegion, match="current_seq_id cannot be read") as invalid:
         CrRegion(
             region_index=0,
             trigger="periodic",
@@ -343,8 +366,9 @@ def test_native_inputs_are_checked() -> None:
             pes_in_region=[0],
             operators_to_start_region_map={},
             operators_to_trigger_map={},
-            status={"currentSeqID": "many"},
+            status={"current_seq_id": "many"},
         )
+    assert invalid.value.field == "current_seq_id"
     assert CrEvent.drain("op", 1) == CrEvent.drain("op", 1)
     assert CrEvent.drain("op", 1).name == "drain"
 

@@ -34,9 +34,9 @@ def test_every_problem_is_reported_with_its_line() -> None:
     text = "a=1\n# fine\nb=\\uZZZZ\nnovalue\na=2\n"
     with pytest.raises(PropertiesError) as info:
         parse_properties(text)
-    message, details = info.value.args
-    assert [line for line, _ in details] == [3, 4, 5]
-    assert "line 5: duplicate key 'a' (first on line 1)" in message
+    assert [line for line, _ in info.value.problems] == [3, 4, 5]
+    assert info.value.problems[2] == (5, "duplicate key 'a' (first on line 1)")
+    assert "line 5: duplicate key 'a' (first on line 1)" in str(info.value)
     assert isinstance(info.value, ValueError)
 
 

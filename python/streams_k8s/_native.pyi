@@ -11,6 +11,8 @@ __all__ = [
     "CrRejected",
     "CrStep",
     "FusionError",
+    "FusionNode",
+    "FusionNotice",
     "NameTableIndex",
     "PropertiesError",
     "__version__",
@@ -24,7 +26,10 @@ __all__ = [
 __version__: str
 
 class PropertiesError(ValueError):
-    """Malformed Java-properties text; args: (message, [(line, reason), ...])."""
+    """Malformed Java-properties text; the message joins every problem ("line N: reason; ...")."""
+
+    problems: list[tuple[int, str]]
+    """Every problem as (line number, reason), in line order."""
 
 def parse_properties(text: str, *, strict: bool = True) -> dict[str, str]:
     """Parse Java-properties text into a dict in file order.
@@ -69,10 +74,18 @@ def place_vreplicas(
 # ---- consistent-region FSM (rust/cr_fsm, rust/python/cr_fsm.rs) ----
 
 class CrRejected(ValueError):
-    """An event the region refused; args: (kind, message). The region is unchanged."""
+    """An event the region refused; the region is unchanged. The message says why in words."""
+
+    kind: str
+    """The rejection kind: unknownPe, seqIdMismatch, notExpected, staleTimer, ..."""
 
 class CrInvalidRegion(ValueError):
-    """A region description or persisted state that cannot be run."""
+    """A region description or persisted state that cannot be run; the message is f"{field} {problem}"."""
+
+    field: str
+    """The input at fault, in the FSM's names: a CrRegion keyword or a key of CrRegion.status()."""
+    problem: str
+    """What is wrong with it, worded to follow the field's name."""
 
 @typing.final
 class CrEvent:
@@ -152,7 +165,8 @@ class CrRegion:
         operators_to_start_region_map: dict[str, bool],
         operators_to_trigger_map: dict[str, bool],
         status: dict[str, typing.Any] | None = None,
-    ) -> CrRegion: ...
+    ) -> CrRegion:
+        """``status``: persisted state keyed as ``status()`` returns it (missing keys: initial values)."""
     @property
     def region_index(self) -> int: ...
     @property
@@ -162,7 +176,16 @@ class CrRegion:
     @property
     def current_timer_seq_id(self) -> int: ...
     def status(self) -> dict[str, typing.Any]:
-        """The dynamic state as the camelCase fields of ConsistentRegionStatus."""
+        """The dynamic state keyed by the FSM's own names.
+
+        state, region_healthy, clean_start, must_reset, healthy_first_time, current_reset_attempt,
+        current_max_reset_attempts, current_seq_id, last_completed_seq_id, pending_seq_id,
+        to_retire_seq_id, current_timer_seq_id, completion ({pe id: slot}),
+        last_consistent_state_time_ms, last_reset_time_ms, average_drain_time_ms,
+        average_reset_time_ms, last_completed_drain_seq_id, last_completed_reset_seq_id,
+        drain_start_time_ms, reset_start_time_ms (epoch ms or None for never), drain_times_ms and
+        reset_times_ms (the recent durations).
+        """
     def gauges(self) -> list[float]: ...
     def step(self, event: CrEvent, now_ms: int) -> CrStep:
         """Apply one event; raises CrRejected (region unchanged) if it is refused."""
@@ -176,39 +199,97 @@ def cr_gauge_names() -> list[str]:
 # --- fusion (application pipeline) ---
 
 class FusionError(ValueError):
-    """Operators that must share a PE cannot; args: (constraint, (node, node))."""
+    """Operators that must share a PE cannot (raised by ``fuse``)."""
 
-_NodeTuple = tuple[
-    list[int],
-    list[int],
-    bool,
-    list[int],
-    list[int],
-    bool,
-    int,
-    int | None,
-    bool,
-    bool,
-    int | None,
-    int | None,
-]
+    constraint: str
+    """The constraint that keeps them apart (partitionExlocation, host placement, ...)."""
+    nodes: tuple[int, int]
+    """The positions, in ``fuse``'s ``nodes``, of two nodes that must share a PE but cannot."""
+
+@typing.final
+class FusionNode:
+    """One topology node as ``fuse`` takes it; every string constraint interned into an int."""
+
+    def __new__(
+        cls,
+        *,
+        colocations: collections.abc.Sequence[int],
+        exlocations: collections.abc.Sequence[int],
+        isolated: bool,
+        host_colocations: collections.abc.Sequence[int],
+        host_exlocations: collections.abc.Sequence[int],
+        host_isolated: bool,
+        host_key: int,
+        consistent_region: int | None,
+        restartable: bool,
+        relocatable: bool,
+        jvm: int | None,
+        channel: int | None,
+    ) -> FusionNode: ...
+    @property
+    def colocations(self) -> list[int]:
+        """Partition colocation ids: nodes sharing one are always fused together."""
+    @property
+    def exlocations(self) -> list[int]:
+        """Partition exlocation ids: at most one node per id in a PE."""
+    @property
+    def isolated(self) -> bool:
+        """Partition isolation: the node's unit is alone in its PE."""
+    @property
+    def host_colocations(self) -> list[int]: ...
+    @property
+    def host_exlocations(self) -> list[int]: ...
+    @property
+    def host_isolated(self) -> bool: ...
+    @property
+    def host_key(self) -> int:
+        """The resolved host spec (host, pool, in-pool index); one per PE."""
+    @property
+    def consistent_region(self) -> int | None: ...
+    @property
+    def restartable(self) -> bool: ...
+    @property
+    def relocatable(self) -> bool: ...
+    @property
+    def jvm(self) -> int | None:
+        """The JVM argument set of a Java operator, None for others."""
+    @property
+    def channel(self) -> int | None:
+        """The parallel channel (innermost region and channel), None outside regions."""
+
+@typing.final
+class FusionNotice:
+    """Why ``fuse`` made a PE count other than the one asked for."""
+
+    @property
+    def kind(self) -> typing.Literal["more", "fewer"]:
+        """``more``: a constraint forced extra PEs; ``fewer``: fewer fusable units than asked."""
+    @property
+    def asked(self) -> int: ...
+    @property
+    def got(self) -> int: ...
+    @property
+    def constraint(self) -> str | None:
+        """The constraint that forced more PEs (``more`` only)."""
+    @property
+    def nodes(self) -> tuple[int, int] | None:
+        """The two nodes it kept apart, one node twice when isolated (``more`` only)."""
 
 def fuse(
-    nodes: list[_NodeTuple],
+    nodes: collections.abc.Sequence[FusionNode],
     edges: list[tuple[int, int]],
     *,
     manual: int | None = None,
     channel_policy: str = "noChannelInfluence",
     previous: list[int | None] | None = None,
-) -> tuple[list[list[int]], list[tuple[str, int, int, str | None, tuple[int, int] | None]]]:
-    """Partition interned topology nodes into PEs; ``manual=None`` is legacy (one PE per unit).
+) -> tuple[list[list[int]], list[FusionNotice]]:
+    """Partition topology nodes into PEs; ``manual=None`` is legacy (one PE per unit).
 
     ``previous`` (re-fusion): the earlier PE of each node, None for new nodes; units that stay
     whole keep their PE and only the others are placed.
 
-    Node tuple: (colocations, exlocations, isolated, host_colocations, host_exlocations,
-    host_isolated, host_key, consistent_region, restartable, relocatable, jvm, channel).
-    Returns (PEs as sorted node positions, notices ``(kind, asked, got, constraint, nodes)``).
+    Returns (PEs as sorted node positions, notices). Raises FusionError when two nodes that must
+    share a PE cannot.
     """
 
 def automatic_pe_count(

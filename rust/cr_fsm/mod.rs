@@ -62,34 +62,35 @@ pub struct Config {
 impl Config {
     /// Checks and normalises a description (PE ids sorted and deduplicated).
     pub fn new(mut config: Config) -> Result<Config, InvalidRegion> {
-        let positive = |name: &str, v: f64| {
+        let positive = |field: &'static str, v: f64| {
             if v.is_finite() && v > 0.0 {
                 Ok(())
             } else {
-                Err(InvalidRegion(format!(
-                    "{name} must be a positive number of seconds, got {v}"
-                )))
+                Err(InvalidRegion::new(
+                    field,
+                    format!("must be a positive number of seconds, got {v}"),
+                ))
             }
         };
         if config.trigger == Trigger::Periodic {
             positive("period", config.period)?;
         }
-        positive("drainTimeout", config.drain_timeout)?;
-        positive("resetTimeout", config.reset_timeout)?;
+        positive("drain_timeout", config.drain_timeout)?;
+        positive("reset_timeout", config.reset_timeout)?;
+        let attempts = "max_consecutive_reset_attempts";
         if config.max_consecutive_reset_attempts > MAX_COUNTER {
-            return Err(InvalidRegion(format!(
-                "maxConsecutiveResetAttempts must be at most {MAX_COUNTER}"
-            )));
+            return Err(InvalidRegion::new(
+                attempts,
+                format!("must be at most {MAX_COUNTER}"),
+            ));
         }
         if config.max_consecutive_reset_attempts == 0 {
-            return Err(InvalidRegion(
-                "maxConsecutiveResetAttempts must be at least 1".into(),
-            ));
+            return Err(InvalidRegion::new(attempts, "must be at least 1"));
         }
         config.pes.sort_unstable();
         config.pes.dedup();
         if config.pes.is_empty() {
-            return Err(InvalidRegion("pesInRegion must not be empty".into()));
+            return Err(InvalidRegion::new("pes_in_region", "must not be empty"));
         }
         Ok(config)
     }
@@ -182,32 +183,39 @@ impl Region {
     ) -> Result<Region, InvalidRegion> {
         let mut region = Region::new(config)?;
         if dynamic.current_seq_id == 0 {
-            return Err(InvalidRegion("currentSeqID must be at least 1".into()));
+            return Err(InvalidRegion::new("current_seq_id", "must be at least 1"));
         }
         let counters = [
-            ("currentSeqID", dynamic.current_seq_id),
-            ("lastCompletedSeqID", dynamic.last_completed_seq_id),
-            ("pendingSeqID", dynamic.pending_seq_id),
-            ("toRetireSeqID", dynamic.to_retire_seq_id),
-            ("currentTimerSeqId", dynamic.current_timer_seq_id),
-            ("currentResetAttempt", dynamic.current_reset_attempt),
+            ("current_seq_id", dynamic.current_seq_id),
+            ("last_completed_seq_id", dynamic.last_completed_seq_id),
+            ("pending_seq_id", dynamic.pending_seq_id),
+            ("to_retire_seq_id", dynamic.to_retire_seq_id),
+            ("current_timer_seq_id", dynamic.current_timer_seq_id),
+            ("current_reset_attempt", dynamic.current_reset_attempt),
             (
-                "currentMaxResetAttempts",
+                "current_max_reset_attempts",
                 dynamic.current_max_reset_attempts,
             ),
         ];
-        if let Some((name, _)) = counters.iter().find(|(_, v)| *v >= MAX_COUNTER) {
-            return Err(InvalidRegion(format!("{name} must be below {MAX_COUNTER}")));
+        if let Some(&(field, _)) = counters.iter().find(|(_, v)| *v >= MAX_COUNTER) {
+            return Err(InvalidRegion::new(
+                field,
+                format!("must be below {MAX_COUNTER}"),
+            ));
         }
         if dynamic.state == State::Resetting && dynamic.current_reset_attempt == 0 {
-            return Err(InvalidRegion(
-                "a RESETTING region has made at least one reset attempt".into(),
+            return Err(InvalidRegion::new(
+                "current_reset_attempt",
+                "must be at least 1: a RESETTING region has made at least one reset attempt",
             ));
         }
         region.dynamic = dynamic;
         for &(pe, slot) in completion {
             let i = region.slot_index(pe).ok_or_else(|| {
-                InvalidRegion(format!("peToCompletion names PE {pe}, not in pesInRegion"))
+                InvalidRegion::new(
+                    "completion",
+                    format!("names PE {pe}, not one of the region's PEs"),
+                )
             })?;
             region.set_slot(i, slot);
         }

@@ -788,7 +788,7 @@ fn pure_step_leaves_the_input_alone() {
 #[test]
 fn invalid_regions_are_refused() {
     let mut c = config(Trigger::Periodic, &[], 1);
-    assert!(Region::new(c.clone()).is_err());
+    assert_eq!(Region::new(c.clone()).unwrap_err().field, "pes_in_region");
     c.pes = vec![3, 3, 1];
     let r = Region::new(c.clone()).unwrap();
     assert_eq!(r.config().pes, vec![1, 3]);
@@ -802,11 +802,18 @@ fn invalid_regions_are_refused() {
     assert!(Region::new(c.clone()).is_err());
     c.max_consecutive_reset_attempts = 1;
     let d = Dynamic::initial(&c);
-    assert!(Region::restore(c.clone(), d, &[(2, Completion::CheckpointDone)]).is_err());
+    let err = Region::restore(c.clone(), d, &[(2, Completion::CheckpointDone)]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "completion names PE 2, not one of the region's PEs"
+    );
     let mut huge = d;
     huge.current_seq_id = MAX_COUNTER;
     let err = Region::restore(c.clone(), huge, &[]).unwrap_err();
-    assert_eq!(err.0, format!("currentSeqID must be below {MAX_COUNTER}"));
+    assert_eq!(
+        err,
+        InvalidRegion::new("current_seq_id", format!("must be below {MAX_COUNTER}"))
+    );
     let r = Region::restore(c, d, &[(3, Completion::BlockingCheckpointDone)]).unwrap();
     assert_eq!(
         r.completion().collect::<Vec<_>>(),

@@ -393,13 +393,32 @@ impl fmt::Display for Rejection {
 
 impl std::error::Error for Rejection {}
 
-/// A region description that cannot be run.
+/// A region description or persisted state that cannot be run.
+///
+/// `field` is the input at fault in the core's own snake_case names (a [`Config`] input as the
+/// bindings take it, such as `pes_in_region`, or a [`Dynamic`] field, `completion` for the
+/// per-PE slots); `problem` reads after it. Callers name the field as their users know it.
+///
+/// [`Config`]: super::Config
+/// [`Dynamic`]: super::Dynamic
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InvalidRegion(pub String);
+pub struct InvalidRegion {
+    pub field: &'static str,
+    pub problem: String,
+}
+
+impl InvalidRegion {
+    pub fn new(field: &'static str, problem: impl Into<String>) -> InvalidRegion {
+        InvalidRegion {
+            field,
+            problem: problem.into(),
+        }
+    }
+}
 
 impl fmt::Display for InvalidRegion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        write!(f, "{} {}", self.field, self.problem)
     }
 }
 

@@ -1,7 +1,8 @@
 //! Python bindings of the consistent-region FSM: `CrRegion`, `CrEvent`, `CrStep`, `CrBatch`.
 //!
-//! Region state crosses the boundary as the camelCase dict of `ConsistentRegionStatus`, so the
-//! Python side validates it with the pydantic model.
+//! Region state crosses the boundary as a dict keyed by the FSM's own snake_case names (those of
+//! [`Dynamic`], plus `completion` and the two averages); the Python side maps them to the
+//! ConsistentRegion CRD's status fields and validates them with its pydantic model.
 
 use std::collections::HashMap;
 
@@ -10,30 +11,35 @@ use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use super::error_with;
 use crate::cr_fsm::{
-    Completion, Config, Dynamic, Event, Outcome, Region, Rejection, State, TimerKind, Trigger,
-    Window, GAUGE_NAMES,
+    Completion, Config, Dynamic, Event, InvalidRegion, Outcome, Region, Rejection, State,
+    TimerKind, Trigger, Window, GAUGE_NAMES,
 };
 
 create_exception!(
     _native,
     CrRejected,
     PyValueError,
-    "An event the region refused; args: (kind, message). The region is unchanged."
+    "An event the region refused (`kind` says why); the region is unchanged."
 );
 create_exception!(
     _native,
     CrInvalidRegion,
     PyValueError,
-    "A region description or persisted state that cannot be run."
+    "A region description or persisted state that cannot be run; `field` is the input at fault."
 );
 
-fn invalid(message: impl Into<String>) -> PyErr {
-    CrInvalidRegion::new_err(message.into())
+fn invalid(py: Python<'_>, e: InvalidRegion) -> PyErr {
+    let message = e.to_string();
+    error_with::<CrInvalidRegion>(py, message, |err| {
+        err.setattr("field", e.field)?;
+        err.setattr("problem", e.problem)
+    })
 }
 
-fn rejected(r: &Rejection) -> PyErr {
-    CrRejected::new_err((r.kind(), r.to_string()))
+fn rejected(py: Python<'_>, r: &Rejection) -> PyErr {
+    error_with::<CrRejected>(py, r.to_string(), |err| err.setattr("kind", r.kind()))
 }
 
 /// One FSM input. Immutable; build it with the static constructors.
@@ -214,24 +220,28 @@ pub struct CrRegion(Region);
 
 fn get<'py, T: FromPyObjectOwned<'py>>(
     status: &Bound<'py, PyDict>,
-    key: &str,
+    field: &'static str,
     default: T,
 ) -> PyResult<T> {
-    match status.get_item(key)? {
-        Some(v) if !v.is_none() => v
-            .extract::<T>()
-            .map_err(|e| invalid(format!("status.{key}: {}", Into::<PyErr>::into(e)))),
+    match status.get_item(field)? {
+        Some(v) if !v.is_none() => v.extract::<T>().map_err(|e| {
+            let e: PyErr = e.into();
+            invalid(
+                status.py(),
+                InvalidRegion::new(field, format!("cannot be read: {e}")),
+            )
+        }),
         _ => Ok(default),
     }
 }
 
 /// Epoch-ms fields: None means "never" (0).
-fn get_ms(status: &Bound<'_, PyDict>, key: &str) -> PyResult<i64> {
-    Ok(get::<f64>(status, key, 0.0)?.round() as i64)
+fn get_ms(status: &Bound<'_, PyDict>, field: &'static str) -> PyResult<i64> {
+    Ok(get::<f64>(status, field, 0.0)?.round() as i64)
 }
 
-fn get_window(status: &Bound<'_, PyDict>, key: &str) -> PyResult<Window> {
-    let samples: Vec<f64> = get(status, key, Vec::new())?;
+fn get_window(status: &Bound<'_, PyDict>, field: &'static str) -> PyResult<Window> {
+    let samples: Vec<f64> = get(status, field, Vec::new())?;
     let samples: Vec<i64> = samples.into_iter().map(|s| s.round() as i64).collect();
     Ok(Window::from_samples(&samples))
 }
@@ -239,56 +249,56 @@ fn get_window(status: &Bound<'_, PyDict>, key: &str) -> PyResult<Window> {
 fn restore_dynamic(config: &Config, status: &Bound<'_, PyDict>) -> PyResult<Dynamic> {
     let init = Dynamic::initial(config);
     let state: String = get(status, "state", init.state.name().to_owned())?;
-    let state = State::from_name(&state)
-        .ok_or_else(|| invalid(format!("status.state: unknown state '{state}'")))?;
+    let state = State::from_name(&state).ok_or_else(|| {
+        let problem = format!("has an unknown value '{state}'");
+        invalid(status.py(), InvalidRegion::new("state", problem))
+    })?;
     Ok(Dynamic {
         state,
-        region_healthy: get(status, "regionHealthy", init.region_healthy)?,
-        clean_start: get(status, "cleanStart", init.clean_start)?,
-        must_reset: get(status, "mustReset", init.must_reset)?,
-        healthy_first_time: get(status, "healthyFirstTime", init.healthy_first_time)?,
-        current_reset_attempt: get(status, "currentResetAttempt", init.current_reset_attempt)?,
+        region_healthy: get(status, "region_healthy", init.region_healthy)?,
+        clean_start: get(status, "clean_start", init.clean_start)?,
+        must_reset: get(status, "must_reset", init.must_reset)?,
+        healthy_first_time: get(status, "healthy_first_time", init.healthy_first_time)?,
+        current_reset_attempt: get(status, "current_reset_attempt", init.current_reset_attempt)?,
         current_max_reset_attempts: get(
             status,
-            "currentMaxResetAttempts",
+            "current_max_reset_attempts",
             init.current_max_reset_attempts,
         )?,
-        current_seq_id: get(status, "currentSeqID", init.current_seq_id)?,
-        last_completed_seq_id: get(status, "lastCompletedSeqID", init.last_completed_seq_id)?,
-        pending_seq_id: get(status, "pendingSeqID", init.pending_seq_id)?,
-        to_retire_seq_id: get(status, "toRetireSeqID", init.to_retire_seq_id)?,
-        current_timer_seq_id: get(status, "currentTimerSeqId", init.current_timer_seq_id)?,
-        drain_start_time_ms: get_ms(status, "drainStartTime")?,
-        reset_start_time_ms: get_ms(status, "resetStartTime")?,
-        last_consistent_state_time_ms: get_ms(status, "lastConsistentStateTime")?,
-        last_reset_time_ms: get_ms(status, "lastResetTime")?,
+        current_seq_id: get(status, "current_seq_id", init.current_seq_id)?,
+        last_completed_seq_id: get(status, "last_completed_seq_id", init.last_completed_seq_id)?,
+        pending_seq_id: get(status, "pending_seq_id", init.pending_seq_id)?,
+        to_retire_seq_id: get(status, "to_retire_seq_id", init.to_retire_seq_id)?,
+        current_timer_seq_id: get(status, "current_timer_seq_id", init.current_timer_seq_id)?,
+        drain_start_time_ms: get_ms(status, "drain_start_time_ms")?,
+        reset_start_time_ms: get_ms(status, "reset_start_time_ms")?,
+        last_consistent_state_time_ms: get_ms(status, "last_consistent_state_time_ms")?,
+        last_reset_time_ms: get_ms(status, "last_reset_time_ms")?,
         last_completed_drain_seq_id: get(
             status,
-            "lastCompletedDrain",
+            "last_completed_drain_seq_id",
             init.last_completed_drain_seq_id,
         )?,
         last_completed_reset_seq_id: get(
             status,
-            "lastCompletedReset",
+            "last_completed_reset_seq_id",
             init.last_completed_reset_seq_id,
         )?,
-        drain_times_ms: get_window(status, "recentDrainTimes")?,
-        reset_times_ms: get_window(status, "recentResetTimes")?,
+        drain_times_ms: get_window(status, "drain_times_ms")?,
+        reset_times_ms: get_window(status, "reset_times_ms")?,
     })
 }
 
 fn restore_completion(status: &Bound<'_, PyDict>) -> PyResult<Vec<(u64, Completion)>> {
-    let map: HashMap<String, String> = get(status, "peToCompletion", HashMap::new())?;
+    let map: HashMap<String, String> = get(status, "completion", HashMap::new())?;
+    let bad = |problem: String| invalid(status.py(), InvalidRegion::new("completion", problem));
     map.into_iter()
         .map(|(pe, slot)| {
             let id = pe
                 .parse::<u64>()
-                .map_err(|_| invalid(format!("status.peToCompletion: '{pe}' is not a PE id")))?;
-            let slot = Completion::from_name(&slot).ok_or_else(|| {
-                invalid(format!(
-                    "status.peToCompletion[{pe}]: unknown value '{slot}'"
-                ))
-            })?;
+                .map_err(|_| bad(format!("has '{pe}', which is not a PE id")))?;
+            let slot = Completion::from_name(&slot)
+                .ok_or_else(|| bad(format!("has an unknown value '{slot}' for PE {pe}")))?;
             Ok((id, slot))
         })
         .collect()
@@ -309,6 +319,7 @@ impl CrRegion {
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
+        py: Python<'_>,
         region_index: u32,
         trigger: &str,
         period: f64,
@@ -324,9 +335,8 @@ impl CrRegion {
             "periodic" => Trigger::Periodic,
             "operatorDriven" => Trigger::OperatorDriven,
             other => {
-                return Err(invalid(format!(
-                    "trigger must be 'periodic' or 'operatorDriven', got '{other}'"
-                )))
+                let problem = format!("must be 'periodic' or 'operatorDriven', got '{other}'");
+                return Err(invalid(py, InvalidRegion::new("trigger", problem)));
             }
         };
         let config = Config {
@@ -343,13 +353,13 @@ impl CrRegion {
         let region = match status {
             None => Region::new(config),
             Some(status) => {
-                let config = Config::new(config).map_err(|e| invalid(e.0))?;
+                let config = Config::new(config).map_err(|e| invalid(py, e))?;
                 let dynamic = restore_dynamic(&config, status)?;
                 let completion = restore_completion(status)?;
                 Region::restore(config, dynamic, &completion)
             }
         };
-        region.map(CrRegion).map_err(|e| invalid(e.0))
+        region.map(CrRegion).map_err(|e| invalid(py, e))
     }
 
     #[getter]
@@ -372,49 +382,49 @@ impl CrRegion {
         self.0.dynamic().current_timer_seq_id
     }
 
-    /// The dynamic state as the camelCase fields of `ConsistentRegionStatus`.
+    /// The dynamic state, keyed by the FSM's own names (epoch-ms times None for "never").
     fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = self.0.dynamic();
         let out = PyDict::new(py);
         out.set_item("state", d.state.name())?;
-        out.set_item("regionHealthy", d.region_healthy)?;
-        out.set_item("cleanStart", d.clean_start)?;
-        out.set_item("mustReset", d.must_reset)?;
-        out.set_item("healthyFirstTime", d.healthy_first_time)?;
-        out.set_item("currentResetAttempt", d.current_reset_attempt)?;
-        out.set_item("currentMaxResetAttempts", d.current_max_reset_attempts)?;
-        out.set_item("currentSeqID", d.current_seq_id)?;
-        out.set_item("lastCompletedSeqID", d.last_completed_seq_id)?;
-        out.set_item("pendingSeqID", d.pending_seq_id)?;
-        out.set_item("toRetireSeqID", d.to_retire_seq_id)?;
-        out.set_item("currentTimerSeqId", d.current_timer_seq_id)?;
+        out.set_item("region_healthy", d.region_healthy)?;
+        out.set_item("clean_start", d.clean_start)?;
+        out.set_item("must_reset", d.must_reset)?;
+        out.set_item("healthy_first_time", d.healthy_first_time)?;
+        out.set_item("current_reset_attempt", d.current_reset_attempt)?;
+        out.set_item("current_max_reset_attempts", d.current_max_reset_attempts)?;
+        out.set_item("current_seq_id", d.current_seq_id)?;
+        out.set_item("last_completed_seq_id", d.last_completed_seq_id)?;
+        out.set_item("pending_seq_id", d.pending_seq_id)?;
+        out.set_item("to_retire_seq_id", d.to_retire_seq_id)?;
+        out.set_item("current_timer_seq_id", d.current_timer_seq_id)?;
         let slots = PyDict::new(py);
         for (pe, slot) in self.0.completion() {
             slots.set_item(pe.to_string(), slot.name())?;
         }
-        out.set_item("peToCompletion", slots)?;
+        out.set_item("completion", slots)?;
         let g = self.0.gauges();
         out.set_item(
-            "lastConsistentStateTime",
+            "last_consistent_state_time_ms",
             ms_or_none(d.last_consistent_state_time_ms),
         )?;
-        out.set_item("lastResetTime", ms_or_none(d.last_reset_time_ms))?;
+        out.set_item("last_reset_time_ms", ms_or_none(d.last_reset_time_ms))?;
         let drains = d.drain_times_ms.samples();
         let resets = d.reset_times_ms.samples();
         out.set_item(
-            "avgDrainTime",
+            "average_drain_time_ms",
             (!drains.is_empty()).then_some(g.average_drain_time_ms),
         )?;
         out.set_item(
-            "avgResetTime",
+            "average_reset_time_ms",
             (!resets.is_empty()).then_some(g.average_reset_time_ms),
         )?;
-        out.set_item("lastCompletedDrain", d.last_completed_drain_seq_id)?;
-        out.set_item("lastCompletedReset", d.last_completed_reset_seq_id)?;
-        out.set_item("drainStartTime", ms_or_none(d.drain_start_time_ms))?;
-        out.set_item("resetStartTime", ms_or_none(d.reset_start_time_ms))?;
-        out.set_item("recentDrainTimes", drains)?;
-        out.set_item("recentResetTimes", resets)?;
+        out.set_item("last_completed_drain_seq_id", d.last_completed_drain_seq_id)?;
+        out.set_item("last_completed_reset_seq_id", d.last_completed_reset_seq_id)?;
+        out.set_item("drain_start_time_ms", ms_or_none(d.drain_start_time_ms))?;
+        out.set_item("reset_start_time_ms", ms_or_none(d.reset_start_time_ms))?;
+        out.set_item("drain_times_ms", drains)?;
+        out.set_item("reset_times_ms", resets)?;
         Ok(out)
     }
 
@@ -424,10 +434,10 @@ impl CrRegion {
     }
 
     /// Applies one event; raises CrRejected (region unchanged) if it is refused.
-    fn step(&mut self, event: &CrEvent, now_ms: i64) -> PyResult<CrStep> {
+    fn step(&mut self, py: Python<'_>, event: &CrEvent, now_ms: i64) -> PyResult<CrStep> {
         match self.0.apply(&event.0, now_ms) {
             Ok(out) => Ok(CrStep(Ok(out))),
-            Err(r) => Err(rejected(&r)),
+            Err(r) => Err(rejected(py, &r)),
         }
     }
 

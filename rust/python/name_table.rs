@@ -31,7 +31,7 @@ impl NameTableIndex {
     fn parse(py: Python<'_>, text: &str) -> PyResult<Self> {
         match py.detach(|| name_table::parse(text)) {
             Ok(table) => Ok(NameTableIndex { table }),
-            Err(errors) => Err(properties_error(errors)),
+            Err(errors) => Err(properties_error(py, errors)),
         }
     }
 

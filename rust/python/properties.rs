@@ -5,13 +5,14 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use super::error_with;
 use crate::properties::{self, LineError};
 
 create_exception!(
     _native,
     PropertiesError,
     PyValueError,
-    "Malformed Java-properties text; args: (message, [(line, reason), ...])."
+    "Malformed Java-properties text; `problems` lists every (line, reason)."
 );
 
 /// Parses Java-properties text into a dict (insertion order = file order).
@@ -30,19 +31,19 @@ fn parse_properties<'py>(
             }
             Ok(dict)
         }
-        Err(errors) => Err(properties_error(errors)),
+        Err(errors) => Err(properties_error(py, errors)),
     }
 }
 
-/// PropertiesError with every problem: args (summary, [(line, reason), ...]).
-pub(crate) fn properties_error(errors: Vec<LineError>) -> PyErr {
+/// PropertiesError with every problem: message "line N: reason; ...", `problems` [(line, reason)].
+pub(crate) fn properties_error(py: Python<'_>, errors: Vec<LineError>) -> PyErr {
     let summary = errors
         .iter()
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join("; ");
-    let details: Vec<(usize, String)> = errors.into_iter().map(|e| (e.line, e.message)).collect();
-    PropertiesError::new_err((summary, details))
+    let problems: Vec<(usize, String)> = errors.into_iter().map(|e| (e.line, e.message)).collect();
+    error_with::<PropertiesError>(py, summary, |e| e.setattr("problems", problems))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

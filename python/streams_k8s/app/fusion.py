@@ -14,15 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from streams_k8s._native import FusionError, automatic_pe_count, fuse
+from streams_k8s._native import FusionError, FusionNode, FusionNotice, automatic_pe_count, fuse
 from streams_k8s.api.base import ResourceRequirements
 from streams_k8s.api.job import Fusion, FusionMode
 from streams_k8s.app.topology import Node, Topology
-
-if TYPE_CHECKING:
-    from streams_k8s._native import _NodeTuple  # the node spec the native fuse() takes
 
 
 class FusionConstraintError(ValueError):
@@ -50,13 +46,13 @@ class FusionInputs:
 
     def __init__(self) -> None:
         self.ids = _Interner()
-        self._specs: dict[int, tuple[Node, _NodeTuple]] = {}
+        self._specs: dict[int, tuple[Node, FusionNode]] = {}
 
-    def spec(self, topo: Topology, node: Node) -> _NodeTuple:
+    def spec(self, topo: Topology, node: Node) -> FusionNode:
         cached = self._specs.get(node.index)
         if cached is not None and cached[0] is node:
             return cached[1]
-        spec = _node_tuple(topo, node, self.ids)
+        spec = _fusion_node(topo, node, self.ids)
         self._specs[node.index] = (node, spec)
         return spec
 
@@ -72,21 +68,21 @@ def host_spec(topo: Topology, node: Node) -> tuple[str | None, int | None, int |
     return host, p.pool_index, p.inpool_index
 
 
-def _node_tuple(topo: Topology, node: Node, ids: _Interner) -> _NodeTuple:
+def _fusion_node(topo: Topology, node: Node, ids: _Interner) -> FusionNode:
     op = node.operator
-    return (
-        [ids(("pc", c)) for c in node.partitions.colocations],
-        [ids(("px", c)) for c in node.partitions.exlocations],
-        node.partitions.isolation,
-        [ids(("hc", c)) for c in node.placement.colocations],
-        [ids(("hx", c)) for c in node.placement.exlocations],
-        node.placement.isolation,
-        ids(("host", host_spec(topo, node))),
-        node.consistent_region,
-        op.restartable,
-        op.relocatable,
-        ids(("jvm", op.jvm_arguments)) if op.jvm_arguments is not None else None,
-        ids(("ch", node.channel_key)) if node.channels else None,
+    return FusionNode(
+        colocations=[ids(("pc", c)) for c in node.partitions.colocations],
+        exlocations=[ids(("px", c)) for c in node.partitions.exlocations],
+        isolated=node.partitions.isolation,
+        host_colocations=[ids(("hc", c)) for c in node.placement.colocations],
+        host_exlocations=[ids(("hx", c)) for c in node.placement.exlocations],
+        host_isolated=node.placement.isolation,
+        host_key=ids(("host", host_spec(topo, node))),
+        consistent_region=node.consistent_region,
+        restartable=op.restartable,
+        relocatable=op.relocatable,
+        jvm=ids(("jvm", op.jvm_arguments)) if op.jvm_arguments is not None else None,
+        channel=ids(("ch", node.channel_key)) if node.channels else None,
     )
 
 
@@ -148,31 +144,35 @@ def fuse_topology(
     inputs = inputs or FusionInputs()
     order: Sequence[Node] = sorted(topo.nodes.values(), key=lambda n: n.index)
     position = {n.index: i for i, n in enumerate(order)}
-    tuples = [inputs.spec(topo, n) for n in order]
+    specs = [inputs.spec(topo, n) for n in order]
     edges = [(position[e.src], position[e.dst]) for e in topo.edges]
     target = target_pe_count(topo, fusion, resources, nodes)
     policy = fusion.type.value if fusion.type is not None else "noChannelInfluence"
     before = [previous.get(n.name) for n in order] if previous is not None and target is not None else None
     try:
-        pes, raw_notices = fuse(tuples, edges, manual=target, channel_policy=policy, previous=before)
+        pes, notices = fuse(specs, edges, manual=target, channel_policy=policy, previous=before)
     except FusionError as err:
-        constraint, (a, b) = err.args
+        a, b = err.nodes
         raise FusionConstraintError(
             f"operators {order[a].name} and {order[b].name} must be fused together "
-            f"but their {constraint} constraints forbid it"
+            f"but their {err.constraint} constraints forbid it"
         ) from None
-    notices = []
-    for kind, asked, got, constraint, pair in raw_notices:
-        if kind == "more" and pair is not None:
-            a, b = pair
-            why = (
-                f"{order[a].name} is partition-isolated"
-                if a == b
-                else f"{order[a].name} and {order[b].name} cannot share a PE ({constraint})"
-            )
-            notices.append(f"{got} PEs instead of the {asked} asked for: {why}")
-        else:
-            notices.append(f"{got} PEs instead of the {asked} asked for: only {got} fusable units")
     return FusionResult(
-        pes=[[order[i].index for i in pe] for pe in pes], target=target, notices=notices, inputs=inputs
+        pes=[[order[i].index for i in pe] for pe in pes],
+        target=target,
+        notices=[_notice_text(n, order) for n in notices],
+        inputs=inputs,
     )
+
+
+def _notice_text(notice: FusionNotice, order: Sequence[Node]) -> str:
+    head = f"{notice.got} PEs instead of the {notice.asked} asked for"
+    if notice.kind == "more" and notice.nodes is not None:
+        a, b = notice.nodes
+        why = (
+            f"{order[a].name} is partition-isolated"
+            if a == b
+            else f"{order[a].name} and {order[b].name} cannot share a PE ({notice.constraint})"
+        )
+        return f"{head}: {why}"
+    return f"{head}: only {notice.got} fusable units"

@@ -43,7 +43,6 @@ from prometheus_client import Counter, Gauge, Histogram
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from streams_k8s._native import CrInvalidRegion
 from streams_k8s.api.consistent_region import (
     ConsistentRegion,
     ConsistentRegionOperator,
@@ -54,7 +53,7 @@ from streams_k8s.api.job import COORDINATOR_SERVICE_AFFIXES
 from streams_k8s.api.processing_element import ProcessingElement
 from streams_k8s.consistent.assignment import Assignment, PlacedJobs, SingleJob
 from streams_k8s.consistent.auth import TokenReviewer, bearer_auth
-from streams_k8s.consistent.fsm import Health, RegionMachine
+from streams_k8s.consistent.fsm import Health, InvalidRegion, RegionMachine
 from streams_k8s.consistent.health import PodObservation, region_health
 from streams_k8s.consistent.local import LocalCoordinator
 from streams_k8s.consistent.metrics import METRICS_PORT, RegionGauges
@@ -469,7 +468,7 @@ class Coordinator:
             try:
                 region = ConsistentRegion.from_wire(obj)
                 machine = RegionMachine(region.spec, region.status)
-            except (ValidationError, CrInvalidRegion) as err:
+            except (ValidationError, InvalidRegion) as err:
                 await self._refuse(obj, err)
                 continue
             if region.status is not None and any(c.type == ACCEPTED for c in region.status.conditions):

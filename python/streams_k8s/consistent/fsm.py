@@ -5,6 +5,10 @@ A :class:`RegionMachine` is built from the ConsistentRegion's spec (static field
 ``ConsistentRegionStatus`` to persist. The caller performs the actions in order and publishes
 the notification only once the status write is confirmed (and skips the write when
 ``persist`` is false).
+
+The native FSM names its state its own way (``current_seq_id``, ``completion``,
+``drain_times_ms``...); ``STATUS_FIELDS`` below is the one place that maps those names to the
+CRD's status fields.
 """
 
 from __future__ import annotations
@@ -22,6 +26,44 @@ from streams_k8s.api.consistent_region import (
 )
 
 GAUGE_NAMES: tuple[str, ...] = tuple(cr_gauge_names())
+
+# The native FSM's status names → ConsistentRegionStatus fields (whose aliases are the CRD's names).
+STATUS_FIELDS: Mapping[str, str] = {
+    "state": "state",
+    "region_healthy": "region_healthy",
+    "clean_start": "clean_start",
+    "must_reset": "must_reset",
+    "healthy_first_time": "healthy_first_time",
+    "current_reset_attempt": "current_reset_attempt",
+    "current_max_reset_attempts": "current_max_reset_attempts",
+    "current_seq_id": "current_seq_id",
+    "last_completed_seq_id": "last_completed_seq_id",
+    "pending_seq_id": "pending_seq_id",
+    "to_retire_seq_id": "to_retire_seq_id",
+    "current_timer_seq_id": "current_timer_seq_id",
+    "completion": "pe_to_completion",
+    "last_consistent_state_time_ms": "last_consistent_state_time",
+    "last_reset_time_ms": "last_reset_time",
+    "average_drain_time_ms": "avg_drain_time",
+    "average_reset_time_ms": "avg_reset_time",
+    "last_completed_drain_seq_id": "last_completed_drain",
+    "last_completed_reset_seq_id": "last_completed_reset",
+    "drain_start_time_ms": "drain_start_time",
+    "reset_start_time_ms": "reset_start_time",
+    "drain_times_ms": "recent_drain_times",
+    "reset_times_ms": "recent_reset_times",
+}
+
+
+def _crd_names() -> dict[str, str]:
+    """Native name → CRD name, for the status fields and the spec's (the CrRegion keywords)."""
+    status = ConsistentRegionStatus.model_fields
+    names = {native: status[field].alias or field for native, field in STATUS_FIELDS.items()}
+    names.update((field, info.alias or field) for field, info in ConsistentRegionSpec.model_fields.items())
+    return names
+
+
+_CRD_NAMES = _crd_names()
 
 
 class TimerKind(StrEnum):
@@ -180,6 +222,19 @@ class EventRejected(ValueError):
         self.message = message
 
 
+class InvalidRegion(ValueError):
+    """A region spec or persisted status that cannot be run; ``field`` is the CRD field at fault."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+    @classmethod
+    def from_native(cls, err: CrInvalidRegion) -> InvalidRegion:
+        field = _CRD_NAMES.get(err.field, err.field)
+        return cls(f"{field} {err.problem}", field)
+
+
 def _result(step: CrStep) -> StepResult:
     actions: list[Action] = []
     if step.clear_board:
@@ -210,8 +265,10 @@ class RegionMachine:
         self._base_status = status or ConsistentRegionStatus()
         try:
             self._native = self._build(spec, status)
+        except CrInvalidRegion as err:
+            raise InvalidRegion.from_native(err) from None
         except OverflowError as err:
-            raise CrInvalidRegion(f"region {spec.region_index}: a number is out of range ({err})") from None
+            raise InvalidRegion(f"region {spec.region_index}: a number is out of range ({err})") from None
         self.pes: tuple[int, ...] = tuple(self._native.pes)  # sorted, distinct
 
     @staticmethod
@@ -226,7 +283,7 @@ class RegionMachine:
             pes_in_region=spec.pes_in_region,
             operators_to_start_region_map=spec.operators_to_start_region_map,
             operators_to_trigger_map=spec.operators_to_trigger_map,
-            status=None if status is None else status.model_dump(mode="json", by_alias=True),
+            status=None if status is None else _native_status(status),
         )
 
     @property
@@ -244,12 +301,12 @@ class RegionMachine:
     def status(self) -> ConsistentRegionStatus:
         """The status to persist (conditions and observedGeneration carried over)."""
         wire: dict[str, Any] = self._base_status.to_wire()
-        wire.update(self._native.status())
+        wire.update(self.snapshot())
         return ConsistentRegionStatus.model_validate(wire)
 
     def snapshot(self) -> dict[str, Any]:
-        """The FSM's own fields, camelCase, without building a model (cheap, for logs and tools)."""
-        return self._native.status()
+        """The FSM's own fields, named as in the CRD, without building a model (cheap, for logs)."""
+        return {_CRD_NAMES[name]: value for name, value in self._native.status().items()}
 
     def gauges(self) -> dict[str, float]:
         return dict(zip(GAUGE_NAMES, self._native.gauges(), strict=True))
@@ -259,8 +316,7 @@ class RegionMachine:
         try:
             return _result(self._native.step(event.to_native(), now_ms))
         except CrRejected as err:
-            kind, message = err.args
-            raise EventRejected(kind, message) from None
+            raise EventRejected(err.kind, str(err)) from None
 
     def step_many(self, events: Iterable[Event], now_ms: int) -> list[StepResult | EventRejected]:
         """Apply events in order at one instant; refusals are returned, not raised."""
@@ -278,3 +334,9 @@ class RegionMachine:
         clone._native = self._native.copy()
         clone.pes = self.pes
         return clone
+
+
+def _native_status(status: ConsistentRegionStatus) -> dict[str, Any]:
+    """The persisted status keyed by the native FSM's names (what ``CrRegion(status=...)`` takes)."""
+    fields = status.model_dump(mode="json")
+    return {native: fields[field] for native, field in STATUS_FIELDS.items()}

@@ -17,7 +17,6 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from streams_k8s._native import CrInvalidRegion
 from streams_k8s.api.consistent_region import ConsistentRegionSpec, ConsistentRegionStatus
 from streams_k8s.consistent.fsm import (
     BlockingCheckpointDone,
@@ -26,6 +25,7 @@ from streams_k8s.consistent.fsm import (
     Event,
     EventRejected,
     Health,
+    InvalidRegion,
     RegionMachine,
     Reset,
     ResetDone,
@@ -142,7 +142,7 @@ def load_region(data: bytes | str, status: ConsistentRegionStatus | None = None)
         machine = RegionMachine(spec, status)
     except ValidationError as err:
         raise RegionFileError(_one_line(err)) from None
-    except CrInvalidRegion as err:
+    except InvalidRegion as err:
         raise RegionFileError(str(err)) from None
     if restarted:
         machine.step(Restarted(), REPLAY_NOW_MS)

@@ -35,7 +35,7 @@ class NameTable(Mapping[OperatorPortLabel, PePortLabel]):
         try:
             index = NameTableIndex.parse(text)
         except PropertiesError as err:
-            raise NameTableError(f"bad name table: {err.args[0]}") from err
+            raise NameTableError(f"bad name table: {err}") from err
         table = cls.__new__(cls)
         table._index = index
         return table
