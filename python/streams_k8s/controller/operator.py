@@ -47,6 +47,8 @@ from streams_k8s.k8s.controller import Requeue
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import ObjectKey, meta
+from streams_k8s.k8s.pod_addresses import PodsByAddress
+from streams_k8s.k8s.reviews import AccessReviewer, TokenReviewer
 
 SERVING_LABEL = "streams.ibm.com/serving"
 OPERATOR_POD_SELECTOR = "app.kubernetes.io/name=streams-k8s-operator"
@@ -137,6 +139,9 @@ async def setup(manager: Manager) -> InstanceOperator:
     if pod_name := os.environ.get("POD_NAME"):
         _serving_label(manager, pod_name, namespace)
 
+    # Who is at a request's address: PE pods may write on their job's API without credentials
+    # and get their job's bundle from the repository.
+    pods_by_address = PodsByAddress(pes.pods)
     rest = InstanceRestApi(
         client,
         jobs.jobs,
@@ -145,6 +150,9 @@ async def setup(manager: Manager) -> InstanceOperator:
         settings.namespace,
         jobs.parallel_regions,
         pes.pods_by_owner,
+        writers=pods_by_address,
+        tokens=TokenReviewer(client),
+        access=AccessReviewer(client),
     )
     fixed_host = os.environ.get("STREAMS_K8S_PE_NOTIFICATION_HOST")
     datagrams = PeDatagrams(
@@ -158,7 +166,7 @@ async def setup(manager: Manager) -> InstanceOperator:
     await runner.setup()
     site = web.TCPSite(runner, settings.bind_address, int(os.environ.get("STREAMS_K8S_API_PORT", API_PORT)))
     await site.start()
-    repository = BundleRepository(cache, namespace, pinned_by_pod(pes.pods, jobs.jobs))
+    repository = BundleRepository(cache, namespace, pinned_by_pod(pods_by_address, jobs.jobs))
     await repository.start(
         settings.bind_address, int(os.environ.get("STREAMS_K8S_REPOSITORY_PORT", REPOSITORY_PORT))
     )
