@@ -43,6 +43,11 @@ from streams_k8s.sandbox.store import Converter, ObjKey, Store, Watcher, view
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL_NAMES = {("", "namespaces"), ("", "services")}
+# RBAC objects are named by path segment (no "/" or "%", not "." or ".."): `system:auth-delegator`.
+_PATH_SEGMENT_NAMES = {
+    ("rbac.authorization.k8s.io", plural)
+    for plural in ("roles", "rolebindings", "clusterroles", "clusterrolebindings")
+}
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
@@ -316,6 +321,11 @@ class Registry:
             raise invalid(rt.kind, name if isinstance(name, str) else "", errors, rt.group)
 
     def _check_name(self, rt: ResourceType, name: str) -> None:
+        if rt.key in _PATH_SEGMENT_NAMES:
+            if name in (".", "..") or "/" in name or "%" in name:
+                message = f'Invalid value: "{name}": may not be "." or ".." and may not contain "/" or "%"'
+                raise invalid(rt.kind, name, [cause("metadata.name", message)], rt.group)
+            return
         if rt.key in _LABEL_NAMES:
             ok, limit, what = _DNS_LABEL.match(name), 63, "RFC 1123 label"
         else:

@@ -1,5 +1,6 @@
 """The HTTP face of the sandbox: Kubernetes REST paths, discovery, watch streams, request log,
-bearer-token auth and fault injection, on an aiohttp application."""
+bearer-token auth (``authn``), the review APIs (``authn``, ``rbac``) and fault injection, on an
+aiohttp application."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ import yaml
 from aiohttp import web
 
 from streams_k8s.sandbox import discovery
+from streams_k8s.sandbox.authn import Authenticator, Identity
 from streams_k8s.sandbox.errors import ApiError, bad_request, not_found
 from streams_k8s.sandbox.faults import Faults, RequestInfo
+from streams_k8s.sandbox.rbac import Authorizer
 from streams_k8s.sandbox.registry import APPLY_PATCH, Registry
 from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.selectors import LabelSelector, parse_field_selector
@@ -45,6 +48,10 @@ class RequestRecord:
     body: bytes
     status: int
     info: RequestInfo | None
+    user: str = ""  # who the request authenticated as (authn)
+
+
+_IDENTITY = web.RequestKey("identity", Identity)
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -105,6 +112,8 @@ class ApiServer:
         self.requests: deque[RequestRecord] = deque(maxlen=request_log_size)
         self.address = ""
         self.control: ControlHandler | None = None
+        self.authn = Authenticator(registry, token)
+        self.authz = Authorizer(registry)
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -135,14 +144,14 @@ class ApiServer:
                     body,
                     status,
                     info,
+                    request[_IDENTITY].user if _IDENTITY in request else "",
                 )
             )
 
     async def _dispatch(
         self, request: web.Request, info: RequestInfo | None, body: bytes
     ) -> web.StreamResponse:
-        if self.token is not None and request.headers.get("Authorization") != f"Bearer {self.token}":
-            raise ApiError(401, "Unauthorized")
+        request[_IDENTITY] = self.authn.authenticate(request.headers.get("Authorization"))
         path = request.path.rstrip("/") or "/"
         if path.startswith("/_sandbox/") and self.control is not None:
             return await self.control(path.removeprefix("/_sandbox/"), request)
@@ -210,6 +219,8 @@ class ApiServer:
         served = (*(("status",) if rt.status_subresource else ()), *(("scale",) if rt.scale else ()))
         if sub is not None and sub not in (*served, *rt.extra_subresources):
             raise not_found(f"{rt.plural}/{sub}", name or "", rt.group)
+        if rt.review or (rt.key == ("", "serviceaccounts") and sub == "token"):
+            return self._review(request, rt, info, body)
         if info.verb == "get":
             assert name is not None
             if sub == "scale":
@@ -306,6 +317,23 @@ class ApiServer:
             f"the server does not allow this method on the requested resource ({rt.plural})",
             reason="MethodNotAllowed",
         )
+
+    def _review(self, request: web.Request, rt: ResourceType, info: RequestInfo, body: bytes) -> web.Response:
+        """A create the server answers and never stores: TokenRequest and the reviews."""
+        if info.verb != "create" or (rt.review and info.name is not None):
+            raise ApiError(
+                405,
+                f"the server does not allow this method on the requested resource ({rt.plural})",
+                reason="MethodNotAllowed",
+            )
+        data = _decode(request, body)
+        if not rt.review:
+            assert info.name is not None
+            assert info.namespace is not None
+            return json_response(self.authn.token_request(info.namespace, info.name, data), 201)
+        if rt.kind == "TokenReview":
+            return json_response(self.authn.token_review(data), 201)
+        return json_response(self.authz.review(rt.kind, info.namespace, data, request[_IDENTITY]), 201)
 
     def _bind(self, rt: ResourceType, ns: str | None, name: str, binding: Any) -> dict[str, Any]:
         target = (binding or {}).get("target") or {}
