@@ -161,8 +161,8 @@ def write_guard(
                 if refused is not None:
                     return refused
             return await handler(request)
-        if request.method in _SAFE_METHODS:
-            return await handler(request)
+        if request.method in _SAFE_METHODS or request.match_info.http_exception is not None:
+            return await handler(request)  # a read, or no route: nothing can be written (404/405)
         refused = from_trusted_pod(request, target_of(request))
         return refused if refused is not None else await handler(request)
 
