@@ -10,7 +10,7 @@ import aiohttp
 import pytest
 
 from k8s_support import eventually_async
-from operator_support import SUBMITTED, free_port, job_manifest, operator, wait_for_phase
+from operator_support import SUBMITTED, as_pe, free_port, job_manifest, operator, wait_for_phase
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.controller import labels
 from streams_k8s.controller.kinds import CONFIGMAPS, HOSTPOOLS, JOBS, PARALLEL_REGIONS, PES, PODS
@@ -59,8 +59,8 @@ async def test_width_changes_refuse_the_job_and_keep_unchanged_pods(
         before = await pes_of(client, "wide")
         pods_before = await pods_of(client, "wide")
         url = f"{running.api}/api/state/job/wide/pr/{alias}/width"
-        async with aiohttp.ClientSession() as http:
-            for bad, status in ((0, 400), ("3", 400), (True, 400)):
+        async with as_pe(client, "wide", 0) as http:  # the runtime's call, from a PE of the job
+            for bad, status in ((0, 400), ("3", 400), (True, 400), (2**31, 400)):
                 async with http.put(url, json=bad) as answer:
                     assert answer.status == status
                     assert (await answer.json())["reason"] == "BadRequest"

@@ -51,3 +51,19 @@ async def client_with_token(sandbox: Sandbox, token: str, directory: Path) -> Ku
     """A client of the sandbox that presents ``token``."""
     path = write_kubeconfig(directory / f"kubeconfig-{abs(hash(token))}", sandbox.url, token)
     return await KubeClient.connect(str(path))
+
+
+CLUSTER_ROLE_BINDINGS = Resource(
+    "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False
+)
+
+
+async def admin_token(client: KubeClient, account: str = "test-admin") -> str:
+    """A token of a ServiceAccount bound to ``cluster-admin``: a client that may write anything."""
+    binding = {
+        "metadata": {"name": account},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": "default"}],
+    }
+    await client.create_if_absent(CLUSTER_ROLE_BINDINGS, binding)
+    return await token_for(client, account)
