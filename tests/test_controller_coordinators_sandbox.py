@@ -103,6 +103,18 @@ async def test_dedicated_coordinator_objects_and_checkpoints_end_to_end(
         # A deleted object comes back.
         await client.delete(SERVICES, api_service_name("cr"), "default")
         await eventually_async(lambda: _exists(client, SERVICES, api_service_name("cr")), within=10)
+        # So does the NetworkPolicy, deleted or opened to everyone.
+        policy_name = "cr-consistent-region-operator"
+        await client.delete(NETWORK_POLICIES, policy_name, "default")
+        await eventually_async(lambda: _exists(client, NETWORK_POLICIES, policy_name), within=10)
+        opened = {"spec": {"ingress": [{}]}}  # one empty rule: every source, every port
+        await client.patch(NETWORK_POLICIES, policy_name, opened, "default")
+
+        async def restored() -> bool:
+            current = await get_or_none(client, NETWORK_POLICIES, policy_name)
+            return current is not None and current["spec"] == policy["spec"]
+
+        await eventually_async(restored, within=10)
 
         # The generated region is operator-driven but declares no trigger operator (the
         # synthetic ADL's entries all say isTriggerOperator=false): its start operator plays one.

@@ -325,8 +325,9 @@ def coordinator_network_policy(
 
 def coordinator_rbac(namespace: str, service_account: str = SERVICE_ACCOUNT) -> list[dict[str, Any]]:
     """What every coordinator of a namespace may do: read its job's objects, write region and
-    operator status, record Events. Reviewing tokens is cluster-scoped: bind the service account
-    to the built-in ClusterRole ``system:auth-delegator`` too (``coordinator_auth_delegation``)."""
+    operator status, publish a shared job's EndpointSlice, record Events. Reviewing tokens
+    (TokenReview, SubjectAccessReview) is cluster-scoped: bind the service account to the
+    built-in ClusterRole ``system:auth-delegator`` too (``coordinator_auth_delegation``)."""
     rules = [
         {
             "apiGroups": ["streams.ibm.com"],
@@ -340,7 +341,11 @@ def coordinator_rbac(namespace: str, service_account: str = SERVICE_ACCOUNT) -> 
         },
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
         # Shared mode: the pool pod running a job publishes itself as its API Service's endpoint.
-        {"apiGroups": [""], "resources": ["endpoints"], "verbs": ["get", "create", "update"]},
+        {
+            "apiGroups": ["discovery.k8s.io"],
+            "resources": ["endpointslices"],
+            "verbs": ["get", "create", "update"],
+        },
         {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
     ]
     return [
@@ -366,7 +371,8 @@ def coordinator_rbac(namespace: str, service_account: str = SERVICE_ACCOUNT) -> 
 
 
 def coordinator_auth_delegation(namespace: str, service_account: str = SERVICE_ACCOUNT) -> dict[str, Any]:
-    """The ClusterRoleBinding that lets the namespace's coordinators create TokenReviews."""
+    """The ClusterRoleBinding that lets the namespace's coordinators create TokenReviews and
+    SubjectAccessReviews (to accept writes from clients presenting bearer tokens)."""
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRoleBinding",

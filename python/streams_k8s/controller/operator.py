@@ -33,7 +33,11 @@ from aiohttp import web
 
 from streams_k8s.controller.bundle_repository import REPOSITORY_PORT, BundleRepository, pinned_by_pod
 from streams_k8s.controller.bundles import BundleCache, BundleFetcher, DataReader
-from streams_k8s.controller.coordinators import CoordinatorObjectsController, CoordinatorObjectSettings
+from streams_k8s.controller.coordinators import (
+    CoordinatorObjectsController,
+    CoordinatorObjectSettings,
+    network_policies_served,
+)
 from streams_k8s.controller.job_controller import RETRY_FIRST_DELAY, JobController
 from streams_k8s.controller.kinds import CONFIGMAPS, PODS, SECRETS
 from streams_k8s.controller.node_placement import NodePlacementController
@@ -133,7 +137,9 @@ async def setup(manager: Manager) -> InstanceOperator:
     coordinators = CoordinatorObjectSettings.from_env()
     retry_delay = float(os.environ.get("STREAMS_K8S_RETRY_DELAY", RETRY_FIRST_DELAY))
     jobs = JobController(manager, fetcher, coordinators.mode, retry_delay)
-    CoordinatorObjectsController(manager, coordinators)
+    CoordinatorObjectsController(
+        manager, coordinators, network_policies=await network_policies_served(client)
+    )
     pes = PeController(manager)
     NodePlacementController(manager)
     if pod_name := os.environ.get("POD_NAME"):
