@@ -72,7 +72,7 @@ async def operator(
     if job_retry_delay is not None:
         monkeypatch.setenv("STREAMS_K8S_RETRY_DELAY", str(job_retry_delay))
     settings = RuntimeSettings(
-        kubeconfig=str(sandbox.kubeconfig_path),
+        kubeconfig=overrides.pop("kubeconfig", str(sandbox.kubeconfig_path)),
         namespace="default",
         bind_address="127.0.0.1",
         health_port=0,
