@@ -27,6 +27,20 @@ COORDINATOR_SVC = "consistent-region-operator"
 SERVICE_ACCOUNT = "streams-consistent-region"
 POOL_NAME = "streams-consistent-region-coordinators"
 HEALTH_PORT = 8081
+# The image's user (deploy/Dockerfile: USER 65532:65532), given so that runAsNonRoot can be checked.
+RUN_AS = 65532
+# Pod Security "restricted", for every pod these builders render.
+POD_SECURITY: Mapping[str, Any] = {
+    "runAsNonRoot": True,
+    "runAsUser": RUN_AS,
+    "runAsGroup": RUN_AS,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+CONTAINER_SECURITY: Mapping[str, Any] = {
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "capabilities": {"drop": ["ALL"]},
+}
 # The instance operator's pods (spec: Deployment streams-instance-operator).
 INSTANCE_OPERATOR_LABELS: Mapping[str, str] = {"app": "streams", "svc": "instance-operator"}
 
@@ -110,16 +124,12 @@ def _pod_spec(
         ],
         "livenessProbe": {"httpGet": {"path": "/healthz", "port": "health"}, **probe},
         "readinessProbe": {"httpGet": {"path": "/readyz", "port": "health"}, **probe},
-        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]},
-        },
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
+        "securityContext": dict(CONTAINER_SECURITY),
     }
     pod_spec: dict[str, Any] = {
         "serviceAccountName": service_account,
-        "securityContext": {"runAsNonRoot": True},
+        "securityContext": dict(POD_SECURITY),
         "containers": [container],
     }
     if pull_secret:
@@ -445,16 +455,12 @@ def pool_scheduler(
         ],
         "livenessProbe": {"httpGet": {"path": "/healthz", "port": "health"}, **probe},
         "readinessProbe": {"httpGet": {"path": "/readyz", "port": "health"}, **probe},
-        "resources": {"requests": {"cpu": "50m", "memory": "96Mi"}},
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]},
-        },
+        "resources": {"requests": {"cpu": "50m", "memory": "96Mi"}, "limits": {"memory": "384Mi"}},
+        "securityContext": dict(CONTAINER_SECURITY),
     }
     pod_spec: dict[str, Any] = {
         "serviceAccountName": name,
-        "securityContext": {"runAsNonRoot": True},
+        "securityContext": dict(POD_SECURITY),
         "containers": [container],
     }
     if pull_secret:

@@ -13,7 +13,7 @@ import ipaddress
 import random
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -58,6 +58,10 @@ _VIEWS: dict[tuple[str, str], tuple[Converter, Converter]] = {
     ("events.k8s.io", "events"): (event_conversion.to_core, event_conversion.from_core),
 }
 
+# An admission step (Pod Security): sees an object about to be stored (and the stored one on an
+# update); raises ApiError to refuse it.
+Admission = Callable[[ResourceType, dict[str, Any], dict[str, Any] | None], None]
+
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
@@ -83,6 +87,7 @@ class Registry:
         # The simulated kubelet turns this on: bound pods then terminate gracefully.
         self.graceful_pods = False
         self.watch_opened = asyncio.Event()  # set whenever a watch opens
+        self.admission: list[Admission] = []
         self._service_ips = ipaddress.ip_network("10.96.0.0/12").hosts()
         next(self._service_ips)  # 10.96.0.1 is the kubernetes service
         for rt in builtin_types():
@@ -263,6 +268,8 @@ class Registry:
         if rt.key == CRD_KEY:
             self._prepare_crd(obj)
         self._validate(rt, version, obj, None)
+        for admit in self.admission:
+            admit(rt, obj, None)
         obj = self._to_storage(rt, obj)
         if dry_run:
             return self.output(rt, obj, version)
@@ -498,6 +505,8 @@ class Registry:
         if rt.key == CRD_KEY:
             self._prepare_crd(new)
         self._validate(rt, version, new, old)
+        for admit in self.admission:
+            admit(rt, new, old)
         if rt.generation and _spec_of(new) != _spec_of(old):
             meta["generation"] = old["metadata"].get("generation", 1) + 1
         if new == old:

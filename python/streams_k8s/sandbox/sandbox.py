@@ -31,6 +31,7 @@ from streams_k8s.sandbox.pe_runtime import (
     RuntimeHooks,
     SimulatedPeRuntime,
 )
+from streams_k8s.sandbox.pod_security import PodSecurity
 from streams_k8s.sandbox.rbac import bootstrap as bootstrap_rbac
 from streams_k8s.sandbox.registry import CRD_KEY, Registry, clone
 from streams_k8s.sandbox.resources import ResourceType
@@ -93,6 +94,8 @@ class Sandbox:
                 if rt.group == group and version in rt.versions and group:
                     self.registry.unregister(rt.key)
         bootstrap_rbac(self.registry)
+        self.pod_security = PodSecurity(self.registry)
+        self.registry.admission.append(self.pod_security)
         self.faults = Faults(self.registry)
         self.gc = GarbageCollector(self.registry)
         self.server = ApiServer(

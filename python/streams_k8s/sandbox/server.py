@@ -26,6 +26,7 @@ from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.selectors import LabelSelector, parse_field_selector
 from streams_k8s.sandbox.store import Watcher
 from streams_k8s.sandbox.table import table
+from streams_k8s.sandbox.warnings import collecting, header_values
 
 _NAMESPACE_SUBRESOURCES = ("status", "finalize")
 _JSON = "application/json"
@@ -125,7 +126,11 @@ class ApiServer:
         info = parse_path(request.method, request.path, request.query)
         status = 500
         try:
-            response = await self._dispatch(request, info, body)
+            with collecting() as warnings:
+                response = await self._dispatch(request, info, body)
+            if warnings and not response.prepared:
+                for value in header_values(warnings):
+                    response.headers.add("Warning", value)
             status = response.status
             return response
         except ApiError as err:
