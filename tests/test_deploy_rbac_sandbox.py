@@ -1,6 +1,7 @@
-"""deploy/rbac.yaml grants the operator what it does, and no more than the brief's narrowing:
-the operator runs under its ServiceAccount's token against the sandbox, and every request it
-makes is checked against the RBAC it would have on a cluster (the sandbox's RBAC evaluator)."""
+"""The operator as deploy/ installs it: under its ServiceAccount's token, in a namespace that
+enforces Pod Security "restricted" (deploy/namespace.yaml's labels). Every request it makes is
+checked against the RBAC deploy/rbac.yaml gives it (the sandbox's RBAC evaluator), and the pods
+it has created, the job's PEs and its coordinator's, are admitted."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from tokens import token_for
 
 OPERATOR = "streams-k8s-operator"
 USER = f"system:serviceaccount:default:{OPERATOR}"
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+PODS = Resource("", "v1", "pods", "Pod")
 PLURALS = {"Role": "roles", "RoleBinding": "rolebindings", "ClusterRole": "clusterroles"}
 
 
@@ -40,10 +43,12 @@ async def install_operator_rbac(client: KubeClient) -> None:
 
 
 @pytest.mark.sandbox(nodes=3)
-async def test_every_request_of_the_operator_is_allowed_by_its_rbac(
+async def test_the_operator_as_deployed_is_allowed_every_request_and_its_pods_are_admitted(
     sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with await KubeClient.connect(str(sandbox.kubeconfig_path)) as client:
+        labels = yaml.safe_load((REPO / "deploy" / "namespace.yaml").read_text())["metadata"]["labels"]
+        await client.patch(NAMESPACES, "default", {"metadata": {"labels": labels}})
         await install_operator_rbac(client)
         token = await token_for(client, OPERATOR)
         kubeconfig = write_kubeconfig(tmp_path / "operator-kubeconfig", sandbox.url, token)
@@ -54,6 +59,11 @@ async def test_every_request_of_the_operator_is_allowed_by_its_rbac(
             await client.create(JOBS, job_manifest("ranked", bundle))
             await wait_for_phase(client, "ranked", *SUBMITTED)
             await sandbox.settle()
+            pods, _ = await client.list_all(PODS, "default")
+            kinds = sorted(p["metadata"]["labels"].get("svc") for p in pods)
+            status = (await client.get(JOBS, "ranked", "default"))["status"]
+            assert kinds.count("pe") == status["processingElements"]
+            assert "consistent-region-operator" in kinds  # the coordinator's Deployment made its pod
             await client.delete(JOBS, "ranked", "default")
             await sandbox.settle()
     made = [r for r in sandbox.requests if r.user == USER and r.info is not None]
