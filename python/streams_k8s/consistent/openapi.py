@@ -158,6 +158,17 @@ def _request(summary: str, body: str) -> dict[str, Any]:
     }
 
 
+def _server(url: str) -> dict[str, Any]:
+    """A server entry; the variables its URL template uses need defaults (OpenAPI 3)."""
+    meanings = {"job": ("job", "The Job's name."), "namespace": ("default", "The Job's namespace.")}
+    variables = {
+        name: {"default": default, "description": text}
+        for name, (default, text) in meanings.items()
+        if f"{{{name}}}" in url
+    }
+    return {"url": url, **({"variables": variables} if variables else {})}
+
+
 def document(server_url: str) -> dict[str, Any]:
     """The API description; paths are relative to `server_url`, which includes the base path."""
     state_enum = [
@@ -177,7 +188,7 @@ def document(server_url: str) -> dict[str, Any]:
             "version": "1",
             "description": "Checkpoint and reset coordination between PEs and their regions' FSMs.",
         },
-        "servers": [{"url": server_url}],
+        "servers": [_server(server_url)],
         "paths": {
             "/pe/{pe}": {
                 "get": {
