@@ -18,8 +18,10 @@ is the hook that answers consistent-region drains and resets.
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import logging
+import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -50,14 +52,23 @@ class PeIdentity:
     address: str = ""  # the pod's IP: where its calls come from
 
 
+@functools.cache
+def _bindable(address: str) -> bool:
+    """Whether connections can leave from ``address`` (all of 127.0.0.0/8 on Linux)."""
+    try:
+        if not ipaddress.ip_address(address).is_loopback:
+            return False
+        with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET) as probe:
+            probe.bind((address, 0))
+    except (ValueError, OSError):
+        return False
+    return True
+
+
 def session_from(address: str, timeout: aiohttp.ClientTimeout) -> aiohttp.ClientSession:
     """An HTTP session whose connections leave from ``address`` when this host has it (the
     sandbox's pod addresses are loopback ones), else from wherever the system picks."""
-    try:
-        local = ipaddress.ip_address(address).is_loopback
-    except ValueError:
-        local = False
-    connector = aiohttp.TCPConnector(local_addr=(address, 0)) if local else None
+    connector = aiohttp.TCPConnector(local_addr=(address, 0)) if _bindable(address) else None
     return aiohttp.ClientSession(timeout=timeout, connector=connector)
 
 
