@@ -12,23 +12,8 @@ from aiohttp import web
 
 from streams_k8s.k8s.pod_addresses import PodsByAddress
 from streams_k8s.k8s.reviews import Access, Decision, Review
-from streams_k8s.k8s.store import Store
 from streams_k8s.k8s.write_guard import WriteTarget, write_guard
-
-
-class Pods:
-    """What PodsByAddress reads of an informer: its store and its event handlers."""
-
-    def __init__(self) -> None:
-        self.store = Store()
-        self.handlers: list[Any] = []
-
-    def add_handler(self, handler: Any) -> None:
-        self.handlers.append(handler)
-
-    def event(self, kind: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-        for handler in self.handlers:
-            handler(kind, old, new)
+from test_controller_pods_by_owner import Pods
 
 
 def pod(job: str, ip: str = "127.0.0.1", phase: str = "Running") -> dict[str, Any]:
