@@ -108,13 +108,21 @@ class ApiServer:
     ) -> None:
         self.registry = registry
         self.faults = faults
-        self.token = token
+        self.authn = Authenticator(registry, token)
         self.bookmark_interval = bookmark_interval
         self.requests: deque[RequestRecord] = deque(maxlen=request_log_size)
         self.address = ""
         self.control: ControlHandler | None = None
-        self.authn = Authenticator(registry, token)
         self.authz = Authorizer(registry)
+
+    @property
+    def token(self) -> str | None:
+        """The sandbox's own token (None: open); set it to rotate (tests do)."""
+        return self.authn.admin_token
+
+    @token.setter
+    def token(self, value: str | None) -> None:
+        self.authn.admin_token = value
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
