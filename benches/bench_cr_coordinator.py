@@ -9,7 +9,7 @@ Run: pytest benches/bench_cr_coordinator.py --benchmark-enable --benchmark-group
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +22,10 @@ from streams_k8s.api.consistent_region import ConsistentRegionSpec, ConsistentRe
 from streams_k8s.consistent.fsm import Health, NotificationType, Notify, RegionMachine, TimerFired, TimerKind
 from streams_k8s.consistent.local import LocalCoordinator
 from streams_k8s.consistent.rest import BASE_PATH, consistent_region_api
+from streams_k8s.k8s.client import Resource
+from streams_k8s.sandbox.pe_runtime import session_from
+
+PODS = Resource("", "v1", "pods", "Pod")
 
 PES = 100
 PUTS = 2_000
@@ -108,13 +112,17 @@ def rig() -> Iterator[Rig]:
     loop.close()
 
 
-async def _put_many(session: aiohttp.ClientSession, base: str, n: int, coordinator: LocalCoordinator) -> None:
-    """n checkpoint PUTs, CONCURRENCY in flight, then until the coordinator has judged them all."""
+async def _put_many(
+    session_of: Callable[[int], aiohttp.ClientSession], base: str, n: int, coordinator: LocalCoordinator
+) -> None:
+    """n checkpoint PUTs (each from its PE's session), CONCURRENCY in flight, then until the
+    coordinator has judged them all."""
     sem = asyncio.Semaphore(CONCURRENCY)
 
     async def one(i: int) -> None:
-        async with sem, session.put(f"{base}/region/0/pe/{i % PES}/checkpoint", data=b"999") as resp:
-            assert resp.status == 204
+        pe = i % PES
+        async with sem, session_of(pe).put(f"{base}/region/0/pe/{pe}/checkpoint", data=b"999") as resp:
+            assert resp.status == 204, await resp.text()
 
     await asyncio.gather(*(one(i) for i in range(n)))
     await coordinator.idle()
@@ -125,7 +133,10 @@ def test_progress_puts(benchmark: Any, rig: Rig) -> None:
     """2,000 checkpoint PUTs (32 in flight), each queued, answered 204 and judged by the FSM."""
     before = rig.coordinator.rejected
     benchmark.pedantic(
-        lambda: rig.loop.run_until_complete(_put_many(rig.session, rig.base, PUTS, rig.coordinator)), rounds=5
+        lambda: rig.loop.run_until_complete(
+            _put_many(lambda pe: rig.session, rig.base, PUTS, rig.coordinator)
+        ),
+        rounds=5,
     )
     refused = rig.coordinator.rejected - before  # not draining: every report refused, harmlessly
     assert refused > 0
@@ -162,7 +173,7 @@ def test_checkpoint_round_100_pes(benchmark: Any, rig: Rig) -> None:
 class KubeRig:
     loop: asyncio.AbstractEventLoop
     coordinator: Any  # streams_k8s.consistent.coordinator.Coordinator
-    session: aiohttp.ClientSession
+    sessions: list[aiohttp.ClientSession]  # one per PE, from its pod's address
     base: str
     resumed: asyncio.Event = field(default_factory=asyncio.Event)
     resumed_seq: int = 0  # highest sequence id a resumeSubmission hint carried
@@ -185,7 +196,7 @@ class InstantPes(asyncio.DatagramProtocol):
             pe = r.drained % PES
             r.drained += 1
             seq = note["message"].removeprefix("seqId=").encode()
-            task = asyncio.create_task(_report_to(r.session, r.base, pe, seq))
+            task = asyncio.create_task(_report_to(r.sessions[pe], r.base, pe, seq))
             r.reports.add(task)
             task.add_done_callback(r.reports.discard)
         elif note["type"] == NotificationType.RESUME_SUBMISSION.value:
@@ -194,6 +205,22 @@ class InstantPes(asyncio.DatagramProtocol):
             if seq > r.resumed_seq:
                 r.resumed_seq = seq
                 r.resumed.set()
+
+
+def pe_address(pe: int) -> str:
+    return f"127.245.{pe // 250}.{pe % 250 + 1}"
+
+
+def pe_pod(pe: int) -> dict[str, Any]:
+    """A running PE pod of the benchmark's job, at its loopback address."""
+    labels = {"app": "streams", "svc": "pe", "streams.ibm.com/cr": "true", "streams.ibm.com/job": "bench"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"bench-{pe}", "labels": {**labels, "streams.ibm.com/pe": str(pe)}},
+        "spec": {"containers": [{"name": "pe", "image": "streams-runtime"}]},
+        "status": {"phase": "Running", "podIP": pe_address(pe), "podIPs": [{"ip": pe_address(pe)}]},
+    }
 
 
 async def _report_to(session: aiohttp.ClientSession, base: str, pe: int, seq: bytes) -> None:
@@ -260,13 +287,20 @@ def kube_rig() -> Iterator[KubeRig]:
                 "spec": spec,
             },
         )
+        # The PE pods (never started: simulate=False), at loopback addresses the PEs' PUTs leave
+        # from, as the coordinator admits writes only from the job's own PE pods.
+        for pe in range(PES):
+            pod = pe_pod(pe)
+            await manager.client.create(PODS, pod, "default")
+            status = {"status": pod["status"]}
+            await manager.client.patch(PODS, pod["metadata"]["name"], status, "default", subresource="status")
         task = asyncio.create_task(manager.run(handle_signals=False))
         async with asyncio.timeout(10):
-            while not coordinator.jobs:  # noqa: ASYNC110 - the coordinator takes the job on its own
+            while not coordinator.jobs or len(coordinator.pods.store.select()) < PES:  # noqa: ASYNC110
                 await asyncio.sleep(0.01)
-        session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=CONCURRENCY))
+        sessions = [session_from(pe_address(pe), aiohttp.ClientTimeout(total=30)) for pe in range(PES)]
         rig = holder["rig"] = KubeRig(
-            loop, coordinator, session, f"http://127.0.0.1:{coordinator.api_port}{BASE_PATH}"
+            loop, coordinator, sessions, f"http://127.0.0.1:{coordinator.api_port}{BASE_PATH}"
         )
         # No PE objects here: the region is declared healthy directly, as its PEs would make it.
         rig.local.submit(0, Health(True, True))
@@ -281,7 +315,8 @@ def kube_rig() -> Iterator[KubeRig]:
         manager.stop()
         await task
         transport.close()
-        await holder["rig"].session.close()
+        for session in holder["rig"].sessions:
+            await session.close()
         await sandbox.stop()
 
     loop.run_until_complete(stop())
@@ -294,7 +329,7 @@ def test_sandbox_progress_puts(benchmark: Any, kube_rig: KubeRig) -> None:
     before = kube_rig.local.rejected
     r = kube_rig
     benchmark.pedantic(
-        lambda: r.loop.run_until_complete(_put_many(r.session, r.base, PUTS, r.local)), rounds=5
+        lambda: r.loop.run_until_complete(_put_many(r.sessions.__getitem__, r.base, PUTS, r.local)), rounds=5
     )
     assert kube_rig.local.rejected - before > 0
     benchmark.extra_info["puts"] = PUTS

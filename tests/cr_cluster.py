@@ -18,7 +18,7 @@ from aiohttp import web
 
 from streams_k8s.consistent.coordinator import (
     CONSISTENT_REGIONS,
-    ENDPOINTS,
+    ENDPOINT_SLICES,
     PROCESSING_ELEMENTS,
     REGION_OPERATORS,
     Coordinator,
@@ -30,8 +30,9 @@ from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.settings import RuntimeSettings
+from streams_k8s.k8s.write_guard import peer
 from streams_k8s.sandbox import Sandbox
-from streams_k8s.sandbox.pe_runtime import PeIdentity
+from streams_k8s.sandbox.pe_runtime import PeIdentity, session_from
 
 PODS = Resource("", "v1", "pods", "Pod")
 NAMESPACE = "default"
@@ -269,7 +270,6 @@ class JobServiceRouter:
     def __init__(self, client: KubeClient) -> None:
         self.client = client
         self._runner: web.AppRunner | None = None
-        self._http: aiohttp.ClientSession | None = None
         self.url = ""
 
     async def start(self) -> JobServiceRouter:
@@ -279,29 +279,32 @@ class JobServiceRouter:
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", 0).start()
         self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
-        self._http = aiohttp.ClientSession()
         return self
 
     async def endpoint(self, namespace: str, job: str) -> tuple[str, int] | None:
-        """(pod name, API port) the job's API Service points at."""
+        """(pod name, API port) the job's API Service points at (its EndpointSlice)."""
         try:
-            endpoints = await self.client.get(ENDPOINTS, api_service_name(job), namespace)
+            endpoint_slice = await self.client.get(ENDPOINT_SLICES, api_service_name(job), namespace)
         except ApiError:
             return None
-        for subset in endpoints.get("subsets") or ():
-            ports = {p["name"]: p["port"] for p in subset.get("ports") or ()}
-            for address in subset.get("addresses") or ():
-                return address["targetRef"]["name"], ports["sys-api"]
+        ports = {p["name"]: p["port"] for p in endpoint_slice.get("ports") or ()}
+        for endpoint in endpoint_slice.get("endpoints") or ():
+            return endpoint["targetRef"]["name"], ports["sys-api"]
         return None
 
     async def _forward(self, request: web.Request) -> web.Response:
-        assert self._http is not None
         endpoint = await self.endpoint(request.match_info["namespace"], request.match_info["job"])
         if endpoint is None:
             return web.Response(status=503, text="the job's API Service has no endpoint")
         url = f"http://127.0.0.1:{endpoint[1]}{request.rel_url}"
+        # As a Service does, the caller's address reaches the pod (the coordinator trusts PE pods
+        # by it): the forwarded connection leaves from it.
+        timeout = aiohttp.ClientTimeout(total=10)
         try:
-            async with self._http.request(request.method, url, data=await request.read()) as answer:
+            async with (
+                session_from(peer(request), timeout) as http,
+                http.request(request.method, url, data=await request.read()) as answer,
+            ):
                 return web.Response(
                     status=answer.status, body=await answer.read(), content_type=answer.content_type
                 )
@@ -309,7 +312,5 @@ class JobServiceRouter:
             return web.Response(status=503, text=str(err))
 
     async def close(self) -> None:
-        if self._http is not None:
-            await self._http.close()
         if self._runner is not None:
             await self._runner.cleanup()

@@ -13,16 +13,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from k8s_support import eventually_async
-from streams_k8s.controller.kinds import JOBS
+from streams_k8s.controller import labels
+from streams_k8s.controller.kinds import JOBS, PODS
 from streams_k8s.controller.operator import InstanceOperator, setup
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.settings import RuntimeSettings
 from streams_k8s.sandbox import Sandbox
+from streams_k8s.sandbox.pe_runtime import session_from
 
 # Every child created; Running as well once the PE controller has the pods ready.
 SUBMITTED = ("Submitted", "Running")
@@ -69,7 +72,7 @@ async def operator(
     if job_retry_delay is not None:
         monkeypatch.setenv("STREAMS_K8S_RETRY_DELAY", str(job_retry_delay))
     settings = RuntimeSettings(
-        kubeconfig=str(sandbox.kubeconfig_path),
+        kubeconfig=overrides.pop("kubeconfig", str(sandbox.kubeconfig_path)),
         namespace="default",
         bind_address="127.0.0.1",
         health_port=0,
@@ -157,3 +160,27 @@ async def drop_job_name_rules(client: KubeClient) -> None:
     crd = await client.get(CRDS, "streamsjobs.streams.ibm.com")
     crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"].pop("x-kubernetes-validations")
     await client.replace(CRDS, crd)
+
+
+async def pe_pod_address(client: KubeClient, job: str, pe: int, namespace: str = "default") -> str:
+    """The address of the PE's running pod (a loopback address in the sandbox)."""
+    found: list[str] = []
+
+    async def running() -> bool:
+        selector = f"{labels.JOB}={job},{labels.PE}={pe}"
+        pods, _ = await client.list_all(PODS, namespace, label_selector=selector)
+        found[:] = [p["status"]["podIP"] for p in pods if (p.get("status") or {}).get("podIP")]
+        return bool(found)
+
+    await eventually_async(running, within=15)
+    return found[0]
+
+
+@asynccontextmanager
+async def as_pe(
+    client: KubeClient, job: str, pe: int, namespace: str = "default"
+) -> AsyncIterator[aiohttp.ClientSession]:
+    """An HTTP session that calls from the PE's pod, as the Streams runtime in it would."""
+    address = await pe_pod_address(client, job, pe, namespace)
+    async with session_from(address, aiohttp.ClientTimeout(total=10)) as session:
+        yield session

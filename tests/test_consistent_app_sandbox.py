@@ -10,12 +10,12 @@ import tarfile
 import zipfile
 from typing import Any
 
-import aiohttp
 import pytest
 from lxml import etree
 
 from cr_cluster import ConnectivityToPeStatus, CoordinatorPod, JobWorld, dedicated
 from k8s_support import eventually_async
+from operator_support import as_pe
 from repo_paths import SHARED_TESTDATA
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.sandbox import Sandbox
@@ -95,7 +95,6 @@ async def test_operator_driven_checkpoints_then_a_pe_failure_resets_to_the_last(
     async with (
         Sandbox(pe_reporter=operator, pe_hooks=participant) as sb,
         await KubeClient.connect(str(sb.kubeconfig_path)) as client,
-        aiohttp.ClientSession() as http,
     ):
         operator.client = client
         pod = await CoordinatorPod(sb, dedicated("consistent")).start()
@@ -103,8 +102,9 @@ async def test_operator_driven_checkpoints_then_a_pe_failure_resets_to_the_last(
         world = JobWorld(client, "consistent", app_regions)
         api = f"{pod.url}/api/consistentregion/region/0"
 
-        async def put(path: str, body: Any) -> None:
-            async with http.put(f"{api}{path}", json=body) as answer:
+        async def put(path: str, body: Any, pe: int) -> None:
+            """From the PE's pod, as its runtime calls."""
+            async with as_pe(client, "consistent", pe) as http, http.put(f"{api}{path}", json=body) as answer:
                 assert answer.status == 204, await answer.text()
 
         async def state_is(*states: str) -> bool:
@@ -114,9 +114,10 @@ async def test_operator_driven_checkpoints_then_a_pe_failure_resets_to_the_last(
             await world.create()
             await eventually_async(lambda: state_is("PROCESSING"), within=15)
             for seq in (1, 2):  # Beat triggers a drain; the markers reach every PE, which checkpoint
-                await put("/drain", {"request": {"seqId": str(seq), "operator": "Beat"}})
-                for pe in app_regions[0]["pesInRegion"]:
-                    await put(f"/pe/{pe}/checkpoint", seq)
+                pes = app_regions[0]["pesInRegion"]
+                await put("/drain", {"request": {"seqId": str(seq), "operator": "Beat"}}, pes[0])
+                for pe in pes:
+                    await put(f"/pe/{pe}/checkpoint", seq, pe)
 
                 async def checkpointed(seq: int = seq) -> bool:
                     status = await world.status(0)

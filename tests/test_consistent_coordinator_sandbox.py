@@ -4,6 +4,7 @@ the ConsistentRegion status subresource over HTTP."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -14,10 +15,12 @@ import pytest
 
 from cr_cluster import ConnectivityToPeStatus, CoordinatorPod, JobWorld, dedicated, region_spec
 from k8s_support import eventually_async
+from operator_support import as_pe
 from streams_k8s.consistent.coordinator import CONSISTENT_REGIONS
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
+from tokens import allow_job_updates, token_for
 
 
 @dataclass
@@ -46,15 +49,22 @@ class Scene:
         self.pod = await CoordinatorPod(self.sandbox, self.pod.settings).start()
         self.participant.base_url = self.pod.url
 
-    async def put(self, path: str, body: Any) -> int:
+    async def put(self, path: str, body: Any, pe: int | None = 1, token: str | None = None) -> int:
+        """PUT from the pod of ``pe`` (None: from outside the job), with ``token`` if given."""
         url = f"{self.pod.url}/api/consistentregion{path}"
-        async with aiohttp.ClientSession() as http, http.put(url, json=body) as answer:
-            return answer.status
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async with contextlib.AsyncExitStack() as stack:
+            if pe is None:
+                http = await stack.enter_async_context(aiohttp.ClientSession())
+            else:
+                http = await stack.enter_async_context(as_pe(self.client, "j", pe))
+            async with http.put(url, json=body, headers=headers) as answer:
+                return answer.status
 
 
 @contextlib.asynccontextmanager
 async def scene(
-    regions: dict[int, dict[str, Any]], participant: ConsistentRegionParticipant
+    regions: dict[int, dict[str, Any]], participant: ConsistentRegionParticipant, **settings: Any
 ) -> AsyncIterator[Scene]:
     operator = ConnectivityToPeStatus()
     async with (
@@ -62,7 +72,7 @@ async def scene(
         await KubeClient.connect(str(sb.kubeconfig_path)) as client,
     ):
         operator.client = client
-        pod = await CoordinatorPod(sb, dedicated("j")).start()
+        pod = await CoordinatorPod(sb, dedicated("j", **settings)).start()
         participant.base_url = pod.url
         world = JobWorld(client, "j", regions)
         await world.create()
@@ -134,6 +144,27 @@ async def test_max_reset_attempts_reached_then_a_forced_reset_recovers() -> None
         assert await s.put("/region/0/reset", {"request": {"force": "true"}}) == 204
         await s.until(0, processing)
         assert participant.seen[-1].type == "resumeSubmission"
+
+
+async def test_only_the_jobs_pe_pods_or_an_authorized_token_may_reset_a_region() -> None:
+    """The fuzzer's attack: unauthenticated resets drove a region to MAXIMUM_RESET_ATTEMPTS_REACHED."""
+    participant = ConsistentRegionParticipant("", poll_interval=0.02)
+    spec = region_spec(0, [1, 2], period=30.0, resetTimeout=0.3, maxConsecutiveResetAttempts=1)
+    async with scene({0: spec}, participant, token_review=True) as s:
+        await s.until(0, processing)
+        participant.skip_resets = 10_000  # a reset would never complete
+        reset = {"request": {"force": "true"}}
+        assert await s.put("/region/0/reset", reset, pe=None) == 401
+        assert await s.put("/region/0/pe/2/checkpoint", 1, pe=1) == 403  # PE 1 reporting for PE 2
+        assert await s.put("/region/0/reset", reset, pe=None, token="forged") == 401
+        token = await token_for(s.client, "cli")
+        assert await s.put("/region/0/reset", reset, pe=None, token=token) == 403
+        await asyncio.sleep(0.5)
+        assert (await s.status())["state"] == "PROCESSING"  # none of them reached the FSM
+        await allow_job_updates(s.client, "editor", "j")
+        allowed = await token_for(s.client, "editor")
+        assert await s.put("/region/0/reset", reset, pe=None, token=allowed) == 204
+        await s.until(0, lambda st: st.get("state") in ("RESETTING", "MAXIMUM_RESET_ATTEMPTS_REACHED"))
 
 
 async def test_a_restarted_coordinator_resumes_from_the_status_and_forces_a_reset(periodic: Scene) -> None:

@@ -140,6 +140,10 @@ def test_the_rbac_covers_the_coordinators_calls() -> None:
     rules = objects[1]["rules"]
     granted = {(r, v) for rule in rules for r in rule["resources"] for v in rule["verbs"]}
     assert {("streamscrs/status", "patch"), ("streamscros/status", "patch"), ("pods", "watch")} <= granted
+    # a shared job's runner is published as an EndpointSlice, never as core Endpoints
+    slices = next(rule for rule in rules if "endpointslices" in rule["resources"])
+    assert slices["apiGroups"] == ["discovery.k8s.io"]
+    assert not any(r == "endpoints" for rule in rules for r in rule["resources"])
     assert coordinator_auth_delegation("ns")["roleRef"]["name"] == "system:auth-delegator"
 
 

@@ -31,7 +31,7 @@ from cr_cluster import (
 from k8s_support import eventually_async
 from streams_k8s.api.consistent_region import ConsistentRegionOperator, VReplicaPlacement
 from streams_k8s.consistent.assignment import runner_of
-from streams_k8s.consistent.coordinator import CONSISTENT_REGIONS, ENDPOINTS, POOL_LABELS
+from streams_k8s.consistent.coordinator import CONSISTENT_REGIONS, ENDPOINT_SLICES, POOL_LABELS
 from streams_k8s.consistent.manifests import POOL_NAME, coordinator_pool, coordinator_service
 from streams_k8s.consistent.pool import PoolSettings, setup
 from streams_k8s.k8s.client import KubeClient, Resource
@@ -179,13 +179,16 @@ class SharedPool:
     async def endpoint_owner(self, job: str) -> str | None:
         """The pool pod the job's API Service points at."""
         try:
-            endpoints = await self.client.get(ENDPOINTS, f"streams-{job}-consistentregion-api", NAMESPACE)
+            found = await self.client.get(ENDPOINT_SLICES, f"streams-{job}-consistentregion-api", NAMESPACE)
         except ApiError as exc:
             if exc.not_found:
                 return None
             raise
-        addresses = (endpoints.get("subsets") or [{}])[0].get("addresses") or [{}]
-        return addresses[0].get("targetRef", {}).get("name")
+        labels = found["metadata"]["labels"]
+        assert labels["kubernetes.io/service-name"] == f"streams-{job}-consistentregion-api"
+        assert labels["endpointslice.kubernetes.io/managed-by"] != "endpointslice-controller.k8s.io"
+        endpoints = found.get("endpoints") or [{}]
+        return endpoints[0].get("targetRef", {}).get("name")
 
     async def pool_pods(self) -> dict[str, dict[str, Any]]:
         items, _ = await self.client.list_all(PODS, NAMESPACE, label_selector=POOL_SELECTOR)

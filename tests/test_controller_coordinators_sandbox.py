@@ -9,12 +9,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 
 from cr_cluster import CoordinatorPod, dedicated
 from k8s_support import eventually_async
-from operator_support import SUBMITTED, free_port, job_manifest, operator, wait_for_phase
+from operator_support import SUBMITTED, as_pe, free_port, job_manifest, operator, wait_for_phase
 from streams_k8s import __version__
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.consistent.coordinator import api_service_name
@@ -106,6 +105,18 @@ async def test_dedicated_coordinator_objects_and_checkpoints_end_to_end(
         # A deleted object comes back.
         await client.delete(SERVICES, api_service_name("cr"), "default")
         await eventually_async(lambda: _exists(client, SERVICES, api_service_name("cr")), within=10)
+        # So does the NetworkPolicy, deleted or opened to everyone.
+        policy_name = "cr-consistent-region-operator"
+        await client.delete(NETWORK_POLICIES, policy_name, "default")
+        await eventually_async(lambda: _exists(client, NETWORK_POLICIES, policy_name), within=10)
+        opened = {"spec": {"ingress": [{}]}}  # one empty rule: every source, every port
+        await client.patch(NETWORK_POLICIES, policy_name, opened, "default")
+
+        async def restored() -> bool:
+            current = await get_or_none(client, NETWORK_POLICIES, policy_name)
+            return current is not None and current["spec"] == policy["spec"]
+
+        await eventually_async(restored, within=10)
 
         # The generated region is operator-driven but declares no trigger operator (the
         # synthetic ADL's entries all say isTriggerOperator=false): its start operator plays one.
@@ -126,23 +137,25 @@ async def test_dedicated_coordinator_objects_and_checkpoints_end_to_end(
 
             await eventually_async(lambda: state("PROCESSING"), within=15)
             api = f"{coordinator.url}/api/consistentregion/region/0"
-            async with aiohttp.ClientSession() as http:
 
-                async def put(path: str, body: Any) -> None:
-                    async with http.put(f"{api}{path}", json=body) as answer:
-                        assert answer.status == 204, await answer.text()
+            async def put(path: str, body: Any, pe: int) -> None:
+                """From the PE's pod, as its runtime calls."""
+                async with as_pe(client, "cr", pe) as http, http.put(f"{api}{path}", json=body) as answer:
+                    assert answer.status == 204, await answer.text()
 
-                for seq in (1, 2):  # the trigger drains; its markers reach every PE, which checkpoint
-                    await put("/drain", {"request": {"seqId": str(seq), "operator": trigger}})
-                    for pe in region["pesInRegion"]:
-                        await put(f"/pe/{pe}/checkpoint", seq)
+            for seq in (1, 2):  # the trigger drains; its markers reach every PE, which checkpoint
+                await put(
+                    "/drain", {"request": {"seqId": str(seq), "operator": trigger}}, region["pesInRegion"][0]
+                )
+                for pe in region["pesInRegion"]:
+                    await put(f"/pe/{pe}/checkpoint", seq, pe)
 
-                    async def checkpointed(seq: int = seq) -> bool:
-                        obj = await client.get(CONSISTENT_REGIONS, "cr-cr0", "default")
-                        status = obj.get("status") or {}
-                        return status.get("lastCompletedSeqID") == seq and status.get("state") == "PROCESSING"
+                async def checkpointed(seq: int = seq) -> bool:
+                    obj = await client.get(CONSISTENT_REGIONS, "cr-cr0", "default")
+                    status = obj.get("status") or {}
+                    return status.get("lastCompletedSeqID") == seq and status.get("state") == "PROCESSING"
 
-                    await eventually_async(checkpointed, within=15)
+                await eventually_async(checkpointed, within=15)
         finally:
             await coordinator.stop()
 

@@ -86,7 +86,13 @@ def test_pod_shape_security_probe_and_ports() -> None:
     manifest = pod()
     spec = manifest["spec"]
     assert spec["restartPolicy"] == "Never"
-    assert spec["securityContext"] == {"runAsUser": 2098, "runAsGroup": 2015}
+    assert spec["securityContext"] == {
+        "runAsUser": 2098,
+        "runAsGroup": 2015,
+        "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    assert spec["automountServiceAccountToken"] is False
     assert spec["dnsConfig"] == {"options": [{"name": "single-request-reopen"}]}
     container = spec["containers"][0]
     assert container["name"] == "pe"
@@ -109,7 +115,10 @@ def test_pod_shape_security_probe_and_ports() -> None:
     iana = re.compile(r"^(?=.{1,15}$)(?=.*[a-z])[a-z0-9]+(-[a-z0-9]+)*$")
     assert all(iana.match(p["name"]) for p in container["ports"])
     assert container["resources"] == {"requests": {"cpu": "100m", "memory": "128Mi"}}
-    assert "securityContext" not in container
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+    }
     assert mounts_of(manifest) == {
         "pe-config-volume": "/etc/config/pe",
         "job-config-volume": "/etc/config/job",
@@ -161,10 +170,13 @@ def test_pod_names_are_deterministic_per_launch() -> None:
 def test_valgrind_forces_debug_image_and_capabilities() -> None:
     container = pod(pe=make_pe(runWithValgrind=True, buildType="release"))["spec"]["containers"][0]
     assert container["image"].endswith("streams-runtime:6.debug")
-    assert container["securityContext"] == {"capabilities": {"add": ["SYS_ADMIN", "SYS_PTRACE"]}}
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"], "add": ["SYS_PTRACE"]},  # never SYS_ADMIN
+    }
     assert env_of({"spec": {"containers": [container]}})["STREAMS_PE_USE_VALGRIND"] == "true"
     ptrace = pod(pe=make_pe(allowPtrace=True))["spec"]["containers"][0]
-    assert ptrace["securityContext"]["capabilities"]["add"] == ["SYS_ADMIN", "SYS_PTRACE"]
+    assert ptrace["securityContext"]["capabilities"]["add"] == ["SYS_PTRACE"]
     assert ptrace["image"].endswith(":6.release")
 
 

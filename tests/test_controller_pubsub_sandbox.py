@@ -24,6 +24,7 @@ from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.events import EVENTS
 from streams_k8s.sandbox import Sandbox
+from tokens import admin_token
 
 EXPORTER = SyntheticSpec(
     name="pub::Exporter",
@@ -65,8 +66,11 @@ async def client(sandbox: Sandbox) -> AsyncIterator[KubeClient]:
 
 
 @pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
+async def http(client: KubeClient) -> AsyncIterator[aiohttp.ClientSession]:
+    """A client whose token's user may write on every job (the PE pods' own calls are the
+    simulated runtime's; these tests edit subscriptions as a tool would)."""
+    token = await admin_token(client)
+    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {token}"}) as session:
         yield session
 
 
@@ -250,6 +254,16 @@ async def test_generated_exporter_and_importer_jobs_subscribe(
                 b"</importedStreams>",
                 400,
             ),
+            # a filter that could not be read back (the runtime's lookup answered a plain-text 500)
+            ("PUT", f"{base}/import/{imp_spec['portId']}/filter", b"price > 1\x01", 400),
+            ("PUT", f"{base}/import/{imp_spec['portId']}/filter", b"(price > 1", 400),
+            ("PUT", f"{base}/import/{imp_spec['portId']}/filter", b"x" * (9 * 1024), 400),
+            (
+                "PUT",
+                f"{base}/import/{imp_spec['portId']}/streams",
+                b'<importedStreams filter="a &#9;&amp;&amp; (b"/>',
+                400,
+            ),
         ):
             status, answer = await call(http, method, url, body)
             assert status == code, (method, url, answer)
@@ -288,6 +302,21 @@ async def test_generated_exporter_and_importer_jobs_subscribe(
             b"</streamProperties>",
         )
         assert status == 409, answer
+        for bad in (
+            b'<streamProperty name="kind" type="blob"><value>x</value></streamProperty>',  # no SPL type
+            b'<streamProperty name="kind" type="int64"><value>many</value></streamProperty>',
+            b'<streamProperty name="kind" type="rstring"><value>a</value><value>b</value></streamProperty>',
+        ):
+            status, answer = await call(http, "PATCH", f"{prop_url}/property/kind", bad)
+            assert (status, answer["message"].startswith("property 'kind'")) == (400, True), answer
+        status, answer = await call(
+            http,
+            "PATCH",
+            f"{prop_url}/properties",
+            b'<streamProperties><property name="1st" type="int64"><value>1</value></property>'
+            b"</streamProperties>",
+        )
+        assert (status, "SPL identifier" in answer["message"]) == (400, True), answer
 
         # --- a deleted Export comes back
         await client.delete(EXPORTS, named["metadata"]["name"], "default")

@@ -1,4 +1,5 @@
-"""The instance REST API over HTTP: the PE runtime's calls, user endpoints, bad input, OpenAPI."""
+"""The instance REST API over HTTP: the PE runtime's calls (from its PE pods' addresses), who may
+write, user endpoints, bad input, OpenAPI."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ import pytest
 from openapi_schema_validator import OAS31Validator
 
 from k8s_support import eventually_async
-from operator_support import SUBMITTED, Running, job_manifest, operator, wait_for_phase
+from operator_support import SUBMITTED, Running, as_pe, job_manifest, operator, wait_for_phase
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.controller.kinds import JOBS, PES, SERVICES
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.sandbox import Sandbox
+from tokens import allow_job_updates, token_for
 
 
 @pytest.fixture
@@ -37,36 +39,45 @@ async def running(
 
 
 @pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
+async def http(running: Running, client: KubeClient) -> AsyncIterator[aiohttp.ClientSession]:
+    """Calls from PE 0's pod."""
+    async with as_pe(client, "rest", 0) as session:
         yield session
 
 
 async def call(
-    http: aiohttp.ClientSession, method: str, url: str, body: Any = None, raw: bytes | None = None
+    http: aiohttp.ClientSession,
+    method: str,
+    url: str,
+    body: Any = None,
+    raw: bytes | None = None,
+    token: str | None = None,
 ) -> tuple[int, str, Any]:
     data = raw if raw is not None else (orjson.dumps(body) if body is not None else None)
-    async with http.request(method, url, data=data, headers={"Content-Type": "application/json"}) as response:
+    headers = {"Content-Type": "application/json"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    async with http.request(method, url, data=data, headers=headers) as response:
         text = await response.text()
         kind = response.content_type
         return response.status, kind, orjson.loads(text) if kind == "application/json" and text else text
 
 
 @pytest.mark.sandbox(nodes=1)
-async def test_the_runtime_calls(running: Running, http: aiohttp.ClientSession, client: KubeClient) -> None:
-    status, kind, body = await call(http, "GET", f"{running.api}/api/state/job/by-id/0/name")
-    assert (status, kind, body) == (200, "text/plain", "rest")
+async def test_the_runtime_calls(running: Running, client: KubeClient) -> None:
+    async with as_pe(client, "rest", 1) as http:
+        status, kind, body = await call(http, "GET", f"{running.api}/api/state/job/by-id/0/name")
+        assert (status, kind, body) == (200, "text/plain", "rest")
 
-    url = f"{running.api}/api/state/job/rest/pe/1/connectivity"
-    assert (await call(http, "GET", url))[2] == "None"
-    assert (await call(http, "PUT", url, "Partial"))[0] == 204
-    pe = await client.get(PES, "rest-1", "default")
-    assert pe["status"]["connectivity"] == "Partial"
+        url = f"{running.api}/api/state/job/rest/pe/1/connectivity"
+        assert (await call(http, "PUT", url, "Partial"))[0] == 204
+        pe = await client.get(PES, "rest-1", "default")
+        assert pe["status"]["connectivity"] == "Partial"
 
-    async def reported() -> bool:
-        return bool((await call(http, "GET", url))[2] == "Partial")
+        async def reported() -> bool:
+            return bool((await call(http, "GET", url))[2] == "Partial")
 
-    await eventually_async(reported, within=5)
+        await eventually_async(reported, within=5)
 
 
 @pytest.mark.sandbox(nodes=1)
@@ -90,7 +101,10 @@ async def test_user_endpoints_become_service_ports(
     assert code == 200
     assert {"usr-web", "sys-metrics"} <= set(ports)
     # the same endpoint name on another PE of the job is refused
-    code, _, body = await call(http, "PUT", f"{running.api}/api/endpoints/job/rest/pe/1/endpoint/web", info)
+    async with as_pe(client, "rest", 1) as pe1:
+        code, _, body = await call(
+            pe1, "PUT", f"{running.api}/api/endpoints/job/rest/pe/1/endpoint/web", info
+        )
     assert code == 409
     assert body["reason"] == "AlreadyExists"
     assert (await call(http, "DELETE", url))[0] == 204
@@ -112,6 +126,13 @@ async def test_user_endpoints_become_service_ports(
         ("PUT", "/api/endpoints/job/rest/pe/0/endpoint/web", b'{"port": "80"}', 400),
         ("PUT", "/api/endpoints/job/rest/pe/0/endpoint/web", b'{"port": 70000}', 400),
         ("PUT", "/api/endpoints/job/rest/pe/0/endpoint/Bad_Name", b'{"port": 80}', 400),
+        ("PUT", "/api/endpoints/job/rest/pe/0/endpoint/web", b'{"port": 80, "protocol": 7}', 400),
+        (
+            "PUT",
+            "/api/endpoints/job/rest/pe/0/endpoint/web",
+            b'{"port": 80, "canonicalName": "a\\u0001"}',
+            400,
+        ),
         ("DELETE", "/api/endpoints/job/rest/pe/0/endpoint/absent", None, 404),
         ("GET", "/api/endpoints/job/rest/endpoint/absent", None, 404),
         ("GET", "/api/nothing/here", None, 404),
@@ -142,3 +163,41 @@ async def test_openapi_document_is_valid_and_covers_every_route(
         if r.resource is not None and r.resource.canonical != "/api/openapi.json"
     }
     assert routes == set(document["paths"])
+
+
+@pytest.mark.sandbox(nodes=1)
+async def test_writes_come_from_the_jobs_pe_pods_or_an_authorized_token(
+    running: Running, client: KubeClient
+) -> None:
+    """The fuzzer's attack: unauthenticated writes from outside the job change its state."""
+    connectivity = f"{running.api}/api/state/job/rest/pe/0/connectivity"
+    width_free = [
+        ("PUT", connectivity, b'"None"'),
+        ("PUT", f"{running.api}/api/endpoints/job/rest/pe/0/endpoint/web", b'{"port": 80}'),
+        ("DELETE", f"{running.api}/api/endpoints/job/rest/pe/0/endpoint/web", None),
+        ("PUT", f"{running.api}/api/subscriptions/job/rest/pe/0/import/0/filter", b"a > 1"),
+        ("PUT", f"{running.api}/api/state/job/nojob/pe/0/connectivity", b'"None"'),
+    ]
+    async with aiohttp.ClientSession() as outsider:  # the test process: no pod's address
+        for method, url, body in width_free:
+            status, kind, answer = await call(outsider, method, url, raw=body)
+            assert (status, kind, answer["reason"]) == (401, "application/json", "Unauthorized"), url
+        status, _, answer = await call(outsider, "PUT", connectivity, raw=b'"None"', token="forged")
+        assert status == 401
+        assert "refused" in answer["message"]
+        assert (await call(outsider, "GET", connectivity))[0] == 200  # reads stay open
+
+    async with as_pe(client, "rest", 1) as pe1:  # a PE pod of the job, but not PE 0's
+        status, _, answer = await call(pe1, "PUT", connectivity, raw=b'"None"')
+        assert (status, answer["reason"]) == (403, "Forbidden")
+
+    token = await token_for(client, "cli")
+    async with aiohttp.ClientSession() as outsider:
+        status, _, answer = await call(outsider, "PUT", connectivity, raw=b'"Partial"', token=token)
+        assert status == 403
+        assert "update streamsjobs.streams.ibm.com 'rest' in namespace default" in answer["message"]
+    await allow_job_updates(client, "editor", "rest")
+    allowed = await token_for(client, "editor")
+    async with aiohttp.ClientSession() as outsider:
+        assert (await call(outsider, "PUT", connectivity, raw=b'"Partial"', token=allowed))[0] == 204
+    assert (await client.get(PES, "rest-0", "default"))["status"]["connectivity"] == "Partial"

@@ -10,17 +10,18 @@ import aiohttp
 import pytest
 
 from k8s_support import eventually_async
-from operator_support import SUBMITTED, free_port, job_manifest, operator, wait_for_phase
+from operator_support import SUBMITTED, as_pe, free_port, job_manifest, operator, wait_for_phase
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
-from streams_k8s.consistent.coordinator import ENDPOINTS
 from streams_k8s.controller import labels
 from streams_k8s.controller.kinds import CONFIGMAPS, HOSTPOOLS, JOBS, PARALLEL_REGIONS, PES, PODS, SERVICES
-from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.naming import TABLE_KEY, NameTable
 from streams_k8s.sandbox import Sandbox
 
 API_PORT = free_port()
+
+ENDPOINTS = Resource("", "v1", "endpoints", "Endpoints")
 
 
 @pytest.fixture
@@ -60,7 +61,7 @@ async def test_width_changes_refuse_the_job_and_keep_unchanged_pods(
         before = await pes_of(client, "wide")
         pods_before = await pods_of(client, "wide")
         url = f"{running.api}/api/state/job/wide/pr/{alias}/width"
-        async with aiohttp.ClientSession() as http:
+        async with as_pe(client, "wide", 0) as http:  # the runtime's call, from a PE of the job
             for bad, status in ((0, 400), ("3", 400), (True, 400), (1001, 400)):
                 async with http.put(url, json=bad) as answer:
                     assert answer.status == status

@@ -21,6 +21,7 @@ from streams_k8s.consistent.manifests import (
     coordinator_rbac,
     pool_network_policy,
 )
+from test_consistent_manifests import admitted
 
 REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "deploy"
@@ -118,9 +119,11 @@ def test_every_built_in_object_validates(rendered: list[dict[str, Any]]) -> None
             "Role",
             "RoleBinding",
             "ClusterRoleBinding",
+            "ClusterRoleBinding",  # the operator's system:auth-delegator
             "Deployment",
             "Service",
             "Service",
+            "NetworkPolicy",
         ]
     )
     for obj in rendered:  # built-in kinds only: `kubectl apply -k deploy/` needs no other CRDs
@@ -189,10 +192,15 @@ def test_rbac_covers_what_the_operator_touches(rendered: list[dict[str, Any]]) -
     assert _allowed(role["rules"], "coordination.k8s.io", "leases", "update")
     for verb in ("get", "list", "watch", "create"):
         assert _allowed(role["rules"], "apps", "deployments", verb)
-    assert _allowed(role["rules"], "networking.k8s.io", "networkpolicies", "create")
+    for verb in ("get", "list", "watch", "create", "update"):  # watched and restored
+        assert _allowed(role["rules"], "networking.k8s.io", "networkpolicies", verb)
     for verb in ("get", "list", "watch", "patch"):
         assert _allowed(cluster_role["rules"], "", "nodes", verb)
+    assert not _allowed(cluster_role["rules"], "", "nodes", "update")  # labels and taints by patch only
     assert [r["resources"] for r in cluster_role["rules"]] == [["nodes"]]
+    delegation = named(rendered, "ClusterRoleBinding", "streams-k8s-operator-auth-delegator")
+    assert delegation["roleRef"]["name"] == "system:auth-delegator"
+    assert delegation["subjects"] == [{"kind": "ServiceAccount", "name": OPERATOR, "namespace": "streams"}]
     binding = named(rendered, "ClusterRoleBinding", "streams-k8s-operator-nodes")
     assert binding["subjects"][0]["namespace"] == "streams"
 
@@ -205,3 +213,21 @@ def test_dockerfile_builds_the_wheel_with_maturin_and_runs_the_operator() -> Non
     assert "maturin build --release" in text
     assert 'ENTRYPOINT ["streams-k8s"]' in text
     assert 'CMD ["run"]' in text
+
+
+def test_the_operator_network_policy_admits_only_what_needs_it(rendered: list[dict[str, Any]]) -> None:
+    policy = named(rendered, "NetworkPolicy", OPERATOR)
+    (deployment,) = by_kind(rendered, "Deployment")
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod_labels.items()
+    assert policy["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    pe = {"app": "streams", "svc": "pe", "streams.ibm.com/job": "j"}
+    assert admitted(policy, pe, 10000)
+    assert admitted(policy, pe, 6379)
+    assert not admitted(policy, pe, 8080)
+    assert not admitted(policy, {"app": "curl"}, 10000)
+    assert not admitted(policy, {"app": "streams", "svc": "instance-operator"}, 6379)
+    assert admitted(policy, {"app.kubernetes.io/name": "prometheus"}, 8080, namespace="monitoring")
+    assert not admitted(policy, {"app.kubernetes.io/name": "prometheus"}, 10000, namespace="monitoring")
+    egress = {(p["port"], p["protocol"]) for rule in policy["spec"]["egress"] for p in rule["ports"]}
+    assert {(443, "TCP"), (6443, "TCP"), (53, "UDP"), (53, "TCP"), (10000, "UDP")} <= egress

@@ -63,3 +63,33 @@ async def test_health_readiness_and_metrics(same_port: bool) -> None:
                     assert r.status == 404  # the metrics listener serves metrics only
     finally:
         await server.stop()
+
+
+async def test_every_error_is_json_even_a_failing_check() -> None:
+    """No plain-text page: an unknown path is a JSON 404, a check that raises a JSON 500."""
+
+    def broken() -> list[str]:
+        raise RuntimeError("the cache is gone")
+
+    server = HealthServer(
+        liveness=broken,
+        readiness=list,
+        registry=RuntimeMetrics().registry,
+        host="127.0.0.1",
+        health_port=0,
+        metrics_port=0,
+    )
+    await server.start()
+    try:
+        base = f"http://127.0.0.1:{server.health_port}"
+        async with aiohttp.ClientSession() as http:
+            async with http.get(base + "/nothing") as r:
+                assert (r.status, r.content_type) == (404, "application/json")
+                assert (await r.json())["reason"] == "NotFound"
+            async with http.post(base + "/readyz") as r:
+                assert (r.status, r.content_type) == (405, "application/json")
+            async with http.get(base + "/healthz") as r:
+                assert (r.status, r.content_type) == (500, "application/json")
+                assert "the cache is gone" in (await r.json())["message"]
+    finally:
+        await server.stop()

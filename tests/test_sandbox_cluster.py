@@ -50,7 +50,7 @@ async def test_bound_pod_runs_with_ip_and_ready(sandbox: Sandbox, sandbox_api: A
     running = await CoreV1Api(sandbox_api).read_namespaced_pod("runner", "default")
     assert running.status.phase == "Running"
     assert running.spec.node_name.startswith("node-")
-    assert running.status.pod_ip.startswith("10.244.")
+    assert running.status.pod_ip.startswith("127.244.")
     ready = {c.type: c.status for c in running.status.conditions}
     assert ready["Ready"] == "True"
     assert ready["PodScheduled"] == "True"

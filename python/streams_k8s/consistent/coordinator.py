@@ -26,7 +26,14 @@ by default here). In shared mode the jobs come from an ``Assignment`` (by defaul
 ``PlacedJobs``: the jobs whose ConsistentRegionOperator placements, written by the pool's
 vreplica scheduler, make this pod their runner), the REST API finds the job from the
 Host header (``streams-<job>-consistentregion-api.<ns>``) or a ``/jobs/{ns}/{job}`` prefix, and
-the pod running a job publishes itself as the Endpoints of the job's selector-less API Service.
+the pod running a job publishes itself as the EndpointSlice of the job's selector-less API Service.
+
+Who may write on the REST API (report progress, drain, reset; ``streams_k8s.k8s.write_guard``):
+the job's own PE pods, recognised by source address among the PE pods this coordinator watches
+(a path naming a PE admits that PE's pods only), or a client whose bearer token passes
+TokenReview and whose user may ``update`` the job's Job (``streamsjobs.streams.ibm.com``, by
+name, in its namespace), per SubjectAccessReview. Reads stay open: the runtime sends no
+credentials. Anyone else's write is a 401 or 403 with a JSON body.
 """
 
 from __future__ import annotations
@@ -52,7 +59,6 @@ from streams_k8s.api.consistent_region import (
 from streams_k8s.api.job import COORDINATOR_SERVICE_AFFIXES
 from streams_k8s.api.processing_element import ProcessingElement
 from streams_k8s.consistent.assignment import Assignment, PlacedJobs, SingleJob
-from streams_k8s.consistent.auth import TokenReviewer, bearer_auth
 from streams_k8s.consistent.fsm import Health, InvalidRegion, RegionMachine
 from streams_k8s.consistent.health import PodObservation, region_health
 from streams_k8s.consistent.local import LocalCoordinator
@@ -64,8 +70,12 @@ from streams_k8s.k8s.client import Resource
 from streams_k8s.k8s.conditions import set_condition
 from streams_k8s.k8s.controller import generation_changed
 from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.http_errors import json_errors
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import Object, ObjectKey, meta
+from streams_k8s.k8s.pod_addresses import PodsByAddress
+from streams_k8s.k8s.reviews import Access, AccessReviewer, TokenReviewer
+from streams_k8s.k8s.write_guard import WriteTarget, write_guard
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +83,13 @@ CONSISTENT_REGIONS = Resource("streams.ibm.com", "v1", "streamscrs", "Consistent
 REGION_OPERATORS = Resource("streams.ibm.com", "v1", "streamscros", "ConsistentRegionOperator")
 PROCESSING_ELEMENTS = Resource("streams.ibm.com", "v1", "streamspes", "ProcessingElement")
 PODS = Resource("", "v1", "pods", "Pod")
-ENDPOINTS = Resource("", "v1", "endpoints", "Endpoints")
+JOBS = Resource("streams.ibm.com", "v1", "streamsjobs", "Job")
+ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice")
+# A selector-less Service's EndpointSlice names its Service and the controller that manages it
+# (never the built-in EndpointSlice controller, which would take it over).
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
+MANAGED_BY = "consistent-region-coordinator.streams.ibm.com"
 
 # Labels of the runtime contract (the instance operator sets them on every PE pod).
 JOB_LABEL = "streams.ibm.com/job"
@@ -112,7 +128,11 @@ class CoordinatorSettings(BaseSettings):
     udp_host: str = Field(
         "{job}-{pe}.{namespace}", description="where a PE gets its hints (its headless Service)"
     )
-    token_review: bool = Field(True, description="check bearer tokens that clients present")
+    token_review: bool = Field(
+        True,
+        description="accept writes with a bearer token (TokenReview + SubjectAccessReview); off: "
+        "only the job's PE pods may write",
+    )
 
     @field_validator("udp_host")
     @classmethod
@@ -239,6 +259,7 @@ class Coordinator:
         self.pes = manager.informer(PROCESSING_ELEMENTS, namespace=scope, label_selector=selector)
         pod_selector = f"{PE_PODS},{selector}" if selector else PE_PODS
         self.pods = manager.informer(PODS, namespace=scope, label_selector=pod_selector)
+        self.pods_by_address = PodsByAddress(self.pods)
         self.controller = manager.controller("consistent-regions", self.reconcile)
         self.controller.watch(self.regions, self._jobs_of, predicates=[generation_changed])
         self.controller.watch(self.operators, self._operator_job)
@@ -278,23 +299,44 @@ class Coordinator:
             raise web.HTTPNotFound(text=f"job {job.namespace}/{job.name} has no consistent regions here")
         return run.loop
 
-    def _resolve(self, request: web.Request) -> RegionHost:
+    def _job_of_request(self, request: web.Request) -> ObjectKey | None:
         if self.settings.mode == "dedicated":
-            return self.host_for(next(iter(self.jobs), ObjectKey("", "")))
+            return ObjectKey(self.namespace or "", self.settings.job or "")
         if "job" in request.match_info:
-            return self.host_for(ObjectKey(request.match_info["namespace"], request.match_info["job"]))
-        job = job_of_host(request.host)
+            return ObjectKey(request.match_info["namespace"], request.match_info["job"])
+        return job_of_host(request.host)
+
+    def _resolve(self, request: web.Request) -> RegionHost:
+        job = self._job_of_request(request)
         if job is None:
             raise web.HTTPNotFound(text=f"host {request.host!r} is not a job's consistent-region API")
         return self.host_for(job)
 
+    def _write_target(self, request: web.Request) -> WriteTarget | None:
+        """Who may write what ``request`` addresses: the job's PE pods (the path's PE's, when it
+        names one), or a user who may update the Job."""
+        job = self._job_of_request(request)
+        if job is None:
+            return None
+        pods = {"app": "streams", "svc": "pe", JOB_LABEL: job.name}
+        if (pe := request.match_info.get("pe")) is not None:
+            pods[PE_LABEL] = pe
+        access = Access("update", JOBS.group, JOBS.plural, job.namespace, job.name)
+        return WriteTarget(f"job {job}", access, job.namespace, pods)
+
     async def start_api(self) -> None:
         """Serve ``/api/consistentregion`` (shared mode: the job from the Host header) and, for
         clients outside the cluster, ``/jobs/{namespace}/{job}/api/consistentregion``."""
-        middlewares = []
-        if self.settings.token_review:
-            middlewares.append(bearer_auth(TokenReviewer(self.manager.client)))
-        app = web.Application()
+        client = self.manager.client
+        reviews = self.settings.token_review
+        guard = write_guard(
+            self._write_target,
+            self.pods_by_address,
+            TokenReviewer(client) if reviews else None,
+            AccessReviewer(client) if reviews else None,
+        )
+        middlewares = [guard]
+        app = web.Application(middlewares=[json_errors])
         app.add_subapp(BASE_PATH, consistent_region_api(resolve=self._resolve, middlewares=middlewares))
         if self.settings.mode == "shared":
             by_path = consistent_region_api(
@@ -377,8 +419,8 @@ class Coordinator:
 
     async def _publish_endpoint(self, key: ObjectKey, operator: Object) -> None:
         """Shared mode: point the job's selector-less API Service at this pod, so its PEs reach
-        the pool pod that runs the job (the Endpoints object is owned by the job's
-        ConsistentRegionOperator and goes with it)."""
+        the pool pod that runs the job: its EndpointSlice (named as the Service, owned by the
+        job's ConsistentRegionOperator, so it goes with it) lists this pod's address."""
         if not self.settings.pod_ip:
             log.warning("job %s: no POD_IP, its API Service is not pointed at this pod", key)
             return
@@ -394,35 +436,39 @@ class Coordinator:
             "name": self.settings.pod_name,
             "namespace": self.settings.effective_namespace(),
         }
-        endpoints: Object = {
-            "apiVersion": "v1",
-            "kind": "Endpoints",
+        endpoint_slice: Object = {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
             "metadata": {
                 "name": name,
                 "namespace": key.namespace,
-                "labels": {"app": "streams", JOB_LABEL: key.name},
+                "labels": {
+                    "app": "streams",
+                    JOB_LABEL: key.name,
+                    SERVICE_NAME_LABEL: name,
+                    MANAGED_BY_LABEL: MANAGED_BY,
+                },
                 "ownerReferences": [owner],
             },
-            "subsets": [
-                {
-                    "addresses": [{"ip": self.settings.pod_ip, "targetRef": target}],
-                    "ports": [
-                        {"name": "sys-api", "port": self.api_port, "protocol": "TCP"},
-                        {"name": "sys-metrics", "port": self.metrics_port, "protocol": "TCP"},
-                    ],
-                }
+            "addressType": "IPv6" if ":" in self.settings.pod_ip else "IPv4",
+            "endpoints": [
+                {"addresses": [self.settings.pod_ip], "conditions": {"ready": True}, "targetRef": target}
+            ],
+            "ports": [
+                {"name": "sys-api", "port": self.api_port, "protocol": "TCP"},
+                {"name": "sys-metrics", "port": self.metrics_port, "protocol": "TCP"},
             ],
         }
         client = self.manager.client
         try:
-            current = await client.get(ENDPOINTS, name, key.namespace)
+            current = await client.get(ENDPOINT_SLICES, name, key.namespace)
         except ApiError as err:
             if err.status != 404:
                 raise
-            await client.create(ENDPOINTS, endpoints, key.namespace)
+            await client.create(ENDPOINT_SLICES, endpoint_slice, key.namespace)
             return
-        endpoints["metadata"]["resourceVersion"] = meta(current).get("resourceVersion")
-        await client.replace(ENDPOINTS, endpoints, key.namespace)
+        endpoint_slice["metadata"]["resourceVersion"] = meta(current).get("resourceVersion")
+        await client.replace(ENDPOINT_SLICES, endpoint_slice, key.namespace)
 
     def _loop_ended(self, key: ObjectKey, task: asyncio.Task[None]) -> None:
         if task.cancelled():

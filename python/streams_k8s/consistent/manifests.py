@@ -27,6 +27,20 @@ COORDINATOR_SVC = "consistent-region-operator"
 SERVICE_ACCOUNT = "streams-consistent-region"
 POOL_NAME = "streams-consistent-region-coordinators"
 HEALTH_PORT = 8081
+# The image's user (deploy/Dockerfile: USER 65532:65532), given so that runAsNonRoot can be checked.
+RUN_AS = 65532
+# Pod Security "restricted", for every pod these builders render.
+POD_SECURITY: Mapping[str, Any] = {
+    "runAsNonRoot": True,
+    "runAsUser": RUN_AS,
+    "runAsGroup": RUN_AS,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+CONTAINER_SECURITY: Mapping[str, Any] = {
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "capabilities": {"drop": ["ALL"]},
+}
 # The instance operator's pods (spec: Deployment streams-instance-operator).
 INSTANCE_OPERATOR_LABELS: Mapping[str, str] = {"app": "streams", "svc": "instance-operator"}
 
@@ -113,16 +127,12 @@ def _pod_spec(
         ],
         "livenessProbe": {"httpGet": {"path": "/healthz", "port": "health"}, **probe},
         "readinessProbe": {"httpGet": {"path": "/readyz", "port": "health"}, **probe},
-        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]},
-        },
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
+        "securityContext": dict(CONTAINER_SECURITY),
     }
     pod_spec: dict[str, Any] = {
         "serviceAccountName": service_account,
-        "securityContext": {"runAsNonRoot": True},
+        "securityContext": dict(POD_SECURITY),
         "containers": [container],
     }
     if pull_secret:
@@ -328,8 +338,9 @@ def coordinator_network_policy(
 
 def coordinator_rbac(namespace: str, service_account: str = SERVICE_ACCOUNT) -> list[dict[str, Any]]:
     """What every coordinator of a namespace may do: read its job's objects, write region and
-    operator status, record Events. Reviewing tokens is cluster-scoped: bind the service account
-    to the built-in ClusterRole ``system:auth-delegator`` too (``coordinator_auth_delegation``)."""
+    operator status, publish a shared job's EndpointSlice, record Events. Reviewing tokens
+    (TokenReview, SubjectAccessReview) is cluster-scoped: bind the service account to the
+    built-in ClusterRole ``system:auth-delegator`` too (``coordinator_auth_delegation``)."""
     rules = [
         {
             "apiGroups": ["streams.ibm.com"],
@@ -343,7 +354,11 @@ def coordinator_rbac(namespace: str, service_account: str = SERVICE_ACCOUNT) -> 
         },
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
         # Shared mode: the pool pod running a job publishes itself as its API Service's endpoint.
-        {"apiGroups": [""], "resources": ["endpoints"], "verbs": ["get", "create", "update"]},
+        {
+            "apiGroups": ["discovery.k8s.io"],
+            "resources": ["endpointslices"],
+            "verbs": ["get", "create", "update"],
+        },
         {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
     ]
     return [
@@ -369,7 +384,8 @@ def coordinator_rbac(namespace: str, service_account: str = SERVICE_ACCOUNT) -> 
 
 
 def coordinator_auth_delegation(namespace: str, service_account: str = SERVICE_ACCOUNT) -> dict[str, Any]:
-    """The ClusterRoleBinding that lets the namespace's coordinators create TokenReviews."""
+    """The ClusterRoleBinding that lets the namespace's coordinators create TokenReviews and
+    SubjectAccessReviews (to accept writes from clients presenting bearer tokens)."""
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRoleBinding",
@@ -441,16 +457,12 @@ def pool_scheduler(
         ],
         "livenessProbe": {"httpGet": {"path": "/healthz", "port": "health"}, **probe},
         "readinessProbe": {"httpGet": {"path": "/readyz", "port": "health"}, **probe},
-        "resources": {"requests": {"cpu": "50m", "memory": "96Mi"}},
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]},
-        },
+        "resources": {"requests": {"cpu": "50m", "memory": "96Mi"}, "limits": {"memory": "384Mi"}},
+        "securityContext": dict(CONTAINER_SECURITY),
     }
     pod_spec: dict[str, Any] = {
         "serviceAccountName": name,
-        "securityContext": {"runAsNonRoot": True},
+        "securityContext": dict(POD_SECURITY),
         "containers": [container],
     }
     if pull_secret:

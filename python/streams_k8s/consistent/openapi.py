@@ -90,8 +90,18 @@ def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
 
 
 def _errors(*codes: int) -> dict[str, Any]:
-    text = {400: "Malformed path or body.", 404: "Unknown region, PE or entry."}
+    text = {
+        400: "Malformed path or body.",
+        401: "A write with no bearer token, not from a PE pod of the job (or an invalid token).",
+        403: "A write the token's user (or the calling pod) may not make on this job.",
+        404: "Unknown region, PE or entry.",
+    }
     return {str(c): _json(_ref("Error"), text[c]) for c in codes}
+
+
+# Writes: from the job's PE pods without credentials, or with a bearer token whose user may
+# update the job's Job.
+_WRITE_SECURITY: list[dict[str, list[str]]] = [{}, {"bearer": []}]
 
 
 def _param(name: str, description: str) -> dict[str, Any]:
@@ -114,7 +124,11 @@ def _progress(summary: str, body: str) -> dict[str, Any]:
             "summary": summary,
             "parameters": [_REGION, _PE],
             "requestBody": {"required": True, **_json(_ref(body), "As the PE runtime sends it.")},
-            "responses": {"204": {"description": "Queued for the region's FSM."}, **_errors(400, 404)},
+            "security": _WRITE_SECURITY,
+            "responses": {
+                "204": {"description": "Queued for the region's FSM."},
+                **_errors(400, 401, 403, 404),
+            },
         }
     }
 
@@ -135,9 +149,24 @@ def _request(summary: str, body: str) -> dict[str, Any]:
             "summary": summary,
             "parameters": [_REGION],
             "requestBody": {"required": True, **_json(_ref(body), "As the operator sends it.")},
-            "responses": {"204": {"description": "Queued for the region's FSM."}, **_errors(400, 404)},
+            "security": _WRITE_SECURITY,
+            "responses": {
+                "204": {"description": "Queued for the region's FSM."},
+                **_errors(400, 401, 403, 404),
+            },
         }
     }
+
+
+def _server(url: str) -> dict[str, Any]:
+    """A server entry; the variables its URL template uses need defaults (OpenAPI 3)."""
+    meanings = {"job": ("job", "The Job's name."), "namespace": ("default", "The Job's namespace.")}
+    variables = {
+        name: {"default": default, "description": text}
+        for name, (default, text) in meanings.items()
+        if f"{{{name}}}" in url
+    }
+    return {"url": url, **({"variables": variables} if variables else {})}
 
 
 def document(server_url: str) -> dict[str, Any]:
@@ -159,7 +188,7 @@ def document(server_url: str) -> dict[str, Any]:
             "version": "1",
             "description": "Checkpoint and reset coordination between PEs and their regions' FSMs.",
         },
-        "servers": [{"url": server_url}],
+        "servers": [_server(server_url)],
         "paths": {
             "/pe/{pe}": {
                 "get": {
@@ -199,5 +228,8 @@ def document(server_url: str) -> dict[str, Any]:
                 "Request a reset (force: beyond the attempt limit)", "ResetRequest"
             ),
         },
-        "components": {"schemas": SCHEMAS},
+        "components": {
+            "schemas": SCHEMAS,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
     }

@@ -4,7 +4,8 @@ Bodies are exactly what the runtime sends: a bare sequence id for checkpoint rep
 objects whose numbers are strings (boost's ``write_json`` quotes everything) for the others.
 Progress PUTs are queued and answered 204 at once, as the runtime expects; whether the FSM
 accepts the event is decided in order, later. Malformed input is a 400 and an unknown region or
-PE a 404, both with a JSON body ``{"status", "reason", "message"}``.
+PE a 404, both with a JSON body ``{"status", "reason", "message"}``; anything unexpected is a JSON
+500 (``streams_k8s.k8s.http_errors``), never a plain-text page.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from streams_k8s.consistent.fsm import (
 )
 from streams_k8s.consistent.notifications import NotificationBoard, encode_board, encode_entry
 from streams_k8s.consistent.openapi import document
+from streams_k8s.k8s.http_errors import json_errors
 
 BASE_PATH = "/api/consistentregion"
 API_PORT = 10000
@@ -249,7 +251,7 @@ def consistent_region_api(
     elif host is not None:
         raise TypeError("give only one of host and resolve")
     api = _Api(resolve)
-    app = web.Application(middlewares=[_json_errors, *middlewares])
+    app = web.Application(middlewares=[json_errors, _json_errors, *middlewares])
     openapi = orjson.dumps(document(SERVER_URL))
 
     async def openapi_json(request: web.Request) -> web.Response:

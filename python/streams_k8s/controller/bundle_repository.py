@@ -17,7 +17,7 @@ the leader replica, the one whose job controller fills the cache. Requests are b
 (what redis-cli sends) and inline commands (`HGET apps x\\r\\n`, as typed into telnet).
 
 A PE pod gets the build its job was submitted with, not whatever was last fetched under that
-name: the request's source address is looked up among the PE pods (`status.podIP`), and the
+name: the request's source address is looked up among the pods (`PodsByAddress`), and the
 pod's Job's `status.bundleDigest` names the content (`pinned_by_pod`). Another job re-fetching
 `app.sab` under `pullPolicy: Always` (a new build, say) then cannot change the code a restarted PE
 of an older job runs. Requests from elsewhere (redis-cli in a debug pod; a proxy or mesh that
@@ -35,6 +35,7 @@ from streams_k8s.controller import labels
 from streams_k8s.controller.bundles import DIGEST, BundleCache, BundleError
 from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.objects import ObjectKey, meta
+from streams_k8s.k8s.pod_addresses import PodsByAddress
 
 log = logging.getLogger(__name__)
 
@@ -48,19 +49,16 @@ _MAX_ARG_BYTES = 64 * 1024
 PinnedDigest = Callable[[str, str], str | None]
 
 
-def pinned_by_pod(pods: Informer, jobs: Informer) -> PinnedDigest:
+def pinned_by_pod(pods: PodsByAddress, jobs: Informer) -> PinnedDigest:
     """The digest a Job recorded at submission, for requests from the pods of its PEs."""
 
     def pinned(peer: str, name: str) -> str | None:
-        address = peer.removeprefix("::ffff:")  # an IPv4 peer on a dual-stack socket
-        for pod in pods.store.select():
-            status = pod.get("status") or {}
-            ips = {status.get("podIP"), *(i.get("ip") for i in status.get("podIPs") or ())}
-            if address not in ips:
-                continue
+        for pod in pods.at(peer):
             m = meta(pod)
             job_name = (m.get("labels") or {}).get(labels.JOB)
-            job = jobs.store.get(ObjectKey(str(m.get("namespace")), job_name)) if job_name else None
+            if not job_name:
+                continue
+            job = jobs.store.get(ObjectKey(str(m.get("namespace")), job_name))
             if job is None or ((job.get("spec") or {}).get("bundle") or {}).get("name") != name:
                 return None
             digest = str((job.get("status") or {}).get("bundleDigest") or "")

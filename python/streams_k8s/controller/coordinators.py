@@ -13,9 +13,11 @@ by the Job, so deleting the job collects them):
   (``deploy/coordinator-pool``), and a per-job policy would select no pod.
 
 Creation is idempotent (deterministic names, AlreadyExists is success) and a deleted object is
-recreated. The coordinators' ServiceAccount and RBAC belong to the namespace setup
-(``deploy/coordinator-rbac.yaml``). A cluster that does not serve NetworkPolicy gets the
-Deployment and Service anyway, with a Warning Event on the CRO saying the API is unguarded.
+recreated. The NetworkPolicy is watched too: deleted, it is recreated; edited (its spec no longer
+the rendered one), it is put back. The coordinators' ServiceAccount and RBAC belong to the
+namespace setup (``deploy/coordinator-rbac.yaml``). A cluster that does not serve NetworkPolicy
+(found at start) gets the Deployment and Service anyway, with a Warning Event on the CRO saying
+the API is unguarded.
 
 Settings (environment of the operator):
 
@@ -52,7 +54,7 @@ from streams_k8s.consistent.manifests import (
 from streams_k8s.controller import labels
 from streams_k8s.controller.child_limits import OBJECT_REFUSED, REFUSED
 from streams_k8s.controller.kinds import CONSISTENT_REGION_OPERATORS, DEPLOYMENTS, NETWORK_POLICIES, SERVICES
-from streams_k8s.k8s.client import Resource
+from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.controller import Requeue, owner_mapper
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.manager import Manager
@@ -61,6 +63,7 @@ from streams_k8s.k8s.objects import ObjectKey, meta
 log = logging.getLogger(__name__)
 
 NETWORK_POLICY_UNAVAILABLE = "NetworkPolicyUnavailable"
+NETWORK_POLICY_RESTORED = "NetworkPolicyRestored"
 
 
 class CoordinatorSettingError(ValueError):
@@ -107,8 +110,23 @@ def coordinator_objects(
     ]
 
 
+async def network_policies_served(client: KubeClient) -> bool:
+    """Whether the API server serves ``networking.k8s.io/v1`` (asked once, at start)."""
+    group_version = f"/apis/{NETWORK_POLICIES.group}/{NETWORK_POLICIES.version}"
+    try:
+        found = await client.request("GET", NETWORK_POLICIES, group_version, verb="get")
+    except ApiError as err:
+        if err.not_found:
+            return False
+        raise
+    return any(r.get("name") == NETWORK_POLICIES.plural for r in found.get("resources") or ())
+
+
 class CoordinatorObjectsController:
-    def __init__(self, manager: Manager, settings: CoordinatorObjectSettings) -> None:
+    def __init__(
+        self, manager: Manager, settings: CoordinatorObjectSettings, *, network_policies: bool = True
+    ) -> None:
+        """``network_policies``: the cluster serves them (``network_policies_served``)."""
         self.client = manager.client
         self.settings = settings
         self.cros = manager.informer(CONSISTENT_REGION_OPERATORS)
@@ -116,12 +134,16 @@ class CoordinatorObjectsController:
         self.services = manager.informer(SERVICES, label_selector=f"{labels.APP}={labels.APP_VALUE}")
         self.recorder = manager.event_recorder("streams-coordinator-objects")
         self._cached = {DEPLOYMENTS: self.deployments, SERVICES: self.services}
-        self._network_policy_served = True  # until the API server says otherwise (needs a restart)
+        self._network_policy_served = network_policies
         controller = manager.controller("coordinator-objects", self.reconcile, workers=2)
         controller.watch(self.cros)
         owned = owner_mapper(ConsistentRegionOperator.kind_name)
         controller.watch(self.deployments, owned)
         controller.watch(self.services, owned)
+        if network_policies:
+            policies = manager.informer(NETWORK_POLICIES, label_selector=f"{labels.SVC}={COORDINATOR_SVC}")
+            self._cached[NETWORK_POLICIES] = policies
+            controller.watch(policies, owned)
 
     async def reconcile(self, key: ObjectKey) -> Requeue | None:
         obj = self.cros.store.get(key)
@@ -137,7 +159,10 @@ class CoordinatorObjectsController:
         ):
             informer = self._cached.get(resource)
             name = str(body["metadata"]["name"])
-            if informer is not None and informer.store.get(ObjectKey(key.namespace, name)) is not None:
+            live = informer.store.get(ObjectKey(key.namespace, name)) if informer is not None else None
+            if live is not None:
+                if resource == NETWORK_POLICIES and live.get("spec") != body["spec"]:
+                    await self._restore(obj, live, body)
                 continue
             if resource == NETWORK_POLICIES and not self._network_policy_served:
                 await self._network_policy_unavailable(obj)
@@ -155,6 +180,21 @@ class CoordinatorObjectsController:
                     continue
                 raise
         return None
+
+    async def _restore(self, cro: dict[str, Any], live: dict[str, Any], wanted: dict[str, Any]) -> None:
+        """Put back an edited NetworkPolicy (conditional on the version seen: a conflict retries
+        from the cache)."""
+        m = meta(live)
+        log.warning("NetworkPolicy %s/%s was edited: restoring it", m.get("namespace"), m.get("name"))
+        restored = {**wanted, "metadata": {**wanted["metadata"], "resourceVersion": m.get("resourceVersion")}}
+        await self.client.replace(NETWORK_POLICIES, restored)
+        await self.recorder.record(
+            cro,
+            "Warning",
+            NETWORK_POLICY_RESTORED,
+            f"NetworkPolicy {m.get('name')} was edited; its rules are put back (they admit only the job's "
+            "PE pods and the instance operator to the coordinator's API)",
+        )
 
     async def _network_policy_unavailable(self, obj: dict[str, Any]) -> None:
         # Repeats aggregate into one Event series per CRO (the recorder's job).

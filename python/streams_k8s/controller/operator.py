@@ -33,7 +33,11 @@ from aiohttp import web
 
 from streams_k8s.controller.bundle_repository import BundleRepository, pinned_by_pod
 from streams_k8s.controller.bundles import BundleCache, BundleFetcher, DataReader
-from streams_k8s.controller.coordinators import CoordinatorObjectsController, CoordinatorObjectSettings
+from streams_k8s.controller.coordinators import (
+    CoordinatorObjectsController,
+    CoordinatorObjectSettings,
+    network_policies_served,
+)
 from streams_k8s.controller.job_controller import RETRY_FIRST_DELAY, JobController
 from streams_k8s.controller.kinds import CONFIGMAPS, PODS, SECRETS
 from streams_k8s.controller.node_placement import NodePlacementController
@@ -47,6 +51,8 @@ from streams_k8s.k8s.controller import Requeue
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import ObjectKey, meta
+from streams_k8s.k8s.pod_addresses import PodsByAddress
+from streams_k8s.k8s.reviews import AccessReviewer, TokenReviewer
 
 log = logging.getLogger(__name__)
 
@@ -156,12 +162,17 @@ async def setup(manager: Manager) -> InstanceOperator:
     coordinators = CoordinatorObjectSettings.from_env(operator_image=image)
     retry_delay = float(os.environ.get("STREAMS_K8S_RETRY_DELAY", RETRY_FIRST_DELAY))
     jobs = JobController(manager, fetcher, coordinators.mode, retry_delay)
-    CoordinatorObjectsController(manager, coordinators)
+    CoordinatorObjectsController(
+        manager, coordinators, network_policies=await network_policies_served(client)
+    )
     pes = PeController(manager)
     placement = NodePlacementController(manager)
     if pod_name:
         _serving_label(manager, pod_name, namespace)
 
+    # Who is at a request's address: PE pods may write on their job's API without credentials
+    # and get their job's bundle from the repository.
+    pods_by_address = PodsByAddress(pes.pods)
     rest = InstanceRestApi(
         client,
         jobs.jobs,
@@ -170,6 +181,9 @@ async def setup(manager: Manager) -> InstanceOperator:
         settings.namespace,
         jobs.parallel_regions,
         pes.pods_by_owner,
+        writers=pods_by_address,
+        tokens=TokenReviewer(client),
+        access=AccessReviewer(client),
     )
     fixed_host = os.environ.get("STREAMS_K8S_PE_NOTIFICATION_HOST")
     datagrams = PeDatagrams(
@@ -183,7 +197,7 @@ async def setup(manager: Manager) -> InstanceOperator:
     await runner.setup()
     site = web.TCPSite(runner, settings.bind_address, settings.api_port)
     await site.start()
-    repository = BundleRepository(cache, namespace, pinned_by_pod(pes.pods, jobs.jobs))
+    repository = BundleRepository(cache, namespace, pinned_by_pod(pods_by_address, jobs.jobs))
     await repository.start(settings.bind_address, settings.repository_port)
     return InstanceOperator(
         jobs, pes, placement, rest, repository, runner, broker, int(runner.addresses[0][1]), sessions

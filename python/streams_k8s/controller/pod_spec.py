@@ -1,6 +1,13 @@
 """The PE pod, exactly as the Streams runtime expects it (env, mounts, probe, ports, security).
 
 A pure function of the Job, the PE, its launch count and placement; the controller only creates it.
+
+Security: the pod meets Pod Security "restricted" (non-root user 2098/2015, no privilege
+escalation, every capability dropped, the RuntimeDefault seccomp profile, no service-account
+token: the runtime never calls the Kubernetes API). Two PE settings need more, and only they:
+`allowPtrace` / `runWithValgrind` add the single capability `SYS_PTRACE` (never SYS_ADMIN), and a
+`hostPath` data or checkpoint directory mounts the node's file system; Pod Security admits
+either only at level `privileged` (baseline allows neither), as the README says.
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ CONSISTENT_REGION_CONTAINER_PORT_NAME = "sys-cr-notify"
 PE_CONFIG_DIR = "/etc/config/pe"
 JOB_CONFIG_DIR = "/etc/config/job"
 CHECKPOINT_DIR = "/checkpoint"
+# What a ptrace-using PE (debugger, valgrind) adds to its dropped capabilities.
+PTRACE_CAPABILITIES = ["SYS_PTRACE"]
 # Exact text the runtime parses for a file-system checkpoint store.
 FILE_SYSTEM_CHECKPOINT_CONFIG = '{ "Dir" : "/checkpoint" }'
 
@@ -64,6 +73,15 @@ def owner_reference(obj: Job | ProcessingElement) -> dict[str, Any]:
         "controller": True,
         "blockOwnerDeletion": True,
     }
+
+
+def container_security(*, ptrace: bool) -> dict[str, Any]:
+    """The PE container's securityContext: Pod Security "restricted", plus SYS_PTRACE alone when
+    the PE is debugged (a capability "restricted" and "baseline" refuse: level privileged)."""
+    capabilities: dict[str, list[str]] = {"drop": ["ALL"]}
+    if ptrace:
+        capabilities["add"] = list(PTRACE_CAPABILITIES)
+    return {"allowPrivilegeEscalation": False, "capabilities": capabilities}
 
 
 def _env(name: str, value: str) -> dict[str, str]:
@@ -187,13 +205,18 @@ def build_pod(
             "failureThreshold": spec.probe_failure_threshold,
         },
         "volumeMounts": mounts,
+        "securityContext": container_security(ptrace=spec.needs_ptrace),
     }
-    if spec.needs_ptrace:
-        container["securityContext"] = {"capabilities": {"add": ["SYS_ADMIN", "SYS_PTRACE"]}}
 
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
-        "securityContext": {"runAsUser": RUN_AS_USER, "runAsGroup": RUN_AS_GROUP},
+        "automountServiceAccountToken": False,
+        "securityContext": {
+            "runAsUser": RUN_AS_USER,
+            "runAsGroup": RUN_AS_GROUP,
+            "runAsNonRoot": True,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
         "dnsConfig": {"options": [{"name": "single-request-reopen"}]},
         "containers": [container],
         "volumes": volumes,

@@ -15,7 +15,14 @@
 
 Jobs are looked up in the controller's namespace, or in every namespace when it watches all (a
 name found in several is a 409: run one controller per namespace then). Unknown jobs, PEs and
-endpoints are 404, malformed input 400, all with a JSON body `{"status", "reason", "message"}`.
+endpoints are 404, malformed input 400 (naming the field), a value the API server refuses 422,
+anything unexpected 500, all with a JSON body `{"status", "reason", "message"}`.
+
+Who may write (PUT, PATCH, POST, DELETE; see `streams_k8s.k8s.write_guard` and the README): the
+PE pods of the job the path names, by source address (and, where the path names a PE, that PE's
+pods only), or a client whose bearer token passes TokenReview and whose user may `update` the
+Job (`streamsjobs.streams.ibm.com`, by name, in its namespace), per SubjectAccessReview. Reads
+stay open: the runtime sends no credentials.
 """
 
 from __future__ import annotations
@@ -30,13 +37,17 @@ from aiohttp import web
 from streams_k8s.api.parallel_region import MAX_WIDTH
 from streams_k8s.api.processing_element import Connectivity, ProcessingElement
 from streams_k8s.controller import labels
-from streams_k8s.controller.kinds import PARALLEL_REGIONS, PES, SERVICES
+from streams_k8s.controller.kinds import JOBS, PARALLEL_REGIONS, PES, SERVICES
 from streams_k8s.controller.pod_lifecycle import PENDING, pod_phase, started_status
 from streams_k8s.controller.pods_by_owner import PodsByOwner
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.http_errors import json_error, json_errors
 from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.objects import Object, ObjectKey, meta
+from streams_k8s.k8s.pod_addresses import PodsByAddress
+from streams_k8s.k8s.reviews import Access, AccessReviews, TokenReviews
+from streams_k8s.k8s.write_guard import WriteTarget, write_guard
 from streams_k8s.naming import pe_service_name
 
 USER_PORT_PREFIX = "usr-"
@@ -44,6 +55,7 @@ _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _ID = re.compile(r"^[0-9]{1,19}$")
 _PROTOCOLS = ("TCP", "UDP", "SCTP")
 _MAX_BODY = 64 * 1024
+_MAX_HOST_NAME = 253
 _EDIT_ATTEMPTS = 5
 # How long a connectivity report waits for the pod cache to show its pod running: the watch lags
 # by far less, and the runtime's HTTP calls time out after about a second.
@@ -56,11 +68,6 @@ class RestError(Exception):
         self.status, self.reason, self.message = status, reason, message
 
 
-def _error(status: int, reason: str, message: str) -> web.Response:
-    body = {"status": status, "reason": reason, "message": message}
-    return web.Response(status=status, body=orjson.dumps(body), content_type="application/json")
-
-
 def json_response(value: Any, status: int = 200) -> web.Response:
     return web.Response(status=status, body=orjson.dumps(value), content_type="application/json")
 
@@ -71,12 +78,14 @@ async def _errors(request: web.Request, handler: Any) -> web.StreamResponse:
         response: web.StreamResponse = await handler(request)
         return response
     except RestError as err:
-        return _error(err.status, err.reason, err.message)
-    except web.HTTPException as err:  # unknown path or method: still JSON
-        return _error(err.status, err.reason, err.text or err.reason)
+        return json_error(err.status, err.reason, err.message)
     except ApiError as err:
+        if err.status in (400, 422):  # the API server refused a value that passed our checks
+            return json_error(422, "Invalid", f"the Kubernetes API refused the change: {err.message or err}")
+        if err.conflict:
+            return json_error(409, "Conflict", f"the Kubernetes API answered: {err}")
         status = 503 if err.retryable else 502
-        return _error(status, "KubernetesApiError", f"the Kubernetes API answered: {err}")
+        return json_error(status, "KubernetesApiError", f"the Kubernetes API answered: {err}")
 
 
 class InstanceRestApi:
@@ -89,15 +98,22 @@ class InstanceRestApi:
         namespace: str | None,
         parallel_regions: Informer | None = None,
         pods: PodsByOwner | None = None,
+        *,
+        writers: PodsByAddress | None = None,
+        tokens: TokenReviews | None = None,
+        access: AccessReviews | None = None,
     ) -> None:
+        """``writers``: the pod cache by address, to recognise PE pods; ``tokens`` and ``access``:
+        the TokenReview and SubjectAccessReview of bearer tokens (None: no token is accepted)."""
         self.client = client
         self.jobs, self.pes, self.services = jobs, pes, services
         self.parallel_regions = parallel_regions
         self.pods = pods
         self.namespace = namespace
+        self.guard = write_guard(self.write_target, writers, tokens, access)
 
     def app(self) -> web.Application:
-        app = web.Application(middlewares=[_errors], client_max_size=_MAX_BODY)
+        app = web.Application(middlewares=[json_errors, _errors, self.guard], client_max_size=_MAX_BODY)
         app.router.add_get("/api/openapi.json", self.openapi)
         app.router.add_get("/api/state/job/by-id/{id}/name", self.job_name)
         app.router.add_get("/api/state/job/{job}/pe/{pe}/connectivity", self.get_connectivity)
@@ -139,6 +155,22 @@ class InstanceRestApi:
         if obj is None:
             raise RestError(404, "NotFound", f"job '{job_name}' has no PE {pe}")
         return job, obj
+
+    def write_target(self, request: web.Request) -> WriteTarget | None:
+        """Who may write what ``request`` addresses: the job's PE pods (the path's PE's, when it
+        names one), or a user who may update the Job."""
+        job_name = request.match_info.get("job")
+        if job_name is None:
+            return None
+        try:
+            namespace = str(meta(self._job(job_name)).get("namespace"))
+        except RestError:
+            return None
+        pods = {labels.APP: labels.APP_VALUE, labels.SVC: "pe", labels.JOB: job_name}
+        if (pe := request.match_info.get("pe")) is not None:
+            pods[labels.PE] = pe
+        access = Access("update", JOBS.group, JOBS.plural, namespace, job_name)
+        return WriteTarget(f"job {namespace}/{job_name}", access, namespace, pods)
 
     @staticmethod
     async def _body(request: web.Request) -> Any:
@@ -223,7 +255,7 @@ class InstanceRestApi:
         region = self._region(request)
         width = await self._body(request)
         if isinstance(width, bool) or not isinstance(width, int) or not 1 <= width <= MAX_WIDTH:
-            raise RestError(400, "BadRequest", f"the width must be a JSON integer from 1 to {MAX_WIDTH}")
+            raise RestError(400, "BadRequest", f"width: must be a JSON integer from 1 to {MAX_WIDTH}")
         name, namespace = str(meta(region)["name"]), str(meta(region)["namespace"])
         await self.client.patch(PARALLEL_REGIONS, name, {"spec": {"width": width}}, namespace)
         return web.Response(status=204)
@@ -272,16 +304,7 @@ class InstanceRestApi:
     async def put_endpoint(self, request: web.Request) -> web.Response:
         job, _ = self.lookup_pe(request.match_info["job"], request.match_info["pe"])
         port_name = self._port_name(request.match_info["ep"])
-        info = await self._body(request)
-        if (
-            not isinstance(info, dict)
-            or not isinstance(info.get("port"), int)
-            or isinstance(info["port"], bool)
-        ):
-            raise RestError(400, "BadRequest", "the body must be {canonicalName, port (integer), protocol}")
-        port, protocol = info["port"], str(info.get("protocol") or "TCP").upper()
-        if not 1 <= port <= 65535 or protocol not in _PROTOCOLS:
-            raise RestError(400, "BadRequest", f"port must be 1-65535 and protocol one of {list(_PROTOCOLS)}")
+        port, protocol = self._endpoint_record(await self._body(request))
         namespace, name = str(meta(job)["namespace"]), str(meta(job)["name"])
         own = pe_service_name(name, int(request.match_info["pe"]))
         for other in self.services.store.select_by_labels({labels.JOB: name}, namespace):
@@ -295,6 +318,23 @@ class InstanceRestApi:
             namespace, own, lambda ports: [*(p for p in ports if p.get("name") != port_name), wanted]
         )
         return web.Response(status=204)
+
+    @staticmethod
+    def _endpoint_record(info: Any) -> tuple[int, str]:
+        """The port and protocol of an EndpointRecord body (canonicalName is the caller's host)."""
+        if not isinstance(info, dict):
+            raise RestError(400, "BadRequest", "the body must be {canonicalName, port (integer), protocol}")
+        port = info.get("port")
+        if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+            raise RestError(400, "BadRequest", "port: must be an integer from 1 to 65535")
+        protocol = info.get("protocol", "TCP")
+        if not isinstance(protocol, str) or protocol.upper() not in _PROTOCOLS:
+            raise RestError(400, "BadRequest", f"protocol: must be one of {list(_PROTOCOLS)}")
+        host = info.get("canonicalName", "")
+        if not isinstance(host, str) or len(host) > _MAX_HOST_NAME or not host.isprintable():
+            message = f"canonicalName: must be a host name of at most {_MAX_HOST_NAME} characters"
+            raise RestError(400, "BadRequest", message)
+        return port, protocol.upper()
 
     async def delete_endpoint(self, request: web.Request) -> web.Response:
         job, _ = self.lookup_pe(request.match_info["job"], request.match_info["pe"])
@@ -358,7 +398,7 @@ _ENDPOINT = {
     "type": "object",
     "required": ["port"],
     "properties": {
-        "canonicalName": {"type": "string"},
+        "canonicalName": {"type": "string", "maxLength": _MAX_HOST_NAME},
         "port": {"type": "integer", "minimum": 1, "maximum": 65535},
         "protocol": {"enum": list(_PROTOCOLS)},
     },
@@ -368,13 +408,27 @@ _XML = {"application/xml": {"schema": {"type": "string"}}}
 _TEXT = {"text/plain": {"schema": {"type": "string"}}}
 
 
+_ERROR_TEXTS = (
+    (400, "malformed input"),
+    (401, "a write with no bearer token, not from a PE pod of the job (or an invalid token)"),
+    (403, "a write the token's user (or the calling pod) may not make on this job"),
+    (404, "unknown job, PE or endpoint"),
+    (409, "conflict"),
+    (422, "a value the Kubernetes API refused"),
+)
+# Writes: from the job's PE pods without credentials, or with a bearer token.
+_WRITE_SECURITY: list[dict[str, list[str]]] = [{}, {"bearer": []}]
+
+
 def _errors_for(*codes: int) -> dict[str, Any]:
     ref = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
-    return {
-        str(code): {"description": text, **ref}
-        for code, text in ((400, "malformed input"), (404, "unknown job, PE or endpoint"), (409, "conflict"))
-        if code in codes
-    }
+    return {str(code): {"description": text, **ref} for code, text in _ERROR_TEXTS if code in codes}
+
+
+def _guarded(operation: dict[str, Any]) -> dict[str, Any]:
+    """A write operation: its security and the answers of the write guard and the API server."""
+    responses = {**operation["responses"], **_errors_for(401, 403, 422)}
+    return {**operation, "security": _WRITE_SECURITY, "responses": responses}
 
 
 def _param(name: str, pattern: str) -> dict[str, Any]:
@@ -393,14 +447,16 @@ def _read(summary: str, content: dict[str, Any]) -> dict[str, Any]:
 
 
 def _write(summary: str, content: dict[str, Any], *codes: int) -> dict[str, Any]:
-    return {
-        "summary": summary,
-        "requestBody": {"required": True, "content": content},
-        "responses": {
-            "204": {"description": "the Export or Import was patched"},
-            **_errors_for(400, 404, *codes),
-        },
-    }
+    return _guarded(
+        {
+            "summary": summary,
+            "requestBody": {"required": True, "content": content},
+            "responses": {
+                "204": {"description": "the Export or Import was patched"},
+                **_errors_for(400, 404, *codes),
+            },
+        }
+    )
 
 
 _SUBSCRIPTIONS = "/api/subscriptions/job/{job}/pe/{pe}"
@@ -434,11 +490,19 @@ OPENAPI: dict[str, Any] = {
                     **_errors_for(400, 404),
                 },
             },
-            "put": {
-                "summary": "Report the PE's connectivity",
-                "requestBody": {"required": True, "content": {"application/json": {"schema": _CONNECTIVITY}}},
-                "responses": {"204": {"description": "recorded in the PE status"}, **_errors_for(400, 404)},
-            },
+            "put": _guarded(
+                {
+                    "summary": "Report the PE's connectivity",
+                    "requestBody": {
+                        "required": True,
+                        "content": {"application/json": {"schema": _CONNECTIVITY}},
+                    },
+                    "responses": {
+                        "204": {"description": "recorded in the PE status"},
+                        **_errors_for(400, 404),
+                    },
+                }
+            ),
         },
         "/api/state/job/{job}/pr/{alias}/width": {
             "parameters": [
@@ -455,21 +519,23 @@ OPENAPI: dict[str, Any] = {
                     **_errors_for(400, 404, 409),
                 },
             },
-            "put": {
-                "summary": "Set the parallel region's width (the job is re-fused)",
-                "requestBody": {
-                    "required": True,
-                    "content": {
-                        "application/json": {
-                            "schema": {"type": "integer", "minimum": 1, "maximum": MAX_WIDTH}
-                        }
+            "put": _guarded(
+                {
+                    "summary": "Set the parallel region's width (the job is re-fused)",
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {"type": "integer", "minimum": 1, "maximum": MAX_WIDTH}
+                            }
+                        },
                     },
-                },
-                "responses": {
-                    "204": {"description": "recorded in the ParallelRegion spec"},
-                    **_errors_for(400, 404, 409),
-                },
-            },
+                    "responses": {
+                        "204": {"description": "recorded in the ParallelRegion spec"},
+                        **_errors_for(400, 404, 409),
+                    },
+                }
+            ),
         },
         "/api/endpoints/job/{job}/pe/{pe}": {
             "parameters": [_JOB, _PE],
@@ -499,15 +565,19 @@ OPENAPI: dict[str, Any] = {
         },
         "/api/endpoints/job/{job}/pe/{pe}/endpoint/{ep}": {
             "parameters": [_JOB, _PE, _EP],
-            "put": {
-                "summary": "Add or replace the user endpoint (Service port usr-<ep>)",
-                "requestBody": {"required": True, "content": {"application/json": {"schema": _ENDPOINT}}},
-                "responses": {"204": {"description": "port added"}, **_errors_for(400, 404, 409)},
-            },
-            "delete": {
-                "summary": "Remove the user endpoint",
-                "responses": {"204": {"description": "port removed"}, **_errors_for(400, 404)},
-            },
+            "put": _guarded(
+                {
+                    "summary": "Add or replace the user endpoint (Service port usr-<ep>)",
+                    "requestBody": {"required": True, "content": {"application/json": {"schema": _ENDPOINT}}},
+                    "responses": {"204": {"description": "port added"}, **_errors_for(400, 404, 409)},
+                }
+            ),
+            "delete": _guarded(
+                {
+                    "summary": "Remove the user endpoint",
+                    "responses": {"204": {"description": "port removed"}, **_errors_for(400, 404)},
+                }
+            ),
         },
         _SUBSCRIPTIONS: {
             "parameters": [_JOB, _PE],
@@ -525,14 +595,16 @@ OPENAPI: dict[str, Any] = {
             "parameters": [_JOB, _PE, _PORT],
             "put": _write("Add exported stream properties (streamProperties XML)", _XML, 409),
             "patch": _write("Set (add or replace) exported stream properties", _XML, 409),
-            "post": {
-                "summary": "The named properties (body streamPropertyNames XML)",
-                "requestBody": {"required": True, "content": _XML},
-                "responses": {
-                    "200": {"description": "streamProperties", "content": _XML},
-                    **_errors_for(400, 404),
-                },
-            },
+            "post": _guarded(
+                {
+                    "summary": "The named properties (body streamPropertyNames XML)",
+                    "requestBody": {"required": True, "content": _XML},
+                    "responses": {
+                        "200": {"description": "streamProperties", "content": _XML},
+                        **_errors_for(400, 404),
+                    },
+                }
+            ),
             "delete": _write("Remove the named properties (streamPropertyNames XML)", _XML, 409),
         },
         f"{_SUBSCRIPTIONS}/export/{{port}}/property/{{name}}": {
@@ -545,10 +617,12 @@ OPENAPI: dict[str, Any] = {
             "put": _write("Add one property (streamProperty XML)", _XML, 409),
             "patch": _write("Set one property", _XML, 409),
             "get": _read("One property", _XML),
-            "delete": {
-                "summary": "Remove one property",
-                "responses": {"204": {"description": "removed"}, **_errors_for(400, 404, 409)},
-            },
+            "delete": _guarded(
+                {
+                    "summary": "Remove one property",
+                    "responses": {"204": {"description": "removed"}, **_errors_for(400, 404, 409)},
+                }
+            ),
         },
         f"{_SUBSCRIPTIONS}/import/{{port}}/filter": {
             "parameters": [_JOB, _PE, _PORT],
@@ -561,5 +635,8 @@ OPENAPI: dict[str, Any] = {
             "put": _write("Replace the imported streams (importedStreams XML)", _XML, 409),
         },
     },
-    "components": {"schemas": {"Error": _ERROR_SCHEMA}},
+    "components": {
+        "schemas": {"Error": _ERROR_SCHEMA},
+        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+    },
 }

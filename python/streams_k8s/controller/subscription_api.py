@@ -11,11 +11,16 @@ Base ``/api/subscriptions/job/{job}/pe/{pe}``:
   ``DELETE`` removes the named ones (404 if one is missing).
 - ``PUT|PATCH|GET|DELETE /export/{port}/property/{name}``: one property (body and answer
   ``<streamProperty name type><value>…``, a single ``<property>`` is accepted too).
-- ``GET|PUT /import/{port}/filter``: the filter expression, ``text/plain`` (empty: none).
+- ``GET|PUT /import/{port}/filter``: the filter expression, ``text/plain`` (empty: none): at most
+  8 KiB of printable text (tabs allowed), string literals closed and brackets balanced.
 - ``GET|PUT /import/{port}/streams``: ``<importedStreams filter><nameBasedImport …/>…
   <propertyBasedImport subscription importOperName index applicationScope/></importedStreams>``;
   a subscription that does not parse is a 400.
 
+Every value is checked before anything is written (a 400 naming the field): property names are
+SPL identifiers, types one of ``rstring``, ``int64``, ``float64`` or a list of them (a scalar has
+exactly one value, numbers parse as their type), names and values printable text; a filter or
+subscription that does not hold is refused, so a stored one can always be read back.
 Writes answer 204 and patch the Export or Import (conditional on its resourceVersion, retried on a
 conflict); the broker then recomputes the board and notifies the PEs. Specs are read from the API
 server, not a cache, so a PE reads what it just wrote; the board is the broker's latest. XML is
@@ -25,19 +30,24 @@ malformed ones are a 400.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
 from lxml import etree
 
-from streams_k8s.api.import_export import ExportType
+from streams_k8s.api.import_export import ExportType, StreamProperty
 from streams_k8s.app.safe_xml import UnsafeXmlError, parse_untrusted
 from streams_k8s.controller.kinds import EXPORTS, IMPORTS
 from streams_k8s.controller.rest_api import InstanceRestApi, RestError, json_response
 from streams_k8s.controller.submission import pe_port_name
 from streams_k8s.controller.subscription_broker import SubscriptionBroker
-from streams_k8s.controller.subscription_expression import SubscriptionError, parse_subscription
+from streams_k8s.controller.subscription_expression import (
+    SubscriptionError,
+    parse_subscription,
+    property_values,
+)
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.objects import Object, meta
@@ -60,12 +70,85 @@ def _xml(data: bytes, what: str) -> etree._Element:
         raise RestError(400, "BadRequest", str(err)) from None
 
 
+MAX_FILTER = 8 * 1024
+MAX_TEXT = 1024
+_SPL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# The types a stream property may have (the SPL Export operator's).
+SCALAR_TYPES = ("rstring", "int64", "float64")
+PROPERTY_TYPES = (*SCALAR_TYPES, *(f"list<{t}>" for t in SCALAR_TYPES))
+_CLOSING = {")": "(", "]": "["}
+_IMPORT_ATTRIBUTES = (
+    ("importOperName", MAX_TEXT),
+    ("applicationName", MAX_TEXT),
+    ("streamName", MAX_TEXT),
+    ("applicationScope", MAX_TEXT),
+    ("subscription", MAX_FILTER),
+)
+
+
+def _bad(field: str, problem: str) -> RestError:
+    return RestError(400, "BadRequest", f"{field}: {problem}")
+
+
+def _text(value: str, field: str, limit: int = MAX_TEXT, *, lines: bool = False) -> str:
+    """Printable text (tabs, and newlines where ``lines``) of at most ``limit`` characters."""
+    if len(value) > limit:
+        raise _bad(field, f"at most {limit} characters, got {len(value)}")
+    allowed = "\t\n\r" if lines else "\t"
+    if bad := next((c for c in value if not c.isprintable() and c not in allowed), None):
+        raise _bad(field, f"control character {bad!r} is not allowed")
+    return value
+
+
+def checked_filter(text: str, field: str = "filter") -> str:
+    """An import filter (an SPL expression the exporting PE evaluates), checked as far as its
+    shape: printable text, string literals closed, brackets balanced."""
+    _text(text, field, MAX_FILTER)
+    opened: list[str] = []
+    quote: str | None = None
+    escaped = False
+    for at, char in enumerate(text, 1):
+        if quote is not None:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = None
+        elif char in "\"'":
+            quote = char
+        elif char in "([":
+            opened.append(char)
+        elif char in _CLOSING and (not opened or opened.pop() != _CLOSING[char]):
+            raise _bad(field, f"unbalanced {char!r} at position {at}")
+    if quote is not None:
+        raise _bad(field, "a string literal is not closed")
+    if opened:
+        raise _bad(field, f"{len(opened)} bracket(s) not closed")
+    return text
+
+
 def _property(el: etree._Element) -> dict[str, Any]:
-    name, type_ = (el.get("name") or "").strip(), (el.get("type") or "").strip()
+    name, type_ = (el.get("name") or "").strip(), (el.get("type") or "").replace(" ", "")
     values = [v.text or "" for v in el if _local(v) == "value"]
     if not name or not type_ or not values:
         raise RestError(400, "BadRequest", "a property needs name and type attributes and at least one value")
-    return {"name": name, "type": type_, "values": values}
+    field = f"property {name[:64]!r}"
+    if not _SPL_NAME.match(name) or len(name) > MAX_TEXT:
+        raise _bad(f"{field} name", "must be an SPL identifier (letters, digits, '_'; not a digit first)")
+    if type_ not in PROPERTY_TYPES:
+        raise _bad(f"{field} type", f"must be one of {', '.join(PROPERTY_TYPES)}, not {type_[:64]!r}")
+    if type_ in SCALAR_TYPES and len(values) != 1:
+        raise _bad(f"{field} values", f"a {type_} has exactly one value, got {len(values)}")
+    for value in values:
+        _text(value, f"{field} value", lines=True)
+    prop = {"name": name, "type": type_, "values": values}
+    element = type_[5:-1] if type_.startswith("list<") else type_
+    if element != "rstring":
+        parsed = property_values([StreamProperty.model_validate(prop)])[name]
+        if any(isinstance(v, str) for v in (parsed if isinstance(parsed, tuple) else (parsed,))):
+            raise _bad(f"{field} values", f"every value must be an {element}")
+    return prop
 
 
 def _properties(data: bytes) -> list[dict[str, Any]]:
@@ -130,6 +213,9 @@ def _imported_streams(data: bytes) -> dict[str, Any]:
         if not index.isdigit() or not el.get("importOperName"):
             raise RestError(400, "BadRequest", f"<{kind}> needs importOperName and a numeric index")
         scope = el.get("applicationScope")
+        for attribute, limit in _IMPORT_ATTRIBUTES:
+            if (value := el.get(attribute)) is not None:
+                _text(value, f"<{kind} {attribute}>", limit)
         if kind == "nameBasedImport":
             if not el.get("applicationName") or not el.get("streamName"):
                 raise RestError(400, "BadRequest", "<nameBasedImport> needs applicationName and streamName")
@@ -151,7 +237,10 @@ def _imported_streams(data: bytes) -> dict[str, Any]:
                 "index": int(index),
                 "applicationScope": scope,
             }
-    return {"nameBasedImports": by_name, "propertyBasedImport": by_property, "filter": root.get("filter")}
+    wanted_filter = root.get("filter")
+    if wanted_filter is not None:
+        checked_filter(wanted_filter, "<importedStreams filter>")
+    return {"nameBasedImports": by_name, "propertyBasedImport": by_property, "filter": wanted_filter or None}
 
 
 def _imported_streams_xml(streams: dict[str, Any]) -> bytes:
@@ -320,9 +409,9 @@ class SubscriptionApi:
     async def put_filter(self, request: web.Request) -> web.Response:
         imported = await self._port_object(request, IMPORTS)
         try:
-            text = (await request.read()).decode("utf-8").strip()
+            text = checked_filter((await request.read()).decode("utf-8").strip())
         except UnicodeDecodeError:
-            raise RestError(400, "BadRequest", "the filter must be UTF-8 text") from None
+            raise RestError(400, "BadRequest", "filter: must be UTF-8 text") from None
         await self._edit(IMPORTS, imported, lambda spec: {"streams": {"filter": text or None}})
         return web.Response(status=204)
 

@@ -2,6 +2,8 @@
 
 ``/healthz`` (alias ``/livez``) and ``/readyz`` answer 200 or 503 with a JSON body listing the
 problems; ``/metrics`` serves the registry. With equal ports one listener serves all three.
+Any other answer is JSON too (``http_errors``): an unknown path is a JSON 404, a failing check a
+JSON 500.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from collections.abc import Callable
 import orjson
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from streams_k8s.k8s.http_errors import json_errors
 
 Check = Callable[[], list[str]]
 
@@ -67,7 +71,7 @@ class HealthServer:
             ]
         bound: list[int] = []
         for port, routes in groups:
-            app = web.Application()
+            app = web.Application(middlewares=[json_errors])
             app.add_routes(routes)
             runner = web.AppRunner(app, access_log=None)
             await runner.setup()

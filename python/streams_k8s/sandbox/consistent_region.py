@@ -23,7 +23,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from streams_k8s.sandbox.pe_runtime import PeIdentity, RuntimeHooks
+from streams_k8s.sandbox.pe_runtime import PeIdentity, RuntimeHooks, session_from
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,6 @@ class ConsistentRegionParticipant(RuntimeHooks):
     answers: list[tuple[str, str, Any]] = field(default_factory=list)  # (method, path, body)
     _pes: dict[str, PeIdentity] = field(default_factory=dict, init=False, repr=False)
     _tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict, init=False, repr=False)
-    _session: aiohttp.ClientSession | None = field(default=None, init=False, repr=False)
 
     async def pe_started(self, pe: PeIdentity, pod: dict[str, Any]) -> None:
         if (pod["metadata"].get("labels") or {}).get(CR_LABEL) != "true":
@@ -79,8 +78,6 @@ class ConsistentRegionParticipant(RuntimeHooks):
     def _start(self, pe: PeIdentity) -> None:
         if self.base_url is None or pe.uid in self._tasks:
             return
-        if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout))
         self._tasks[pe.uid] = asyncio.get_running_loop().create_task(self._run(pe), name=f"cr-pe-{pe.pe}")
 
     async def pe_stopped(self, pe: PeIdentity) -> None:
@@ -98,30 +95,31 @@ class ConsistentRegionParticipant(RuntimeHooks):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks.clear()
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
 
     def _base(self, pe: PeIdentity) -> str:
         assert self.base_url is not None
         return self.base_url.format(job=pe.job, namespace=pe.namespace).rstrip("/") + "/api/consistentregion"
 
     async def _run(self, pe: PeIdentity) -> None:
+        """Poll and answer, from the PE's pod address, until the PE stops."""
+        async with session_from(pe.address, aiohttp.ClientTimeout(total=self.timeout)) as session:
+            await self._answer(pe, session)
+
+    async def _answer(self, pe: PeIdentity, session: aiohttp.ClientSession) -> None:
         last: dict[str, tuple[str, str]] = {}
         while True:
-            board = await self._poll(pe)
+            board = await self._poll(pe, session)
             if board is not None:
                 for region, note in board.items():
                     current = (str(note.get("type", "")), str(note.get("message", "")))
                     if last.get(region) != current:
-                        await self._handle(pe, Notification(pe, region, *current))
+                        await self._handle(pe, session, Notification(pe, region, *current))
                 last = {r: (str(n.get("type", "")), str(n.get("message", ""))) for r, n in board.items()}
             await asyncio.sleep(self.poll_interval)
 
-    async def _poll(self, pe: PeIdentity) -> dict[str, dict[str, Any]] | None:
-        assert self._session is not None
+    async def _poll(self, pe: PeIdentity, session: aiohttp.ClientSession) -> dict[str, dict[str, Any]] | None:
         try:
-            async with self._session.get(f"{self._base(pe)}/pe/{pe.pe}") as response:
+            async with session.get(f"{self._base(pe)}/pe/{pe.pe}") as response:
                 if response.status == 404:
                     return {}
                 if response.status != 200:
@@ -132,7 +130,7 @@ class ConsistentRegionParticipant(RuntimeHooks):
             log.debug("consistent-region poll for PE %s failed: %s", pe.pe, exc)
             return None
 
-    async def _handle(self, pe: PeIdentity, note: Notification) -> None:
+    async def _handle(self, pe: PeIdentity, session: aiohttp.ClientSession, note: Notification) -> None:
         self.seen.append(note)
         fields = parse_message(note.message)
         if note.type == "triggerDrain" and "seqId" in fields:
@@ -140,21 +138,20 @@ class ConsistentRegionParticipant(RuntimeHooks):
                 self.skip_drains -= 1
                 return
             await asyncio.sleep(self.drain_delay)
-            await self._put(pe, f"/region/{note.region}/pe/{pe.pe}/checkpoint", int(fields["seqId"]))
+            await self._put(pe, session, f"/region/{note.region}/pe/{pe.pe}/checkpoint", int(fields["seqId"]))
         elif note.type == "triggerReset" and "seqId" in fields:
             if self.skip_resets:
                 self.skip_resets -= 1
                 return
             await asyncio.sleep(self.reset_delay)
             progress = {"seqId": fields["seqId"], "resetAttempt": fields.get("resetAttempt", "0")}
-            await self._put(pe, f"/region/{note.region}/pe/{pe.pe}/reset", {"progress": progress})
+            await self._put(pe, session, f"/region/{note.region}/pe/{pe.pe}/reset", {"progress": progress})
 
-    async def _put(self, pe: PeIdentity, path: str, body: Any) -> None:
+    async def _put(self, pe: PeIdentity, session: aiohttp.ClientSession, path: str, body: Any) -> None:
         """One attempt, as the runtime does (no retry; failures are logged)."""
-        assert self._session is not None
         self.answers.append(("PUT", path, body))
         try:
-            async with self._session.put(
+            async with session.put(
                 self._base(pe) + path, data=orjson.dumps(body), headers={"Content-Type": "application/json"}
             ) as response:
                 if response.status != 204:

@@ -104,7 +104,7 @@ class Kubelet:
 
     def _allocate_ip(self, node: dict[str, Any]) -> str:
         name = node["metadata"]["name"]
-        network = ipaddress.ip_network(node["spec"].get("podCIDR", "10.244.0.0/24"))
+        network = ipaddress.ip_network(node["spec"].get("podCIDR", "127.244.0.0/24"))
         index = self._next_ip.get(name, 1)
         self._next_ip[name] = index % (network.num_addresses - 2) + 1
         return str(network.network_address + index)

@@ -38,7 +38,8 @@ class NodeSpec:
         }
         digest = hashlib.sha256(self.name.encode()).hexdigest()
         resources = {"cpu": str(self.cpu), "memory": str(self.memory), "pods": str(self.pods)}
-        spec: dict[str, Any] = {"podCIDR": f"10.244.{index}.0/24"}
+        # Loopback addresses: a simulated PE calls from its own pod's address (`pe_runtime`).
+        spec: dict[str, Any] = {"podCIDR": f"127.244.{index}.0/24"}
         if self.taints:
             spec["taints"] = self.taints
         if self.unschedulable:

@@ -6,6 +6,10 @@ once per pod (per launch), as the runtime's connectivity thread does:
 a 2xx; failures are retried. The job and PE id come from the `streams.ibm.com/job` and
 `streams.ibm.com/pe` labels (or the STREAMS_JOB_NAME / STREAMS_PE_ID env of the first container).
 
+Calls leave from the pod's own address (`status.podIP`, a loopback address in the sandbox's pod
+network), so a server that trusts PE pods by source address (the instance API's write guard)
+sees them as a cluster would show them.
+
 The reporter is pluggable (any async callable), and `RuntimeHooks` is where further behaviour
 attaches: the runtime calls `pe_started` / `pe_stopped`; `consistent_region.ConsistentRegionParticipant`
 is the hook that answers consistent-region drains and resets.
@@ -14,7 +18,10 @@ is the hook that answers consistent-region drains and resets.
 from __future__ import annotations
 
 import asyncio
+import functools
+import ipaddress
 import logging
+import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +49,27 @@ class PeIdentity:
     uid: str
     job: str
     pe: str
+    address: str = ""  # the pod's IP: where its calls come from
+
+
+@functools.cache
+def _bindable(address: str) -> bool:
+    """Whether connections can leave from ``address`` (all of 127.0.0.0/8 on Linux)."""
+    try:
+        if not ipaddress.ip_address(address).is_loopback:
+            return False
+        with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET) as probe:
+            probe.bind((address, 0))
+    except (ValueError, OSError):
+        return False
+    return True
+
+
+def session_from(address: str, timeout: aiohttp.ClientTimeout) -> aiohttp.ClientSession:
+    """An HTTP session whose connections leave from ``address`` when this host has it (the
+    sandbox's pod addresses are loopback ones), else from wherever the system picks."""
+    connector = aiohttp.TCPConnector(local_addr=(address, 0)) if _bindable(address) else None
+    return aiohttp.ClientSession(timeout=timeout, connector=connector)
 
 
 Reporter = Callable[[PeIdentity, str], Awaitable[None]]
@@ -61,28 +89,25 @@ class RuntimeHooks:
 
 
 class HttpConnectivityReporter:
-    """Reports to the controller's REST API like the real runtime (PUT, JSON string body)."""
+    """Reports to the controller's REST API like the real runtime (PUT, JSON string body), from
+    the PE's pod address."""
 
     def __init__(self, base_url: str, timeout: float = 2.0) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = aiohttp.ClientTimeout(total=timeout)
-        self._session: aiohttp.ClientSession | None = None
 
     async def __call__(self, pe: PeIdentity, state: str) -> None:
-        if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=self.timeout)
         url = f"{self.base_url.format(namespace=pe.namespace)}/api/state/job/{pe.job}/pe/{pe.pe}/connectivity"
         body = orjson.dumps(state)
-        async with self._session.put(
-            url, data=body, headers={"Content-Type": "application/json"}
-        ) as response:
+        async with (
+            session_from(pe.address, self.timeout) as session,
+            session.put(url, data=body, headers={"Content-Type": "application/json"}) as response,
+        ):
             if response.status >= 300:
                 raise RuntimeError(f"PUT {url} answered {response.status}: {(await response.text())[:200]}")
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        """Nothing held between reports (each leaves from its own pod's address)."""
 
 
 def is_pe_pod(pod: dict[str, Any]) -> bool:
@@ -99,7 +124,8 @@ def identify(pod: dict[str, Any]) -> PeIdentity | None:
     pe = labels.get(PE_LABEL) or env.get("STREAMS_PE_ID")
     if not job or pe is None:
         return None
-    return PeIdentity(meta["namespace"], meta["name"], meta["uid"], str(job), str(pe))
+    address = str((pod.get("status") or {}).get("podIP") or "")
+    return PeIdentity(meta["namespace"], meta["name"], meta["uid"], str(job), str(pe), address)
 
 
 class SimulatedPeRuntime:

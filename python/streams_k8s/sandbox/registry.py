@@ -13,7 +13,7 @@ import ipaddress
 import random
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -43,6 +43,11 @@ from streams_k8s.sandbox.store import Converter, ObjKey, Store, Watcher, view
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL_NAMES = {("", "namespaces"), ("", "services")}
+# RBAC objects are named by path segment (no "/" or "%", not "." or ".."): `system:auth-delegator`.
+_PATH_SEGMENT_NAMES = {
+    ("rbac.authorization.k8s.io", plural)
+    for plural in ("roles", "rolebindings", "clusterroles", "clusterrolebindings")
+}
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
@@ -52,6 +57,10 @@ _ENVELOPE = ("apiVersion", "kind", "metadata")
 _VIEWS: dict[tuple[str, str], tuple[Converter, Converter]] = {
     ("events.k8s.io", "events"): (event_conversion.to_core, event_conversion.from_core),
 }
+
+# An admission step (Pod Security): sees an object about to be stored (and the stored one on an
+# update); raises ApiError to refuse it.
+Admission = Callable[[ResourceType, dict[str, Any], dict[str, Any] | None], None]
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -78,6 +87,7 @@ class Registry:
         # The simulated kubelet turns this on: bound pods then terminate gracefully.
         self.graceful_pods = False
         self.watch_opened = asyncio.Event()  # set whenever a watch opens
+        self.admission: list[Admission] = []
         self._service_ips = ipaddress.ip_network("10.96.0.0/12").hosts()
         next(self._service_ips)  # 10.96.0.1 is the kubernetes service
         for rt in builtin_types():
@@ -258,6 +268,8 @@ class Registry:
         if rt.key == CRD_KEY:
             self._prepare_crd(obj)
         self._validate(rt, version, obj, None)
+        for admit in self.admission:
+            admit(rt, obj, None)
         obj = self._to_storage(rt, obj)
         if dry_run:
             return self.output(rt, obj, version)
@@ -316,6 +328,11 @@ class Registry:
             raise invalid(rt.kind, name if isinstance(name, str) else "", errors, rt.group)
 
     def _check_name(self, rt: ResourceType, name: str) -> None:
+        if rt.key in _PATH_SEGMENT_NAMES:
+            if name in (".", "..") or "/" in name or "%" in name:
+                message = f'Invalid value: "{name}": may not be "." or ".." and may not contain "/" or "%"'
+                raise invalid(rt.kind, name, [cause("metadata.name", message)], rt.group)
+            return
         if rt.key in _LABEL_NAMES:
             ok, limit, what = _DNS_LABEL.match(name), 63, "RFC 1123 label"
         else:
@@ -488,6 +505,8 @@ class Registry:
         if rt.key == CRD_KEY:
             self._prepare_crd(new)
         self._validate(rt, version, new, old)
+        for admit in self.admission:
+            admit(rt, new, old)
         if rt.generation and _spec_of(new) != _spec_of(old):
             meta["generation"] = old["metadata"].get("generation", 1) + 1
         if new == old:

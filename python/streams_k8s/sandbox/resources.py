@@ -46,6 +46,8 @@ class ResourceType:
     return_deleted_object: bool = False
     # Another resource whose storage this one is a converted view of (events.k8s.io -> core events).
     storage_of: tuple[str, str] | None = None
+    # A review (TokenReview, SubjectAccessReview...): created and answered, never stored.
+    review: bool = False
 
     def __post_init__(self) -> None:
         self.storage_version = self.storage_version or self.versions[0]
@@ -77,7 +79,7 @@ class ResourceType:
             "singularName": self.singular,
             "namespaced": self.namespaced,
             "kind": self.kind,
-            "verbs": VERBS,
+            "verbs": ["create"] if self.review else VERBS,
         }
         if self.short_names:
             entry["shortNames"] = self.short_names
@@ -174,7 +176,16 @@ def builtin_types() -> list[ResourceType]:
         ResourceType(core, ["v1"], "endpoints", "endpoints", "Endpoints", True, ["ep"]),
         ResourceType(core, ["v1"], "configmaps", "configmap", "ConfigMap", True, ["cm"]),
         ResourceType(core, ["v1"], "secrets", "secret", "Secret", True, field_selectors=("type",)),
-        ResourceType(core, ["v1"], "serviceaccounts", "serviceaccount", "ServiceAccount", True, ["sa"]),
+        ResourceType(
+            core,
+            ["v1"],
+            "serviceaccounts",
+            "serviceaccount",
+            "ServiceAccount",
+            True,
+            ["sa"],
+            extra_subresources=("token",),
+        ),
         ResourceType(
             core,
             ["v1"],
@@ -244,6 +255,7 @@ def builtin_types() -> list[ResourceType]:
             generation=True,
         ),
         *_rbac_types(),
+        *_review_types(),
         ResourceType(
             "events.k8s.io",
             ["v1"],
@@ -356,4 +368,38 @@ def _rbac_types() -> list[ResourceType]:
         ResourceType(rbac, ["v1"], "rolebindings", "rolebinding", "RoleBinding", True),
         ResourceType(rbac, ["v1"], "clusterroles", "clusterrole", "ClusterRole", False),
         ResourceType(rbac, ["v1"], "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", False),
+    ]
+
+
+def _review_types() -> list[ResourceType]:
+    authn, authz = "authentication.k8s.io", "authorization.k8s.io"
+    return [
+        ResourceType(authn, ["v1"], "tokenreviews", "tokenreview", "TokenReview", False, review=True),
+        ResourceType(
+            authz,
+            ["v1"],
+            "subjectaccessreviews",
+            "subjectaccessreview",
+            "SubjectAccessReview",
+            False,
+            review=True,
+        ),
+        ResourceType(
+            authz,
+            ["v1"],
+            "selfsubjectaccessreviews",
+            "selfsubjectaccessreview",
+            "SelfSubjectAccessReview",
+            False,
+            review=True,
+        ),
+        ResourceType(
+            authz,
+            ["v1"],
+            "localsubjectaccessreviews",
+            "localsubjectaccessreview",
+            "LocalSubjectAccessReview",
+            True,
+            review=True,
+        ),
     ]

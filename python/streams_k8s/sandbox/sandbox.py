@@ -31,6 +31,8 @@ from streams_k8s.sandbox.pe_runtime import (
     RuntimeHooks,
     SimulatedPeRuntime,
 )
+from streams_k8s.sandbox.pod_security import PodSecurity
+from streams_k8s.sandbox.rbac import bootstrap as bootstrap_rbac
 from streams_k8s.sandbox.registry import CRD_KEY, Registry, clone
 from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.server import ApiServer, RequestRecord, json_response
@@ -91,6 +93,9 @@ class Sandbox:
             for rt in list(self.registry.types.values()):
                 if rt.group == group and version in rt.versions and group:
                     self.registry.unregister(rt.key)
+        bootstrap_rbac(self.registry)
+        self.pod_security = PodSecurity(self.registry)
+        self.registry.admission.append(self.pod_security)
         self.faults = Faults(self.registry)
         self.gc = GarbageCollector(self.registry)
         self.server = ApiServer(

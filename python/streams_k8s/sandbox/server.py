@@ -1,5 +1,6 @@
 """The HTTP face of the sandbox: Kubernetes REST paths, discovery, watch streams, request log,
-bearer-token auth and fault injection, on an aiohttp application."""
+bearer-token auth (``authn``), the review APIs (``authn``, ``rbac``) and fault injection, on an
+aiohttp application."""
 
 from __future__ import annotations
 
@@ -16,13 +17,16 @@ import yaml
 from aiohttp import web
 
 from streams_k8s.sandbox import discovery
+from streams_k8s.sandbox.authn import Authenticator, Identity
 from streams_k8s.sandbox.errors import ApiError, bad_request, not_found
 from streams_k8s.sandbox.faults import Faults, RequestInfo
+from streams_k8s.sandbox.rbac import Authorizer
 from streams_k8s.sandbox.registry import APPLY_PATCH, Registry
 from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.selectors import LabelSelector, parse_field_selector
 from streams_k8s.sandbox.store import Watcher
 from streams_k8s.sandbox.table import table
+from streams_k8s.sandbox.warnings import collecting, header_values
 
 _NAMESPACE_SUBRESOURCES = ("status", "finalize")
 _JSON = "application/json"
@@ -45,6 +49,10 @@ class RequestRecord:
     body: bytes
     status: int
     info: RequestInfo | None
+    user: str = ""  # who the request authenticated as (authn)
+
+
+_IDENTITY = web.RequestKey("identity", Identity)
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -100,11 +108,21 @@ class ApiServer:
     ) -> None:
         self.registry = registry
         self.faults = faults
-        self.token = token
+        self.authn = Authenticator(registry, token)
         self.bookmark_interval = bookmark_interval
         self.requests: deque[RequestRecord] = deque(maxlen=request_log_size)
         self.address = ""
         self.control: ControlHandler | None = None
+        self.authz = Authorizer(registry)
+
+    @property
+    def token(self) -> str | None:
+        """The sandbox's own token (None: open); set it to rotate (tests do)."""
+        return self.authn.admin_token
+
+    @token.setter
+    def token(self, value: str | None) -> None:
+        self.authn.admin_token = value
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -116,7 +134,11 @@ class ApiServer:
         info = parse_path(request.method, request.path, request.query)
         status = 500
         try:
-            response = await self._dispatch(request, info, body)
+            with collecting() as warnings:
+                response = await self._dispatch(request, info, body)
+            if warnings and not response.prepared:
+                for value in header_values(warnings):
+                    response.headers.add("Warning", value)
             status = response.status
             return response
         except ApiError as err:
@@ -135,14 +157,14 @@ class ApiServer:
                     body,
                     status,
                     info,
+                    request[_IDENTITY].user if _IDENTITY in request else "",
                 )
             )
 
     async def _dispatch(
         self, request: web.Request, info: RequestInfo | None, body: bytes
     ) -> web.StreamResponse:
-        if self.token is not None and request.headers.get("Authorization") != f"Bearer {self.token}":
-            raise ApiError(401, "Unauthorized")
+        request[_IDENTITY] = self.authn.authenticate(request.headers.get("Authorization"))
         path = request.path.rstrip("/") or "/"
         if path.startswith("/_sandbox/") and self.control is not None:
             return await self.control(path.removeprefix("/_sandbox/"), request)
@@ -210,6 +232,8 @@ class ApiServer:
         served = (*(("status",) if rt.status_subresource else ()), *(("scale",) if rt.scale else ()))
         if sub is not None and sub not in (*served, *rt.extra_subresources):
             raise not_found(f"{rt.plural}/{sub}", name or "", rt.group)
+        if rt.review or (rt.key == ("", "serviceaccounts") and sub == "token"):
+            return self._review(request, rt, info, body)
         if info.verb == "get":
             assert name is not None
             if sub == "scale":
@@ -306,6 +330,23 @@ class ApiServer:
             f"the server does not allow this method on the requested resource ({rt.plural})",
             reason="MethodNotAllowed",
         )
+
+    def _review(self, request: web.Request, rt: ResourceType, info: RequestInfo, body: bytes) -> web.Response:
+        """A create the server answers and never stores: TokenRequest and the reviews."""
+        if info.verb != "create" or (rt.review and info.name is not None):
+            raise ApiError(
+                405,
+                f"the server does not allow this method on the requested resource ({rt.plural})",
+                reason="MethodNotAllowed",
+            )
+        data = _decode(request, body)
+        if not rt.review:
+            assert info.name is not None
+            assert info.namespace is not None
+            return json_response(self.authn.token_request(info.namespace, info.name, data), 201)
+        if rt.kind == "TokenReview":
+            return json_response(self.authn.token_review(data), 201)
+        return json_response(self.authz.review(rt.kind, info.namespace, data, request[_IDENTITY]), 201)
 
     def _bind(self, rt: ResourceType, ns: str | None, name: str, binding: Any) -> dict[str, Any]:
         target = (binding or {}).get("target") or {}

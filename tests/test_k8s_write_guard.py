@@ -1,0 +1,106 @@
+"""The write guard: reads stay open; a write comes from a trusted pod (by source address) or
+presents a token whose user the API server allows; anyone else gets a JSON 401/403. Over HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from streams_k8s.k8s.pod_addresses import PodsByAddress
+from streams_k8s.k8s.reviews import Access, Decision, Review
+from streams_k8s.k8s.write_guard import WriteTarget, write_guard
+from test_controller_pods_by_owner import Pods
+
+
+def pod(job: str, ip: str = "127.0.0.1", phase: str = "Running") -> dict[str, Any]:
+    labels = {"app": "streams", "svc": "pe", "job": job}
+    return {
+        "metadata": {"name": f"{job}-0", "namespace": "ns", "labels": labels},
+        "status": {"phase": phase, "podIP": ip, "podIPs": [{"ip": ip}]},
+    }
+
+
+class Reviews:
+    def __init__(self) -> None:
+        self.tokens: list[str] = []
+        self.accesses: list[Access] = []
+
+    async def token(self, token: str) -> Review:
+        self.tokens.append(token)
+        if token == "broken":
+            raise ConnectionError("API server unreachable")
+        return Review(token in ("good", "weak"), f"user-{token}", "bad token")
+
+    async def access(self, user: Review, access: Access) -> Decision:
+        self.accesses.append(access)
+        return Decision(user.user == "user-good" and access.name == "j", "RBAC")
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[tuple[str, Pods, Reviews]]:
+    pods, reviews = Pods(), Reviews()
+
+    def target(request: web.Request) -> WriteTarget | None:
+        job = request.match_info["job"]
+        if job == "missing":
+            return None
+        return WriteTarget(f"job ns/{job}", Access("update", "g", "jobs", "ns", job), "ns", {"job": job})
+
+    guard = write_guard(target, PodsByAddress(pods), reviews.token, reviews.access)  # type: ignore[arg-type]
+
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(status=204)
+
+    app = web.Application(middlewares=[guard])
+    app.router.add_route("*", "/job/{job}", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    yield f"http://127.0.0.1:{runner.addresses[0][1]}", pods, reviews
+    await runner.cleanup()
+
+
+async def call(url: str, method: str = "PUT", token: str | None = None) -> tuple[int, Any, str]:
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+    async with aiohttp.ClientSession() as http, http.request(method, url, headers=headers) as answer:
+        body = await answer.json(content_type=None) if answer.status != 204 else None
+        return answer.status, body, answer.headers.get("WWW-Authenticate", "")
+
+
+async def test_reads_stay_open_and_writes_need_a_trusted_pod(api: tuple[str, Pods, Reviews]) -> None:
+    base, pods, _ = api
+    assert (await call(f"{base}/job/j", "GET"))[0] == 204
+    status, body, challenge = await call(f"{base}/job/j")
+    assert (status, body["reason"], challenge.startswith("Bearer")) == (401, "Unauthorized", True)
+    pods.event("add", None, pod("j"))
+    assert (await call(f"{base}/job/j"))[0] == 204
+    status, body, _ = await call(f"{base}/job/k", "DELETE")  # another job's pod
+    assert (status, body["reason"]) == (403, "Forbidden")
+    assert "ns/j-0" in body["message"]
+    # a terminated pod's address is no longer its own
+    pods.event("update", pod("j"), pod("j", phase="Failed"))
+    assert (await call(f"{base}/job/j"))[0] == 401
+    pods.event("update", pod("j", phase="Failed"), pod("j", ip="10.0.0.9"))
+    assert (await call(f"{base}/job/j"))[0] == 401
+
+
+async def test_tokens_are_reviewed_then_authorized_and_cached(api: tuple[str, Pods, Reviews]) -> None:
+    base, _, reviews = api
+    for _ in range(3):
+        assert (await call(f"{base}/job/j", token="good"))[0] == 204
+    assert reviews.tokens == ["good"]
+    assert len(reviews.accesses) == 1
+    status, body, _ = await call(f"{base}/job/other", token="good")
+    assert status == 403
+    assert "update jobs.g 'other' in namespace ns" in body["message"]
+    assert (await call(f"{base}/job/j", token="weak"))[0] == 403
+    status, body, _ = await call(f"{base}/job/j", "GET", token="forged")  # a read with a bad token too
+    assert (status, "bad token" in body["message"]) == (401, True)
+    assert (await call(f"{base}/job/j", token="broken"))[0] == 401
+    # a write naming nothing that exists: the handler answers, once the caller is authenticated
+    assert (await call(f"{base}/job/missing", token="good"))[0] == 204
+    assert (await call(f"{base}/job/missing"))[0] == 401
