@@ -22,7 +22,7 @@ from streams_k8s.sandbox.registry import APPLY_PATCH, Registry
 from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.selectors import LabelSelector, parse_field_selector
 from streams_k8s.sandbox.store import Watcher
-from streams_k8s.sandbox.table import table
+from streams_k8s.sandbox.table import TableRows, include_object, table
 
 _NAMESPACE_SUBRESOURCES = ("status", "finalize")
 _JSON = "application/json"
@@ -216,7 +216,9 @@ class ApiServer:
                 return json_response(registry.get_scale(rt, ns, name))
             obj = registry.get(rt, ns, name)
             if _wants_table(request):
-                return json_response(table(rt, version, [obj], registry.store.rv))
+                meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+                include = include_object(query)
+                return json_response(table(rt, version, [obj], meta, include, registry.converter(rt)))
             return json_response(registry.output(rt, obj, version))
         if info.verb == "list":
             return self._list(request, rt, version, ns)
@@ -350,12 +352,14 @@ class ApiServer:
         query = request.query
         limit = _int(query.get("limit", "0"), "limit")
         items, rv, token, remaining = self.registry.list(rt, ns, labels, fields, limit, query.get("continue"))
-        if _wants_table(request):
-            return json_response(table(rt, version, items, rv))
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
         if token:
             meta["continue"] = token
-            meta["remainingItemCount"] = remaining
+            if labels is None and fields is None:  # the API server counts only unfiltered lists
+                meta["remainingItemCount"] = remaining
+        if _wants_table(request):
+            include = include_object(query)
+            return json_response(table(rt, version, items, meta, include, self.registry.converter(rt)))
         api_version = rt.api_version(version)
         head = orjson.dumps({"kind": rt.list_kind, "apiVersion": api_version, "metadata": meta})
         encoded = b",".join(orjson.dumps(self.registry.output(rt, o, version)) for o in items)
@@ -375,7 +379,12 @@ class ApiServer:
         if send_initial:
             since = None
         timeout = float(query["timeoutSeconds"]) if query.get("timeoutSeconds") else _DEFAULT_WATCH_TIMEOUT
-        watcher = self.registry.watch(rt, version, ns, labels, fields, since, send_initial and bookmarks)
+        rows = None
+        if _wants_table(request):
+            rows = TableRows(rt, version, include_object(query), self.registry.converter(rt))
+        watcher = self.registry.watch(
+            rt, version, ns, labels, fields, since, send_initial and bookmarks, rows
+        )
         response = web.StreamResponse(headers={"Content-Type": _JSON, "Cache-Control": "no-cache"})
         response.enable_chunked_encoding()
         try:
