@@ -134,6 +134,7 @@ class ConsistentRegionParticipant(RuntimeHooks):
 
     async def _handle(self, pe: PeIdentity, note: Notification) -> None:
         self.seen.append(note)
+        self.log(pe, f"consistent region {note.region}: {note.type} {note.message}")
         fields = parse_message(note.message)
         if note.type == "triggerDrain" and "seqId" in fields:
             if self.skip_drains:
@@ -153,11 +154,14 @@ class ConsistentRegionParticipant(RuntimeHooks):
         """One attempt, as the runtime does (no retry; failures are logged)."""
         assert self._session is not None
         self.answers.append(("PUT", path, body))
+        what = f"consistent region: PUT {path} {orjson.dumps(body).decode()}"
         try:
             async with self._session.put(
                 self._base(pe) + path, data=orjson.dumps(body), headers={"Content-Type": "application/json"}
             ) as response:
+                self.log(pe, f"{what} answered {response.status}")
                 if response.status != 204:
                     log.info("consistent-region PUT %s answered %s", path, response.status)
         except (aiohttp.ClientError, TimeoutError) as exc:
+            self.log(pe, f"{what} failed: {exc or type(exc).__name__}")
             log.info("consistent-region PUT %s failed: %s", path, exc)

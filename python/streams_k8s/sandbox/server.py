@@ -18,6 +18,7 @@ from aiohttp import web
 from streams_k8s.sandbox import discovery
 from streams_k8s.sandbox.errors import ApiError, bad_request, not_found
 from streams_k8s.sandbox.faults import Faults, RequestInfo
+from streams_k8s.sandbox.pod_streams import REFUSED, ContainerLogs, serve_pod_stream
 from streams_k8s.sandbox.registry import APPLY_PATCH, Registry
 from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.selectors import LabelSelector, parse_field_selector
@@ -25,6 +26,8 @@ from streams_k8s.sandbox.store import Watcher
 from streams_k8s.sandbox.table import TableRows, include_object, table
 
 _NAMESPACE_SUBRESOURCES = ("status", "finalize")
+PODS = ("", "pods")
+POD_STREAMS = ("log", *REFUSED)
 _JSON = "application/json"
 # Real API servers close watches after a randomised timeout of at least 30 minutes.
 _DEFAULT_WATCH_TIMEOUT = 1800.0
@@ -97,8 +100,10 @@ class ApiServer:
         token: str | None = None,
         bookmark_interval: float = 1.0,
         request_log_size: int = 10_000,
+        logs: ContainerLogs | None = None,
     ) -> None:
         self.registry = registry
+        self.logs = logs if logs is not None else ContainerLogs(registry)
         self.faults = faults
         self.token = token
         self.bookmark_interval = bookmark_interval
@@ -207,9 +212,16 @@ class ApiServer:
         query = request.query
         dry_run = "dryRun" in query
         ns, name, version, sub = info.namespace, info.name, info.version, info.subresource
-        served = (*(("status",) if rt.status_subresource else ()), *(("scale",) if rt.scale else ()))
-        if sub is not None and sub not in (*served, *rt.extra_subresources):
+        if sub is not None and sub not in rt.subresources:
             raise not_found(f"{rt.plural}/{sub}", name or "", rt.group)
+        if rt.key == PODS and sub in POD_STREAMS and name is not None and ns is not None:
+            if info.verb not in (("get",) if sub == "log" else ("get", "create")):
+                raise ApiError(
+                    405,
+                    f"the server does not allow this method on the requested resource (pods/{sub})",
+                    reason="MethodNotAllowed",
+                )
+            return await serve_pod_stream(request, registry, self.logs, ns, name, sub)
         if info.verb == "get":
             assert name is not None
             if sub == "scale":
