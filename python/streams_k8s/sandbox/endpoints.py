@@ -234,8 +234,11 @@ class EndpointSliceController:
         for extra in slices[1:]:
             self._delete(ns, extra)
         if current is None:
-            desired["metadata"]["generateName"] = f"{name}-"
-            _ignore_gone(lambda: self.registry.create(self.rt, "v1", ns, desired))
+            # As the real controller: none created for a Service being deleted (the garbage
+            # collector would be deleting them as fast as they come).
+            if not service["metadata"].get("deletionTimestamp"):
+                desired["metadata"]["generateName"] = f"{name}-"
+                _ignore_gone(lambda: self.registry.create(self.rt, "v1", ns, desired))
             return
         if all(current.get(k) == desired.get(k) for k in ("addressType", "endpoints", "ports")) and all(
             current["metadata"].get(k) == desired["metadata"][k] for k in ("labels", "ownerReferences")
