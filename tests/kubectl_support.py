@@ -4,8 +4,10 @@ user does."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import orjson
@@ -45,6 +47,27 @@ class Kubectl:
         if ok:
             assert rc == 0, f"kubectl {' '.join(args)} failed ({rc}): {err.decode()}"
         return rc, out.decode(), err.decode()
+
+    @contextlib.asynccontextmanager
+    async def streaming(self, *args: str) -> AsyncIterator[asyncio.StreamReader]:
+        """A long-running kubectl (`get -w`, `logs -f`): its output as it comes; stopped at the end."""
+        assert KUBECTL is not None
+        proc = await asyncio.create_subprocess_exec(
+            KUBECTL,
+            "--cache-dir",
+            str(self.cache),
+            *args,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            env=self.env,
+        )
+        assert proc.stdout is not None
+        try:
+            yield proc.stdout
+        finally:
+            if proc.returncode is None:
+                proc.terminate()
+            await proc.wait()
 
     async def json(self, *args: str) -> dict[str, object]:
         _, out, _ = await self.run(*args, "-o", "json")
