@@ -125,7 +125,11 @@ class Watcher:
         else:
             kind = None
         if kind is not None:
-            self.queue.put_nowait(self.line(kind, event))
+            rows = self.rows
+            line = (
+                event.line(kind, self.api_version, self.convert) if rows is None else rows.line(kind, event)
+            )
+            self.queue.put_nowait(line)
 
     def line(self, type_: str, event: WatchEvent) -> bytes:
         if self.rows is not None:
