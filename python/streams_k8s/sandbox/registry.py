@@ -567,6 +567,20 @@ class Registry:
         body = server_side_apply(current, config, manager, force, rt.api_version(version), now(), status)
         return self.update(rt, version, ns, name, body, subresource, dry_run, require_rv=False)
 
+    def bind(self, ns: str, name: str, node: str) -> dict[str, Any]:
+        """pods/binding: the pod's node and its PodScheduled=True condition in one write (one
+        watch event), as the API server's binding storage does; 409 when it is bound already."""
+        from streams_k8s.sandbox.conditions import set_condition  # it reads this module's clock
+
+        rt = self.types[("", "pods")]
+        old = self.get(rt, ns, name)
+        if old["spec"].get("nodeName"):
+            raise ApiError(409, f'pod {name} is already assigned to node "{old["spec"]["nodeName"]}"')
+        new = clone(old)
+        new["spec"]["nodeName"] = node
+        set_condition(new.setdefault("status", {}), "PodScheduled", "True")
+        return self._write(rt, "v1", ns, name, new, old, False)
+
     # -- scale subresource ----------------------------------------------------------------------
 
     def get_scale(self, rt: ResourceType, ns: str | None, name: str) -> dict[str, Any]:

@@ -239,7 +239,7 @@ class ApiServer:
         if info.verb == "create":
             data = _decode(request, body)
             if name is not None and sub == "binding":
-                return json_response(self._bind(rt, ns, name, data), 201)
+                return json_response(self._bind(ns, name, data), 201)
             if name is not None and sub == "eviction":
                 registry.delete(rt, ns, name, (data or {}).get("deleteOptions"))
                 return json_response(
@@ -321,15 +321,11 @@ class ApiServer:
             reason="MethodNotAllowed",
         )
 
-    def _bind(self, rt: ResourceType, ns: str | None, name: str, binding: Any) -> dict[str, Any]:
+    def _bind(self, ns: str | None, name: str, binding: Any) -> dict[str, Any]:
         target = (binding or {}).get("target") or {}
         if not target.get("name"):
             raise bad_request("a Binding needs target.name")
-        pod = self.registry.get(rt, ns, name)
-        if pod["spec"].get("nodeName"):
-            raise ApiError(409, f'pod {name} is already assigned to node "{pod["spec"]["nodeName"]}"')
-        bound = {**pod, "spec": {**pod["spec"], "nodeName": target["name"]}}
-        self.registry.update(rt, "v1", ns, name, bound)
+        self.registry.bind(ns or "", name, target["name"])
         return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 
     @staticmethod
