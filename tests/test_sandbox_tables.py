@@ -4,7 +4,6 @@ definitions in the first event only, and CRD columns (Age only when the CRD decl
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -21,15 +20,12 @@ CMS = "/api/v1/namespaces/default/configmaps"
 WIDGETS = f"/apis/{GROUP}/v1/namespaces/default/widgets"
 
 
-@pytest.fixture
-async def http(sandbox: Sandbox) -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession(sandbox.url) as session:
-        yield session
-
-
-async def get_table(http: aiohttp.ClientSession, path: str, **query: Any) -> tuple[int, Any]:
+async def get_table(sandbox: Sandbox, path: str, **query: Any) -> tuple[int, Any]:
     params = {k: str(v) for k, v in query.items()}
-    async with http.get(path, params=params, headers={"Accept": TABLE}) as response:
+    async with (
+        aiohttp.ClientSession(sandbox.url) as http,
+        http.get(path, params=params, headers={"Accept": TABLE}) as response,
+    ):
         return response.status, orjson.loads(await response.read())
 
 
@@ -41,12 +37,12 @@ def configmaps(sandbox: Sandbox, count: int) -> None:
         )
 
 
-async def test_a_table_is_paginated_like_the_list(sandbox: Sandbox, http: aiohttp.ClientSession) -> None:
+async def test_a_table_is_paginated_like_the_list(sandbox: Sandbox) -> None:
     configmaps(sandbox, 7)
     names: list[str] = []
     token = None
     while True:
-        status, page = await get_table(http, CMS, limit=3, **({"continue": token} if token else {}))
+        status, page = await get_table(sandbox, CMS, limit=3, **({"continue": token} if token else {}))
         assert status == 200
         assert page["kind"] == "Table"
         names += [row["cells"][0] for row in page["rows"]]
@@ -57,45 +53,45 @@ async def test_a_table_is_paginated_like_the_list(sandbox: Sandbox, http: aiohtt
         assert page["metadata"]["remainingItemCount"] == 7 - len(names)
     assert names == [f"cm-{i:03d}" for i in range(7)]
     # With a selector the server cannot count what remains, as kube-apiserver.
-    _, page = await get_table(http, CMS, limit=3, labelSelector="x!=y")
+    _, page = await get_table(sandbox, CMS, limit=3, labelSelector="x!=y")
     assert page["metadata"]["continue"]
     assert "remainingItemCount" not in page["metadata"]
 
 
-async def test_rows_carry_what_include_object_asks_for(sandbox: Sandbox, http: aiohttp.ClientSession) -> None:
+async def test_rows_carry_what_include_object_asks_for(sandbox: Sandbox) -> None:
     configmaps(sandbox, 1)
-    _, table = await get_table(http, CMS)
+    _, table = await get_table(sandbox, CMS)
     assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Data", "Age"]
     row = table["rows"][0]
     assert row["cells"][:2] == ["cm-000", 1]
     assert row["object"]["kind"] == "PartialObjectMetadata"  # the default: metadata only
     assert row["object"]["metadata"]["name"] == "cm-000"
     assert "data" not in row["object"]
-    _, table = await get_table(http, CMS, includeObject="Object")
+    _, table = await get_table(sandbox, CMS, includeObject="Object")
     assert table["rows"][0]["object"]["data"] == {"k": "v"}
-    _, table = await get_table(http, f"{CMS}/cm-000", includeObject="None")
+    _, table = await get_table(sandbox, f"{CMS}/cm-000", includeObject="None")
     assert "object" not in table["rows"][0]
     assert table["metadata"]["resourceVersion"]
-    status, error = await get_table(http, CMS, includeObject="Everything")
+    status, error = await get_table(sandbox, CMS, includeObject="Everything")
     assert status == 400
     assert "includeObject" in error["message"]
 
 
 async def test_a_crd_with_printer_columns_shows_exactly_those(
-    sandbox: Sandbox, http: aiohttp.ClientSession
+    sandbox: Sandbox,
 ) -> None:
     crd = widget_crd()
     sandbox.install_crd(crd)
     rt = sandbox.registry.types[(GROUP, "widgets")]
     sandbox.registry.create(rt, "v1", "default", widget("gear"))
-    _, table = await get_table(http, WIDGETS)
+    _, table = await get_table(sandbox, WIDGETS)
     # Name plus the declared Color and Phase: no Age the CRD did not declare.
     assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Color", "Phase"]
     assert table["rows"][0]["cells"] == ["gear", "blue", None]  # no phase yet: kubectl shows <none>
     # Without printer columns, kube-apiserver shows Name and Age.
     del crd["spec"]["versions"][0]["additionalPrinterColumns"]
     sandbox.install_crd(crd)
-    _, table = await get_table(http, WIDGETS)
+    _, table = await get_table(sandbox, WIDGETS)
     assert [(c["name"], c["type"]) for c in table["columnDefinitions"]] == [
         ("Name", "string"),
         ("Age", "date"),
@@ -103,7 +99,7 @@ async def test_a_crd_with_printer_columns_shows_exactly_those(
     assert table["rows"][0]["cells"][1].endswith("s")
 
 
-async def test_events_show_kube_apiserver_columns(sandbox: Sandbox, http: aiohttp.ClientSession) -> None:
+async def test_events_show_kube_apiserver_columns(sandbox: Sandbox) -> None:
     rt = sandbox.registry.types[("", "events")]
     sandbox.registry.create(
         rt,
@@ -120,7 +116,7 @@ async def test_events_show_kube_apiserver_columns(sandbox: Sandbox, http: aiohtt
             "count": 3,
         },
     )
-    _, table = await get_table(http, "/api/v1/namespaces/default/events")
+    _, table = await get_table(sandbox, "/api/v1/namespaces/default/events")
     columns = [(c["name"], c["priority"]) for c in table["columnDefinitions"]]
     assert [name for name, priority in columns if priority == 0] == [
         "Last Seen",
@@ -141,12 +137,15 @@ async def test_events_show_kube_apiserver_columns(sandbox: Sandbox, http: aiohtt
 
 
 async def test_a_table_watch_sends_rows_and_the_columns_once(
-    sandbox: Sandbox, http: aiohttp.ClientSession
+    sandbox: Sandbox,
 ) -> None:
     configmaps(sandbox, 2)
     params = {"watch": "true", "resourceVersion": "0", "timeoutSeconds": "5"}
     events: list[dict[str, Any]] = []
-    async with http.get(CMS, params=params, headers={"Accept": TABLE}) as response:
+    async with (
+        aiohttp.ClientSession(sandbox.url) as http,
+        http.get(CMS, params=params, headers={"Accept": TABLE}) as response,
+    ):
         assert response.status == 200
         async for line in response.content:
             events.append(orjson.loads(line))
