@@ -68,6 +68,7 @@ FULL, PARTIAL, NONE = "Full", "Partial", "None"
 
 PodKey = tuple[str, str]  # (namespace, pod name)
 ServiceKey = tuple[str, str]  # (namespace, service name)
+ConfigMapKey = tuple[str, str]  # (namespace, ConfigMap name)
 PeKey = tuple[str, str, str]  # (namespace, job, PE id)
 K = TypeVar("K", bound=Hashable)
 
@@ -235,7 +236,7 @@ class SimulatedPeRuntime:
         self._by_pe: dict[PeKey, set[str]] = {}  # started pods of each PE
         self._on_service: dict[ServiceKey, set[str]] = {}
         self._on_sender: dict[PeKey, set[str]] = {}
-        self._on_table: dict[ServiceKey, set[str]] = {}
+        self._on_table: dict[ConfigMapKey, set[str]] = {}
         registry.store.listeners.append(self._on_event)
 
     # -- what changes -------------------------------------------------------------------------------
