@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -73,8 +74,32 @@ async def test_recording_never_raises(sandbox: Sandbox, client: KubeClient, subj
     assert client.metrics.registry.get_sample_value("streams_k8s_events_total", {"outcome": "failed"}) == 1
 
 
+async def test_events_carry_first_and_last_timestamps_and_both_apis_agree(
+    client: KubeClient, subject: dict[str, Any]
+) -> None:
+    recorder = EventRecorder(client, "streams-controller", "replica-1")
+    await recorder.record(subject, "Warning", "PodFailed", "pe-3 exited with 1")
+    (first,) = (await client.list_all(CORE_EVENTS, "default"))[0]
+    assert first["firstTimestamp"] == first["lastTimestamp"]  # what `kubectl get events` sorts on
+    assert first["eventTime"].startswith(first["firstTimestamp"][:19])
+    assert first["count"] == 1
+    await asyncio.sleep(1.1)  # lastTimestamp has whole seconds
+    await recorder.record(subject, "Warning", "PodFailed", "pe-3 exited with 1")
+    (core,) = (await client.list_all(CORE_EVENTS, "default"))[0]
+    assert core["firstTimestamp"] == first["firstTimestamp"]
+    assert core["lastTimestamp"] > first["lastTimestamp"]
+    assert (core["count"], core["series"]["count"]) == (2, 2)
+    assert core["series"]["lastObservedTime"].startswith(core["lastTimestamp"][:19])
+    # events.k8s.io/v1 readers see the same Event through the API server's conversion.
+    (new,) = (await client.list_all(EVENTS, "default"))[0]
+    assert new["eventTime"] == core["eventTime"]
+    assert new["series"] == core["series"]
+    assert new["deprecatedLastTimestamp"] == core["lastTimestamp"]
+    assert (new["reportingController"], new["action"]) == ("streams-controller", "Reconcile")
+
+
 @pytest.mark.sandbox(disabled_apis=["events.k8s.io/v1"])  # an older cluster
-async def test_core_v1_fallback_when_events_k8s_io_is_not_served(
+async def test_events_are_recorded_where_events_k8s_io_is_not_served(
     client: KubeClient, subject: dict[str, Any]
 ) -> None:
     recorder = EventRecorder(client, "streams-controller", "replica-1")

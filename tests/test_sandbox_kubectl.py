@@ -3,60 +3,15 @@ get, list, create, apply, patch, delete, scale and wait, for built-in kinds and 
 
 from __future__ import annotations
 
-import asyncio
-import os
-import shutil
 from pathlib import Path
 
-import orjson
 import pytest
-import yaml
 
+from kubectl_support import KUBECTL, MISSING, Kubectl
 from sandbox_crds import GROUP, widget, widget_crd
 from streams_k8s.sandbox import Sandbox
 
-KUBECTL = shutil.which("kubectl")
-pytestmark = pytest.mark.skipif(
-    KUBECTL is None,
-    reason="kubectl is not installed (.ci/run installs it from the Debian package sources: kubectl or "
-    "kubernetes-client)",
-)
-
-
-class Kubectl:
-    def __init__(self, sandbox: Sandbox, tmp: Path) -> None:
-        self.env = {**os.environ, "KUBECONFIG": str(sandbox.kubeconfig_path), "HOME": str(tmp)}
-        self.cache = tmp / "kube-cache"
-        self.tmp = tmp
-
-    async def run(self, *args: str, stdin: str | None = None, ok: bool = True) -> tuple[int, str, str]:
-        assert KUBECTL is not None
-        proc = await asyncio.create_subprocess_exec(
-            KUBECTL,
-            "--cache-dir",
-            str(self.cache),
-            "--request-timeout",
-            "20s",
-            *args,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=self.env,
-        )
-        out, err = await proc.communicate(stdin.encode() if stdin is not None else None)
-        rc = proc.returncode if proc.returncode is not None else -1
-        if ok:
-            assert rc == 0, f"kubectl {' '.join(args)} failed ({rc}): {err.decode()}"
-        return rc, out.decode(), err.decode()
-
-    async def json(self, *args: str) -> dict[str, object]:
-        _, out, _ = await self.run(*args, "-o", "json")
-        return orjson.loads(out)  # type: ignore[no-any-return]
-
-    def manifest(self, name: str, *docs: object) -> str:
-        path = self.tmp / name
-        path.write_text(yaml.safe_dump_all(docs))
-        return str(path)
+pytestmark = pytest.mark.skipif(KUBECTL is None, reason=MISSING)
 
 
 @pytest.fixture

@@ -1,10 +1,15 @@
 """Kubernetes Events with client-side aggregation.
 
-Writes events.k8s.io/v1 Events, or core/v1 Events where the cluster does not serve the former.
+Writes core/v1 Events (served by every cluster, and what `kubectl get events` reads) carrying both
+generations of fields: `firstTimestamp`, `lastTimestamp`, `count` and `source`, which kubectl
+prints and sorts on (`--sort-by=.lastTimestamp`), and `eventTime`, `reportingComponent`,
+`reportingInstance`, `action` and `series`, which events.k8s.io/v1 readers see once the API server
+converts the Event (it stores one form and serves both; events.k8s.io/v1 refuses the deprecated
+timestamps on create, so only a core/v1 write can carry them).
 The same (object, type, reason, action, note) repeated within ``window`` seconds updates the
-existing Event's series/count instead of creating another object, and a per-object token bucket
-(client-go's spam filter: burst 25, one more per 5 minutes) drops the excess. Recording never
-raises: Events are best-effort, conditions are the durable record.
+existing Event's count, lastTimestamp and series instead of creating another object, and a
+per-object token bucket (client-go's spam filter: burst 25, one more per 5 minutes) drops the
+excess. Recording never raises: Events are best-effort, conditions are the durable record.
 """
 
 from __future__ import annotations
@@ -24,8 +29,9 @@ from streams_k8s.k8s.objects import Object, meta
 
 log = logging.getLogger(__name__)
 
-EVENTS = Resource("events.k8s.io", "v1", "events", "Event")
 CORE_EVENTS = Resource("", "v1", "events", "Event")
+# The same Events as the API server serves them to events.k8s.io/v1 readers.
+EVENTS = Resource("events.k8s.io", "v1", "events", "Event")
 EventKind = Literal["Normal", "Warning"]
 _MAX_NOTE = 1024
 _MAX_CACHE = 4096
@@ -40,7 +46,13 @@ class _Seen:
 
 
 def _micro_time(moment: datetime) -> str:
+    """A MicroTime (eventTime, series.lastObservedTime)."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _time(moment: datetime) -> str:
+    """A Time, whole seconds (firstTimestamp, lastTimestamp)."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def object_reference(obj: Object) -> Object:
@@ -73,7 +85,6 @@ class EventRecorder:
         self._burst, self._rate = burst, 1.0 / refill_every
         self._seen: OrderedDict[tuple[str, ...], _Seen] = OrderedDict()
         self._buckets: OrderedDict[str, TokenBucket] = OrderedDict()
-        self._use_core: bool | None = None  # decided on first use by discovery
         self._m = client.metrics.events_emitted
 
     async def record(
@@ -126,79 +137,49 @@ class EventRecorder:
         self._buckets.move_to_end(subject)
         return bucket.try_take()
 
-    async def _core_only(self) -> bool:
-        if self._use_core is None:
-            try:
-                await self.client.request("GET", EVENTS, "/apis/events.k8s.io/v1", verb="discovery")
-                self._use_core = False
-            except ApiError as exc:
-                if not exc.not_found:
-                    raise
-                self._use_core = True
-        return self._use_core
-
     async def _create(
         self, obj: Object, kind: EventKind, reason: str, note: str, action: str, related: Object
     ) -> _Seen:
         m = meta(obj)
         namespace = str(m.get("namespace") or "default")
         name = f"{m.get('name')}.{secrets.token_hex(8)}"
-        now = _micro_time(datetime.now(UTC))
-        regarding = object_reference(obj)
-        metadata = {"name": name, "namespace": namespace}
-        if await self._core_only():
-            body: Object = {
-                "apiVersion": "v1",
-                "kind": "Event",
-                "metadata": metadata,
-                "involvedObject": regarding,
-                "related": related or None,
-                "type": kind,
-                "reason": reason,
-                "message": note,
-                "action": action,
-                "source": {"component": self.controller},
-                "reportingComponent": self.controller,
-                "reportingInstance": self.instance,
-                "firstTimestamp": now[:19] + "Z",
-                "lastTimestamp": now[:19] + "Z",
-                "count": 1,
-            }
-            resource = CORE_EVENTS
-        else:
-            body = {
-                "apiVersion": EVENTS.api_version,
-                "kind": "Event",
-                "metadata": metadata,
-                "eventTime": now,
-                "reportingController": self.controller,
-                "reportingInstance": self.instance,
-                "regarding": regarding,
-                "related": related or None,
-                "type": kind,
-                "reason": reason,
-                "action": action,
-                "note": note,
-            }
-            resource = EVENTS
-        await self.client.create(resource, {k: v for k, v in body.items() if v is not None})
+        now = datetime.now(UTC)
+        body: Object = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": namespace},
+            "involvedObject": object_reference(obj),
+            "related": related or None,
+            "type": kind,
+            "reason": reason,
+            "message": note,
+            "action": action,
+            "source": {"component": self.controller},
+            "reportingComponent": self.controller,
+            "reportingInstance": self.instance,
+            "eventTime": _micro_time(now),
+            "firstTimestamp": _time(now),
+            "lastTimestamp": _time(now),
+            "count": 1,
+        }
+        await self.client.create(CORE_EVENTS, {k: v for k, v in body.items() if v is not None})
         return _Seen(name, namespace, 1, time.monotonic())
 
     async def _bump(self, seen: _Seen, now: float) -> bool:
         """Count one more occurrence on the existing Event; False if it no longer exists."""
-        stamp = _micro_time(datetime.now(UTC))
-        if await self._core_only():
-            resource: Resource = CORE_EVENTS
-            patch: Object = {"count": seen.count + 1, "lastTimestamp": stamp[:19] + "Z"}
-        else:
-            resource = EVENTS
-            patch = {"series": {"count": seen.count + 1, "lastObservedTime": stamp}}
+        moment = datetime.now(UTC)
+        count = seen.count + 1
+        patch: Object = {
+            "count": count,
+            "lastTimestamp": _time(moment),
+            "series": {"count": count, "lastObservedTime": _micro_time(moment)},
+        }
         try:
-            await self.client.patch(resource, seen.name, patch, seen.namespace)
+            await self.client.patch(CORE_EVENTS, seen.name, patch, seen.namespace)
         except ApiError as exc:
             if exc.not_found:  # expired (Events live about an hour) or deleted: start a new one
                 return False
             raise
-        seen.count += 1
+        seen.count = count
         seen.last = now
         return True

@@ -1,15 +1,16 @@
-"""The simulated cluster: nodes, scheduler, kubelet, workload and endpoints controllers, and the
-operations tests use to disturb it (kill or evict pods, cordon or taint nodes, delete objects
-behind the controller's back)."""
+"""The simulated cluster: nodes, scheduler, kubelet, workload, endpoints and EndpointSlice
+controllers, and the operations tests use to disturb it (kill or evict pods, cordon or taint
+nodes, delete objects behind the controller's back)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from streams_k8s.sandbox.endpoints import EndpointsController
+from streams_k8s.sandbox.endpoints import EndpointsController, EndpointSliceController, ServicePods
 from streams_k8s.sandbox.errors import ApiError
 from streams_k8s.sandbox.kubelet import Kubelet
 from streams_k8s.sandbox.nodes import NodeSpec
+from streams_k8s.sandbox.pod_streams import ContainerLogs
 from streams_k8s.sandbox.registry import Registry, clone
 from streams_k8s.sandbox.scheduler import Scheduler, tolerates
 from streams_k8s.sandbox.worker import Worker
@@ -27,19 +28,28 @@ class SimulatedCluster:
         *,
         start_delay: float = 0.0,
         termination_delay: float = 0.0,
+        logs: ContainerLogs | None = None,
     ) -> None:
         self.registry = registry
         self.scheduler = Scheduler(registry)
-        self.kubelet = Kubelet(registry, start_delay, termination_delay)
+        self.kubelet = Kubelet(registry, start_delay, termination_delay, logs or ContainerLogs(registry))
         self.workloads = WorkloadControllers(registry)
-        self.endpoints = EndpointsController(registry)
+        service_pods = ServicePods(registry)
+        self.endpoints = EndpointsController(registry, service_pods)
+        self.endpoint_slices = EndpointSliceController(registry, service_pods)
         self._node_count = 0
         for spec in nodes:
             self.add_node(spec)
 
     @property
     def workers(self) -> list[Worker[Any]]:
-        return [self.scheduler.worker, self.kubelet.worker, self.workloads.worker, self.endpoints.worker]
+        return [
+            self.scheduler.worker,
+            self.kubelet.worker,
+            self.workloads.worker,
+            self.endpoints.worker,
+            self.endpoint_slices.worker,
+        ]
 
     # -- nodes ----------------------------------------------------------------------------------
 

@@ -132,6 +132,7 @@ class ConsistentRegionParticipant(RuntimeHooks):
 
     async def _handle(self, pe: PeIdentity, session: aiohttp.ClientSession, note: Notification) -> None:
         self.seen.append(note)
+        self.log(pe, f"consistent region {note.region}: {note.type} {note.message}")
         fields = parse_message(note.message)
         if note.type == "triggerDrain" and "seqId" in fields:
             if self.skip_drains:
@@ -150,11 +151,14 @@ class ConsistentRegionParticipant(RuntimeHooks):
     async def _put(self, pe: PeIdentity, session: aiohttp.ClientSession, path: str, body: Any) -> None:
         """One attempt, as the runtime does (no retry; failures are logged)."""
         self.answers.append(("PUT", path, body))
+        what = f"consistent region: PUT {path} {orjson.dumps(body).decode()}"
         try:
             async with session.put(
                 self._base(pe) + path, data=orjson.dumps(body), headers={"Content-Type": "application/json"}
             ) as response:
+                self.log(pe, f"{what} answered {response.status}")
                 if response.status != 204:
                     log.info("consistent-region PUT %s answered %s", path, response.status)
         except (aiohttp.ClientError, TimeoutError) as exc:
+            self.log(pe, f"{what} failed: {exc or type(exc).__name__}")
             log.info("consistent-region PUT %s failed: %s", path, exc)

@@ -15,6 +15,7 @@ from typing import Any
 
 from streams_k8s.sandbox.conditions import set_condition
 from streams_k8s.sandbox.errors import ApiError
+from streams_k8s.sandbox.pod_streams import ContainerLogs
 from streams_k8s.sandbox.registry import Registry, clone, now
 from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.store import WatchEvent
@@ -26,8 +27,15 @@ PodKey = tuple[str, str]
 
 
 class Kubelet:
-    def __init__(self, registry: Registry, start_delay: float = 0.0, termination_delay: float = 0.0) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        start_delay: float = 0.0,
+        termination_delay: float = 0.0,
+        logs: ContainerLogs | None = None,
+    ) -> None:
         self.registry = registry
+        self.logs = logs if logs is not None else ContainerLogs(registry)
         self.start_delay = start_delay
         self.termination_delay = termination_delay
         self.pods_rt: ResourceType = registry.types[PODS]
@@ -35,6 +43,7 @@ class Kubelet:
         self.worker: Worker[PodKey] = Worker("kubelet", self._sync)
         self._next_ip: dict[str, int] = {}
         self._due: dict[PodKey, float] = {}
+        self._stopping: set[str] = set()  # uids of pods whose graceful stop was logged
         registry.graceful_pods = True
         registry.store.listeners.append(self._on_event)
 
@@ -43,6 +52,13 @@ class Kubelet:
             self.worker.add((event.obj["metadata"]["namespace"], event.obj["metadata"]["name"]))
         elif rt.key == PODS and event.type == "DELETED":
             self._due.pop((event.obj["metadata"]["namespace"], event.obj["metadata"]["name"]), None)
+            self._stopping.discard(event.obj["metadata"]["uid"])
+
+    def _log(self, pod: dict[str, Any], text: str, container: str | None = None) -> None:
+        """A line in the log of one container (all of them by default), marked as the kubelet's."""
+        names = [container] if container else [c["name"] for c in pod["spec"].get("containers") or []]
+        for name in names:
+            self.logs.write(pod["metadata"]["uid"], name, f"sandbox kubelet: {text}")
 
     def _wait(self, key: PodKey, delay: float) -> bool:
         """True once `delay` has passed since the kubelet first saw `key` in this state."""
@@ -66,7 +82,11 @@ class Kubelet:
                 self._ignore_gone(lambda: self.registry.delete(self.pods_rt, *key, {"gracePeriodSeconds": 0}))
             return  # bound to a node that does not exist: stays Pending, as with a lost node
         if pod["metadata"].get("deletionTimestamp"):
-            if pod["metadata"].get("deletionGracePeriodSeconds") and self._wait(key, self.termination_delay):
+            grace = pod["metadata"].get("deletionGracePeriodSeconds")
+            if grace and pod["metadata"]["uid"] not in self._stopping:
+                self._stopping.add(pod["metadata"]["uid"])
+                self._log(pod, f"stopping (SIGTERM, grace period {grace}s)")
+            if grace and self._wait(key, self.termination_delay):
                 self._ignore_gone(lambda: self.registry.delete(self.pods_rt, *key, {"gracePeriodSeconds": 0}))
             return
         if pod["status"].get("phase") == "Pending" and self._wait(key, self.start_delay):
@@ -100,6 +120,14 @@ class Kubelet:
         _set_ready(status, True)
         for cond in ("Initialized", "PodReadyToStartContainers"):
             set_condition(status, cond, "True")
+        for c in new["spec"].get("containers") or []:
+            self._log(
+                new,
+                f'container "{c["name"]}" started on {node["metadata"]["name"]} (image {c.get("image", "")}, '
+                f"IP {status['podIP']}); nothing runs in it: this log is what the sandbox simulates",
+                c["name"],
+            )
+        self._log(new, "ready")
         self._write_status(new)
 
     def _allocate_ip(self, node: dict[str, Any]) -> str:
@@ -150,6 +178,7 @@ class Kubelet:
                 "finishedAt": at,
                 "containerID": cs.get("containerID", ""),
             }
+            self._log(pod, f"exited with code {exit_code} ({terminated['reason']})", cs["name"])
             if policy == "Always" or (policy == "OnFailure" and exit_code != 0):
                 cs["restartCount"] += 1
                 cs["lastState"] = {"terminated": terminated}
@@ -165,7 +194,17 @@ class Kubelet:
             _set_ready(pod["status"], False, "PodCompleted" if ok else "PodFailed")
         elif any("terminated" in s for s in states):
             _set_ready(pod["status"], False, "ContainersNotReady")
-        return self._write_status(pod)
+        written = self._write_status(pod)
+        for cs in pod["status"]["containerStatuses"]:
+            if (
+                "running" in cs["state"]
+                and cs.get("lastState")
+                and (container is None or cs["name"] == container)
+            ):
+                self._log(
+                    pod, f"restarted (restart {cs['restartCount']}, restartPolicy {policy})", cs["name"]
+                )
+        return written
 
     def fail_pod(
         self, namespace: str, name: str, reason: str = "Error", message: str = "the pod failed (simulated)"
@@ -177,6 +216,7 @@ class Kubelet:
         for cs in pod["status"].get("containerStatuses") or []:
             cs["state"] = {"terminated": {"exitCode": 137, "reason": reason, "finishedAt": at}}
             cs["ready"] = False
+        self._log(pod, f"pod failed ({reason}): {message}")
         _set_ready(pod["status"], False, "PodFailed")
         return self._write_status(pod)
 
@@ -197,6 +237,7 @@ class Kubelet:
         for cs in pod["status"]["containerStatuses"]:
             cs["ready"] = ready
         _set_ready(pod["status"], ready, None if ready else "ContainersNotReady")
+        self._log(pod, "ready" if ready else "not ready (readiness probe failing)")
         return self._write_status(pod)
 
 

@@ -1,10 +1,24 @@
 """The simulated PE runtime: what the Streams PE container would tell the controller.
 
-For every Running and Ready pod labelled `app=streams, svc=pe`, it reports connectivity `"Full"`
-once per pod (per launch), as the runtime's connectivity thread does:
-`PUT {controller}/api/state/job/{job}/pe/{pe}/connectivity` with the JSON string body, expecting
-a 2xx; failures are retried. The job and PE id come from the `streams.ibm.com/job` and
-`streams.ibm.com/pe` labels (or the STREAMS_JOB_NAME / STREAMS_PE_ID env of the first container).
+Each Running and Ready pod labelled `app=streams, svc=pe` is a started PE. Like the runtime's
+connectivity thread, it knows its static connections from its AADL (the ConfigMap mounted at
+`/etc/config/pe`), resolves each as the runtime's name service does, and reports the state of all
+of them:
+- an output connection's receiver is looked up in the job's name table (the ConfigMap mounted at
+  `/etc/config/job`; operator port label -> PE port label, the AADL's label when absent), then the
+  PE port `E.I@J` is the headless Service `<job>-E`, whose EndpointSlices give the first ready
+  address; the connection is up when a started PE with that address listens on `10000 + I`;
+- an input connection is up when the sending PE is started and this PE's own Service resolves
+  to this pod (the sender resolves it the same way).
+`Full` when every connection is up (or there is none), `None` when none is, `Partial` otherwise.
+The state is evaluated `connect_delay` after the PE starts and after each change of a Service, an
+EndpointSlice or a name table it depends on, or of a PE it talks to (the runtime retries a
+connection every 100 ms), and reported when it changes (the controller's starting value is
+`None`): `PUT {controller}/api/state/job/{job}/pe/{pe}/connectivity` with the JSON string body,
+retried while the controller fails. The job and PE id come from the `streams.ibm.com/job` /
+`streams.ibm.com/pe` labels (or the STREAMS_JOB_NAME / STREAMS_PE_ID env). A pod with no AADL
+mounted has no static connections. What it resolves and reports is written to the container's
+log (`kubectl logs`).
 
 Calls leave from the pod's own address (`status.podIP`, a loopback address in the sandbox's pod
 network), so a server that trusts PE pods by source address (the instance API's write guard)
@@ -17,18 +31,32 @@ is the hook that answers consistent-region drains and resets.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import ipaddress
 import logging
 import socket
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import aiohttp
 import orjson
 
+from streams_k8s.sandbox.endpoints import ENDPOINT_SLICES, SERVICE_NAME_LABEL
+from streams_k8s.sandbox.pe_wiring import (
+    AADL_KEY,
+    JOB_CONFIG_DIR,
+    NAME_TABLE_KEY,
+    PE_CONFIG_DIR,
+    PE_PORT_BASE,
+    PePort,
+    Wiring,
+    WiringError,
+    mounted_config_map,
+    parse_aadl,
+    parse_name_table,
+)
+from streams_k8s.sandbox.pod_streams import ContainerLogs
 from streams_k8s.sandbox.registry import Registry
 from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.store import WatchEvent
@@ -38,8 +66,18 @@ from streams_k8s.sandbox.workloads import is_ready
 log = logging.getLogger(__name__)
 
 PODS = ("", "pods")
+SERVICES = ("", "services")
+CONFIGMAPS = ("", "configmaps")
 JOB_LABEL = "streams.ibm.com/job"
 PE_LABEL = "streams.ibm.com/pe"
+LAUNCH_LABEL = "streams.ibm.com/launch-count"
+FULL, PARTIAL, NONE = "Full", "Partial", "None"
+
+PodKey = tuple[str, str]  # (namespace, pod name)
+ServiceKey = tuple[str, str]  # (namespace, service name)
+ConfigMapKey = tuple[str, str]  # (namespace, ConfigMap name)
+PeKey = tuple[str, str, str]  # (namespace, job, PE id)
+K = TypeVar("K", bound=Hashable)
 
 
 @dataclass(frozen=True)
@@ -49,6 +87,7 @@ class PeIdentity:
     uid: str
     job: str
     pe: str
+    container: str = ""  # the runtime's container (the pod's first)
     address: str = ""  # the pod's IP: where its calls come from
 
 
@@ -75,8 +114,17 @@ def session_from(address: str, timeout: aiohttp.ClientTimeout) -> aiohttp.Client
 Reporter = Callable[[PeIdentity, str], Awaitable[None]]
 
 
+def pe_log(logs: ContainerLogs, pe: PeIdentity, text: str) -> None:
+    """A line the PE runtime writes to its container's log."""
+    if pe.container:
+        logs.write(pe.uid, pe.container, f"pe {pe.pe} (job {pe.job}): {text}")
+
+
 class RuntimeHooks:
     """Extension point for behaviour beyond connectivity (consistent regions): override these."""
+
+    # Set by the runtime: where the hooks write what the PE would log.
+    logs: ContainerLogs | None = None
 
     async def pe_started(self, pe: PeIdentity, pod: dict[str, Any]) -> None:
         """The PE's pod is Running and Ready (connectivity is reported next)."""
@@ -86,6 +134,11 @@ class RuntimeHooks:
 
     async def close(self) -> None:
         """The sandbox stops: release what the hooks hold."""
+
+    def log(self, pe: PeIdentity, text: str) -> None:
+        """A line in the PE container's log."""
+        if self.logs is not None:
+            pe_log(self.logs, pe, text)
 
 
 class HttpConnectivityReporter:
@@ -124,8 +177,56 @@ def identify(pod: dict[str, Any]) -> PeIdentity | None:
     pe = labels.get(PE_LABEL) or env.get("STREAMS_PE_ID")
     if not job or pe is None:
         return None
+    container = str(containers[0].get("name") or "")
     address = str((pod.get("status") or {}).get("podIP") or "")
-    return PeIdentity(meta["namespace"], meta["name"], meta["uid"], str(job), str(pe), address)
+    return PeIdentity(meta["namespace"], meta["name"], meta["uid"], str(job), str(pe), container, address)
+
+
+def connectivity(links: list[bool]) -> str:
+    """The runtime's three-state summary of its connections."""
+    if all(links):
+        return FULL
+    return NONE if not any(links) else PARTIAL
+
+
+@dataclass(eq=False)
+class RunningPe:
+    """A started PE: what it read at start, what it depends on, what it resolved and reported."""
+
+    identity: PeIdentity
+    wiring: Wiring | None  # None: no AADL mounted, no static connections
+    table_map: str | None  # the name table's ConfigMap
+    services: set[ServiceKey] = field(default_factory=set)
+    senders: set[PeKey] = field(default_factory=set)
+    links: dict[str, str] = field(default_factory=dict)  # connection -> how it resolved (logged on change)
+    table_problem: str = ""
+    state: str | None = None
+    reported: str = NONE  # what the controller holds (its starting value)
+    reporting: bool = False
+    failing: bool = False
+
+    @property
+    def key(self) -> PodKey:
+        return (self.identity.namespace, self.identity.pod)
+
+    @property
+    def job_name(self) -> str:
+        return (self.wiring.job_name if self.wiring is not None else "") or self.identity.job
+
+    def log(self, logs: ContainerLogs, text: str) -> None:
+        pe_log(logs, self.identity, text)
+
+
+def _index(index: dict[K, set[str]], keys: set[K], old: set[K], uid: str) -> None:
+    """File `uid` under `keys` in a reverse index, removing it from the `old` ones."""
+    for key in old - keys:
+        bucket = index.get(key)
+        if bucket is not None:
+            bucket.discard(uid)
+            if not bucket:
+                del index[key]
+    for key in keys - old:
+        index.setdefault(key, set()).add(uid)
 
 
 class SimulatedPeRuntime:
@@ -136,72 +237,305 @@ class SimulatedPeRuntime:
         *,
         hooks: RuntimeHooks | None = None,
         retry_interval: float = 1.0,
+        connect_delay: float = 0.1,
+        logs: ContainerLogs | None = None,
     ) -> None:
         self.registry = registry
         self.reporter = reporter
         self.hooks = hooks or RuntimeHooks()
+        self.logs = logs if logs is not None else ContainerLogs(registry)
+        self.hooks.logs = self.logs
         self.retry_interval = retry_interval
+        self.connect_delay = connect_delay
         self.pods_rt: ResourceType = registry.types[PODS]
-        self.worker: Worker[tuple[str, str]] = Worker("pe-runtime", self._sync)
-        self.started: dict[str, PeIdentity] = {}  # pod uid -> identity, once Running and Ready
-        self.reported: set[str] = set()  # pod uids whose connectivity the controller accepted
-        self._reporting: set[str] = set()  # pod uids with a report in flight
+        self.services_rt: ResourceType = registry.types[SERVICES]
+        self.configmaps_rt: ResourceType = registry.types[CONFIGMAPS]
+        self.worker: Worker[PodKey] = Worker("pe-runtime", self._sync)
+        self.running: dict[str, RunningPe] = {}  # pod uid -> the started PE
         self.failures: list[tuple[PeIdentity, str]] = []
         self._stopped: list[PeIdentity] = []
+        self._due: set[PodKey] = set()  # PEs with an evaluation scheduled
+        # What resolution reads, indexed so each change re-evaluates only the PEs it concerns.
+        self._slices: dict[ServiceKey, dict[str, dict[str, Any]]] = {}
+        self._by_ip: dict[str, str] = {}  # pod IP -> uid of the started PE
+        self._by_pe: dict[PeKey, set[str]] = {}  # started pods of each PE
+        self._on_service: dict[ServiceKey, set[str]] = {}
+        self._on_sender: dict[PeKey, set[str]] = {}
+        self._on_table: dict[ConfigMapKey, set[str]] = {}
         registry.store.listeners.append(self._on_event)
 
+    # -- what changes -------------------------------------------------------------------------------
+
     def _on_event(self, rt: ResourceType, event: WatchEvent) -> None:
-        if rt.key != PODS or not is_pe_pod(event.obj):
-            return
-        key = (event.obj["metadata"]["namespace"], event.obj["metadata"]["name"])
+        meta = event.obj["metadata"]
+        if rt.key == PODS:
+            if is_pe_pod(event.obj):
+                self._on_pod(event)
+        elif rt.key == SERVICES:
+            self._queue(self._on_service.get((meta["namespace"], meta["name"])))
+        elif rt.key == ENDPOINT_SLICES:
+            self._on_slice(event)
+        elif rt.key == CONFIGMAPS:
+            self._queue(self._on_table.get((meta["namespace"], meta["name"])))
+
+    def _on_pod(self, event: WatchEvent) -> None:
+        meta = event.obj["metadata"]
+        key = (meta["namespace"], meta["name"])
         if event.type == "DELETED" or not is_ready(event.obj):
-            pe = self.started.pop(event.obj["metadata"]["uid"], None)
-            self.reported.discard(event.obj["metadata"]["uid"])
-            if pe is None:
-                return
-            self._stopped.append(pe)
-        self.worker.add(key)
+            pe = self.running.pop(meta["uid"], None)
+            if pe is not None:
+                self._forget(pe)
+                self._stopped.append(pe.identity)
+                self.worker.add(key)  # the hooks hear of it
+        elif meta["uid"] not in self.running:
+            self.worker.add(key)  # it starts
+
+    def _on_slice(self, event: WatchEvent) -> None:
+        meta = event.obj["metadata"]
+        ns, name = meta["namespace"], meta["name"]
+        old = ((event.old or {}).get("metadata", {}).get("labels") or {}).get(SERVICE_NAME_LABEL)
+        new = (meta.get("labels") or {}).get(SERVICE_NAME_LABEL) if event.type != "DELETED" else None
+        if old and old != new:
+            slices = self._slices.get((ns, old), {})
+            slices.pop(name, None)
+            if not slices:
+                self._slices.pop((ns, old), None)
+            self._queue(self._on_service.get((ns, old)))
+        if new:
+            self._slices.setdefault((ns, new), {})[name] = event.obj
+            self._queue(self._on_service.get((ns, new)))
+
+    def _queue(self, uids: set[str] | None) -> None:
+        for uid in list(uids or ()):
+            pe = self.running.get(uid)
+            if pe is not None:
+                self._schedule(pe, self.connect_delay)
+
+    def _schedule(self, pe: RunningPe, delay: float) -> None:
+        """Evaluate (and report) `pe` after `delay`; changes meanwhile join that evaluation."""
+        if pe.key not in self._due:
+            self._due.add(pe.key)
+            self.worker.later(delay, pe.key)
+
+    def _forget(self, pe: RunningPe) -> None:
+        """A PE stopped: out of every index; those that talk to it look again."""
+        uid = pe.identity.uid
+        if self._by_ip.get(pe.identity.address) == uid:
+            del self._by_ip[pe.identity.address]
+        _index(self._by_pe, set(), {self._pe_key(pe)}, uid)
+        _index(self._on_service, set(), pe.services, uid)
+        _index(self._on_sender, set(), pe.senders, uid)
+        if pe.table_map is not None:
+            _index(self._on_table, set(), {(pe.identity.namespace, pe.table_map)}, uid)
+        self._queue(self._on_sender.get(self._pe_key(pe)))
+        self._queue(self._on_service.get(self._own_service(pe)))
+
+    @staticmethod
+    def _pe_key(pe: RunningPe) -> PeKey:
+        return (pe.identity.namespace, pe.identity.job, pe.identity.pe)
+
+    @staticmethod
+    def _own_service(pe: RunningPe) -> ServiceKey:
+        return (pe.identity.namespace, f"{pe.job_name}-{pe.identity.pe}")
 
     async def report_to(self, controller_url: str | None) -> None:
         """Report to this controller REST API from now on (None: stop reporting); PEs already
         running report to it too, as the runtime retries until the controller answers."""
         await self._close_reporter()
         self.reporter = HttpConnectivityReporter(controller_url) if controller_url else None
-        for pe in self.started.values():
-            self.worker.add((pe.namespace, pe.pod))
+        for pe in self.running.values():
+            pe.reported = NONE  # a new controller has heard nothing yet
+            self._schedule(pe, 0.0)
 
-    async def _sync(self, key: tuple[str, str]) -> None:
+    # -- one PE -----------------------------------------------------------------------------------
+
+    async def _sync(self, key: PodKey) -> None:
         while self._stopped:
             await self.hooks.pe_stopped(self._stopped.pop(0))
+        due = key in self._due
+        self._due.discard(key)
         pod = self.registry.find(self.pods_rt, *key)
         if pod is None or not is_ready(pod):
             return
-        uid = pod["metadata"]["uid"]
-        pe = self.started.get(uid) or identify(pod)
+        pe = self.running.get(pod["metadata"]["uid"])
         if pe is None:
-            log.warning(
-                "PE pod %s/%s has no %s/%s labels: connectivity not reported", *key, JOB_LABEL, PE_LABEL
+            identity = identify(pod)
+            if identity is None:
+                log.warning(
+                    "PE pod %s/%s has no %s/%s labels: connectivity not reported", *key, JOB_LABEL, PE_LABEL
+                )
+                return
+            pe = self._start(pod, identity)
+            await self.hooks.pe_started(identity, pod)
+            # With no static connection the runtime reports Full at once; else once it connects.
+            self._schedule(
+                pe, self.connect_delay if pe.wiring and (pe.wiring.inputs or pe.wiring.outputs) else 0
             )
             return
-        if uid not in self.started:
-            self.started[uid] = pe
-            await self.hooks.pe_started(pe, pod)
-        if self.reporter is None or uid in self.reported or uid in self._reporting:
+        if not due:
             return
-        self._reporting.add(uid)
-        self.worker.spawn(self._report(self.reporter, key, pe))  # every PE reports on its own
+        self._evaluate(pe)
+        if (
+            self.reporter is not None
+            and pe.state is not None
+            and pe.state != pe.reported
+            and not pe.reporting
+        ):
+            pe.reporting = True
+            self.worker.spawn(self._report(self.reporter, pe, pe.state))  # every PE reports on its own
 
-    async def _report(self, reporter: Reporter, key: tuple[str, str], pe: PeIdentity) -> None:
+    def _start(self, pod: dict[str, Any], identity: PeIdentity) -> RunningPe:
+        ns = identity.namespace
+        wiring: Wiring | None = None
+        aadl_map = mounted_config_map(pod, PE_CONFIG_DIR)
+        problem = ""
+        if aadl_map is not None:
+            config = self.registry.find(self.configmaps_rt, ns, aadl_map)
+            try:
+                if config is None or AADL_KEY not in (config.get("data") or {}):
+                    raise WiringError(f"ConfigMap {aadl_map} has no {AADL_KEY}")
+                wiring = parse_aadl(config["data"][AADL_KEY])
+            except WiringError as err:
+                problem = f"cannot load {PE_CONFIG_DIR}/{AADL_KEY} ({err}): no static connections known"
+        pe = RunningPe(identity, wiring, mounted_config_map(pod, JOB_CONFIG_DIR))
+        self.running[identity.uid] = pe
+        if pe.identity.address:
+            self._by_ip[pe.identity.address] = identity.uid
+        _index(self._by_pe, {self._pe_key(pe)}, set(), identity.uid)
+        if pe.table_map is not None:
+            _index(self._on_table, {(ns, pe.table_map)}, set(), identity.uid)
+        if wiring is None:
+            pe.log(
+                self.logs, problem or f"started; no AADL mounted at {PE_CONFIG_DIR}: no static connections"
+            )
+        else:
+            launch = (pod["metadata"].get("labels") or {}).get(LAUNCH_LABEL, "?")
+            pe.log(
+                self.logs,
+                f"started (launch {launch}): {len(wiring.outputs)} output and {len(wiring.inputs)} input "
+                f"static connections; name table from ConfigMap {pe.table_map}",
+            )
+        # Those that send to it or receive from it may connect now.
+        self._queue(self._on_sender.get(self._pe_key(pe)))
+        self._queue(self._on_service.get(self._own_service(pe)))
+        return pe
+
+    def _name_table(self, pe: RunningPe) -> dict[str, PePort]:
+        problem = ""
+        table: dict[str, PePort] = {}
+        if pe.table_map is None:
+            problem = f"no name table mounted at {JOB_CONFIG_DIR}"
+        else:
+            config = self.registry.find(self.configmaps_rt, pe.identity.namespace, pe.table_map)
+            text = ((config or {}).get("data") or {}).get(NAME_TABLE_KEY)
+            if text is None:
+                problem = f"ConfigMap {pe.table_map} has no {NAME_TABLE_KEY}"
+            else:
+                try:
+                    table = parse_name_table(text)
+                except WiringError as err:
+                    problem = str(err)
+        if problem != pe.table_problem:
+            pe.table_problem = problem
+            if problem:
+                pe.log(self.logs, f"name table unreadable ({problem}): the AADL's PE ports are used")
+        return table
+
+    def _resolve(self, ns: str, service_name: str, tcp_port: int) -> tuple[str | None, str]:
+        """The address a PE port's Service resolves to (first ready endpoint), or why none."""
+        service = self.registry.find(self.services_rt, ns, service_name)
+        if service is None:
+            return None, f"Service {service_name} not found"
+        ready = [
+            endpoint["addresses"][0]
+            for _, endpoint_slice in sorted(self._slices.get((ns, service_name), {}).items())
+            if endpoint_slice.get("addressType", "IPv4") == "IPv4"
+            for endpoint in endpoint_slice.get("endpoints") or []
+            if endpoint.get("addresses") and (endpoint.get("conditions") or {}).get("ready") is not False
+        ]
+        if not ready:
+            return None, f"Service {service_name} has no ready endpoint"
+        spec = service.get("spec") or {}
+        if spec.get("clusterIP") not in (None, "None") and tcp_port not in {
+            p.get("port") for p in spec.get("ports") or []
+        }:
+            return None, f"Service {service_name} has no port {tcp_port}"
+        return ready[0], ""
+
+    def _links(self, pe: RunningPe, wiring: Wiring) -> dict[str, tuple[bool, str]]:
+        """Each static connection: whether it is up, and what resolving it found."""
+        ns = pe.identity.namespace
+        links: dict[str, tuple[bool, str]] = {}
+        services: set[ServiceKey] = set()
+        senders: set[PeKey] = set()
+        table = self._name_table(pe) if wiring.outputs else {}
+        for out in wiring.outputs:
+            label = table.get(out.operator_port, out.receiver)
+            name = f"output to {label} (operator port {out.operator_port})"
+            if label.job != wiring.job_id:
+                links[name] = (False, f"job id {label.job} is not this job's ({wiring.job_id})")
+                continue
+            service_name = f"{pe.job_name}-{label.pe}"
+            services.add((ns, service_name))
+            address, why = self._resolve(ns, service_name, label.tcp_port)
+            target = self.running.get(self._by_ip.get(address or "", ""))
+            if address is None:
+                links[name] = (False, why)
+            elif target is None or target.wiring is None or label.port not in target.wiring.input_ports:
+                links[name] = (False, f"{service_name} -> {address}: nothing listens on {label.tcp_port}")
+            else:
+                links[name] = (True, f"{service_name}.{ns} -> {address}:{label.tcp_port} connected")
+        if wiring.inputs:
+            own = self._own_service(pe)
+            services.add(own)
+            address, why = self._resolve(ns, own[1], PE_PORT_BASE)
+            for inp in wiring.inputs:
+                sender = (ns, pe.identity.job, str(inp.sender))
+                senders.add(sender)
+                name = f"input port {inp.port} from pe {inp.sender}"
+                if not self._by_pe.get(sender):
+                    links[name] = (False, f"pe {inp.sender} is not running")
+                elif address != pe.identity.address:
+                    unreachable = (
+                        why or f"{own[1]} resolves to {address}, not to this pod ({pe.identity.address})"
+                    )
+                    links[name] = (False, f"pe {inp.sender} cannot reach this PE: {unreachable}")
+                else:
+                    links[name] = (True, "connected")
+        uid = pe.identity.uid
+        _index(self._on_service, services, pe.services, uid)
+        _index(self._on_sender, senders, pe.senders, uid)
+        pe.services, pe.senders = services, senders
+        return links
+
+    def _evaluate(self, pe: RunningPe) -> None:
+        links = self._links(pe, pe.wiring) if pe.wiring is not None else {}
+        for name, (_, text) in links.items():
+            if pe.links.get(name) != text:
+                pe.log(self.logs, f"{name}: {text}")
+        pe.links = {name: text for name, (_, text) in links.items()}
+        state = connectivity([up for up, _ in links.values()])
+        if state != pe.state:
+            pe.state = state
+            pe.log(self.logs, f"connectivity {state}")
+
+    async def _report(self, reporter: Reporter, pe: RunningPe, state: str) -> None:
         try:
-            await reporter(pe, "Full")
+            await reporter(pe.identity, state)
         except Exception as exc:  # an unreachable controller is retried, as by the real runtime
-            self.failures.append((pe, str(exc)))
-            asyncio.get_running_loop().call_later(self.retry_interval, self.worker.add, key)
+            self.failures.append((pe.identity, str(exc)))
+            if not pe.failing:
+                pe.log(self.logs, f"connectivity {state} not accepted, retrying: {exc}")
+            pe.failing = True
+            self._schedule(pe, self.retry_interval)
             return
         finally:
-            self._reporting.discard(pe.uid)
-        if pe.uid in self.started:  # not stopped meanwhile (a restarted pod reports again)
-            self.reported.add(pe.uid)
+            pe.reporting = False
+        pe.failing = False
+        pe.reported = state
+        pe.log(self.logs, f"connectivity {state} reported to the controller")
+        if pe.state != state and pe.identity.uid in self.running:  # it changed meanwhile
+            self._schedule(pe, 0.0)
 
     async def close(self) -> None:
         await self.hooks.close()

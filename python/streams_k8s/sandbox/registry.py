@@ -38,7 +38,7 @@ from streams_k8s.sandbox.selectors import (
     parse_field_selector,
     selector_to_string,
 )
-from streams_k8s.sandbox.store import Converter, ObjKey, Store, Watcher, view
+from streams_k8s.sandbox.store import Converter, ObjKey, RowEncoder, Store, Watcher, WatchEvent, view
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -206,7 +206,12 @@ class Registry:
     def output(self, rt: ResourceType, obj: dict[str, Any], version: str) -> dict[str, Any]:
         """The object as the client's API version shows it (CR versions differ only in apiVersion;
         a view such as events.k8s.io Events is converted from its storage)."""
-        return view(obj, rt.api_version(version), _VIEWS[rt.key][1] if rt.storage_of else None)
+        return view(obj, rt.api_version(version), self.converter(rt))
+
+    @staticmethod
+    def converter(rt: ResourceType) -> Converter | None:
+        """How stored objects convert to `rt`'s form (None: they are in it)."""
+        return _VIEWS[rt.key][1] if rt.storage_of else None
 
     def field_selector(self, rt: ResourceType, text: str) -> FieldMatcher:
         """A fieldSelector of `rt`, evaluated on stored objects."""
@@ -581,6 +586,20 @@ class Registry:
         body = server_side_apply(current, config, manager, force, rt.api_version(version), now(), status)
         return self.update(rt, version, ns, name, body, subresource, dry_run, require_rv=False)
 
+    def bind(self, ns: str, name: str, node: str) -> dict[str, Any]:
+        """pods/binding: the pod's node and its PodScheduled=True condition in one write (one
+        watch event), as the API server's binding storage does; 409 when it is bound already."""
+        from streams_k8s.sandbox.conditions import set_condition  # it reads this module's clock
+
+        rt = self.types[("", "pods")]
+        old = self.get(rt, ns, name)
+        if old["spec"].get("nodeName"):
+            raise ApiError(409, f'pod {name} is already assigned to node "{old["spec"]["nodeName"]}"')
+        new = clone(old)
+        new["spec"]["nodeName"] = node
+        set_condition(new.setdefault("status", {}), "PodScheduled", "True")
+        return self._write(rt, "v1", ns, name, new, old, False)
+
     # -- scale subresource ----------------------------------------------------------------------
 
     def get_scale(self, rt: ResourceType, ns: str | None, name: str) -> dict[str, Any]:
@@ -774,17 +793,17 @@ class Registry:
         fields: FieldMatcher | None,
         since: str | None,
         initial_events_end: bool = False,
+        rows: RowEncoder | None = None,
     ) -> Watcher:
         """Open a watch. `since` None/""/"0" first sends ADDED for every matching object; a
-        resourceVersion replays the history after it, or raises 410 Expired when compacted."""
+        resourceVersion replays the history after it, or raises 410 Expired when compacted.
+        `rows` encodes events other than as objects (Table rows)."""
         coll = self.store.collection(rt)
-        watcher = Watcher(
-            rt, rt.api_version(version), ns, labels, fields, _VIEWS[rt.key][1] if rt.storage_of else None
-        )
+        watcher = Watcher(rt, rt.api_version(version), ns, labels, fields, self.converter(rt), rows)
         if since in (None, "", "0"):
             for obj in self.list(rt, ns, labels, fields)[0]:
-                added = orjson.dumps(view(obj, watcher.api_version, watcher.convert))
-                watcher.queue.put_nowait(b'{"type":"ADDED","object":' + added + b"}\n")
+                current = WatchEvent(int(obj["metadata"]["resourceVersion"]), "ADDED", obj, None)
+                watcher.queue.put_nowait(watcher.line("ADDED", current))
             if initial_events_end:
                 watcher.queue.put_nowait(self.bookmark(watcher, initial_events_end=True))
         else:

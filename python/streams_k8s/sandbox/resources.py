@@ -17,6 +17,17 @@ class ScaleSpec:
     label_selector_path: str | None = None
 
 
+@dataclass(frozen=True)
+class Subresource:
+    """A subresource beyond status and scale, as discovery lists it (kind and verbs)."""
+
+    name: str
+    kind: str
+    verbs: tuple[str, ...] = ("create",)
+    group: str | None = None
+    version: str | None = None
+
+
 @dataclass
 class ResourceType:
     """One served resource: names, scope, subresources and (for CRDs) schema per version."""
@@ -39,7 +50,7 @@ class ResourceType:
     schemas: dict[str, dict[str, Any]] = field(default_factory=dict)
     printer_columns: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     validations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    extra_subresources: tuple[str, ...] = ()
+    extra_subresources: tuple[Subresource, ...] = ()
     # The version objects are stored in (CRDs: the `storage: true` one).
     storage_version: str = ""
     # DELETE answers with the deleted object (else a Status), as the kind's real storage does.
@@ -92,8 +103,16 @@ class ResourceType:
             out.append(
                 self._sub("scale", "Scale", ["get", "patch", "update"], group="autoscaling", version="v1")
             )
-        out.extend(self._sub(s, self.kind, ["create"]) for s in self.extra_subresources)
+        out.extend(
+            self._sub(s.name, s.kind, list(s.verbs), s.group, s.version) for s in self.extra_subresources
+        )
         return out
+
+    @property
+    def subresources(self) -> tuple[str, ...]:
+        """Every subresource served (status, scale and the extra ones)."""
+        served = (*(("status",) if self.status_subresource else ()), *(("scale",) if self.scale else ()))
+        return (*served, *(s.name for s in self.extra_subresources))
 
     def _sub(
         self, name: str, kind: str, verbs: list[str], group: str | None = None, version: str | None = None
@@ -125,7 +144,7 @@ def builtin_types() -> list[ResourceType]:
             ["ns"],
             status_subresource=True,
             field_selectors=("status.phase",),
-            extra_subresources=("finalize",),
+            extra_subresources=(Subresource("finalize", "Namespace", ("update",)),),
             return_deleted_object=True,
         ),
         ResourceType(
@@ -158,7 +177,14 @@ def builtin_types() -> list[ResourceType]:
                 "spec.serviceAccountName",
                 "status.podIP",
             ),
-            extra_subresources=("binding", "eviction"),
+            extra_subresources=(
+                Subresource("attach", "PodAttachOptions", ("create", "get")),
+                Subresource("binding", "Binding"),
+                Subresource("eviction", "Eviction", group="policy", version="v1"),
+                Subresource("exec", "PodExecOptions", ("create", "get")),
+                Subresource("log", "Pod", ("get",)),
+                Subresource("portforward", "PodPortForwardOptions", ("create", "get")),
+            ),
             return_deleted_object=True,
         ),
         ResourceType(
@@ -184,7 +210,9 @@ def builtin_types() -> list[ResourceType]:
             "ServiceAccount",
             True,
             ["sa"],
-            extra_subresources=("token",),
+            extra_subresources=(
+                Subresource("token", "TokenRequest", group="authentication.k8s.io", version="v1"),
+            ),
         ),
         ResourceType(
             core,

@@ -32,6 +32,7 @@ from streams_k8s.sandbox.pe_runtime import (
     SimulatedPeRuntime,
 )
 from streams_k8s.sandbox.pod_security import PodSecurity
+from streams_k8s.sandbox.pod_streams import ContainerLogs
 from streams_k8s.sandbox.rbac import bootstrap as bootstrap_rbac
 from streams_k8s.sandbox.registry import CRD_KEY, Registry, clone
 from streams_k8s.sandbox.resources import ResourceType
@@ -98,12 +99,15 @@ class Sandbox:
         self.registry.admission.append(self.pod_security)
         self.faults = Faults(self.registry)
         self.gc = GarbageCollector(self.registry)
+        # What the simulated containers write (kubectl logs).
+        self.logs = ContainerLogs(self.registry)
         self.server = ApiServer(
             self.registry,
             self.faults,
             token=token,
             bookmark_interval=bookmark_interval,
             request_log_size=request_log_size,
+            logs=self.logs,
         )
         self.server.control = self._control
         self._kubeconfig_path = kubeconfig_path
@@ -123,6 +127,7 @@ class Sandbox:
                 _node_specs(nodes, list(zones or [])),
                 start_delay=start_delay,
                 termination_delay=termination_delay,
+                logs=self.logs,
             )
             self.workers += self.cluster.workers
             if pe_runtime:
@@ -132,7 +137,7 @@ class Sandbox:
                 if pe_hooks is None:
                     self.consistent_regions = ConsistentRegionParticipant(consistent_region_url)
                     pe_hooks = self.consistent_regions
-                self.pe_runtime = SimulatedPeRuntime(self.registry, reporter, hooks=pe_hooks)
+                self.pe_runtime = SimulatedPeRuntime(self.registry, reporter, hooks=pe_hooks, logs=self.logs)
                 self.workers.append(self.pe_runtime.worker)
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -166,6 +171,7 @@ class Sandbox:
 
     async def stop(self) -> None:
         self.faults.clear()
+        self.logs.close()
         for coll in self.registry.store.collections.values():
             for watcher in list(coll.watchers):
                 watcher.signal("end")
@@ -305,8 +311,9 @@ class Sandbox:
     @contextlib.asynccontextmanager
     async def paused(self, *names: str) -> AsyncIterator[None]:
         """Hold the named workers (all by default: "garbage-collector", "namespace-controller",
-        "scheduler", "kubelet", "workload-controllers", "endpoints-controller", "pe-runtime") so a test
-        sees the state before they act; they catch up when the block ends."""
+        "scheduler", "kubelet", "workload-controllers", "endpoints-controller",
+        "endpointslice-controller", "pe-runtime") so a test sees the state before they act; they
+        catch up when the block ends."""
         workers = [w for w in self._workers(names) if not w.paused]
         for worker in workers:
             worker.pause()

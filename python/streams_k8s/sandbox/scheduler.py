@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -107,6 +108,35 @@ def pod_requests(pod: dict[str, Any]) -> tuple[int, int]:
     return cpu, memory
 
 
+@dataclass(frozen=True)
+class NodeFacts:
+    """What the filters read of a node, derived once per change of the nodes."""
+
+    node: dict[str, Any]
+    name: str
+    labels: dict[str, str]
+    unschedulable: bool
+    taints: tuple[dict[str, Any], ...]  # the NoSchedule and NoExecute ones
+    max_pods: int
+    cpu: int  # allocatable, in thousandths
+    memory: int
+
+    @classmethod
+    def of(cls, node: dict[str, Any]) -> NodeFacts:
+        spec = node.get("spec") or {}
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        return cls(
+            node,
+            node["metadata"]["name"],
+            node["metadata"].get("labels") or {},
+            bool(spec.get("unschedulable")),
+            tuple(t for t in spec.get("taints") or [] if t.get("effect") in ("NoSchedule", "NoExecute")),
+            int(allocatable.get("pods", 110)),
+            millis(allocatable.get("cpu", "0")),
+            millis(allocatable.get("memory", "0")),
+        )
+
+
 class Scheduler:
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
@@ -119,9 +149,12 @@ class Scheduler:
         self.on_node: dict[str, dict[PodKey, dict[str, Any]]] = {}
         self.used: dict[str, tuple[int, int]] = {}
         self.anti_affine: dict[PodKey, dict[str, Any]] = {}
+        self._nodes: list[NodeFacts] | None = None  # by name; None: to derive again
         registry.store.listeners.append(self._on_event)
 
     def _on_event(self, rt: ResourceType, event: WatchEvent) -> None:
+        if rt.key == NODES:
+            self._nodes = None
         if rt.key == NODES or (rt.key == PODS and event.type == "DELETED"):
             for key in self.waiting:
                 self.worker.add(key)
@@ -168,16 +201,18 @@ class Scheduler:
         if pod is None or pod["spec"].get("nodeName") or pod["metadata"].get("deletionTimestamp"):
             self.waiting.discard(key)
             return
-        nodes = sorted(self.registry.items(self.nodes_rt), key=lambda n: n["metadata"]["name"])
-        node_labels = {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in nodes}
+        if self._nodes is None:
+            facts = (NodeFacts.of(n) for n in self.registry.items(self.nodes_rt))
+            self._nodes = sorted(facts, key=lambda f: f.name)
+        nodes = self._nodes
+        node_labels = {f.name: f.labels for f in nodes}
         reasons: Counter[str] = Counter()
         feasible: list[tuple[int, str]] = []
         requests = pod_requests(pod)
         for node in nodes:
             reason = self._unfit(pod, requests, node, node_labels)
             if reason is None:
-                name = node["metadata"]["name"]
-                feasible.append((len(self.on_node.get(name, ())), name))
+                feasible.append((len(self.on_node.get(node.name, ())), node.name))
             else:
                 reasons[reason] += 1
         if feasible:
@@ -193,37 +228,36 @@ class Scheduler:
         self,
         pod: dict[str, Any],
         requests: tuple[int, int],
-        node: dict[str, Any],
+        node: NodeFacts,
         node_labels: dict[str, dict[str, str]],
     ) -> str | None:
         spec = pod["spec"]
         tolerations = spec.get("tolerations") or []
-        node_spec = node.get("spec") or {}
-        if node_spec.get("unschedulable") and not tolerates(
+        if node.unschedulable and not tolerates(
             tolerations, {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
         ):
             return "node(s) were unschedulable"
-        if not matches_node_affinity(spec, node):
+        if not matches_node_affinity(spec, node.node):
             return "node(s) didn't match Pod's node affinity/selector"
-        for taint in node_spec.get("taints") or []:
-            if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(tolerations, taint):
+        for taint in node.taints:
+            if not tolerates(tolerations, taint):
                 return f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value', '')}}}"
-        name = node["metadata"]["name"]
-        allocatable = (node.get("status") or {}).get("allocatable") or {}
-        if len(self.on_node.get(name, ())) + 1 > int(allocatable.get("pods", 110)):
+        if len(self.on_node.get(node.name, ())) + 1 > node.max_pods:
             return "Too many pods"
         cpu, memory = requests
-        used_cpu, used_memory = self.used.get(name, (0, 0))
-        if cpu and used_cpu + cpu > millis(allocatable.get("cpu", "0")):
+        used_cpu, used_memory = self.used.get(node.name, (0, 0))
+        if cpu and used_cpu + cpu > node.cpu:
             return "Insufficient cpu"
-        if memory and used_memory + memory > millis(allocatable.get("memory", "0")):
+        if memory and used_memory + memory > node.memory:
             return "Insufficient memory"
-        return self._pod_affinity_unfit(pod, node, node_labels)
+        return self._pod_affinity_unfit(pod, node.node, node_labels)
 
     def _pod_affinity_unfit(
         self, pod: dict[str, Any], node: dict[str, Any], node_labels: dict[str, dict[str, str]]
     ) -> str | None:
         affinity = pod["spec"].get("affinity") or {}
+        if not self.anti_affine and not affinity.get("podAffinity") and not affinity.get("podAntiAffinity"):
+            return None  # no rule of the pod's, and no pod that keeps others away
         ns = pod["metadata"]["namespace"]
 
         def peers(term: dict[str, Any], term_ns: str) -> list[dict[str, Any]]:
@@ -264,16 +298,12 @@ class Scheduler:
         return None
 
     def _bind(self, pod: dict[str, Any], node_name: str) -> None:
-        new = clone(pod)
-        new["spec"]["nodeName"] = node_name
         meta = pod["metadata"]
         try:
-            bound = self.registry.update(self.pods_rt, "v1", meta["namespace"], meta["name"], new)
+            self.registry.bind(meta["namespace"], meta["name"], node_name)
         except ApiError as err:
             if err.code not in (404, 409):
                 raise
-            return
-        self._condition(bound, "True", None, None)
 
     def _condition(self, pod: dict[str, Any], status: str, reason: str | None, message: str | None) -> None:
         new = clone(pod)

@@ -20,15 +20,18 @@ from streams_k8s.sandbox import discovery
 from streams_k8s.sandbox.authn import Authenticator, Identity
 from streams_k8s.sandbox.errors import ApiError, bad_request, not_found
 from streams_k8s.sandbox.faults import Faults, RequestInfo
+from streams_k8s.sandbox.pod_streams import REFUSED, ContainerLogs, serve_pod_stream
 from streams_k8s.sandbox.rbac import Authorizer
 from streams_k8s.sandbox.registry import APPLY_PATCH, Registry
 from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.selectors import LabelSelector, parse_field_selector
 from streams_k8s.sandbox.store import Watcher
-from streams_k8s.sandbox.table import table
+from streams_k8s.sandbox.table import TableRows, include_object, table
 from streams_k8s.sandbox.warnings import collecting, header_values
 
 _NAMESPACE_SUBRESOURCES = ("status", "finalize")
+PODS = ("", "pods")
+POD_STREAMS = ("log", *REFUSED)
 _JSON = "application/json"
 # Real API servers close watches after a randomised timeout of at least 30 minutes.
 _DEFAULT_WATCH_TIMEOUT = 1800.0
@@ -105,8 +108,10 @@ class ApiServer:
         token: str | None = None,
         bookmark_interval: float = 1.0,
         request_log_size: int = 10_000,
+        logs: ContainerLogs | None = None,
     ) -> None:
         self.registry = registry
+        self.logs = logs if logs is not None else ContainerLogs(registry)
         self.faults = faults
         self.authn = Authenticator(registry, token)
         self.bookmark_interval = bookmark_interval
@@ -229,18 +234,27 @@ class ApiServer:
         query = request.query
         dry_run = "dryRun" in query
         ns, name, version, sub = info.namespace, info.name, info.version, info.subresource
-        served = (*(("status",) if rt.status_subresource else ()), *(("scale",) if rt.scale else ()))
-        if sub is not None and sub not in (*served, *rt.extra_subresources):
+        if sub is not None and sub not in rt.subresources:
             raise not_found(f"{rt.plural}/{sub}", name or "", rt.group)
         if rt.review or (rt.key == ("", "serviceaccounts") and sub == "token"):
             return self._review(request, rt, info, body)
+        if rt.key == PODS and sub in POD_STREAMS and name is not None and ns is not None:
+            if info.verb not in (("get",) if sub == "log" else ("get", "create")):
+                raise ApiError(
+                    405,
+                    f"the server does not allow this method on the requested resource (pods/{sub})",
+                    reason="MethodNotAllowed",
+                )
+            return await serve_pod_stream(request, registry, self.logs, ns, name, sub)
         if info.verb == "get":
             assert name is not None
             if sub == "scale":
                 return json_response(registry.get_scale(rt, ns, name))
             obj = registry.get(rt, ns, name)
             if _wants_table(request):
-                return json_response(table(rt, version, [obj], registry.store.rv))
+                meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+                include = include_object(query)
+                return json_response(table(rt, version, [obj], meta, include, registry.converter(rt)))
             return json_response(registry.output(rt, obj, version))
         if info.verb == "list":
             return self._list(request, rt, version, ns)
@@ -249,7 +263,7 @@ class ApiServer:
         if info.verb == "create":
             data = _decode(request, body)
             if name is not None and sub == "binding":
-                return json_response(self._bind(rt, ns, name, data), 201)
+                return json_response(self._bind(ns, name, data), 201)
             if name is not None and sub == "eviction":
                 registry.delete(rt, ns, name, (data or {}).get("deleteOptions"))
                 return json_response(
@@ -348,15 +362,11 @@ class ApiServer:
             return json_response(self.authn.token_review(data), 201)
         return json_response(self.authz.review(rt.kind, info.namespace, data, request[_IDENTITY]), 201)
 
-    def _bind(self, rt: ResourceType, ns: str | None, name: str, binding: Any) -> dict[str, Any]:
+    def _bind(self, ns: str | None, name: str, binding: Any) -> dict[str, Any]:
         target = (binding or {}).get("target") or {}
         if not target.get("name"):
             raise bad_request("a Binding needs target.name")
-        pod = self.registry.get(rt, ns, name)
-        if pod["spec"].get("nodeName"):
-            raise ApiError(409, f'pod {name} is already assigned to node "{pod["spec"]["nodeName"]}"')
-        bound = {**pod, "spec": {**pod["spec"], "nodeName": target["name"]}}
-        self.registry.update(rt, "v1", ns, name, bound)
+        self.registry.bind(ns or "", name, target["name"])
         return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 
     @staticmethod
@@ -391,12 +401,14 @@ class ApiServer:
         query = request.query
         limit = _int(query.get("limit", "0"), "limit")
         items, rv, token, remaining = self.registry.list(rt, ns, labels, fields, limit, query.get("continue"))
-        if _wants_table(request):
-            return json_response(table(rt, version, items, rv))
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
         if token:
             meta["continue"] = token
-            meta["remainingItemCount"] = remaining
+            if labels is None and fields is None:  # the API server counts only unfiltered lists
+                meta["remainingItemCount"] = remaining
+        if _wants_table(request):
+            include = include_object(query)
+            return json_response(table(rt, version, items, meta, include, self.registry.converter(rt)))
         api_version = rt.api_version(version)
         head = orjson.dumps({"kind": rt.list_kind, "apiVersion": api_version, "metadata": meta})
         encoded = b",".join(orjson.dumps(self.registry.output(rt, o, version)) for o in items)
@@ -416,7 +428,12 @@ class ApiServer:
         if send_initial:
             since = None
         timeout = float(query["timeoutSeconds"]) if query.get("timeoutSeconds") else _DEFAULT_WATCH_TIMEOUT
-        watcher = self.registry.watch(rt, version, ns, labels, fields, since, send_initial and bookmarks)
+        rows = None
+        if _wants_table(request):
+            rows = TableRows(rt, version, include_object(query), self.registry.converter(rt))
+        watcher = self.registry.watch(
+            rt, version, ns, labels, fields, since, send_initial and bookmarks, rows
+        )
         response = web.StreamResponse(headers={"Content-Type": _JSON, "Cache-Control": "no-cache"})
         response.enable_chunked_encoding()
         try:

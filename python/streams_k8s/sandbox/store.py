@@ -8,7 +8,7 @@ import logging
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -51,10 +51,24 @@ class WatchEvent:
             self._encoded[api_version] = data
         return data
 
+    def cached(self, key: str, encode: Callable[[], bytes]) -> bytes:
+        """Another encoding of the object (e.g. a Table row), made once and shared by the watches
+        that ask for it under the same key."""
+        data = self._encoded.get(key)
+        if data is None:
+            data = self._encoded[key] = encode()
+        return data
+
     def line(self, type_: str, api_version: str, convert: Converter | None = None) -> bytes:
         return (
             b'{"type":"' + type_.encode() + b'","object":' + self.object_bytes(api_version, convert) + b"}\n"
         )
+
+
+class RowEncoder(Protocol):
+    """A watch that wants another encoding than the object (Table rows: see table.TableRows)."""
+
+    def line(self, type_: str, event: WatchEvent) -> bytes: ...
 
 
 class WatchClosed(Exception):
@@ -71,6 +85,7 @@ class Watcher:
     labels: LabelSelector | None
     fields: FieldMatcher | None
     convert: Converter | None = None
+    rows: RowEncoder | None = None
     queue: asyncio.Queue[bytes | str] = field(default_factory=asyncio.Queue)
     # Set by fault injection: "stall" holds output, "drop" aborts, "expire" sends 410 then ends.
     control: str | None = None
@@ -110,7 +125,16 @@ class Watcher:
         else:
             kind = None
         if kind is not None:
-            self.queue.put_nowait(event.line(kind, self.api_version, self.convert))
+            rows = self.rows
+            line = (
+                event.line(kind, self.api_version, self.convert) if rows is None else rows.line(kind, event)
+            )
+            self.queue.put_nowait(line)
+
+    def line(self, type_: str, event: WatchEvent) -> bytes:
+        if self.rows is not None:
+            return self.rows.line(type_, event)
+        return event.line(type_, self.api_version, self.convert)
 
     def signal(self, action: str) -> None:
         """Ask the stream writer to stall, drop or expire (fault injection)."""
