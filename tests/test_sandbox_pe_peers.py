@@ -275,11 +275,6 @@ async def test_peers_resolve_through_the_endpoint_slices_their_owner_writes(
 API_PORT = free_port()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 12 defect 3: after a width change the surviving PEs' Services select the old "
-    "generation label, so they resolve to no pod and their peers lose connectivity",
-)
 @pytest.mark.sandbox(nodes=2, controller_url=f"http://127.0.0.1:{API_PORT}")
 async def test_every_pe_is_fully_connected_after_a_width_change(
     sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
