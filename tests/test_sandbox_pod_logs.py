@@ -52,7 +52,9 @@ async def test_a_running_pod_logs_what_its_kubelet_did(sandbox: Sandbox, http: a
     assert status == 200
     lines = text.splitlines()
     assert lines[0].startswith('sandbox kubelet: container "main" started on node-')
-    assert "(image main:1, IP 10.244." in lines[0]
+    pod = sandbox.registry.find(sandbox.registry.types[("", "pods")], "default", "web")
+    assert pod is not None
+    assert f"(image main:1, IP {pod['status']['podIP']})" in lines[0]
     assert lines[1] == "sandbox kubelet: ready"
     assert sandbox.cluster is not None
     sandbox.cluster.set_ready(NS, "web", False)
