@@ -10,6 +10,8 @@ from typing import Any
 
 import yaml
 
+from streams_k8s.sandbox.admission.builtin_schemas import KUBERNETES_VERSION
+
 ZONE_LABEL = "topology.kubernetes.io/zone"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 
@@ -71,8 +73,8 @@ class NodeSpec:
                     "kernelVersion": "6.1.0-sandbox",
                     "osImage": "streams-k8s sandbox",
                     "containerRuntimeVersion": "sandbox://1",
-                    "kubeletVersion": "v1.30.0-sandbox",
-                    "kubeProxyVersion": "v1.30.0-sandbox",
+                    "kubeletVersion": f"v{KUBERNETES_VERSION}.0-sandbox",
+                    "kubeProxyVersion": f"v{KUBERNETES_VERSION}.0-sandbox",
                     "operatingSystem": "linux",
                     "architecture": "amd64",
                 },
