@@ -1,10 +1,9 @@
 """Writes to the sandbox over HTTP for the admission tests: the status, the body, the `Warning`
-headers, and the causes of a 422 as (field, message) pairs."""
+headers, and the causes of a 422 as (field, message) pairs. A test module that says
+`pytest_plugins = ["writes_fixture"]` gets a `Writes` on the `sandbox` fixture as `writes`."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,12 +60,6 @@ class Writes:
 
     async def patch(self, path: str, body: Any, content_type: str = MERGE, **query: str) -> Reply:
         return await self.send("PATCH", path, body, content_type, **query)
-
-
-@contextlib.asynccontextmanager
-async def connect(sandbox: Sandbox) -> AsyncIterator[Writes]:
-    async with aiohttp.ClientSession() as session:
-        yield Writes(sandbox, session)
 
 
 def pod(name: str, **spec: Any) -> dict[str, Any]:

@@ -4,24 +4,17 @@ formats, the 1 MiB data limit, base64 data, `stringData`, Secret types and `immu
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
-from sandbox_writes import Writes, connect
-from streams_k8s.sandbox import Sandbox
+from sandbox_writes import Writes
+
+pytest_plugins = ["writes_fixture"]
 
 CMS = "/api/v1/namespaces/default/configmaps"
 SECRETS = "/api/v1/namespaces/default/secrets"
 MIB = 1024 * 1024
-
-
-@pytest_asyncio.fixture
-async def writes(sandbox: Sandbox) -> AsyncIterator[Writes]:
-    async with connect(sandbox) as w:
-        yield w
 
 
 def config_map(name: str, **fields: Any) -> dict[str, Any]:

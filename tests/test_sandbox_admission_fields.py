@@ -5,15 +5,15 @@ for custom resources. Wrong types are a 400 worded as Go's JSON decoder words th
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from sandbox_crds import GROUP, widget, widget_crd
-from sandbox_writes import APPLY, STRATEGIC, Writes, connect
+from sandbox_writes import APPLY, STRATEGIC, Writes
 from streams_k8s.sandbox import Sandbox
+
+pytest_plugins = ["writes_fixture"]
 
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 CMS = "/api/v1/namespaces/default/configmaps"
@@ -21,11 +21,9 @@ WIDGETS = f"/apis/{GROUP}/v1/namespaces/default/widgets"
 pytestmark = pytest.mark.sandbox(simulate=False)
 
 
-@pytest_asyncio.fixture
-async def writes(sandbox: Sandbox) -> AsyncIterator[Writes]:
+@pytest.fixture(autouse=True)
+def widgets_served(sandbox: Sandbox) -> None:
     sandbox.install_crd(widget_crd())
-    async with connect(sandbox) as w:
-        yield w
 
 
 def deployment(name: str, **spec: Any) -> dict[str, Any]:

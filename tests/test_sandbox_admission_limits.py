@@ -4,14 +4,13 @@ a 500 `etcdserver: request is too large`, as kube-apiserver passes it on."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
-import pytest_asyncio
 
 from sandbox_crds import GROUP, widget, widget_crd
-from sandbox_writes import Writes, connect
+from sandbox_writes import Writes
 from streams_k8s.sandbox import Sandbox
+
+pytest_plugins = ["writes_fixture"]
 
 CMS = "/api/v1/namespaces/default/configmaps"
 WIDGETS = f"/apis/{GROUP}/v1/namespaces/default/widgets"
@@ -19,11 +18,9 @@ MIB = 1024 * 1024
 pytestmark = pytest.mark.sandbox(simulate=False)
 
 
-@pytest_asyncio.fixture
-async def writes(sandbox: Sandbox) -> AsyncIterator[Writes]:
+@pytest.fixture(autouse=True)
+def widgets_served(sandbox: Sandbox) -> None:
     sandbox.install_crd(widget_crd())
-    async with connect(sandbox) as w:
-        yield w
 
 
 async def test_request_bodies_over_three_mebibytes_are_refused(writes: Writes) -> None:

@@ -5,24 +5,17 @@ NetworkPolicies."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
-from sandbox_writes import Writes, connect
-from streams_k8s.sandbox import Sandbox
+from sandbox_writes import Writes
+
+pytest_plugins = ["writes_fixture"]
 
 CMS = "/api/v1/namespaces/default/configmaps"
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
 pytestmark = pytest.mark.sandbox(simulate=False)
-
-
-@pytest_asyncio.fixture
-async def writes(sandbox: Sandbox) -> AsyncIterator[Writes]:
-    async with connect(sandbox) as w:
-        yield w
 
 
 def config_map(**meta: Any) -> dict[str, Any]:

@@ -4,22 +4,15 @@ fields, and what an update may change. Each refusal is a 422 with the real serve
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
-from sandbox_writes import STRATEGIC, Writes, connect, container, pod
-from streams_k8s.sandbox import Sandbox
+from sandbox_writes import STRATEGIC, Writes, container, pod
+
+pytest_plugins = ["writes_fixture"]
 
 PODS = "/api/v1/namespaces/default/pods"
-
-
-@pytest_asyncio.fixture
-async def writes(sandbox: Sandbox) -> AsyncIterator[Writes]:
-    async with connect(sandbox) as w:
-        yield w
 
 
 async def refused(writes: Writes, body: dict[str, Any]) -> list[tuple[str, str]]:

@@ -4,24 +4,17 @@ ports), the allocated cluster IP on update, endpoint addresses and the EndpointS
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
-from sandbox_writes import Writes, connect
-from streams_k8s.sandbox import Sandbox
+from sandbox_writes import Writes
+
+pytest_plugins = ["writes_fixture"]
 
 SERVICES = "/api/v1/namespaces/default/services"
 ENDPOINTS = "/api/v1/namespaces/default/endpoints"
 SLICES = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices"
-
-
-@pytest_asyncio.fixture
-async def writes(sandbox: Sandbox) -> AsyncIterator[Writes]:
-    async with connect(sandbox) as w:
-        yield w
 
 
 def service(name: str, *ports: dict[str, Any], **spec: Any) -> dict[str, Any]:

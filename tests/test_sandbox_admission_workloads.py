@@ -4,22 +4,15 @@ may not change."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest_asyncio
-
-from sandbox_writes import Writes, connect
+from sandbox_writes import Writes
 from streams_k8s.sandbox import Sandbox
+
+pytest_plugins = ["writes_fixture"]
 
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 STATEFULSETS = "/apis/apps/v1/namespaces/default/statefulsets"
-
-
-@pytest_asyncio.fixture
-async def writes(sandbox: Sandbox) -> AsyncIterator[Writes]:
-    async with connect(sandbox) as w:
-        yield w
 
 
 def workload(

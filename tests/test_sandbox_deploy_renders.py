@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 import yaml
 
-from sandbox_writes import connect
+from sandbox_writes import Writes
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.conformance import check
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 KUBECTL = shutil.which("kubectl")
+pytest_plugins = ["writes_fixture"]
 pytestmark = [
     pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed: cannot render the kustomize bases"),
     pytest.mark.sandbox(simulate=False),
@@ -47,23 +48,22 @@ def collection_path(sandbox: Sandbox, obj: dict[str, Any]) -> str | None:
 
 
 @pytest.mark.parametrize("base", ["", "coordinator-pool"])
-async def test_deploy_renders_are_accepted_strictly(sandbox: Sandbox, base: str) -> None:
+async def test_deploy_renders_are_accepted_strictly(sandbox: Sandbox, writes: Writes, base: str) -> None:
     objects = render(DEPLOY / base)
     assert objects
     unserved = []
-    async with connect(sandbox) as writes:
-        if base:  # the component is applied on top of the base, in its namespace
-            namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "streams"}}
-            assert (await writes.create("/api/v1/namespaces", namespace)).status == 201
-        for obj in objects:
-            path = collection_path(sandbox, obj)
-            if path is None:
-                unserved.append(obj["kind"])
-                continue
-            reply = await writes.create(path, obj, fieldValidation="Strict")
-            assert reply.status == 201, (obj["kind"], obj["metadata"]["name"], reply.body)
-            assert reply.warnings == [], (obj["kind"], obj["metadata"]["name"])
-            assert check(obj) is None
+    if base:  # the component is applied on top of the base, in its namespace
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "streams"}}
+        assert (await writes.create("/api/v1/namespaces", namespace)).status == 201
+    for obj in objects:
+        path = collection_path(sandbox, obj)
+        if path is None:
+            unserved.append(obj["kind"])
+            continue
+        reply = await writes.create(path, obj, fieldValidation="Strict")
+        assert reply.status == 201, (obj["kind"], obj["metadata"]["name"], reply.body)
+        assert reply.warnings == [], (obj["kind"], obj["metadata"]["name"])
+        assert check(obj) is None
     # Only the Prometheus Operator's ServiceMonitor needs a CRD this sandbox does not install.
     assert set(unserved) <= {"ServiceMonitor"}
     assert sandbox.schema_guard is not None

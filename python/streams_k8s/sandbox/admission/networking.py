@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from streams_k8s.sandbox.admission import metadata, names, selectors
+from streams_k8s.sandbox.admission import metadata, names, ports, selectors
 from streams_k8s.sandbox.admission.field_errors import FieldErrors, child, index
 
-_PROTOCOLS = ["SCTP", "TCP", "UDP"]
 _POLICY_TYPES = ["Egress", "Ingress"]
 
 
@@ -36,19 +35,17 @@ def validate_network_policy_update(policy: dict[str, Any], old: dict[str, Any], 
 
 
 def _port(port: dict[str, Any], path: str, errors: FieldErrors) -> None:
-    protocol = port.get("protocol", "TCP")
-    if protocol not in _PROTOCOLS:
-        errors.not_supported(child(path, "protocol"), protocol, _PROTOCOLS)
+    ports.protocol(port.get("protocol", "TCP"), child(path, "protocol"), errors)
     number = port.get("port")
     end = port.get("endPort")
+    if number is not None:
+        ports.number_or_name(number, child(path, "port"), errors)
     if isinstance(number, int):
-        errors.invalid_each(child(path, "port"), number, names.port_number(number))
         if end is not None:
             if end < number:
                 errors.invalid(child(path, "endPort"), end, "must be greater than or equal to `port`")
-            errors.invalid_each(child(path, "endPort"), end, names.port_number(end))
+            ports.number(end, child(path, "endPort"), errors)
     elif isinstance(number, str):
-        errors.invalid_each(child(path, "port"), number, names.port_name(number))
         if end is not None:
             errors.invalid(child(path, "endPort"), end, "may not be specified when `port` is non-numeric")
     elif end is not None:

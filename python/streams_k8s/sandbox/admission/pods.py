@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from streams_k8s.sandbox.admission import metadata, names, selectors
+from streams_k8s.sandbox.admission import metadata, names, ports, selectors
 from streams_k8s.sandbox.admission.field_errors import FieldErrors, child, index, key
 from streams_k8s.sandbox.quantity import parse_quantity
 
-_PROTOCOLS = ["SCTP", "TCP", "UDP"]
 _PULL_POLICIES = ["Always", "IfNotPresent", "Never"]
 _RESTART_POLICIES = ["Always", "OnFailure", "Never"]
 _DNS_POLICIES = ["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"]
@@ -265,7 +264,7 @@ def _container(
         errors.required(child(path, "name"))
     else:
         errors.invalid_each(child(path, "name"), name, names.dns1123_label(name))
-    _ports(container.get("ports") or [], child(path, "ports"), errors)
+    _container_ports(container.get("ports") or [], child(path, "ports"), errors)
     _env(container.get("env") or [], child(path, "env"), errors)
     _env_from(container.get("envFrom") or [], child(path, "envFrom"), errors)
     _mounts(container.get("volumeMounts") or [], volumes, child(path, "volumeMounts"), errors)
@@ -290,9 +289,9 @@ def _container(
             _handler(handler, child(child(path, "lifecycle"), hook), errors, lifecycle=True)
 
 
-def _ports(ports: list[dict[str, Any]], path: str, errors: FieldErrors) -> None:
+def _container_ports(container_ports: list[dict[str, Any]], path: str, errors: FieldErrors) -> None:
     seen: set[str] = set()
-    for i, port in enumerate(ports):
+    for i, port in enumerate(container_ports):
         at = index(path, i)
         name = port.get("name", "")
         if name:
@@ -307,14 +306,10 @@ def _ports(ports: list[dict[str, Any]], path: str, errors: FieldErrors) -> None:
         if number == 0:
             errors.required(child(at, "containerPort"))
         else:
-            errors.invalid_each(child(at, "containerPort"), number, names.port_number(number))
+            ports.number(number, child(at, "containerPort"), errors)
         if port.get("hostPort"):
-            errors.invalid_each(child(at, "hostPort"), port["hostPort"], names.port_number(port["hostPort"]))
-        protocol = port.get("protocol", "")
-        if not protocol:
-            errors.required(child(at, "protocol"))
-        elif protocol not in _PROTOCOLS:
-            errors.not_supported(child(at, "protocol"), protocol, _PROTOCOLS)
+            ports.number(port["hostPort"], child(at, "hostPort"), errors)
+        ports.protocol(port.get("protocol", ""), child(at, "protocol"), errors)
 
 
 def _env(variables: list[dict[str, Any]], path: str, errors: FieldErrors) -> None:
@@ -540,20 +535,11 @@ def _handler(handler: dict[str, Any], path: str, errors: FieldErrors, lifecycle:
     if kind == "exec" and not body.get("command"):
         errors.required(child(at, "command"))
     elif kind in ("httpGet", "tcpSocket"):
-        _port_number_or_name(body.get("port"), child(at, "port"), errors)
+        ports.number_or_name(body.get("port"), child(at, "port"), errors)
         if kind == "httpGet" and body.get("scheme", "HTTP") not in ("HTTP", "HTTPS"):
             errors.not_supported(child(at, "scheme"), body["scheme"], ["HTTP", "HTTPS"])
     elif kind == "grpc":
-        errors.invalid_each(child(at, "port"), body.get("port", 0), names.port_number(body.get("port", 0)))
-
-
-def _port_number_or_name(port: Any, path: str, errors: FieldErrors) -> None:
-    if isinstance(port, int):
-        errors.invalid_each(path, port, names.port_number(port))
-    elif isinstance(port, str) and port:
-        errors.invalid_each(path, port, names.port_name(port))
-    else:
-        errors.invalid(path, port if port is not None else 0, "must contain an int or a string")
+        ports.number(body.get("port", 0), child(at, "port"), errors)
 
 
 def _affinity(affinity: dict[str, Any], path: str, errors: FieldErrors) -> None:

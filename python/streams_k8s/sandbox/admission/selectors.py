@@ -21,35 +21,14 @@ def label_selector(selector: dict[str, Any] | None, path: str, errors: FieldErro
 
 
 def _requirement(expr: dict[str, Any], path: str, errors: FieldErrors) -> None:
-    operator, values = expr.get("operator", ""), expr.get("values") or []
-    if operator in ("In", "NotIn"):
-        if not values:
-            errors.required(child(path, "values"), "must be specified when `operator` is 'In' or 'NotIn'")
-    elif operator in ("Exists", "DoesNotExist"):
-        if values:
-            errors.forbidden(
-                child(path, "values"), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
-            )
-    else:
-        errors.invalid(child(path, "operator"), operator, "not a valid selector operator")
+    values = _operator(expr, path, errors, node=False)
     errors.invalid_each(child(path, "key"), expr.get("key", ""), names.qualified_name(expr.get("key", "")))
     for i, value in enumerate(values):
         errors.invalid_each(index(child(path, "values"), i), value, names.label_value(value))
 
 
-def node_selector_term(term: dict[str, Any], path: str, errors: FieldErrors) -> None:
-    expressions = term.get("matchExpressions") or []
-    fields = term.get("matchFields") or []
-    for i, expr in enumerate(expressions):
-        _node_requirement(expr, index(child(path, "matchExpressions"), i), errors)
-    for i, expr in enumerate(fields):
-        req_path = index(child(path, "matchFields"), i)
-        if expr.get("key") != "metadata.name":
-            errors.invalid(child(req_path, "key"), expr.get("key", ""), "not a valid field selector key")
-        _node_requirement(expr, req_path, errors, check_key=False)
-
-
-def _node_requirement(expr: dict[str, Any], path: str, errors: FieldErrors, check_key: bool = True) -> None:
+def _operator(expr: dict[str, Any], path: str, errors: FieldErrors, node: bool) -> list[str]:
+    """The operator and how many values it takes (node selectors also have Gt and Lt)."""
     operator, values = expr.get("operator", ""), expr.get("values") or []
     if operator in ("In", "NotIn"):
         if not values:
@@ -59,17 +38,26 @@ def _node_requirement(expr: dict[str, Any], path: str, errors: FieldErrors, chec
             errors.forbidden(
                 child(path, "values"), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
             )
-    elif operator in ("Gt", "Lt"):
+    elif node and operator in ("Gt", "Lt"):
         if len(values) != 1:
             errors.required(
                 child(path, "values"), "must be specified single value when `operator` is 'Lt' or 'Gt'"
             )
     else:
         errors.invalid(child(path, "operator"), operator, "not a valid selector operator")
-    if check_key:
-        errors.invalid_each(
-            child(path, "key"), expr.get("key", ""), names.qualified_name(expr.get("key", ""))
-        )
+    return list(values)
+
+
+def node_selector_term(term: dict[str, Any], path: str, errors: FieldErrors) -> None:
+    for i, expr in enumerate(term.get("matchExpressions") or []):
+        at = index(child(path, "matchExpressions"), i)
+        _operator(expr, at, errors, node=True)
+        errors.invalid_each(child(at, "key"), expr.get("key", ""), names.qualified_name(expr.get("key", "")))
+    for i, expr in enumerate(term.get("matchFields") or []):
+        at = index(child(path, "matchFields"), i)
+        if expr.get("key") != "metadata.name":
+            errors.invalid(child(at, "key"), expr.get("key", ""), "not a valid field selector key")
+        _operator(expr, at, errors, node=True)
 
 
 def tolerations(items: list[dict[str, Any]], path: str, errors: FieldErrors) -> None:

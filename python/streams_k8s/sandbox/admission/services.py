@@ -6,10 +6,9 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from streams_k8s.sandbox.admission import metadata, names
+from streams_k8s.sandbox.admission import metadata, names, ports
 from streams_k8s.sandbox.admission.field_errors import FieldErrors, GoLiteral, child, index
 
-_PROTOCOLS = ["SCTP", "TCP", "UDP"]
 _SERVICE_TYPES = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]
 _AFFINITIES = ["ClientIP", "None"]
 _ADDRESS_TYPES = ["FQDN", "IPv4", "IPv6"]
@@ -21,11 +20,11 @@ _MAX_SLICE_PORTS = 20000
 def validate_service(service: dict[str, Any], errors: FieldErrors) -> None:
     metadata.validate(service["metadata"], names.name_is_dns1035_label, True, errors)
     spec = service.get("spec") or {}
-    ports = spec.get("ports") or []
+    service_ports = spec.get("ports") or []
     kind = spec.get("type", "ClusterIP")
     cluster_ip = spec.get("clusterIP", "")
     headless = cluster_ip == "None"
-    if not ports and not headless and kind != "ExternalName":
+    if not service_ports and not headless and kind != "ExternalName":
         errors.required("spec.ports")
     if kind in ("LoadBalancer", "NodePort") and headless:
         errors.invalid("spec.clusterIP", cluster_ip, f"may not be set to 'None' for {kind} services")
@@ -40,14 +39,14 @@ def validate_service(service: dict[str, Any], errors: FieldErrors) -> None:
         else:
             errors.required("spec.externalName")
     seen_names: set[str] = set()
-    for i, port in enumerate(ports):
-        _service_port(port, len(ports) > 1, seen_names, index("spec.ports", i), errors)
+    for i, port in enumerate(service_ports):
+        _service_port(port, len(service_ports) > 1, seen_names, index("spec.ports", i), errors)
         if kind == "ClusterIP" and port.get("nodePort"):
             errors.forbidden(
                 child(index("spec.ports", i), "nodePort"), "may not be used when `type` is 'ClusterIP'"
             )
     seen_ports: set[tuple[str, int]] = set()
-    for i, port in enumerate(ports):
+    for i, port in enumerate(service_ports):
         pair = (port.get("protocol", "TCP"), port.get("port", 0))
         if pair in seen_ports:
             errors.duplicate(
@@ -75,26 +74,24 @@ def validate_service(service: dict[str, Any], errors: FieldErrors) -> None:
 def _service_port(
     port: dict[str, Any], require_name: bool, seen: set[str], path: str, errors: FieldErrors
 ) -> None:
-    name = port.get("name", "")
+    name = _named_port(port, require_name, path, errors)
+    if name and name in seen:
+        errors.duplicate(child(path, "name"), name)
+    seen.add(name)
+    ports.number_or_name(port.get("targetPort", port.get("port", 0)), child(path, "targetPort"), errors)
+
+
+def _named_port(port: dict[str, Any], require_name: bool, path: str, errors: FieldErrors) -> str:
+    """A Service or Endpoints port: a DNS-label name (required when there are several), a number
+    and a protocol. Returns the name."""
+    name = str(port.get("name", ""))
     if require_name and not name:
         errors.required(child(path, "name"))
     elif name:
         errors.invalid_each(child(path, "name"), name, names.dns1123_label(name))
-        if name in seen:
-            errors.duplicate(child(path, "name"), name)
-        seen.add(name)
-    number = port.get("port", 0)
-    errors.invalid_each(child(path, "port"), number, names.port_number(number))
-    protocol = port.get("protocol", "")
-    if not protocol:
-        errors.required(child(path, "protocol"))
-    elif protocol not in _PROTOCOLS:
-        errors.not_supported(child(path, "protocol"), protocol, _PROTOCOLS)
-    target = port.get("targetPort", number)
-    if isinstance(target, int):
-        errors.invalid_each(child(path, "targetPort"), target, names.port_number(target))
-    else:
-        errors.invalid_each(child(path, "targetPort"), target, names.port_name(target))
+    ports.number(port.get("port", 0), child(path, "port"), errors)
+    ports.protocol(port.get("protocol", ""), child(path, "protocol"), errors)
+    return name
 
 
 def validate_service_update(service: dict[str, Any], old: dict[str, Any], errors: FieldErrors) -> None:
@@ -136,9 +133,9 @@ def validate_endpoints(endpoints: dict[str, Any], errors: FieldErrors) -> None:
         for kind, items in (("addresses", addresses), ("notReadyAddresses", not_ready)):
             for j, address in enumerate(items):
                 _endpoint_address(address, index(child(at, kind), j), errors)
-        ports = subset.get("ports") or []
-        for j, port in enumerate(ports):
-            _endpoint_port(port, len(ports) > 1, index(child(at, "ports"), j), errors)
+        subset_ports = subset.get("ports") or []
+        for j, port in enumerate(subset_ports):
+            _named_port(port, len(subset_ports) > 1, index(child(at, "ports"), j), errors)
 
 
 def validate_endpoints_update(endpoints: dict[str, Any], old: dict[str, Any], errors: FieldErrors) -> None:
@@ -174,21 +171,6 @@ def _non_special_ip(ip: str, path: str, errors: FieldErrors) -> None:
         errors.invalid(path, ip, "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)")
 
 
-def _endpoint_port(port: dict[str, Any], require_name: bool, path: str, errors: FieldErrors) -> None:
-    name = port.get("name", "")
-    if require_name and not name:
-        errors.required(child(path, "name"))
-    elif name:
-        errors.invalid_each(child(path, "name"), name, names.dns1123_label(name))
-    number = port.get("port", 0)
-    errors.invalid_each(child(path, "port"), number, names.port_number(number))
-    protocol = port.get("protocol", "")
-    if not protocol:
-        errors.required(child(path, "protocol"))
-    elif protocol not in _PROTOCOLS:
-        errors.not_supported(child(path, "protocol"), protocol, _PROTOCOLS)
-
-
 # -- EndpointSlices -------------------------------------------------------------------------------
 
 
@@ -219,11 +201,11 @@ def validate_endpoint_slice(slice_: dict[str, Any], errors: FieldErrors) -> None
             errors.invalid_each(
                 child(at, "nodeName"), endpoint["nodeName"], names.dns1123_subdomain(endpoint["nodeName"])
             )
-    ports = slice_.get("ports") or []
-    if len(ports) > _MAX_SLICE_PORTS:
-        errors.too_many("ports", len(ports), _MAX_SLICE_PORTS)
+    slice_ports = slice_.get("ports") or []
+    if len(slice_ports) > _MAX_SLICE_PORTS:
+        errors.too_many("ports", len(slice_ports), _MAX_SLICE_PORTS)
     seen: set[str] = set()
-    for i, port in enumerate(ports):
+    for i, port in enumerate(slice_ports):
         at = index("ports", i)
         name = port.get("name") or ""
         if name:
@@ -231,13 +213,9 @@ def validate_endpoint_slice(slice_: dict[str, Any], errors: FieldErrors) -> None
         if name in seen:
             errors.duplicate(child(at, "name"), name)
         seen.add(name)
-        protocol = port.get("protocol", "")
-        if not protocol:
-            errors.required(child(at, "protocol"))
-        elif protocol not in _PROTOCOLS:
-            errors.not_supported(child(at, "protocol"), protocol, _PROTOCOLS)
+        ports.protocol(port.get("protocol", ""), child(at, "protocol"), errors)
         if port.get("port") is not None:
-            errors.invalid_each(child(at, "port"), port["port"], names.port_number(port["port"]))
+            ports.number(port["port"], child(at, "port"), errors)
 
 
 def _slice_address(address: str, address_type: str, path: str, errors: FieldErrors) -> None:
