@@ -20,7 +20,13 @@ _DEFS_PREFIX = "#/$defs/"
 
 def _schema_dir(strict: bool) -> Any:
     name = f"v{KUBERNETES_VERSION}.0-local" + ("-strict" if strict else "")
-    return resources.files("kubernetes_validate") / "kubernetes-json-schema" / name
+    try:
+        package = resources.files("kubernetes_validate")
+    except ModuleNotFoundError:
+        raise RuntimeError(
+            "the sandbox needs the kubernetes-validate package: pip install 'streams-k8s[sandbox]'"
+        ) from None
+    return package / "kubernetes-json-schema" / name
 
 
 def schema_file(name: str, strict: bool) -> dict[str, Any]:
