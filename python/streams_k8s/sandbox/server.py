@@ -281,14 +281,9 @@ class ApiServer:
         if info.verb == "watch":
             return await self._watch(request, rt, version, ns, name)
         if info.verb in ("create", "update", "patch") and sub not in ("binding", "eviction", "scale"):
-            fields = FieldValidation.from_query(query.get("fieldValidation"))
-            try:
-                response = self._write(request, info, rt, body, fields)
-            except ApiError as err:  # warnings found before the error are sent with it
-                response = error_response(err)
-            for warning in fields.warnings:
-                response.headers.add("Warning", _warning(warning))
-            return response
+            return self._write(
+                request, info, rt, body, FieldValidation.from_query(query.get("fieldValidation"))
+            )
         if info.verb == "create":
             data = _decode(request, body)
             if name is not None and sub == "binding":
@@ -581,8 +576,3 @@ def _patch(body: bytes, fields: FieldValidation | None = None) -> Any:
         return parse_json(body, fields)
     except ValueError as exc:
         raise bad_request(f"the patch is not valid JSON: {exc}") from None
-
-
-def _warning(text: str) -> str:
-    """A `Warning` header value (RFC 7234 warn-code 299, as kube-apiserver sends them)."""
-    return '299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

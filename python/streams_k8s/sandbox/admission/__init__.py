@@ -36,6 +36,7 @@ from streams_k8s.sandbox.admission.decoding import (
 from streams_k8s.sandbox.admission.field_errors import FieldErrors
 from streams_k8s.sandbox.errors import invalid
 from streams_k8s.sandbox.resources import ResourceType
+from streams_k8s.sandbox.warnings import warn
 
 __all__ = ["FieldValidation", "check_apply_config", "decode", "parse_json", "parse_yaml", "validate"]
 
@@ -119,8 +120,8 @@ def validate(
     if errors:
         name = obj["metadata"].get("name", "")
         raise invalid(rt.kind, name if isinstance(name, str) else "", _unique(errors), rt.group)
-    if fields is not None:
-        fields.warnings.extend(metadata.finalizer_warnings(obj["metadata"]))
+    for warning in metadata.finalizer_warnings(obj["metadata"]):
+        warn(warning)
     limits.check_stored_size(rt, obj)
 
 

@@ -22,6 +22,7 @@ from streams_k8s.sandbox.admission import builtin_schemas
 from streams_k8s.sandbox.admission.field_errors import FieldErrors, go_quote
 from streams_k8s.sandbox.errors import ApiError, bad_request, invalid
 from streams_k8s.sandbox.resources import ResourceType
+from streams_k8s.sandbox.warnings import warn
 
 STRICT, WARN, IGNORE = "Strict", "Warn", "Ignore"
 _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
@@ -37,15 +38,14 @@ _INT64 = (-(2**63), 2**63 - 1)
 
 @dataclass
 class FieldValidation:
-    """One write request's `fieldValidation` directive and what it collected: duplicate fields
-    found while parsing the body, and the warnings for the response's `Warning` headers."""
+    """One write request's `fieldValidation` directive, and the duplicate fields found while
+    parsing its body. Warnings go to the request's `Warning` headers (`sandbox.warnings`)."""
 
     directive: str = WARN
     # A PATCH (other than apply): errors are reported as an invalid `patch`, whose value is the
     # patched object (JSON and merge patches) or the patch (strategic merge patches).
     patch: str | None = None
     duplicates: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
 
     @classmethod
     def from_query(cls, value: str | None) -> FieldValidation:
@@ -61,7 +61,8 @@ class FieldValidation:
         if not problems or self.directive == IGNORE:
             return
         if self.directive == WARN:
-            self.warnings.extend(problems)
+            for problem in problems:
+                warn(problem)
             return
         raise self.decode_error(rt, version, "strict decoding error: " + ", ".join(problems))
 
@@ -140,7 +141,7 @@ def parse_yaml(body: bytes, fields: FieldValidation | None) -> Any:
         why = "error converting YAML to JSON: yaml: unmarshal errors:\n  " + "\n  ".join(loader.repeated)
         if fields.directive == STRICT:
             raise bad_request(f"error strict decoding YAML: {why}")
-        fields.warnings.append(why)
+        warn(why)
     return data
 
 
