@@ -155,3 +155,18 @@ async def test_endpoint_slices_address_type_is_checked_and_immutable(writes: Wri
         ("endpoints[0].addresses[0]", 'Invalid value: "fe80::1": must be a valid IPv4 address'),
         ("endpoints[1].addresses", "Required value: must contain at least 1 address"),
     ]
+
+
+async def test_external_name_services_have_no_cluster_ip(writes: Writes) -> None:
+    alias = {"type": "ExternalName", "externalName": "db.example.com."}
+    body = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "db"}, "spec": alias}
+    created = await writes.create(SERVICES, body)
+    assert created.status == 201, created.body
+    assert "clusterIP" not in created.body["spec"]
+    bad = {
+        **body,
+        "metadata": {"name": "bad"},
+        "spec": {"type": "ExternalName", "externalName": "Not_A_Host"},
+    }
+    reply = await writes.create(SERVICES, bad)
+    assert [field for field, _ in reply.causes] == ["spec.externalName"]

@@ -336,6 +336,8 @@ class Registry:
 
     def _allocate_cluster_ip(self, obj: dict[str, Any]) -> None:
         spec = obj["spec"]
+        if spec.get("type") == "ExternalName":
+            return  # a DNS alias: no cluster IP
         if spec.get("clusterIP") in (None, ""):
             spec["clusterIP"] = str(next(self._service_ips))
         spec["clusterIPs"] = [spec["clusterIP"]]
