@@ -272,7 +272,7 @@ class Registry:
         if rt.key == CRD_KEY:
             self._prepare_crd(obj)
         obj = self._to_storage(rt, obj)
-        admission.validate(rt, version, obj, None, None, fields)
+        admission.validate(rt, version, obj, None)
         for admit in self.admission:
             admit(rt, obj, None)
         if dry_run:
@@ -457,7 +457,7 @@ class Registry:
         meta["resourceVersion"] = old["metadata"]["resourceVersion"]
         if rt.key == CRD_KEY:
             self._prepare_crd(new)
-        admission.validate(rt, version, new, old, subresource, fields)
+        admission.validate(rt, version, new, old, subresource)
         for admit in self.admission:
             admit(rt, new, old)
         if rt.generation and _spec_of(new) != _spec_of(old):

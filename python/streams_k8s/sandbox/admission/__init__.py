@@ -94,7 +94,6 @@ def validate(
     obj: dict[str, Any],
     old: dict[str, Any] | None,
     subresource: str | None = None,
-    fields: FieldValidation | None = None,
 ) -> None:
     """422 Invalid with one cause per broken rule; then the storage size limit."""
     errors = FieldErrors()
