@@ -403,7 +403,7 @@ class Registry:
                 else:
                     new.pop("status", None)
             new["metadata"] = self._merge_meta(rt, name, meta, old_meta)
-        return self._write(rt, version, ns, name, new, old, dry_run, subresource, fields)
+        return self._write(rt, version, ns, name, new, old, dry_run, subresource)
 
     def _merge_meta(
         self, rt: ResourceType, name: str, meta: dict[str, Any], old_meta: dict[str, Any]
@@ -451,7 +451,6 @@ class Registry:
         old: dict[str, Any],
         dry_run: bool,
         subresource: str | None = None,
-        fields: FieldValidation | None = None,
     ) -> dict[str, Any]:
         meta = new["metadata"]
         meta["resourceVersion"] = old["metadata"]["resourceVersion"]
