@@ -47,7 +47,8 @@ def test_a_violation_fails_the_test_that_caused_it(pytester: pytest.Pytester) ->
             """
         )
     )
-    result = pytester.runpytest_subprocess("-p", "asyncio", "-o", "asyncio_mode=auto")
+    plugin = "streams_k8s.sandbox.pytest_plugin"
+    result = pytester.runpytest_subprocess("-p", "asyncio", "-p", plugin, "-o", "asyncio_mode=auto")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
