@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -21,6 +20,7 @@ from streams_k8s.sandbox import schema as structural
 from streams_k8s.sandbox.admission import builtin_schemas
 from streams_k8s.sandbox.admission.field_errors import FieldErrors, go_quote
 from streams_k8s.sandbox.errors import ApiError, bad_request, invalid
+from streams_k8s.sandbox.quantity import parse_quantity
 from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.warnings import warn
 
@@ -29,8 +29,6 @@ _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 _INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 _QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _TIMES = ("io.k8s.apimachinery.pkg.apis.meta.v1.Time", "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime")
-_QUANTITY_RE = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
-_QUANTITY_SUFFIXES = {"", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"}
 _QUANTITY_MSG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
@@ -351,18 +349,10 @@ class _Walk:
 
 
 def _check_quantity(value: Any) -> None:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return
-    if not isinstance(value, str):
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise _TypeError(_QUANTITY_MSG)
-    match = _QUANTITY_RE.match(value.strip())
-    if match is None:
-        raise _TypeError(_QUANTITY_MSG)
-    suffix = match.group(2)
-    if suffix not in _QUANTITY_SUFFIXES and not re.fullmatch(r"[eE][-+]?[0-9]+", suffix):
-        raise _TypeError("unable to parse quantity's suffix")
     try:
-        float(match.group(1))
+        parse_quantity(value)
     except ValueError:
         raise _TypeError(_QUANTITY_MSG) from None
 
