@@ -27,7 +27,8 @@ import jsonschema
 import orjson
 from referencing import Registry, Resource
 
-from streams_k8s.sandbox.admission.builtin_schemas import KUBERNETES_VERSION, schema_file
+from streams_k8s.sandbox.admission.builtin_schemas import schema_file
+from streams_k8s.sandbox.release import KUBERNETES_VERSION
 from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.store import WatchEvent
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from streams_k8s.sandbox.admission.builtin_schemas import KUBERNETES_VERSION as RELEASE
 from streams_k8s.sandbox.registry import Registry
+from streams_k8s.sandbox.release import KUBERNETES_VERSION as RELEASE
 
 KUBERNETES_VERSION = {
     "major": RELEASE.split(".")[0],

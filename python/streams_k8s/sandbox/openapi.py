@@ -18,6 +18,7 @@ import orjson
 
 from streams_k8s.sandbox.admission import builtin_schemas
 from streams_k8s.sandbox.registry import Registry
+from streams_k8s.sandbox.release import KUBERNETES_VERSION
 from streams_k8s.sandbox.resources import ResourceType
 
 PROTOBUF_V2 = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
@@ -98,7 +99,7 @@ class OpenApi:
         types = list(self.registry.served[(group, version)].values())
         document = {
             "openapi": "3.0.0",
-            "info": {"title": "Kubernetes", "version": f"v{builtin_schemas.KUBERNETES_VERSION + '.0'}"},
+            "info": {"title": "Kubernetes", "version": f"v{KUBERNETES_VERSION}.0"},
             "paths": _paths(types, version, _V3),
             "components": {
                 "schemas": _schemas(types, version, _V3_REFS),
@@ -127,7 +128,7 @@ class OpenApi:
             definitions.update(_schemas(types, version, _V2_REFS))
         document = {
             "swagger": "2.0",
-            "info": {"title": "Kubernetes", "version": f"v{builtin_schemas.KUBERNETES_VERSION + '.0'}"},
+            "info": {"title": "Kubernetes", "version": f"v{KUBERNETES_VERSION}.0"},
             "paths": paths,
             "definitions": definitions,
             "securityDefinitions": {

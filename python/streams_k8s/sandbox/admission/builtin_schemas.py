@@ -3,7 +3,7 @@ documents and the conformance guard.
 
 They are kubernetes-validate's JSON schemas, generated from kube-apiserver's own OpenAPI document for
 each Kubernetes release, so field names, types, descriptions, list keys and patch strategies are the
-real server's. The sandbox serves the release in `KUBERNETES_VERSION`.
+real server's, for the release the sandbox serves (`sandbox.release`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from typing import Any
 
 import orjson
 
-KUBERNETES_VERSION = "1.33"
+from streams_k8s.sandbox.release import KUBERNETES_VERSION
+
 _DEFS_PREFIX = "#/$defs/"
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from streams_k8s.sandbox.admission import metadata, names, ports
 from streams_k8s.sandbox.admission.field_errors import FieldErrors, GoLiteral, child, index
+from streams_k8s.sandbox.nodes import POD_NETWORK
 
 _SERVICE_TYPES = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]
 _AFFINITIES = ["ClientIP", "None"]
@@ -161,6 +162,8 @@ def _endpoint_address(address: dict[str, Any], path: str, errors: FieldErrors) -
 
 def _non_special_ip(ip: str, path: str, errors: FieldErrors) -> None:
     parsed = ipaddress.ip_address(ip)
+    if parsed in POD_NETWORK:
+        return  # the sandbox's pod addresses are loopback ones (see the README's differences)
     if parsed.is_unspecified:
         errors.invalid(path, ip, "may not be unspecified (0.0.0.0)")
     elif parsed.is_loopback:
