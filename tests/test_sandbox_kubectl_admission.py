@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from kubectl_support import KUBECTL, MISSING, Kubectl
 from streams_k8s.sandbox import Sandbox
-from test_sandbox_kubectl import KUBECTL, Kubectl
 
-pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+pytestmark = pytest.mark.skipif(KUBECTL is None, reason=MISSING)
 
 TYPO_JOB = {
     "apiVersion": "streams.ibm.com/v1",
