@@ -245,7 +245,7 @@ def kube_rig() -> Iterator[KubeRig]:
     holder: dict[str, KubeRig] = {}
 
     async def start() -> tuple[Sandbox, Manager, asyncio.Task[int], asyncio.DatagramTransport]:
-        sandbox = await Sandbox(simulate=False).start()
+        sandbox = await Sandbox(simulate=False, schema_guard=False).start()
         transport, _ = await loop.create_datagram_endpoint(
             lambda: InstantPes(holder), local_addr=("127.0.0.1", 0)
         )

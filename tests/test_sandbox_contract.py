@@ -671,8 +671,12 @@ async def test_leases_and_events_have_full_optimistic_concurrency(client: Client
         "apiVersion": "events.k8s.io/v1",
         "kind": "Event",
         "metadata": {"name": "e1"},
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "reportingController": "example.com/tests",
+        "reportingInstance": "tests-1",
+        "action": "Starting",
         "reason": "Started",
-        "regarding": {"kind": "Pod", "name": "p"},
+        "regarding": {"kind": "Pod", "name": "p", "namespace": "default"},
         "note": "hi",
         "type": "Normal",
     }
@@ -728,17 +732,26 @@ async def test_server_side_apply_conflicts_between_managers(client: Client) -> N
 
 
 async def test_server_side_apply_merges_containers_by_name(client: Client) -> None:
-    body = pod("ssa-pod")
-    await client.call("PATCH", f"{PODS}/ssa-pod", body, APPLY, {"fieldManager": "a"})
-    side = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "ssa-pod"},
-        "spec": {"containers": [{"name": "side", "image": "side:1"}]},
-    }
-    status, merged = await client.call("PATCH", f"{PODS}/ssa-pod", side, APPLY, {"fieldManager": "b"})
+    # A pod's containers cannot change once created: merge them in a Deployment's pod template.
+    deployments = "/apis/apps/v1/namespaces/default/deployments"
+
+    def deployment(*containers: dict[str, str]) -> dict[str, Any]:
+        template = {"metadata": {"labels": {"app": "ssa"}}, "spec": {"containers": list(containers)}}
+        return {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "ssa-deploy"},
+            "spec": {"selector": {"matchLabels": {"app": "ssa"}}, "template": template},
+        }
+
+    main = deployment({"name": "main", "image": "busybox:1"})
+    await client.call("PATCH", f"{deployments}/ssa-deploy", main, APPLY, {"fieldManager": "a"})
+    side = deployment({"name": "side", "image": "side:1"})
+    status, merged = await client.call(
+        "PATCH", f"{deployments}/ssa-deploy", side, APPLY, {"fieldManager": "b"}
+    )
     assert status == 200
-    assert [c["name"] for c in merged["spec"]["containers"]] == ["main", "side"]
+    assert [c["name"] for c in merged["spec"]["template"]["spec"]["containers"]] == ["main", "side"]
 
 
 async def test_events_k8s_io_is_a_view_of_core_events(client: Client) -> None:

@@ -1,9 +1,13 @@
-"""Defaults the API server fills into built-in kinds on create (the fields controllers read back)."""
+"""Defaults the API server fills into built-in kinds: on every write (as decoding does, so an update
+that leaves a defaulted field out does not change it) and, on create, the initial status."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+_PROBE_DEFAULTS = {"timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3}
+_RBAC_GROUP = "rbac.authorization.k8s.io"
 
 
 def _pod_spec(spec: dict[str, Any]) -> None:
@@ -14,21 +18,47 @@ def _pod_spec(spec: dict[str, Any]) -> None:
     spec.setdefault("securityContext", {})
     for container in (spec.get("containers") or []) + (spec.get("initContainers") or []):
         if isinstance(container, dict):
-            image = str(container.get("image", ""))
-            latest = ":" not in image.rsplit("/", 1)[-1] or image.endswith(":latest")
-            container.setdefault("imagePullPolicy", "Always" if latest else "IfNotPresent")
-            container.setdefault("terminationMessagePath", "/dev/termination-log")
-            container.setdefault("terminationMessagePolicy", "File")
-            container.setdefault("resources", {})
-            for port in container.get("ports") or []:
-                if isinstance(port, dict):
-                    port.setdefault("protocol", "TCP")
+            _container(container)
 
 
-def pod(obj: dict[str, Any]) -> None:
+def _container(container: dict[str, Any]) -> None:
+    image = str(container.get("image", ""))
+    latest = ":" not in image.rsplit("/", 1)[-1] or image.endswith(":latest")
+    container.setdefault("imagePullPolicy", "Always" if latest else "IfNotPresent")
+    container.setdefault("terminationMessagePath", "/dev/termination-log")
+    container.setdefault("terminationMessagePolicy", "File")
+    container.setdefault("resources", {})
+    for port in container.get("ports") or []:
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+    for variable in container.get("env") or []:
+        field_ref = (variable.get("valueFrom") or {}).get("fieldRef") if isinstance(variable, dict) else None
+        if isinstance(field_ref, dict):
+            field_ref.setdefault("apiVersion", "v1")
+    for name in ("livenessProbe", "readinessProbe", "startupProbe"):
+        probe = container.get(name)
+        if isinstance(probe, dict):
+            for key, value in _PROBE_DEFAULTS.items():
+                probe.setdefault(key, value)
+            if isinstance(probe.get("httpGet"), dict):
+                probe["httpGet"].setdefault("path", "/")
+                probe["httpGet"].setdefault("scheme", "HTTP")
+
+
+def _pod(obj: dict[str, Any]) -> None:
     spec = obj.setdefault("spec", {})
     _pod_spec(spec)
-    obj["status"] = {"phase": "Pending", "qosClass": _qos(spec)}
+    for container in spec.get("containers") or []:
+        # A pod (not a template) requests what it limits, unless it says otherwise.
+        resources = container.get("resources") if isinstance(container, dict) else None
+        if isinstance(resources, dict) and resources.get("limits"):
+            requests = resources.setdefault("requests", {})
+            for key, value in resources["limits"].items():
+                requests.setdefault(key, value)
+
+
+def _new_pod(obj: dict[str, Any]) -> None:
+    obj["status"] = {"phase": "Pending", "qosClass": _qos(obj["spec"])}
 
 
 def _qos(spec: dict[str, Any]) -> str:
@@ -44,14 +74,19 @@ def _qos(spec: dict[str, Any]) -> str:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
-def service(obj: dict[str, Any]) -> None:
+def _service(obj: dict[str, Any]) -> None:
     spec = obj.setdefault("spec", {})
     spec.setdefault("type", "ClusterIP")
     spec.setdefault("sessionAffinity", "None")
+    if spec["type"] != "ExternalName":
+        spec.setdefault("internalTrafficPolicy", "Cluster")
     for port in spec.get("ports") or []:
         if isinstance(port, dict):
             port.setdefault("protocol", "TCP")
             port.setdefault("targetPort", port.get("port"))
+
+
+def _new_service(obj: dict[str, Any]) -> None:
     obj["status"] = {"loadBalancer": {}}
 
 
@@ -61,41 +96,109 @@ def _workload(obj: dict[str, Any]) -> None:
     spec.setdefault("revisionHistoryLimit", 10)
     template = spec.setdefault("template", {})
     _pod_spec(template.setdefault("spec", {}))
-    obj["status"] = {"replicas": 0}
 
 
-def statefulset(obj: dict[str, Any]) -> None:
+def _statefulset(obj: dict[str, Any]) -> None:
     _workload(obj)
     spec = obj["spec"]
     spec.setdefault("podManagementPolicy", "OrderedReady")
-    spec.setdefault("updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
+    strategy = spec.setdefault("updateStrategy", {"type": "RollingUpdate"})
+    if strategy.get("type") == "RollingUpdate":
+        strategy.setdefault("rollingUpdate", {}).setdefault("partition", 0)
     spec.setdefault("persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"})
 
 
-def deployment(obj: dict[str, Any]) -> None:
+def _deployment(obj: dict[str, Any]) -> None:
     _workload(obj)
     spec = obj["spec"]
     spec.setdefault("progressDeadlineSeconds", 600)
-    spec.setdefault(
-        "strategy", {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
-    )
+    strategy = spec.setdefault("strategy", {"type": "RollingUpdate"})
+    strategy.setdefault("type", "RollingUpdate")
+    if strategy["type"] == "RollingUpdate":
+        rolling = strategy.setdefault("rollingUpdate", {})
+        rolling.setdefault("maxSurge", "25%")
+        rolling.setdefault("maxUnavailable", "25%")
 
 
-def namespace(obj: dict[str, Any]) -> None:
-    obj.setdefault("spec", {})["finalizers"] = ["kubernetes"]
-    obj["status"] = {"phase": "Active"}
+def _new_workload(obj: dict[str, Any]) -> None:
+    obj["status"] = {"replicas": 0}
+
+
+def _namespace(obj: dict[str, Any]) -> None:
     obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
 
 
-def secret(obj: dict[str, Any]) -> None:
+def _new_namespace(obj: dict[str, Any]) -> None:
+    obj.setdefault("spec", {})["finalizers"] = ["kubernetes"]
+    obj["status"] = {"phase": "Active"}
+
+
+def _secret(obj: dict[str, Any]) -> None:
     obj.setdefault("type", "Opaque")
 
 
-ON_CREATE: dict[tuple[str, str], Callable[[dict[str, Any]], None]] = {
-    ("", "pods"): pod,
-    ("", "services"): service,
-    ("", "namespaces"): namespace,
-    ("", "secrets"): secret,
-    ("apps", "statefulsets"): statefulset,
-    ("apps", "deployments"): deployment,
+def _network_policy(obj: dict[str, Any]) -> None:
+    spec = obj.setdefault("spec", {})
+    for direction in ("ingress", "egress"):
+        for rule in spec.get(direction) or []:
+            for port in rule.get("ports") or [] if isinstance(rule, dict) else []:
+                if isinstance(port, dict):
+                    port.setdefault("protocol", "TCP")
+    if not spec.get("policyTypes"):
+        spec["policyTypes"] = ["Ingress", *(["Egress"] if spec.get("egress") else [])]
+
+
+def _binding(obj: dict[str, Any]) -> None:
+    for subject in obj.get("subjects") or []:
+        if isinstance(subject, dict) and "apiGroup" not in subject:
+            subject["apiGroup"] = _RBAC_GROUP if subject.get("kind") in ("User", "Group") else ""
+
+
+def _endpoints(obj: dict[str, Any]) -> None:
+    for subset in obj.get("subsets") or []:
+        for port in subset.get("ports") or [] if isinstance(subset, dict) else []:
+            if isinstance(port, dict):
+                port.setdefault("protocol", "TCP")
+
+
+def _endpoint_slice(obj: dict[str, Any]) -> None:
+    for port in obj.get("ports") or []:
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+
+
+_ON_WRITE: dict[tuple[str, str], Callable[[dict[str, Any]], None]] = {
+    ("", "pods"): _pod,
+    ("", "services"): _service,
+    ("", "namespaces"): _namespace,
+    ("", "secrets"): _secret,
+    ("", "endpoints"): _endpoints,
+    ("apps", "statefulsets"): _statefulset,
+    ("apps", "deployments"): _deployment,
+    ("networking.k8s.io", "networkpolicies"): _network_policy,
+    ("rbac.authorization.k8s.io", "rolebindings"): _binding,
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): _binding,
+    ("discovery.k8s.io", "endpointslices"): _endpoint_slice,
 }
+_ON_CREATE: dict[tuple[str, str], Callable[[dict[str, Any]], None]] = {
+    ("", "pods"): _new_pod,
+    ("", "services"): _new_service,
+    ("", "namespaces"): _new_namespace,
+    ("apps", "statefulsets"): _new_workload,
+    ("apps", "deployments"): _new_workload,
+}
+
+
+def on_write(key: tuple[str, str], obj: dict[str, Any]) -> None:
+    """The defaults of a kind's fields, filled into any written object (idempotent)."""
+    hook = _ON_WRITE.get(key)
+    if hook is not None:
+        hook(obj)
+
+
+def on_create(key: tuple[str, str], obj: dict[str, Any]) -> None:
+    """Defaults, then the status a new object of the kind starts with."""
+    on_write(key, obj)
+    hook = _ON_CREATE.get(key)
+    if hook is not None:
+        hook(obj)

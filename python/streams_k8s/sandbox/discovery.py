@@ -5,15 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from streams_k8s.sandbox.registry import Registry
+from streams_k8s.sandbox.release import KUBERNETES_VERSION as RELEASE
 
 KUBERNETES_VERSION = {
-    "major": "1",
-    "minor": "30",
-    "gitVersion": "v1.30.0-streams-sandbox",
+    "major": RELEASE.split(".")[0],
+    "minor": RELEASE.split(".")[1],
+    "gitVersion": f"v{RELEASE}.0-streams-sandbox",
     "gitCommit": "0000000000000000000000000000000000000000",
     "gitTreeState": "clean",
     "buildDate": "2026-01-01T00:00:00Z",
-    "goVersion": "go1.22",
+    "goVersion": "go1.24",
     "compiler": "gc",
     "platform": "linux/amd64",
 }
@@ -71,14 +72,3 @@ def resource_list(registry: Registry, group_name: str, version: str) -> dict[str
         "groupVersion": f"{group_name}/{version}" if group_name else version,
         "resources": resources,
     }
-
-
-OPENAPI_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
-# kubectl's client-side validation reads this document; declaring no definitions makes it accept
-# every object and leave validation to the server.
-OPENAPI_V2 = {
-    "swagger": "2.0",
-    "info": {"title": "streams-k8s sandbox", "version": "v1.30.0"},
-    "paths": {},
-    "definitions": {},
-}

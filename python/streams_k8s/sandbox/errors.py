@@ -40,7 +40,8 @@ class ApiError(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
-        self.reason = reason or _REASONS.get(code, "Unknown")
+        # An empty reason is kept: kube-apiserver sends none for errors it did not classify.
+        self.reason = reason if reason is not None else _REASONS.get(code, "Unknown")
         self.name = name
         self.group = group
         self.kind = kind
@@ -69,6 +70,8 @@ class ApiError(Exception):
             "reason": self.reason,
             "code": self.code,
         }
+        if not self.reason:
+            del body["reason"]
         if details:
             body["details"] = details
         return body
@@ -103,8 +106,11 @@ def conflict(resource: str, name: str, group: str = "", why: str = "") -> ApiErr
 
 
 def invalid(kind: str, name: str, causes: list[dict[str, str]], group: str = "") -> ApiError:
-    """422 Invalid with one cause per offending field, worded like the API server."""
+    """422 Invalid with one cause per offending field, worded like the API server (several causes
+    are listed in brackets)."""
     summary = ", ".join(f"{c['field']}: {c['message']}" for c in causes)
+    if len(causes) > 1:
+        summary = f"[{summary}]"
     return ApiError(
         422,
         f'{kind}{"." + group if group else ""} "{name}" is invalid: {summary}',

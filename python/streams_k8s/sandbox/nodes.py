@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,7 +11,12 @@ from typing import Any
 
 import yaml
 
+from streams_k8s.sandbox.release import KUBERNETES_VERSION
+
 ZONE_LABEL = "topology.kubernetes.io/zone"
+# Loopback addresses: a simulated PE calls from its own pod's address (`pe_runtime`). Node N's
+# pods get 127.244.N.0/24.
+POD_NETWORK = ipaddress.ip_network("127.244.0.0/16")
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
@@ -38,8 +44,7 @@ class NodeSpec:
         }
         digest = hashlib.sha256(self.name.encode()).hexdigest()
         resources = {"cpu": str(self.cpu), "memory": str(self.memory), "pods": str(self.pods)}
-        # Loopback addresses: a simulated PE calls from its own pod's address (`pe_runtime`).
-        spec: dict[str, Any] = {"podCIDR": f"127.244.{index}.0/24"}
+        spec: dict[str, Any] = {"podCIDR": str(list(POD_NETWORK.subnets(new_prefix=24))[index])}
         if self.taints:
             spec["taints"] = self.taints
         if self.unschedulable:
@@ -71,8 +76,8 @@ class NodeSpec:
                     "kernelVersion": "6.1.0-sandbox",
                     "osImage": "streams-k8s sandbox",
                     "containerRuntimeVersion": "sandbox://1",
-                    "kubeletVersion": "v1.30.0-sandbox",
-                    "kubeProxyVersion": "v1.30.0-sandbox",
+                    "kubeletVersion": f"v{KUBERNETES_VERSION}.0-sandbox",
+                    "kubeProxyVersion": f"v{KUBERNETES_VERSION}.0-sandbox",
                     "operatingSystem": "linux",
                     "architecture": "amd64",
                 },

@@ -11,7 +11,6 @@ import asyncio
 import base64
 import ipaddress
 import random
-import re
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -19,7 +18,10 @@ from typing import Any
 
 import orjson
 
-from streams_k8s.sandbox import builtin_schemas, cel, defaults, event_conversion, schema
+from streams_k8s.sandbox import admission, defaults, event_conversion, schema
+from streams_k8s.sandbox.admission import FieldValidation
+from streams_k8s.sandbox.admission.field_errors import go_map
+from streams_k8s.sandbox.admission.services import keep_allocated
 from streams_k8s.sandbox.apply import apply as server_side_apply
 from streams_k8s.sandbox.errors import (
     ApiError,
@@ -40,19 +42,10 @@ from streams_k8s.sandbox.selectors import (
 )
 from streams_k8s.sandbox.store import Converter, ObjKey, RowEncoder, Store, Watcher, WatchEvent, view
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_NAMES = {("", "namespaces"), ("", "services")}
-# RBAC objects are named by path segment (no "/" or "%", not "." or ".."): `system:auth-delegator`.
-_PATH_SEGMENT_NAMES = {
-    ("rbac.authorization.k8s.io", plural)
-    for plural in ("roles", "rolebindings", "clusterroles", "clusterrolebindings")
-}
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
-_ENVELOPE = ("apiVersion", "kind", "metadata")
 # Resources that are converted views of another's storage: (to storage, from storage).
 _VIEWS: dict[tuple[str, str], tuple[Converter, Converter]] = {
     ("events.k8s.io", "events"): (event_conversion.to_core, event_conversion.from_core),
@@ -83,6 +76,7 @@ class Registry:
     def __init__(self, history_size: int = 10_000, object_history: int = 50) -> None:
         self.store = Store(history_size, object_history)
         self.types: dict[tuple[str, str], ResourceType] = {}
+        self.types_version = 0  # changes whenever a type is (re)registered or removed: for caches
         self.served: dict[tuple[str, str], dict[str, ResourceType]] = {}
         # The simulated kubelet turns this on: bound pods then terminate gracefully.
         self.graceful_pods = False
@@ -98,6 +92,7 @@ class Registry:
     # -- resource types -------------------------------------------------------------------------
 
     def register(self, rt: ResourceType) -> None:
+        self.types_version += 1
         old = self.types.get(rt.key)
         if old is not None:
             for version in old.versions:
@@ -122,6 +117,7 @@ class Registry:
         rt = self.types.pop(key, None)
         if rt is None:
             return
+        self.types_version += 1
         for version in rt.versions:
             group_version = self.served.get((rt.group, version), {})
             group_version.pop(rt.plural, None)
@@ -225,10 +221,16 @@ class Registry:
     # -- create ---------------------------------------------------------------------------------
 
     def create(
-        self, rt: ResourceType, version: str, ns: str | None, body: Any, dry_run: bool = False
+        self,
+        rt: ResourceType,
+        version: str,
+        ns: str | None,
+        body: Any,
+        dry_run: bool = False,
+        fields: FieldValidation | None = None,
     ) -> dict[str, Any]:
         obj = self._check_body(rt, version, ns, body)
-        self._check_shape(rt, obj)
+        admission.decode(rt, version, obj, fields)
         meta = obj["metadata"]
         if rt.namespaced:
             self._check_namespace_open(ns or "")
@@ -251,7 +253,6 @@ class Registry:
                     rt.group,
                 )
             meta["name"] = self._generate_name(rt, ns, prefix)
-        self._check_name(rt, meta["name"])
         key = (ns or "", meta["name"])
         if self.store.get(rt, key) is not None:
             raise already_exists(rt.plural, meta["name"], rt.group)
@@ -265,17 +266,15 @@ class Registry:
             meta.pop("generation", None)
         if rt.status_subresource and not rt.builtin:
             obj.pop("status", None)
-        hook = defaults.ON_CREATE.get(rt.key)
-        if hook is not None:
-            hook(obj)
+        defaults.on_create(rt.key, obj)
         if rt.key == ("", "services"):
             self._allocate_cluster_ip(obj)
         if rt.key == CRD_KEY:
             self._prepare_crd(obj)
-        self._validate(rt, version, obj, None)
+        obj = self._to_storage(rt, obj)
+        admission.validate(rt, version, obj, None)
         for admit in self.admission:
             admit(rt, obj, None)
-        obj = self._to_storage(rt, obj)
         if dry_run:
             return self.output(rt, obj, version)
         meta["resourceVersion"] = str(self.store.next_rv())
@@ -322,41 +321,6 @@ class Registry:
         obj["kind"] = rt.kind
         return obj
 
-    def _check_shape(self, rt: ResourceType, obj: dict[str, Any]) -> None:
-        """422 for malformed metadata, and for built-in kinds whose fields have the wrong shape."""
-        errors = schema.validate(obj["metadata"], builtin_schemas.METADATA, "metadata")
-        kind_schema = builtin_schemas.KINDS.get(rt.key)
-        if kind_schema is not None:
-            errors += schema.validate({k: v for k, v in obj.items() if k not in _ENVELOPE}, kind_schema)
-        if errors:
-            name = obj["metadata"].get("name")
-            raise invalid(rt.kind, name if isinstance(name, str) else "", errors, rt.group)
-
-    def _check_name(self, rt: ResourceType, name: str) -> None:
-        if rt.key in _PATH_SEGMENT_NAMES:
-            if name in (".", "..") or "/" in name or "%" in name:
-                message = f'Invalid value: "{name}": may not be "." or ".." and may not contain "/" or "%"'
-                raise invalid(rt.kind, name, [cause("metadata.name", message)], rt.group)
-            return
-        if rt.key in _LABEL_NAMES:
-            ok, limit, what = _DNS_LABEL.match(name), 63, "RFC 1123 label"
-        else:
-            ok, limit, what = _DNS_SUBDOMAIN.match(name), 253, "RFC 1123 subdomain"
-        if not ok or len(name) > limit:
-            raise invalid(
-                rt.kind,
-                name,
-                [
-                    cause(
-                        "metadata.name",
-                        f'Invalid value: "{name}": a lowercase '
-                        f"{what} must consist of lower case alphanumeric characters, '-' or '.', and must "
-                        f"start and end with an alphanumeric character (at most {limit} characters)",
-                    )
-                ],
-                rt.group,
-            )
-
     def _check_namespace_open(self, ns: str) -> None:
         namespace = self.store.get(self.types[("", "namespaces")], ("", ns))
         if namespace is None:
@@ -372,33 +336,11 @@ class Registry:
 
     def _allocate_cluster_ip(self, obj: dict[str, Any]) -> None:
         spec = obj["spec"]
+        if spec.get("type") == "ExternalName":
+            return  # a DNS alias: no cluster IP
         if spec.get("clusterIP") in (None, ""):
             spec["clusterIP"] = str(next(self._service_ips))
         spec["clusterIPs"] = [spec["clusterIP"]]
-
-    def _validate(
-        self, rt: ResourceType, version: str, obj: dict[str, Any], old: dict[str, Any] | None
-    ) -> None:
-        if rt.builtin or version not in rt.schemas:
-            return
-        spec_schema = rt.schemas[version]
-        pruned = schema.prune(obj, spec_schema, root=True)
-        obj.clear()
-        obj.update(schema.apply_defaults(pruned, spec_schema))
-        errors = schema.validate(
-            {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")},
-            {
-                **spec_schema,
-                "required": [
-                    r
-                    for r in spec_schema.get("required") or []
-                    if r not in ("apiVersion", "kind", "metadata")
-                ],
-            },
-        )
-        errors += cel.check(obj, old, spec_schema)
-        if errors:
-            raise invalid(rt.kind, obj["metadata"].get("name", ""), errors, rt.group)
 
     # -- update and patch -----------------------------------------------------------------------
 
@@ -412,11 +354,15 @@ class Registry:
         subresource: str | None = None,
         dry_run: bool = False,
         require_rv: bool = True,
+        fields: FieldValidation | None = None,
     ) -> dict[str, Any]:
         old = self.get(rt, ns, name)
         new = self._check_body(rt, version, ns, body)
+        admission.decode(rt, version, new, fields)
         if subresource != "status":
-            self._check_shape(rt, new)
+            defaults.on_write(rt.key, new)
+            if rt.key == ("", "services"):
+                keep_allocated(new, old)
         new = self._to_storage(rt, new)
         meta = new["metadata"]
         if meta.get("name", name) != name:
@@ -457,7 +403,7 @@ class Registry:
                 else:
                     new.pop("status", None)
             new["metadata"] = self._merge_meta(rt, name, meta, old_meta)
-        return self._write(rt, version, ns, name, new, old, dry_run)
+        return self._write(rt, version, ns, name, new, old, dry_run, subresource)
 
     def _merge_meta(
         self, rt: ResourceType, name: str, meta: dict[str, Any], old_meta: dict[str, Any]
@@ -504,12 +450,13 @@ class Registry:
         new: dict[str, Any],
         old: dict[str, Any],
         dry_run: bool,
+        subresource: str | None = None,
     ) -> dict[str, Any]:
         meta = new["metadata"]
         meta["resourceVersion"] = old["metadata"]["resourceVersion"]
         if rt.key == CRD_KEY:
             self._prepare_crd(new)
-        self._validate(rt, version, new, old)
+        admission.validate(rt, version, new, old, subresource)
         for admit in self.admission:
             admit(rt, new, old)
         if rt.generation and _spec_of(new) != _spec_of(old):
@@ -538,6 +485,7 @@ class Registry:
         patch: Any,
         subresource: str | None = None,
         dry_run: bool = False,
+        fields: FieldValidation | None = None,
     ) -> dict[str, Any]:
         if content_type == APPLY_PATCH:
             return self.apply(rt, version, ns, name, patch, subresource, dry_run)
@@ -546,7 +494,12 @@ class Registry:
         patched = _apply_patch(content_type, current, patch, strategic=rt.builtin)
         if not isinstance(patched, dict):
             raise ApiError(422, "the patch produced something other than an object")
-        return self.update(rt, version, ns, name, patched, subresource, dry_run, require_rv=False)
+        if fields is not None:
+            strategic = content_type == STRATEGIC_PATCH
+            fields.patch = go_map(patch) if strategic else orjson.dumps(patched).decode()
+        return self.update(
+            rt, version, ns, name, patched, subresource, dry_run, require_rv=False, fields=fields
+        )
 
     def apply(
         self,
@@ -574,6 +527,7 @@ class Registry:
             raise bad_request(
                 f"an apply configuration needs apiVersion {rt.api_version(version)} and kind {rt.kind}"
             )
+        admission.check_apply_config(rt, version, ns, name, config)
         live = self.find(rt, ns, name)
         status = subresource == "status"
         if live is None:
@@ -587,8 +541,9 @@ class Registry:
         return self.update(rt, version, ns, name, body, subresource, dry_run, require_rv=False)
 
     def bind(self, ns: str, name: str, node: str) -> dict[str, Any]:
-        """pods/binding: the pod's node and its PodScheduled=True condition in one write (one
-        watch event), as the API server's binding storage does; 409 when it is bound already."""
+        """pods/binding, the one way `spec.nodeName` changes: the pod's node and its
+        PodScheduled=True condition in one write (one watch event), as the API server's binding
+        storage does; 409 when it is bound already."""
         from streams_k8s.sandbox.conditions import set_condition  # it reads this module's clock
 
         rt = self.types[("", "pods")]
@@ -598,7 +553,7 @@ class Registry:
         new = clone(old)
         new["spec"]["nodeName"] = node
         set_condition(new.setdefault("status", {}), "PodScheduled", "True")
-        return self._write(rt, "v1", ns, name, new, old, False)
+        return self._write(rt, "v1", ns, name, new, old, False, "binding")
 
     # -- scale subresource ----------------------------------------------------------------------
 

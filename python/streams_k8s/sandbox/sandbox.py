@@ -19,6 +19,7 @@ from aiohttp import web
 from streams_k8s.api import KINDS
 from streams_k8s.api.crd import crd_manifest
 from streams_k8s.sandbox.cluster import SimulatedCluster
+from streams_k8s.sandbox.conformance import SchemaGuard, enabled_by_environment
 from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
 from streams_k8s.sandbox.errors import ApiError
 from streams_k8s.sandbox.faults import Faults
@@ -80,6 +81,7 @@ class Sandbox:
         tls: bool = False,
         tls_cert: Path | None = None,
         tls_key: Path | None = None,
+        schema_guard: bool | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -89,6 +91,11 @@ class Sandbox:
         self.crd_dirs = list(crd_dirs or ())
         self._project_crds = crd_dirs is None
         self.registry = Registry(history_size, object_history)
+        # Every stored built-in object also checked with kubernetes-validate --strict (tests).
+        self.schema_guard: SchemaGuard | None = None
+        if schema_guard or (schema_guard is None and enabled_by_environment()):
+            self.schema_guard = SchemaGuard()
+            self.registry.store.listeners.append(self.schema_guard)
         for group_version in disabled_apis:  # e.g. "events.k8s.io/v1", to emulate an older cluster
             group, _, version = group_version.rpartition("/")
             for rt in list(self.registry.types.values()):

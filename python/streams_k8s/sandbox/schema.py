@@ -12,8 +12,11 @@ from streams_k8s.sandbox.errors import cause
 _METADATA_FIELDS = ("apiVersion", "kind", "metadata")
 
 
-def prune(obj: Any, schema: dict[str, Any], root: bool = False) -> Any:
-    """Drop fields the schema does not declare, unless it preserves unknown fields."""
+def prune(
+    obj: Any, schema: dict[str, Any], root: bool = False, dropped: list[str] | None = None, path: str = ""
+) -> Any:
+    """Drop fields the schema does not declare, unless it preserves unknown fields; the paths of
+    dropped fields (`spec.x[0].y`) are appended to `dropped`."""
     if isinstance(obj, dict):
         if schema.get("x-kubernetes-embedded-resource") or root:
             keep = {k: obj[k] for k in _METADATA_FIELDS if k in obj}
@@ -25,15 +28,18 @@ def prune(obj: Any, schema: dict[str, Any], root: bool = False) -> Any:
         for key, value in obj.items():
             if key in keep:
                 continue
+            sub = f"{path}.{key}" if path else key
             if props is not None and key in props:
-                keep[key] = prune(value, props[key])
+                keep[key] = prune(value, props[key], dropped=dropped, path=sub)
             elif isinstance(extra, dict):
-                keep[key] = prune(value, extra)
+                keep[key] = prune(value, extra, dropped=dropped, path=sub)
             elif preserve or extra is True:
                 keep[key] = value
+            elif dropped is not None:
+                dropped.append(sub)
         return keep
     if isinstance(obj, list) and isinstance(schema.get("items"), dict):
-        return [prune(v, schema["items"]) for v in obj]
+        return [prune(v, schema["items"], dropped=dropped, path=f"{path}[{i}]") for i, v in enumerate(obj)]
     return obj
 
 

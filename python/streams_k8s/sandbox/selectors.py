@@ -10,8 +10,6 @@ from typing import Any
 from streams_k8s.sandbox.errors import bad_request
 from streams_k8s.sandbox.resources import get_path
 
-_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _TOKEN = re.compile(r"\s*(!=|==|=|!|,|\(|\)|[^\s!=,()]+)")
 
 
@@ -91,13 +89,17 @@ class LabelSelector:
 
 
 def _key(key: str, text: str) -> str:
-    if not _LABEL_KEY.match(key) or len(key.rsplit("/", 1)[-1]) > 63:
+    from streams_k8s.sandbox.admission import names  # the package imports this module
+
+    if names.qualified_name(key):
         raise bad_request(f"unable to parse requirement: invalid label key {key!r} in {text!r}")
     return key
 
 
 def _value(value: str, text: str) -> str:
-    if len(value) > 63 or not _LABEL_VALUE.match(value):
+    from streams_k8s.sandbox.admission import names
+
+    if names.label_value(value):
         raise bad_request(f"unable to parse requirement: invalid label value {value!r} in {text!r}")
     return value
 

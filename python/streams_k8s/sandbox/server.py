@@ -17,9 +17,12 @@ import yaml
 from aiohttp import web
 
 from streams_k8s.sandbox import discovery
+from streams_k8s.sandbox.admission import FieldValidation, parse_json, parse_yaml
+from streams_k8s.sandbox.admission.limits import MAX_REQUEST_BODY, request_too_large
 from streams_k8s.sandbox.authn import Authenticator, Identity
 from streams_k8s.sandbox.errors import ApiError, bad_request, not_found
 from streams_k8s.sandbox.faults import Faults, RequestInfo
+from streams_k8s.sandbox.openapi import PROTOBUF_V2, OpenApi
 from streams_k8s.sandbox.pod_streams import REFUSED, ContainerLogs, serve_pod_stream
 from streams_k8s.sandbox.rbac import Authorizer
 from streams_k8s.sandbox.registry import APPLY_PATCH, Registry
@@ -119,6 +122,7 @@ class ApiServer:
         self.address = ""
         self.control: ControlHandler | None = None
         self.authz = Authorizer(registry)
+        self.openapi = OpenApi(registry)
 
     @property
     def token(self) -> str | None:
@@ -130,17 +134,25 @@ class ApiServer:
         self.authn.admin_token = value
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+        # Bodies over kube-apiserver's limit are refused unread (413 RequestEntityTooLarge).
+        app = web.Application(client_max_size=MAX_REQUEST_BODY)
         app.router.add_route("*", "/{tail:.*}", self.handle)
         return app
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        body = await request.read()
         info = parse_path(request.method, request.path, request.query)
+        body = b""
         status = 500
         try:
             with collecting() as warnings:
-                response = await self._dispatch(request, info, body)
+                try:
+                    body = await request.read()
+                except web.HTTPRequestEntityTooLarge:
+                    raise request_too_large() from None
+                try:
+                    response = await self._dispatch(request, info, body)
+                except ApiError as err:  # warnings raised before the error are sent with it
+                    response = error_response(err)
             if warnings and not response.prepared:
                 for value in header_values(warnings):
                     response.headers.add("Warning", value)
@@ -194,9 +206,17 @@ class ApiServer:
             return web.Response(text="ok")
         if path == "/openapi/v2":
             if "protobuf" in accept:
-                # An empty protobuf message is an OpenAPI document without definitions.
-                return web.Response(body=b"", content_type=discovery.OPENAPI_V2_PROTOBUF)
-            return json_response(discovery.OPENAPI_V2)
+                # kubectl asks for the protobuf form only: an empty message is a document without
+                # definitions, so it falls back to its compiled-in types (OpenAPI v3 is served).
+                return web.Response(body=b"", content_type=PROTOBUF_V2)
+            return web.Response(body=self.openapi.v2(), content_type=_JSON)
+        if path == "/openapi/v3":
+            return json_response(self.openapi.v3_index())
+        if path.startswith("/openapi/v3/"):
+            document = self.openapi.v3(path.removeprefix("/openapi/v3/"))
+            if document is None:
+                raise ApiError(404, "the server could not find the requested resource", reason="NotFound")
+            return web.Response(body=document, content_type=_JSON)
         parts = [p for p in path.split("/") if p]
         if len(parts) == 2 and parts[0] == "api":
             doc = discovery.resource_list(registry, "", parts[1])
@@ -260,6 +280,10 @@ class ApiServer:
             return self._list(request, rt, version, ns)
         if info.verb == "watch":
             return await self._watch(request, rt, version, ns, name)
+        if info.verb in ("create", "update", "patch") and sub not in ("binding", "eviction", "scale"):
+            return self._write(
+                request, info, rt, body, FieldValidation.from_query(query.get("fieldValidation"))
+            )
         if info.verb == "create":
             data = _decode(request, body)
             if name is not None and sub == "binding":
@@ -270,37 +294,21 @@ class ApiServer:
                     {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201},
                     201,
                 )
-            if name is not None:
-                raise ApiError(
-                    405,
-                    f"the server does not allow this method on the requested resource ({rt.plural}/{name})",
-                    reason="MethodNotAllowed",
-                )
-            return json_response(registry.create(rt, version, ns, data, dry_run), 201)
+            raise ApiError(
+                405,
+                f"the server does not allow this method on the requested resource ({rt.plural}/{name})",
+                reason="MethodNotAllowed",
+            )
         if info.verb == "update":
             assert name is not None
-            data = _decode(request, body)
-            if sub == "scale":
-                return json_response(registry.update_scale(rt, version, ns, name, data, dry_run))
-            return json_response(registry.update(rt, version, ns, name, data, sub, dry_run))
+            return json_response(
+                registry.update_scale(rt, version, ns, name, _decode(request, body), dry_run)
+            )
         if info.verb == "patch":
             assert name is not None
-            content_type = request.content_type
-            if content_type == APPLY_PATCH and sub != "scale":
-                config = _decode(request, body)
-                manager, force = query.get("fieldManager"), query.get("force") == "true"
-                return json_response(
-                    registry.apply(rt, version, ns, name, config, sub, dry_run, manager, force)
-                )
-            try:
-                patch = orjson.loads(body)
-            except orjson.JSONDecodeError as exc:
-                raise bad_request(f"the patch is not valid JSON: {exc}") from None
-            if sub == "scale":
-                return json_response(
-                    registry.patch_scale(rt, version, ns, name, content_type, patch, dry_run)
-                )
-            return json_response(registry.patch(rt, version, ns, name, content_type, patch, sub, dry_run))
+            return json_response(
+                registry.patch_scale(rt, version, ns, name, request.content_type, _patch(body), dry_run)
+            )
         if info.verb == "delete":
             assert name is not None
             options = self._delete_options(request, body)
@@ -361,6 +369,35 @@ class ApiServer:
         if rt.kind == "TokenReview":
             return json_response(self.authn.token_review(data), 201)
         return json_response(self.authz.review(rt.kind, info.namespace, data, request[_IDENTITY]), 201)
+
+    def _write(
+        self, request: web.Request, info: RequestInfo, rt: ResourceType, body: bytes, fields: FieldValidation
+    ) -> web.Response:
+        """create, update and patch of an object or its status, under the request's field validation."""
+        registry, query = self.registry, request.query
+        ns, name, version, sub = info.namespace, info.name, info.version, info.subresource
+        dry_run = "dryRun" in query
+        if info.verb == "create":
+            if name is not None:
+                raise ApiError(
+                    405,
+                    f"the server does not allow this method on the requested resource ({rt.plural}/{name})",
+                    reason="MethodNotAllowed",
+                )
+            data = _decode(request, body, fields)
+            return json_response(registry.create(rt, version, ns, data, dry_run, fields), 201)
+        assert name is not None
+        if info.verb == "update":
+            data = _decode(request, body, fields)
+            return json_response(registry.update(rt, version, ns, name, data, sub, dry_run, fields=fields))
+        if request.content_type == APPLY_PATCH:
+            config = _decode(request, body, fields)
+            manager, force = query.get("fieldManager"), query.get("force") == "true"
+            return json_response(registry.apply(rt, version, ns, name, config, sub, dry_run, manager, force))
+        patch = _patch(body, fields)
+        return json_response(
+            registry.patch(rt, version, ns, name, request.content_type, patch, sub, dry_run, fields)
+        )
 
     def _bind(self, ns: str | None, name: str, binding: Any) -> dict[str, Any]:
         target = (binding or {}).get("target") or {}
@@ -523,12 +560,19 @@ def _int(value: str, what: str) -> int:
         raise bad_request(f"{what} must be an integer, got {value!r}") from None
 
 
-def _decode(request: web.Request, body: bytes) -> Any:
+def _decode(request: web.Request, body: bytes, fields: FieldValidation | None = None) -> Any:
     if not body.strip():
         raise bad_request("the request body is empty")
     try:
         if "yaml" in request.content_type:
-            return yaml.safe_load(body)
-        return orjson.loads(body)
-    except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
+            return parse_yaml(body, fields)
+        return parse_json(body, fields)
+    except (ValueError, yaml.YAMLError) as exc:
         raise bad_request(f"the request body is not valid JSON: {exc}") from None
+
+
+def _patch(body: bytes, fields: FieldValidation | None = None) -> Any:
+    try:
+        return parse_json(body, fields)
+    except ValueError as exc:
+        raise bad_request(f"the patch is not valid JSON: {exc}") from None

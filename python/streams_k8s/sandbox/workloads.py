@@ -11,6 +11,7 @@ PersistentVolumeClaims, no maxSurge/maxUnavailable arithmetic, no minReadySecond
 from __future__ import annotations
 
 import hashlib
+import logging
 import random
 from typing import Any
 
@@ -21,6 +22,8 @@ from streams_k8s.sandbox.registry import Registry, clone, now
 from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.store import WatchEvent
 from streams_k8s.sandbox.worker import Worker
+
+log = logging.getLogger(__name__)
 
 PODS = ("", "pods")
 STATEFULSETS = ("apps", "statefulsets")
@@ -239,6 +242,15 @@ class WorkloadControllers:
         try:
             self.registry.create(self.pods_rt, "v1", ns, pod)
         except ApiError as err:
+            if err.code == 422:  # a template the API server accepts can still make invalid pods
+                log.warning(
+                    "create Pod %s in %s %s failed: %s",
+                    pod["metadata"]["name"],
+                    ref["kind"],
+                    ref["name"],
+                    err,
+                )
+                return
             if err.code not in (403, 404, 409):
                 raise
 

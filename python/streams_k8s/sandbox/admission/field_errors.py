@@ -1,0 +1,132 @@
+"""Field errors worded as kube-apiserver words them (`field: Invalid value: "x": detail`), collected
+per object and turned into one 422 `causes[]` entry each."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from streams_k8s.sandbox.errors import cause
+
+Cause = dict[str, str]
+
+
+def go_quote(text: str) -> str:
+    """A string as Go's %q prints it (strconv.Quote): escapes for quotes, backslashes and control
+    characters; printable Unicode as is."""
+    out = ['"']
+    for char in text:
+        if char in ('"', "\\"):
+            out.append("\\" + char)
+        elif char == "\n":
+            out.append("\\n")
+        elif char == "\t":
+            out.append("\\t")
+        elif char == "\r":
+            out.append("\\r")
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\x{ord(char):02x}")
+        else:
+            out.append(char)
+    out.append('"')
+    return "".join(out)
+
+
+class GoLiteral(str):
+    """A value already in the form Go prints it (a struct's %#v): shown as is."""
+
+
+def go_value(value: Any) -> str:
+    """A bad value as the API server prints it in a cause: strings quoted, numbers and booleans
+    bare, string maps and lists in Go's %#v form, anything else as JSON."""
+    if isinstance(value, GoLiteral):
+        return str(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, str):
+        return go_quote(value)
+    if value is None:
+        return "null"
+    if isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
+        items = ", ".join(f"{go_quote(k)}:{go_quote(v)}" for k, v in sorted(value.items()))
+        return f"map[string]string{{{items}}}"
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "[]string{" + ", ".join(go_quote(v) for v in value) + "}"
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def go_map(value: Any) -> str:
+    """A decoded JSON value as Go's %+v prints it (`map[a:1 b:[x y]]`)."""
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{go_map(v)}" for k, v in sorted(value.items())) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(go_map(v) for v in value) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "<nil>"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def child(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def index(path: str, i: int) -> str:
+    return f"{path}[{i}]"
+
+
+def key(path: str, name: str) -> str:
+    return f"{path}[{name}]"
+
+
+class FieldErrors(list[Cause]):
+    """The causes found in one object, in the order the API server reports them."""
+
+    def invalid(self, path: str, value: Any, detail: str = "") -> None:
+        body = f"Invalid value: {go_value(value)}"
+        self.append(cause(path, f"{body}: {detail}" if detail else body, "FieldValueInvalid"))
+
+    def invalid_each(self, path: str, value: Any, details: list[str]) -> None:
+        for detail in details:
+            self.invalid(path, value, detail)
+
+    def required(self, path: str, detail: str = "") -> None:
+        self.append(
+            cause(path, f"Required value: {detail}" if detail else "Required value", "FieldValueRequired")
+        )
+
+    def not_supported(self, path: str, value: Any, supported: list[str]) -> None:
+        listed = ", ".join(go_quote(s) for s in supported)
+        self.append(
+            cause(
+                path,
+                f"Unsupported value: {go_value(value)}: supported values: {listed}",
+                "FieldValueNotSupported",
+            )
+        )
+
+    def duplicate(self, path: str, value: Any) -> None:
+        self.append(cause(path, f"Duplicate value: {go_value(value)}", "FieldValueDuplicate"))
+
+    def forbidden(self, path: str, detail: str) -> None:
+        self.append(cause(path, f"Forbidden: {detail}", "FieldValueForbidden"))
+
+    def not_found(self, path: str, value: Any) -> None:
+        self.append(cause(path, f"Not found: {go_value(value)}", "FieldValueNotFound"))
+
+    def too_long(self, path: str, limit: int) -> None:
+        unit = "byte" if limit == 1 else "bytes"
+        self.append(cause(path, f"Too long: may not be more than {limit} {unit}", "FieldValueTooLong"))
+
+    def too_many(self, path: str, actual: int, limit: int) -> None:
+        unit = "item" if limit == 1 else "items"
+        self.append(cause(path, f"Too many: {actual}: must have at most {limit} {unit}", "FieldValueTooMany"))
+
+    def immutable(self, path: str, value: Any) -> None:
+        self.invalid(path, value, "field is immutable")
