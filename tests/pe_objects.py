@@ -8,11 +8,20 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from streams_k8s.controller import labels
-from streams_k8s.controller.kinds import CONFIGMAPS, HOSTPOOLS, JOBS, PES, PODS
+from streams_k8s.api.contract import (
+    APP_LABEL,
+    APP_VALUE,
+    CONTENT_ID_ANNOTATION,
+    GENERATION_LABEL,
+    JOB_LABEL,
+    PE_LABEL,
+    SVC_LABEL,
+)
+from streams_k8s.controller.kinds import HOSTPOOLS, JOBS, PES
 from streams_k8s.controller.node_placement import NodePlacementController
 from streams_k8s.controller.pe_controller import PeController
 from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.kinds import CONFIGMAPS, PODS
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import Object
 from streams_k8s.k8s.settings import RuntimeSettings
@@ -62,7 +71,7 @@ async def create_pe(
         "metadata": {
             "name": f"{job_name}-{pe_id}",
             "namespace": NS,
-            "labels": {labels.APP: labels.APP_VALUE, labels.JOB: job_name, labels.GENERATION: "1"},
+            "labels": {APP_LABEL: APP_VALUE, JOB_LABEL: job_name, GENERATION_LABEL: "1"},
             "ownerReferences": [owner(job)],
         },
         "spec": {"id": pe_id, "contentId": content, **spec},
@@ -80,8 +89,8 @@ async def create_pe_config_map(
         "metadata": {
             "name": f"{job_name}-{pe_id}",
             "namespace": NS,
-            "labels": {labels.APP: labels.APP_VALUE, labels.SVC: "pe", labels.JOB: job_name},
-            "annotations": {labels.CONTENT_ID: content},
+            "labels": {APP_LABEL: APP_VALUE, SVC_LABEL: "pe", JOB_LABEL: job_name},
+            "annotations": {CONTENT_ID_ANNOTATION: content},
             "ownerReferences": [owner(job)],
         },
         "data": {"aadl.xml": aadl(pe_id, restartable=restartable)},
@@ -97,7 +106,7 @@ async def create_host_pool(client: KubeClient, job: Object, index: int, **pool: 
         "metadata": {
             "name": f"{job_name}-{index}",
             "namespace": NS,
-            "labels": {labels.APP: labels.APP_VALUE, labels.JOB: job_name},
+            "labels": {APP_LABEL: APP_VALUE, JOB_LABEL: job_name},
             "ownerReferences": [owner(job)],
         },
         "spec": {"name": f"pool{index}", "index": index, **pool},
@@ -106,7 +115,7 @@ async def create_host_pool(client: KubeClient, job: Object, index: int, **pool: 
 
 
 async def pods_of(client: KubeClient, job: str, pe_id: int, svc: str = "pe") -> list[Object]:
-    selector = f"{labels.JOB}={job},{labels.PE}={pe_id},{labels.SVC}={svc}"
+    selector = f"{JOB_LABEL}={job},{PE_LABEL}={pe_id},{SVC_LABEL}={svc}"
     items, _ = await client.list_all(PODS, NS, label_selector=selector)
     return [p for p in items if not p["metadata"].get("deletionTimestamp")]
 

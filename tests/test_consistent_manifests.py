@@ -10,8 +10,9 @@ import pytest
 
 from k8s_support import eventually_async
 from streams_k8s.api.consistent_region import ConsistentRegionOperator
-from streams_k8s.consistent.coordinator import POOL_LABELS, REGION_OPERATORS, CoordinatorSettings
+from streams_k8s.consistent.coordinator import REGION_OPERATORS, CoordinatorSettings
 from streams_k8s.consistent.manifests import (
+    POOL_LABELS,
     coordinator_auth_delegation,
     coordinator_deployment,
     coordinator_network_policy,

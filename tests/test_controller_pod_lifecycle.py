@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from streams_k8s.api.contract import CONTENT_ID_ANNOTATION, LAUNCH_COUNT_LABEL
 from streams_k8s.api.processing_element import ProcessingElement
-from streams_k8s.controller import labels
 from streams_k8s.controller.pod_lifecycle import Action, decide, started_status
 
 
@@ -23,8 +23,8 @@ def pod(launch: int, phase: str = "Running", content: str = "c1", node: str | No
     return {
         "metadata": {
             "name": f"app-0-{launch}",
-            "labels": {labels.LAUNCH_COUNT: str(launch)},
-            "annotations": {labels.CONTENT_ID: content},
+            "labels": {LAUNCH_COUNT_LABEL: str(launch)},
+            "annotations": {CONTENT_ID_ANNOTATION: content},
         },
         "spec": {"nodeName": node} if node else {},
         "status": {"phase": phase},

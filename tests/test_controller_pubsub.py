@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 from lxml import etree
 
 from repo_paths import shared_testdata
+from streams_k8s.api.contract import APPLICATION_NAME_ANNOTATION, APPLICATION_SCOPE_ANNOTATION, JOB_LABEL
 from streams_k8s.api.import_export import StreamProperty
 from streams_k8s.app.adl import parse_adl
 from streams_k8s.app.synthetic import Exported, Imported, SyntheticSpec, synthetic_adl
-from streams_k8s.controller import labels
 from streams_k8s.controller.rest_api import RestError
 from streams_k8s.controller.submission import SubmissionFailure, desired_objects, plan_job, validate_job
 from streams_k8s.controller.subscription_api import (
@@ -104,8 +104,8 @@ def _obj(
         "metadata": {
             "name": f"{job}-{pe}-{port}",
             "namespace": "default",
-            "labels": {labels.JOB: job},
-            "annotations": {labels.APPLICATION_NAME: app, labels.APPLICATION_SCOPE: "Default"},
+            "labels": {JOB_LABEL: job},
+            "annotations": {APPLICATION_NAME_ANNOTATION: app, APPLICATION_SCOPE_ANNOTATION: "Default"},
         },
         "spec": {"jobId": 1 if job == "exp" else 2, "peId": pe, "portId": port, **spec},
     }

@@ -155,6 +155,8 @@ class Resource(WireModel, Generic[SpecT, StatusT]):
     Subclasses pin ``spec``/``status`` types and describe the CRD in the ClassVars below.
     """
 
+    group: ClassVar[str] = GROUP
+    version: ClassVar[str] = VERSION
     kind_name: ClassVar[str]
     plural: ClassVar[str]
     singular: ClassVar[str]
@@ -174,3 +176,21 @@ class Resource(WireModel, Generic[SpecT, StatusT]):
     def from_wire(cls, obj: dict[str, Any]) -> Self:
         """Validate a dict as read from YAML or the API server."""
         return cls.model_validate(obj)
+
+    def as_owner(self, uid: str | None = None) -> dict[str, Any]:
+        """This object as the controlling owner of another (its ``ownerReferences`` entry), with
+        ``uid`` or its own (it must then have been read from the API server)."""
+        uid = uid or self.metadata.uid
+        if not self.metadata.name or not uid:
+            raise ValueError(
+                f"the {self.kind} must be read from the API server (name and uid) to own objects"
+            )
+        reference = OwnerReference(
+            api_version=self.api_version,
+            kind=self.kind,
+            name=self.metadata.name,
+            uid=uid,
+            controller=True,
+            block_owner_deletion=True,
+        )
+        return reference.to_wire()

@@ -34,6 +34,7 @@ from streams_k8s.app.submission import (
     resolve_widths,
 )
 from streams_k8s.app.topology import Edge, Topology, build_topology
+from streams_k8s.naming.table import render_name_table
 
 _LAST = 2**63  # sort key of ports with no peer PE (imports, exports)
 
@@ -87,6 +88,10 @@ class Plan:
 
     def pe_of_node(self) -> dict[int, int]:
         return {n: pe.id for pe in self.pes for n in pe.nodes}
+
+    def name_table_text(self, stamp: str) -> str:
+        """The name table file, in the order of its labels' text, dated ``stamp``."""
+        return render_name_table(sorted(self.name_table.items()), stamp)
 
 
 def assign_pe_ids(
@@ -179,13 +184,6 @@ def _placement(topo: Topology, nodes: list[int], isolated_elsewhere: list[str]) 
 def name_table(job_id: int, pes: Sequence[PlannedPe]) -> dict[str, str]:
     """Operator port label ``J.O.P`` → PE port label ``E.I@J`` for every PE input port."""
     return {f"{job_id}.{p.node}.{p.port}": f"{pe.id}.{p.id}@{job_id}" for pe in pes for p in pe.inputs}
-
-
-def render_name_table(table: Mapping[str, str], stamp: str) -> str:
-    """Java-properties text as ``Properties.store`` writes it (labels need no escaping)."""
-    lines = ["#Operator port labels", f"#{stamp}"]
-    lines += [f"{k}={v}" for k, v in sorted(table.items())]
-    return "\n".join(lines) + "\n"
 
 
 def content_id(aadl: str) -> str:

@@ -56,21 +56,39 @@ from streams_k8s.api.consistent_region import (
     ConsistentRegionStatus,
     RegionState,
 )
-from streams_k8s.api.job import COORDINATOR_SERVICE_AFFIXES
+from streams_k8s.api.contract import (
+    APP_LABEL,
+    APP_VALUE,
+    CONSISTENT_REGION_PORT,
+    COORDINATOR_API_PORT,
+    COORDINATOR_API_PORT_NAME,
+    COORDINATOR_SERVICE_AFFIXES,
+    CR_LABEL,
+    JOB_LABEL,
+    LAUNCH_COUNT_LABEL,
+    METRICS_PORT_NAME,
+    PE_HOST_TEMPLATE,
+    PE_LABEL,
+    PE_POD_SELECTOR,
+    SVC_LABEL,
+    SVC_PE,
+    coordinator_service_name,
+)
+from streams_k8s.api.job import Job
 from streams_k8s.api.processing_element import ProcessingElement
 from streams_k8s.consistent.assignment import Assignment, PlacedJobs, SingleJob
 from streams_k8s.consistent.fsm import Health, InvalidRegion, RegionMachine
 from streams_k8s.consistent.health import PodObservation, region_health
 from streams_k8s.consistent.local import LocalCoordinator
-from streams_k8s.consistent.metrics import METRICS_PORT, RegionGauges
-from streams_k8s.consistent.notifications import UDP_PORT
-from streams_k8s.consistent.rest import API_PORT, BASE_PATH, RegionHost, consistent_region_api
+from streams_k8s.consistent.metrics import RegionGauges
+from streams_k8s.consistent.rest import BASE_PATH, RegionHost, consistent_region_api
 from streams_k8s.consistent.udp import UdpPush
 from streams_k8s.k8s.client import Resource
 from streams_k8s.k8s.conditions import set_condition
 from streams_k8s.k8s.controller import generation_changed
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.http_errors import json_errors
+from streams_k8s.k8s.kinds import ENDPOINT_SLICES, PODS
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import Object, ObjectKey, meta
 from streams_k8s.k8s.pod_addresses import PodsByAddress
@@ -79,28 +97,19 @@ from streams_k8s.k8s.write_guard import WriteTarget, write_guard
 
 log = logging.getLogger(__name__)
 
-CONSISTENT_REGIONS = Resource("streams.ibm.com", "v1", "streamscrs", "ConsistentRegion")
-REGION_OPERATORS = Resource("streams.ibm.com", "v1", "streamscros", "ConsistentRegionOperator")
-PROCESSING_ELEMENTS = Resource("streams.ibm.com", "v1", "streamspes", "ProcessingElement")
-PODS = Resource("", "v1", "pods", "Pod")
-JOBS = Resource("streams.ibm.com", "v1", "streamsjobs", "Job")
-ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice")
+CONSISTENT_REGIONS = Resource.of(ConsistentRegion)
+REGION_OPERATORS = Resource.of(ConsistentRegionOperator)
+PROCESSING_ELEMENTS = Resource.of(ProcessingElement)
+JOBS = Resource.of(Job)
 # A selector-less Service's EndpointSlice names its Service and the controller that manages it
 # (never the built-in EndpointSlice controller, which would take it over).
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
 MANAGED_BY = "consistent-region-coordinator.streams.ibm.com"
 
-# Labels of the runtime contract (the instance operator sets them on every PE pod).
-JOB_LABEL = "streams.ibm.com/job"
-PE_LABEL = "streams.ibm.com/pe"
-LAUNCH_COUNT_LABEL = "streams.ibm.com/launch-count"
-CR_LABEL = "streams.ibm.com/cr"
 # Condition set on a ConsistentRegion the coordinator cannot run (and removed once it can).
 ACCEPTED = "Accepted"
-PE_PODS = f"app=streams,svc=pe,{CR_LABEL}=true"
-# The shared coordinator pool's pods (the StatefulSet of `manifests.coordinator_pool`).
-POOL_LABELS = {"app": "streams", "svc": "consistent-region-coordinator"}
+PE_PODS = f"{PE_POD_SELECTOR},{CR_LABEL}=true"
 # Client-side rate limit of the coordinator's API calls: its status writes are on the path from
 # a PE's report to the next notification, so it gets more room than a controller's default.
 CLIENT_QPS, CLIENT_BURST = 100.0, 200
@@ -122,12 +131,10 @@ class CoordinatorSettings(BaseSettings):
         description="this pod's IP (shared mode: published as the endpoint of the jobs it runs)",
     )
     bind_address: str = "0.0.0.0"
-    api_port: int = Field(API_PORT, ge=0, le=65535)
+    api_port: int = Field(COORDINATOR_API_PORT, ge=0, le=65535)
     udp_hints: bool = True
-    udp_port: int = Field(UDP_PORT, ge=1, le=65535)
-    udp_host: str = Field(
-        "{job}-{pe}.{namespace}", description="where a PE gets its hints (its headless Service)"
-    )
+    udp_port: int = Field(CONSISTENT_REGION_PORT, ge=1, le=65535)
+    udp_host: str = Field(PE_HOST_TEMPLATE, description="where a PE gets its hints (its headless Service)")
     token_review: bool = Field(
         True,
         description="accept writes with a bearer token (TokenReview + SubjectAccessReview); off: "
@@ -145,10 +152,6 @@ class CoordinatorSettings(BaseSettings):
 
     def effective_namespace(self) -> str | None:
         return self.namespace or os.environ.get("POD_NAMESPACE") or os.environ.get("MY_POD_NAMESPACE")
-
-
-def api_service_name(job: str) -> str:
-    return f"{API_SERVICE_PREFIX}{job}{API_SERVICE_SUFFIX}"
 
 
 def job_of(obj: Object) -> ObjectKey | None:
@@ -318,7 +321,7 @@ class Coordinator:
         job = self._job_of_request(request)
         if job is None:
             return None
-        pods = {"app": "streams", "svc": "pe", JOB_LABEL: job.name}
+        pods = {APP_LABEL: APP_VALUE, SVC_LABEL: SVC_PE, JOB_LABEL: job.name}
         if (pe := request.match_info.get("pe")) is not None:
             pods[PE_LABEL] = pe
         access = Access("update", JOBS.group, JOBS.plural, job.namespace, job.name)
@@ -424,7 +427,7 @@ class Coordinator:
         if not self.settings.pod_ip:
             log.warning("job %s: no POD_IP, its API Service is not pointed at this pod", key)
             return
-        name = api_service_name(key.name)
+        name = coordinator_service_name(key.name)
         owner = {
             "apiVersion": operator.get("apiVersion", "streams.ibm.com/v1"),
             "kind": "ConsistentRegionOperator",
@@ -443,7 +446,7 @@ class Coordinator:
                 "name": name,
                 "namespace": key.namespace,
                 "labels": {
-                    "app": "streams",
+                    APP_LABEL: APP_VALUE,
                     JOB_LABEL: key.name,
                     SERVICE_NAME_LABEL: name,
                     MANAGED_BY_LABEL: MANAGED_BY,
@@ -455,8 +458,8 @@ class Coordinator:
                 {"addresses": [self.settings.pod_ip], "conditions": {"ready": True}, "targetRef": target}
             ],
             "ports": [
-                {"name": "sys-api", "port": self.api_port, "protocol": "TCP"},
-                {"name": "sys-metrics", "port": self.metrics_port, "protocol": "TCP"},
+                {"name": COORDINATOR_API_PORT_NAME, "port": self.api_port, "protocol": "TCP"},
+                {"name": METRICS_PORT_NAME, "port": self.metrics_port, "protocol": "TCP"},
             ],
         }
         client = self.manager.client
@@ -612,4 +615,4 @@ async def setup(manager: Manager, settings: CoordinatorSettings | None = None) -
     return coordinator
 
 
-__all__ = ["METRICS_PORT", "Coordinator", "CoordinatorSettings", "JobRun", "setup"]
+__all__ = ["Coordinator", "CoordinatorSettings", "JobRun", "setup"]

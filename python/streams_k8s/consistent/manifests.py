@@ -17,12 +17,23 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from streams_k8s.api.consistent_region import ConsistentRegionOperator, CoordinatorMode
+from streams_k8s.api.contract import (
+    APP_LABEL,
+    APP_VALUE,
+    COORDINATOR_API_PORT,
+    COORDINATOR_API_PORT_NAME,
+    CR_LABEL,
+    GENERATION_LABEL,
+    JOB_LABEL,
+    METRICS_PORT,
+    METRICS_PORT_NAME,
+    SVC_LABEL,
+    SVC_PE,
+    coordinator_name,
+    coordinator_service_name,
+)
 from streams_k8s.api.processing_element import ImagePullPolicy, TraceLevel
-from streams_k8s.consistent.coordinator import CR_LABEL, JOB_LABEL, POOL_LABELS, api_service_name
-from streams_k8s.consistent.metrics import METRICS_PORT
-from streams_k8s.consistent.rest import API_PORT
 
-GENERATION_LABEL = "streams.ibm.com/generation"
 COORDINATOR_SVC = "consistent-region-operator"
 SERVICE_ACCOUNT = "streams-consistent-region"
 POOL_NAME = "streams-consistent-region-coordinators"
@@ -42,7 +53,11 @@ CONTAINER_SECURITY: Mapping[str, Any] = {
     "capabilities": {"drop": ["ALL"]},
 }
 # The instance operator's pods (spec: Deployment streams-instance-operator).
-INSTANCE_OPERATOR_LABELS: Mapping[str, str] = {"app": "streams", "svc": "instance-operator"}
+INSTANCE_OPERATOR_LABELS: Mapping[str, str] = {APP_LABEL: APP_VALUE, SVC_LABEL: "instance-operator"}
+# The shared coordinator pool's pods (the StatefulSet of `coordinator_pool`).
+POOL_LABELS: Mapping[str, str] = {APP_LABEL: APP_VALUE, SVC_LABEL: "consistent-region-coordinator"}
+# PE pods (of the namespace) that take part in consistent regions.
+_REGION_PES: Mapping[str, str] = {APP_LABEL: APP_VALUE, SVC_LABEL: SVC_PE, CR_LABEL: "true"}
 
 _LOG_LEVELS = {
     TraceLevel.OFF: "ERROR",
@@ -54,29 +69,13 @@ _LOG_LEVELS = {
 }
 
 
-def deployment_name(job: str) -> str:
-    return f"{job}-consistent-region-operator"
-
-
-def network_policy_name(job: str) -> str:
-    return f"{job}-consistent-region-operator"
-
-
 def coordinator_labels(job: str, generation: int) -> dict[str, str]:
     """Labels and selector of a job's coordinator pod, Deployment and Service."""
-    return {"app": "streams", JOB_LABEL: job, GENERATION_LABEL: str(generation), "svc": COORDINATOR_SVC}
-
-
-def _owner(operator: ConsistentRegionOperator) -> dict[str, Any]:
-    if not operator.metadata.name or not operator.metadata.uid:
-        raise ValueError("the ConsistentRegionOperator must be read from the API server (name and uid)")
     return {
-        "apiVersion": operator.api_version,
-        "kind": operator.kind,
-        "name": operator.metadata.name,
-        "uid": operator.metadata.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
+        APP_LABEL: APP_VALUE,
+        JOB_LABEL: job,
+        GENERATION_LABEL: str(generation),
+        SVC_LABEL: COORDINATOR_SVC,
     }
 
 
@@ -87,7 +86,7 @@ def _metadata(
         "name": name,
         "namespace": namespace,
         "labels": coordinator_labels(operator.spec.job_name, generation),
-        "ownerReferences": [_owner(operator)],
+        "ownerReferences": [operator.as_owner()],
     }
 
 
@@ -121,8 +120,8 @@ def _pod_spec(
         "args": ["coordinator", *args],
         "env": [*field_env, {"name": "STREAMS_K8S_LOG_LEVEL", "value": _LOG_LEVELS[log_level]}, *env],
         "ports": [
-            {"name": "sys-api", "containerPort": API_PORT, "protocol": "TCP"},
-            {"name": "sys-metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},
+            {"name": COORDINATOR_API_PORT_NAME, "containerPort": COORDINATOR_API_PORT, "protocol": "TCP"},
+            {"name": METRICS_PORT_NAME, "containerPort": METRICS_PORT, "protocol": "TCP"},
             {"name": "health", "containerPort": HEALTH_PORT, "protocol": "TCP"},
         ],
         "livenessProbe": {"httpGet": {"path": "/healthz", "port": "health"}, **probe},
@@ -173,7 +172,7 @@ def coordinator_deployment(
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": _metadata(operator, deployment_name(spec.job_name), namespace, generation),
+        "metadata": _metadata(operator, coordinator_name(spec.job_name), namespace, generation),
         "spec": {
             "replicas": 1,
             "strategy": {"type": "Recreate"},
@@ -233,7 +232,7 @@ def pool_network_policy(
     """Ingress to the pool: the REST API from PE pods of consistent regions of the namespace and
     the instance operator. Coarser than a dedicated coordinator's policy: a job's PEs can reach
     the pool pods of other jobs (which still answer only for the job named in the request)."""
-    pes = {"podSelector": {"matchLabels": {"app": "streams", "svc": "pe", CR_LABEL: "true"}}}
+    pes = {"podSelector": {"matchLabels": dict(_REGION_PES)}}
     return _ingress_policy(
         POOL_NAME,
         namespace,
@@ -258,13 +257,23 @@ def coordinator_service(
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": _metadata(operator, api_service_name(job), namespace, generation),
+        "metadata": _metadata(operator, coordinator_service_name(job), namespace, generation),
         "spec": {
             "clusterIP": "None",
             **selector,
             "ports": [
-                {"name": "sys-api", "port": API_PORT, "targetPort": API_PORT, "protocol": "TCP"},
-                {"name": "sys-metrics", "port": METRICS_PORT, "targetPort": METRICS_PORT, "protocol": "TCP"},
+                {
+                    "name": COORDINATOR_API_PORT_NAME,
+                    "port": COORDINATOR_API_PORT,
+                    "targetPort": COORDINATOR_API_PORT,
+                    "protocol": "TCP",
+                },
+                {
+                    "name": METRICS_PORT_NAME,
+                    "port": METRICS_PORT,
+                    "targetPort": METRICS_PORT,
+                    "protocol": "TCP",
+                },
             ],
         },
     }
@@ -287,7 +296,7 @@ def _ingress_policy(
     owner: dict[str, Any] | None,
     labels: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    api = [{"port": API_PORT, "protocol": "TCP"}]
+    api = [{"port": COORDINATOR_API_PORT, "protocol": "TCP"}]
     metrics = [{"port": METRICS_PORT, "protocol": "TCP"}]
     metadata: dict[str, Any] = {"name": name, "namespace": namespace, "labels": labels or dict(pods)}
     if owner is not None:
@@ -323,15 +332,15 @@ def coordinator_network_policy(
     ``instance_operator_namespace``: where the instance operator runs, when not in the job's
     namespace (matched by the ``kubernetes.io/metadata.name`` namespace label)."""
     job = operator.spec.job_name
-    job_pes = {"podSelector": {"matchLabels": {"app": "streams", "svc": "pe", JOB_LABEL: job}}}
+    job_pes = {"podSelector": {"matchLabels": {APP_LABEL: APP_VALUE, SVC_LABEL: SVC_PE, JOB_LABEL: job}}}
     return _ingress_policy(
-        network_policy_name(job),
+        coordinator_name(job),
         namespace,
-        {"app": "streams", JOB_LABEL: job, "svc": COORDINATOR_SVC},
+        {APP_LABEL: APP_VALUE, JOB_LABEL: job, SVC_LABEL: COORDINATOR_SVC},
         job_pes,
         _operator_peer(instance_operator, instance_operator_namespace),
         metrics_scrapers,
-        owner=_owner(operator),
+        owner=operator.as_owner(),
         labels=coordinator_labels(job, generation),
     )
 
@@ -400,7 +409,10 @@ def coordinator_auth_delegation(namespace: str, service_account: str = SERVICE_A
 
 
 POOL_SCHEDULER_NAME = f"{POOL_NAME}-scheduler"
-POOL_SCHEDULER_LABELS: Mapping[str, str] = {"app": "streams", "svc": "consistent-region-pool-scheduler"}
+POOL_SCHEDULER_LABELS: Mapping[str, str] = {
+    APP_LABEL: APP_VALUE,
+    SVC_LABEL: "consistent-region-pool-scheduler",
+}
 
 
 def pool_scheduler(

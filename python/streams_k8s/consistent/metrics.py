@@ -16,7 +16,6 @@ from prometheus_client import CollectorRegistry, Gauge
 from streams_k8s.consistent.fsm import GAUGE_NAMES
 
 LABEL = "ConsistentRegion"
-METRICS_PORT = 9696
 
 DESCRIPTIONS: Mapping[str, str] = {
     "average_drain_time_milliseconds": "Average duration of the last 10 drains (checkpoints).",

@@ -31,7 +31,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from streams_k8s.controller import labels
+from streams_k8s.api.contract import JOB_LABEL, REPOSITORY_PORT
 from streams_k8s.controller.bundles import DIGEST, BundleCache, BundleError
 from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.objects import ObjectKey, meta
@@ -39,7 +39,6 @@ from streams_k8s.k8s.pod_addresses import PodsByAddress
 
 log = logging.getLogger(__name__)
 
-REPOSITORY_PORT = 6379
 HASH = b"apps"
 _MAX_ARGS = 16
 _MAX_ARG_BYTES = 64 * 1024
@@ -55,7 +54,7 @@ def pinned_by_pod(pods: PodsByAddress, jobs: Informer) -> PinnedDigest:
     def pinned(peer: str, name: str) -> str | None:
         for pod in pods.at(peer):
             m = meta(pod)
-            job_name = (m.get("labels") or {}).get(labels.JOB)
+            job_name = (m.get("labels") or {}).get(JOB_LABEL)
             if not job_name:
                 continue
             job = jobs.store.get(ObjectKey(str(m.get("namespace")), job_name))

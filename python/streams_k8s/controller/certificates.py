@@ -13,9 +13,6 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 
-TRANSPORT_CERT_KEY = "transport.cert"
-TRANSPORT_KEY_KEY = "transport.key"
-
 
 def transport_certificate(validity_days: int, now: datetime | None = None) -> tuple[str, str]:
     """(certificate PEM, private key PEM) of a fresh self-signed transport certificate."""

@@ -26,11 +26,13 @@ from typing import Any
 
 import orjson
 
+from streams_k8s.api.contract import PE_LABEL
 from streams_k8s.api.job import DNS_1035_LABEL
 from streams_k8s.controller import labels
-from streams_k8s.controller.kinds import CONFIGMAPS, PES, SERVICES
+from streams_k8s.controller.kinds import PES
 from streams_k8s.controller.submission import Desired, SubmissionFailure
 from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.kinds import CONFIGMAPS, SERVICES
 
 MIB = 1 << 20
 MAX_CONFIG_MAP_DATA = MIB
@@ -63,7 +65,7 @@ def _what(child: Desired) -> str:
 
 def _remedy(child: Desired) -> str:
     """What the user can change to make this object smaller."""
-    pe = (child.body["metadata"].get("labels") or {}).get(labels.PE)
+    pe = (child.body["metadata"].get("labels") or {}).get(PE_LABEL)
     if child.resource in (CONFIGMAPS, PES) and pe is not None:
         return f"PE {pe} holds too much of the application: {_SMALLER_PES}"
     if child.resource == CONFIGMAPS:  # the job's name table: one line per operator input port

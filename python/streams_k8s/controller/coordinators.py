@@ -45,18 +45,19 @@ from pydantic import ValidationError
 
 from streams_k8s import __version__
 from streams_k8s.api.consistent_region import ConsistentRegionOperator, CoordinatorMode
+from streams_k8s.api.contract import APP_LABEL, APP_VALUE, GENERATION_LABEL, SVC_LABEL
 from streams_k8s.consistent.manifests import (
     COORDINATOR_SVC,
     coordinator_deployment,
     coordinator_network_policy,
     coordinator_service,
 )
-from streams_k8s.controller import labels
 from streams_k8s.controller.child_limits import OBJECT_REFUSED, REFUSED
-from streams_k8s.controller.kinds import CONSISTENT_REGION_OPERATORS, DEPLOYMENTS, NETWORK_POLICIES, SERVICES
+from streams_k8s.controller.kinds import CONSISTENT_REGION_OPERATORS
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.controller import Requeue, owner_mapper
 from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.kinds import DEPLOYMENTS, NETWORK_POLICIES, SERVICES
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import ObjectKey, meta
 
@@ -96,7 +97,7 @@ def coordinator_objects(
     operator: ConsistentRegionOperator, *, namespace: str, image: str
 ) -> list[tuple[Resource, dict[str, Any]]]:
     """What the CRO's mode needs, in creation order (pure function of the CRO)."""
-    generation = int((operator.metadata.labels or {}).get(labels.GENERATION) or 0)
+    generation = int((operator.metadata.labels or {}).get(GENERATION_LABEL) or 0)
     service = (SERVICES, coordinator_service(operator, namespace=namespace, generation=generation))
     if operator.spec.mode is CoordinatorMode.SHARED:
         return [service]
@@ -130,8 +131,8 @@ class CoordinatorObjectsController:
         self.client = manager.client
         self.settings = settings
         self.cros = manager.informer(CONSISTENT_REGION_OPERATORS)
-        self.deployments = manager.informer(DEPLOYMENTS, label_selector=f"{labels.SVC}={COORDINATOR_SVC}")
-        self.services = manager.informer(SERVICES, label_selector=f"{labels.APP}={labels.APP_VALUE}")
+        self.deployments = manager.informer(DEPLOYMENTS, label_selector=f"{SVC_LABEL}={COORDINATOR_SVC}")
+        self.services = manager.informer(SERVICES, label_selector=f"{APP_LABEL}={APP_VALUE}")
         self.recorder = manager.event_recorder("streams-coordinator-objects")
         self._cached = {DEPLOYMENTS: self.deployments, SERVICES: self.services}
         self._network_policy_served = network_policies
@@ -141,7 +142,7 @@ class CoordinatorObjectsController:
         controller.watch(self.deployments, owned)
         controller.watch(self.services, owned)
         if network_policies:
-            policies = manager.informer(NETWORK_POLICIES, label_selector=f"{labels.SVC}={COORDINATOR_SVC}")
+            policies = manager.informer(NETWORK_POLICIES, label_selector=f"{SVC_LABEL}={COORDINATOR_SVC}")
             self._cached[NETWORK_POLICIES] = policies
             controller.watch(policies, owned)
 

@@ -60,31 +60,38 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from streams_k8s.api.consistent_region import CoordinatorMode
+from streams_k8s.api.contract import (
+    APP_LABEL,
+    APP_VALUE,
+    JOB_LABEL,
+    PE_LABEL,
+    SVC_LABEL,
+    SVC_PE,
+    TRANSPORT_CERT_KEY,
+    TRANSPORT_KEY_KEY,
+    name_table_stamp,
+    pe_service_name,
+)
 from streams_k8s.api.job import Job, JobPhase
 from streams_k8s.app.fusion import FusionConstraintError
 from streams_k8s.app.model import Application
 from streams_k8s.app.plan import Plan
 from streams_k8s.app.submission import SubmissionError
 from streams_k8s.app.topology import TopologyError
-from streams_k8s.controller import labels
 from streams_k8s.controller import widths as widths_module
 from streams_k8s.controller.bundles import BUNDLE_CHANGED, BundleChanged, BundleError, BundleFetcher
-from streams_k8s.controller.certificates import TRANSPORT_CERT_KEY, TRANSPORT_KEY_KEY, transport_certificate
+from streams_k8s.controller.certificates import transport_certificate
 from streams_k8s.controller.child_limits import REFUSED, check_children, refused
 from streams_k8s.controller.job_ids import allocate_job_id
 from streams_k8s.controller.kinds import (
-    CONFIGMAPS,
     CONSISTENT_REGION_OPERATORS,
     CONSISTENT_REGIONS,
     EXPORTS,
     HOSTPOOLS,
     IMPORTS,
     JOBS,
-    NODES,
     PARALLEL_REGIONS,
     PES,
-    PODS,
-    SERVICES,
 )
 from streams_k8s.controller.placement import NodeInfo
 from streams_k8s.controller.submission import (
@@ -105,9 +112,9 @@ from streams_k8s.k8s.controller import Requeue
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.events import EventRecorder
 from streams_k8s.k8s.informer import Informer
+from streams_k8s.k8s.kinds import CONFIGMAPS, NODES, PODS, SERVICES
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import Object, ObjectKey, meta
-from streams_k8s.naming import pe_service_name
 
 log = logging.getLogger(__name__)
 
@@ -208,9 +215,9 @@ class JobController:
         self.jobs = manager.informer(JOBS)
         self.pes = manager.informer(PES)
         self.hostpools = manager.informer(HOSTPOOLS)
-        self.configmaps = manager.informer(CONFIGMAPS, label_selector=f"{labels.APP}={labels.APP_VALUE}")
-        self.services = manager.informer(SERVICES, label_selector=f"{labels.APP}={labels.APP_VALUE}")
-        self.pods = manager.informer(PODS, label_selector=f"{labels.APP}={labels.APP_VALUE}")
+        self.configmaps = manager.informer(CONFIGMAPS, label_selector=f"{APP_LABEL}={APP_VALUE}")
+        self.services = manager.informer(SERVICES, label_selector=f"{APP_LABEL}={APP_VALUE}")
+        self.pods = manager.informer(PODS, label_selector=f"{APP_LABEL}={APP_VALUE}")
         self.parallel_regions = manager.informer(PARALLEL_REGIONS)
         self.consistent_regions = manager.informer(CONSISTENT_REGIONS)
         self.cros = manager.informer(CONSISTENT_REGION_OPERATORS)
@@ -241,7 +248,7 @@ class JobController:
             self.controller.watch(informer, self._job_of)
         self.controller.watch(self.pods, self._job_of)
         for informer in (*self.children.values(), self.pods):  # "the X of job J" on every reconcile
-            informer.store.index_label(labels.JOB)
+            informer.store.index_label(JOB_LABEL)
 
     def _forget_deleted(self, kind: str, old: Object | None, new: Object | None) -> None:
         """A Job gone from the cache (its deletion finished) takes its plan and children with it."""
@@ -264,7 +271,7 @@ class JobController:
 
     @staticmethod
     def _job_of(obj: Object) -> list[ObjectKey]:
-        job = (meta(obj).get("labels") or {}).get(labels.JOB)
+        job = (meta(obj).get("labels") or {}).get(JOB_LABEL)
         return [ObjectKey(meta(obj).get("namespace") or "", job)] if job else []
 
     async def _bundle_fetcher(self) -> BundleFetcher:
@@ -494,7 +501,7 @@ class JobController:
             if needs_transport_certificate(job)
             else None
         )
-        stamp = _now().strftime("%a %b %d %H:%M:%S UTC %Y")
+        stamp = name_table_stamp(_now())
         children = desired_objects(
             job,
             uid,
@@ -623,7 +630,7 @@ class JobController:
         key = (*sorted(widths.items()), ("", generation))
         if key not in planned.resized:
             plan = widths_module.plan_for(planned.plan, widths)
-            stamp = _now().strftime("%a %b %d %H:%M:%S UTC %Y")
+            stamp = name_table_stamp(_now())
             table = planned.children[0].body["data"]  # the name table: keep the job's transport pair
             transport = (
                 (table[TRANSPORT_CERT_KEY], table[TRANSPORT_KEY_KEY]) if TRANSPORT_CERT_KEY in table else None
@@ -647,7 +654,7 @@ class JobController:
         """Apply one pending width change, if any; the plan and children of the widths now applied."""
         m = meta(obj)
         namespace, name, uid = str(m["namespace"]), str(m["name"]), str(m["uid"])
-        regions = self.parallel_regions.store.select_by_labels({labels.JOB: name}, namespace)
+        regions = self.parallel_regions.store.select_by_labels({JOB_LABEL: name}, namespace)
         wanted, recorded = widths_of(regions)
         applied = {a: recorded.get(a) or w for a, w in planned.base_widths.items()}
         generation = int(status.get("generationId") or 0)
@@ -728,12 +735,12 @@ class JobController:
     async def _update_counts(self, obj: Object, status: dict[str, Any]) -> Requeue | None:
         m = meta(obj)
         namespace, name = str(m.get("namespace")), str(m.get("name"))
-        pes = self.pes.store.select_by_labels({labels.JOB: name}, namespace)
-        pods = self.pods.store.select_by_labels({labels.JOB: name, labels.SVC: "pe"}, namespace)
+        pes = self.pes.store.select_by_labels({JOB_LABEL: name}, namespace)
+        pods = self.pods.store.select_by_labels({JOB_LABEL: name, SVC_LABEL: SVC_PE}, namespace)
         expected = int(status.get("processingElements") or len(pes))
         ready_pes = sum(1 for pe in pes if (pe.get("status") or {}).get("connectivity") == "Full")
         # PEs with a ready pod: two launches of one PE briefly both ready still count once
-        ready_pods = len({meta(pod)["labels"].get(labels.PE) for pod in pods if _pod_ready(pod)})
+        ready_pods = len({meta(pod)["labels"].get(PE_LABEL) for pod in pods if _pod_ready(pod)})
         conditions = list(status.get("conditions") or [])
         all_ready = expected > 0 and ready_pods >= expected
         set_condition(
@@ -796,7 +803,7 @@ class JobController:
         found: list[Object] = []
         for informer in self.children.values():
             for child in informer.store.select_by_labels(
-                {labels.JOB: str(m.get("name"))}, str(m.get("namespace"))
+                {JOB_LABEL: str(m.get("name"))}, str(m.get("namespace"))
             ):
                 if any(ref.get("uid") == uid for ref in meta(child).get("ownerReferences") or ()):
                     found.append(child)
@@ -808,7 +815,7 @@ class JobController:
         namespace, name = str(m.get("namespace")), str(m.get("name"))
         remaining = 0
         for resource, informer in self.children.items():
-            for child in informer.store.select_by_labels({labels.JOB: name}, namespace):
+            for child in informer.store.select_by_labels({JOB_LABEL: name}, namespace):
                 cm = meta(child)
                 if not any(ref.get("uid") == uid for ref in cm.get("ownerReferences") or ()):
                     continue

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from streams_k8s.controller.kinds import CONFIGMAPS
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.kinds import CONFIGMAPS
 
 COUNTER_NAME = "streams-job-ids"
 COUNTER_KEY = "next"

@@ -1,21 +1,8 @@
-"""Label and annotation keys of the Streams runtime contract, and label-value sanitising."""
+"""Label values: what Kubernetes accepts, and the runtime's sanitising of SPL names into them."""
 
 from __future__ import annotations
 
-import hashlib
 import re
-
-APP = "app"
-APP_VALUE = "streams"
-SVC = "svc"
-JOB = "streams.ibm.com/job"
-PE = "streams.ibm.com/pe"
-GENERATION = "streams.ibm.com/generation"
-LAUNCH_COUNT = "streams.ibm.com/launch-count"
-CR = "streams.ibm.com/cr"
-APPLICATION_NAME = "streams.ibm.com/applicationName"
-APPLICATION_SCOPE = "streams.ibm.com/applicationScope"
-CONTENT_ID = "streams.ibm.com/contentId"
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 MAX_LABEL_VALUE = 63
@@ -51,20 +38,3 @@ def sanitize_label_value(token: str) -> str:
             "and '.', starting and ending with a letter or digit"
         )
     return value
-
-
-def token_digest(token: str) -> str:
-    """Upper-case SHA-1 hex of a placement token: the suffix of its label key."""
-    return hashlib.sha1(token.encode("utf-8"), usedforsecurity=False).hexdigest().upper()
-
-
-def host_colocation_key(token: str) -> str:
-    return f"streams.ibm.com/hostcolocation.{token_digest(token)}"
-
-
-def host_exlocation_key(token: str) -> str:
-    return f"streams.ibm.com/hostexlocation.{token_digest(token)}"
-
-
-def host_isolation_key(operator: str) -> str:
-    return f"streams.ibm.com/hostisolation.{token_digest(operator)}"

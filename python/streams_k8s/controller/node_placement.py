@@ -22,7 +22,7 @@ import orjson
 from streams_k8s.api.host_pool import HostPool, HostPoolSpec
 from streams_k8s.api.job import Job
 from streams_k8s.api.processing_element import ProcessingElementSpec
-from streams_k8s.controller.kinds import HOSTPOOLS, JOBS, NODES, PES
+from streams_k8s.controller.kinds import HOSTPOOLS, JOBS, PES
 from streams_k8s.controller.placement import (
     EXCLUSIVE_TAINT_KEY,
     NodeInfo,
@@ -35,6 +35,7 @@ from streams_k8s.controller.placement import (
 )
 from streams_k8s.k8s.controller import Requeue, generation_changed
 from streams_k8s.k8s.informer import Informer
+from streams_k8s.k8s.kinds import NODES
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import Object, ObjectKey, meta
 

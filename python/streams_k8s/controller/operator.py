@@ -31,6 +31,7 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
+from streams_k8s.api.contract import NOTIFICATIONS_PORT, pe_host
 from streams_k8s.controller.bundle_repository import BundleRepository, pinned_by_pod
 from streams_k8s.controller.bundles import BundleCache, BundleFetcher, DataReader
 from streams_k8s.controller.coordinators import (
@@ -39,16 +40,16 @@ from streams_k8s.controller.coordinators import (
     network_policies_served,
 )
 from streams_k8s.controller.job_controller import RETRY_FIRST_DELAY, JobController
-from streams_k8s.controller.kinds import CONFIGMAPS, PODS, SECRETS
 from streams_k8s.controller.node_placement import NodePlacementController
 from streams_k8s.controller.pe_controller import PeController
-from streams_k8s.controller.pe_datagrams import PeDatagrams, pe_service_host
+from streams_k8s.controller.pe_datagrams import PeDatagrams
 from streams_k8s.controller.rest_api import InstanceRestApi
 from streams_k8s.controller.subscription_api import SubscriptionApi
-from streams_k8s.controller.subscription_broker import NOTIFICATION_PORT, SubscriptionBroker
+from streams_k8s.controller.subscription_broker import SubscriptionBroker
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.controller import Requeue
 from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.kinds import CONFIGMAPS, PODS, SECRETS
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import ObjectKey, meta
 from streams_k8s.k8s.pod_addresses import PodsByAddress
@@ -187,8 +188,8 @@ async def setup(manager: Manager) -> InstanceOperator:
     )
     fixed_host = os.environ.get("STREAMS_K8S_PE_NOTIFICATION_HOST")
     datagrams = PeDatagrams(
-        int(os.environ.get("STREAMS_K8S_PE_NOTIFICATION_PORT", NOTIFICATION_PORT)),
-        (lambda job, pe, namespace: fixed_host) if fixed_host else pe_service_host,
+        int(os.environ.get("STREAMS_K8S_PE_NOTIFICATION_PORT", NOTIFICATIONS_PORT)),
+        (lambda job, pe, namespace: fixed_host) if fixed_host else pe_host,
     )
     broker = SubscriptionBroker(manager, jobs.jobs, jobs.exports, jobs.imports, datagrams)
     app = rest.app()

@@ -25,17 +25,26 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from streams_k8s.api.contract import (
+    AADL_KEY,
+    APP_LABEL,
+    APP_VALUE,
+    CONTENT_ID_ANNOTATION,
+    GENERATION_LABEL,
+    JOB_LABEL,
+    LAUNCH_COUNT_ANNOTATION,
+    SVC_LABEL,
+    SVC_ZOMBIE,
+)
 from streams_k8s.api.host_pool import HostPool
 from streams_k8s.api.job import Job
 from streams_k8s.api.processing_element import ProcessingElement
-from streams_k8s.controller import labels
-from streams_k8s.controller.kinds import CONFIGMAPS, HOSTPOOLS, JOBS, NODES, PES, PODS
+from streams_k8s.controller.kinds import HOSTPOOLS, JOBS, PES
 from streams_k8s.controller.node_placement import unprepared_nodes
 from streams_k8s.controller.pe_aadl_facts import AadlFacts, AadlFactsError, aadl_facts
 from streams_k8s.controller.placement import NodeInfo, PlacedPe, PlacementError, PodPlacement, plan_placement
 from streams_k8s.controller.pod_lifecycle import (
     PENDING,
-    ZOMBIE,
     Action,
     Decision,
     decide,
@@ -47,15 +56,13 @@ from streams_k8s.controller.pods_by_owner import PodsByOwner
 from streams_k8s.k8s.controller import Requeue, generation_changed
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.events import EventRecorder
+from streams_k8s.k8s.kinds import CONFIGMAPS, NODES, PODS
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import Object, ObjectKey, meta, object_key
 
 log = logging.getLogger(__name__)
 
-# Last launch count of a deleted PE, on its ConfigMap (which the Job owns, so it outlives the PE).
-LAUNCH_COUNT_ANNOTATION = "streams.ibm.com/launch-count"
 REDIS_CONFIG_ANNOTATION = "redisConfig"
-AADL_KEY = "aadl.xml"
 # Waiting on nodes being labelled/tainted for a pool: they carry no owner to map events back.
 NODE_WAIT = 0.5
 # How long a pod that started running waits for its PE's connectivity report to carry the record.
@@ -84,8 +91,8 @@ class PeController:
         self.pes = manager.informer(PES)
         self.jobs = manager.informer(JOBS)
         self.hostpools = manager.informer(HOSTPOOLS)
-        self.configmaps = manager.informer(CONFIGMAPS, label_selector=f"{labels.APP}={labels.APP_VALUE}")
-        self.pods = manager.informer(PODS, label_selector=f"{labels.APP}={labels.APP_VALUE}")
+        self.configmaps = manager.informer(CONFIGMAPS, label_selector=f"{APP_LABEL}={APP_VALUE}")
+        self.pods = manager.informer(PODS, label_selector=f"{APP_LABEL}={APP_VALUE}")
         self.nodes = manager.informer(NODES)
         self.pods_by_owner = PodsByOwner(self.pods)
         self.events: EventRecorder = manager.event_recorder("pe-controller")
@@ -96,7 +103,7 @@ class PeController:
         self._started: dict[ObjectKey, _Started] = {}
         self.pes.add_handler(self._on_pe_event)
         self.jobs.add_handler(self._on_job_event)
-        self.pes.store.index_label(labels.JOB)
+        self.pes.store.index_label(JOB_LABEL)
 
         self.controller = manager.controller("pes", self.reconcile, workers=workers)
         self.controller.watch(self.pes)
@@ -109,11 +116,11 @@ class PeController:
 
     def _pes_of_job(self, obj: Object) -> list[ObjectKey]:
         m = meta(obj)
-        job = m.get("labels", {}).get(labels.JOB) if obj.get("kind") != Job.kind_name else m.get("name")
+        job = m.get("labels", {}).get(JOB_LABEL) if obj.get("kind") != Job.kind_name else m.get("name")
         if not job:
             return []
         return [
-            object_key(pe) for pe in self.pes.store.select_by_labels({labels.JOB: job}, m.get("namespace"))
+            object_key(pe) for pe in self.pes.store.select_by_labels({JOB_LABEL: job}, m.get("namespace"))
         ]
 
     def _on_pe_event(self, kind: str, old: Object | None, new: Object | None) -> None:
@@ -149,7 +156,7 @@ class PeController:
             self._deleted_launches.pop(key, None)  # the successor has launched: its status carries on
         if pe.metadata.deletion_timestamp is not None:
             return None  # its pods go with it (owner references)
-        job_name = pe.metadata.labels.get(labels.JOB)
+        job_name = pe.metadata.labels.get(JOB_LABEL)
         job_obj = self.jobs.store.get(ObjectKey(key.namespace, job_name)) if job_name else None
         if job_obj is None or meta(job_obj).get("deletionTimestamp"):
             return None
@@ -222,7 +229,7 @@ class PeController:
         cm = self.configmaps.store.get(ObjectKey(namespace, pe_config_map_name(job_name, pe.spec.id)))
         if cm is None:
             return None, None, "ConfigMap"
-        content = meta(cm).get("annotations", {}).get(labels.CONTENT_ID)
+        content = meta(cm).get("annotations", {}).get(CONTENT_ID_ANNOTATION)
         aadl = (cm.get("data") or {}).get(AADL_KEY)
         if aadl is None or (pe.spec.content_id and content != pe.spec.content_id):
             return None, None, "ConfigMap"
@@ -281,7 +288,7 @@ class PeController:
         pod = build_pod(
             job=job,
             pe=pe,
-            generation=int(pe.metadata.labels.get(labels.GENERATION, "0") or 0),
+            generation=int(pe.metadata.labels.get(GENERATION_LABEL, "0") or 0),
             launch_count=launch,
             input_ports=facts.input_ports,
             placement=placement,
@@ -294,7 +301,7 @@ class PeController:
         for pod, zombie in decision.retire:
             m = meta(pod)
             if zombie:
-                patch = {"metadata": {"labels": {labels.SVC: ZOMBIE}}}
+                patch = {"metadata": {"labels": {SVC_LABEL: SVC_ZOMBIE}}}
                 await self._tolerate_missing(self.client.patch(PODS, m["name"], patch, m["namespace"]))
             else:
                 await self._tolerate_missing(

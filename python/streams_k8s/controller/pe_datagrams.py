@@ -8,18 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from streams_k8s.api.contract import pe_host
 from streams_k8s.k8s.datagrams import DatagramSender
-from streams_k8s.naming import pe_service_name
 
 HostOf = Callable[[str, int, str], str]  # (job, PE id, namespace) → host name or address
 
 
-def pe_service_host(job: str, pe: int, namespace: str) -> str:
-    return f"{pe_service_name(job, pe)}.{namespace}"
-
-
 class PeDatagrams:
-    def __init__(self, port: int, host_of: HostOf = pe_service_host) -> None:
+    def __init__(self, port: int, host_of: HostOf = pe_host) -> None:
         self.host_of = host_of
         self._sender = DatagramSender(port)
 

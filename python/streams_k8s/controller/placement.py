@@ -23,16 +23,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from streams_k8s.api.host_pool import HostPoolSpec, MembershipMode
-from streams_k8s.api.processing_element import Placement
-from streams_k8s.controller.labels import (
-    LabelValueError,
+from streams_k8s.api.contract import (
     host_colocation_key,
     host_exlocation_key,
     host_isolation_key,
-    sanitize_label_value,
     token_digest,
 )
+from streams_k8s.api.host_pool import HostPoolSpec, MembershipMode
+from streams_k8s.api.processing_element import Placement
+from streams_k8s.controller.labels import LabelValueError, sanitize_label_value
 
 HOSTPOOL_TAG_LABEL = "streams.ibm.com/hostpool"
 EXCLUSIVE_TAINT_KEY = "streams.ibm.com/exclusive-pool"

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from streams_k8s.api.contract import CONTENT_ID_ANNOTATION, LAUNCH_COUNT_LABEL
 from streams_k8s.api.processing_element import ProcessingElement
-from streams_k8s.controller import labels
 
 PENDING = "Pending"
 RUNNING = "Running"
@@ -44,7 +44,6 @@ SUCCEEDED = "Succeeded"
 FAILED = "Failed"
 # PE phase when its pod was deleted and the restart policy says to leave it so.
 DELETED = "Deleted"
-ZOMBIE = "zombie"
 
 # Pods of earlier launches to remove: (pod, keep as zombie).
 Retired = tuple[tuple[dict[str, Any], bool], ...]
@@ -73,7 +72,7 @@ class Decision:
 
 
 def pod_launch(pod: dict[str, Any]) -> int:
-    value = (pod.get("metadata") or {}).get("labels", {}).get(labels.LAUNCH_COUNT, "")
+    value = (pod.get("metadata") or {}).get("labels", {}).get(LAUNCH_COUNT_LABEL, "")
     return int(value) if str(value).isdecimal() else -1
 
 
@@ -158,7 +157,7 @@ def decide(
         return Decision(Action.RECORD, launch, phase=DELETED, retire=retire)
 
     current_phase = pod_phase(current)
-    content = (current.get("metadata") or {}).get("annotations", {}).get(labels.CONTENT_ID)
+    content = (current.get("metadata") or {}).get("annotations", {}).get(CONTENT_ID_ANNOTATION)
     if pe.spec.content_id and content != pe.spec.content_id:
         return Decision(Action.RELAUNCH, launch + 1, "content changed", retire=retire)
     if current_phase == FAILED and restarts_failed(pe, restartable):

@@ -16,25 +16,39 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from streams_k8s.api.contract import (
+    APP_LABEL,
+    APP_PROPERTIES_DIR,
+    APP_VALUE,
+    APPLICATION_NAME_ANNOTATION,
+    APPLICATION_SCOPE_ANNOTATION,
+    CHECKPOINT_DIR,
+    CONSISTENT_REGION_CONTAINER_PORT_NAME,
+    CONSISTENT_REGION_PORT,
+    CONTENT_ID_ANNOTATION,
+    CR_LABEL,
+    DATA_DIR,
+    GENERATION_LABEL,
+    JOB_CONFIG_DIR,
+    JOB_LABEL,
+    LAUNCH_COUNT_LABEL,
+    METRICS_PORT,
+    NOTIFICATIONS_CONTAINER_PORT_NAME,
+    NOTIFICATIONS_PORT,
+    PE_CONFIG_DIR,
+    PE_LABEL,
+    PE_PORT_BASE,
+    RESTRICTED_PROPERTIES_DIR,
+    SVC_LABEL,
+    SVC_PE,
+    pe_service_name,
+)
 from streams_k8s.api.job import Job
 from streams_k8s.api.processing_element import BuildType, ProcessingElement
-from streams_k8s.controller import labels
 from streams_k8s.controller.placement import PodPlacement
-from streams_k8s.naming import PE_PORT_BASE, pe_service_name
 
 RUN_AS_USER = 2098
 RUN_AS_GROUP = 2015
-METRICS_PORT = 9696
-NOTIFICATIONS_PORT = 10000
-CONSISTENT_REGION_PORT = 10001
-# Container port names are IANA service names (at most 15 characters, kube-apiserver's
-# IsValidPortName); the contract's longer names (`sys-notifications`, `sys-consistentregion`)
-# name the Service ports, which target the container ports by number.
-NOTIFICATIONS_CONTAINER_PORT_NAME = "sys-notify"
-CONSISTENT_REGION_CONTAINER_PORT_NAME = "sys-cr-notify"
-PE_CONFIG_DIR = "/etc/config/pe"
-JOB_CONFIG_DIR = "/etc/config/job"
-CHECKPOINT_DIR = "/checkpoint"
 # What a ptrace-using PE (debugger, valgrind) adds to its dropped capabilities.
 PTRACE_CAPABILITIES = ["SYS_PTRACE"]
 # Exact text the runtime parses for a file-system checkpoint store.
@@ -138,9 +152,9 @@ def build_pod(
 
     if spec.data_volume_claim is not None:
         claim = spec.data_volume_claim
-        mount("data-volume", "/data", {"persistentVolumeClaim": {"claimName": claim.name}}, claim.sub_path)
+        mount("data-volume", DATA_DIR, {"persistentVolumeClaim": {"claimName": claim.name}}, claim.sub_path)
     elif (data_path := spec.data_path or settings.data_path) is not None:
-        mount("data-volume", "/data", {"hostPath": {"path": data_path, "type": ""}})
+        mount("data-volume", DATA_DIR, {"hostPath": {"path": data_path, "type": ""}})
 
     repository = spec.checkpoint_repository
     if repository is not None and repository.file_system is not None:
@@ -171,12 +185,12 @@ def build_pod(
     if spec.app_properties_secret:
         mount(
             "app-properties-secret-volume",
-            "/etc/config/app",
+            APP_PROPERTIES_DIR,
             {"secret": {"secretName": spec.app_properties_secret}},
         )
     if spec.restricted_properties_secret:
         secret = {"secret": {"secretName": spec.restricted_properties_secret}}
-        mount("restricted-properties-secret-volume", "/etc/config/restricted", secret)
+        mount("restricted-properties-secret-volume", RESTRICTED_PROPERTIES_DIR, secret)
 
     ports = [
         {"name": f"sys-{i}", "containerPort": PE_PORT_BASE + i, "protocol": "TCP"} for i in range(input_ports)
@@ -233,10 +247,10 @@ def build_pod(
     annotations = {
         k: v
         for k, v in pe.metadata.annotations.items()
-        if k in (labels.APPLICATION_NAME, labels.APPLICATION_SCOPE)
+        if k in (APPLICATION_NAME_ANNOTATION, APPLICATION_SCOPE_ANNOTATION)
     }
     if spec.content_id:
-        annotations[labels.CONTENT_ID] = spec.content_id
+        annotations[CONTENT_ID_ANNOTATION] = spec.content_id
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -245,13 +259,13 @@ def build_pod(
             "namespace": namespace,
             "labels": {
                 **placement.labels,
-                labels.APP: labels.APP_VALUE,
-                labels.SVC: "pe",
-                labels.JOB: job_name,
-                labels.GENERATION: str(generation),
-                labels.PE: str(spec.id),
-                labels.LAUNCH_COUNT: str(launch_count),
-                labels.CR: "true" if spec.regions else "false",
+                APP_LABEL: APP_VALUE,
+                SVC_LABEL: SVC_PE,
+                JOB_LABEL: job_name,
+                GENERATION_LABEL: str(generation),
+                PE_LABEL: str(spec.id),
+                LAUNCH_COUNT_LABEL: str(launch_count),
+                CR_LABEL: "true" if spec.regions else "false",
             },
             "annotations": annotations,
             "ownerReferences": [owner_reference(pe)],

@@ -10,7 +10,7 @@ import asyncio
 from collections import defaultdict
 from collections.abc import Callable
 
-from streams_k8s.controller import labels
+from streams_k8s.api.contract import SVC_LABEL, SVC_PE
 from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.objects import Object, ObjectKey, meta, object_key
 
@@ -53,7 +53,7 @@ class PodsByOwner:
         return [
             p
             for p in self._by_owner.get(owner_uid, {}).values()
-            if meta(p).get("labels", {}).get(labels.SVC) == "pe" and not meta(p).get("deletionTimestamp")
+            if meta(p).get("labels", {}).get(SVC_LABEL) == SVC_PE and not meta(p).get("deletionTimestamp")
         ]
 
     async def live_pe_pods_when(

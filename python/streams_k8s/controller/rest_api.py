@@ -34,23 +34,31 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from streams_k8s.api.contract import (
+    APP_LABEL,
+    APP_VALUE,
+    JOB_LABEL,
+    PE_LABEL,
+    SVC_LABEL,
+    SVC_PE,
+    USER_PORT_PREFIX,
+    pe_service_name,
+)
 from streams_k8s.api.parallel_region import MAX_WIDTH
 from streams_k8s.api.processing_element import Connectivity, ProcessingElement
-from streams_k8s.controller import labels
-from streams_k8s.controller.kinds import JOBS, PARALLEL_REGIONS, PES, SERVICES
+from streams_k8s.controller.kinds import JOBS, PARALLEL_REGIONS, PES
 from streams_k8s.controller.pod_lifecycle import PENDING, pod_phase, started_status
 from streams_k8s.controller.pods_by_owner import PodsByOwner
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.http_errors import json_error, json_errors
 from streams_k8s.k8s.informer import Informer
+from streams_k8s.k8s.kinds import SERVICES
 from streams_k8s.k8s.objects import Object, ObjectKey, meta
 from streams_k8s.k8s.pod_addresses import PodsByAddress
 from streams_k8s.k8s.reviews import Access, AccessReviews, TokenReviews
 from streams_k8s.k8s.write_guard import WriteTarget, write_guard
-from streams_k8s.naming import pe_service_name
 
-USER_PORT_PREFIX = "usr-"
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _ID = re.compile(r"^[0-9]{1,19}$")
 _PROTOCOLS = ("TCP", "UDP", "SCTP")
@@ -166,9 +174,9 @@ class InstanceRestApi:
             namespace = str(meta(self._job(job_name)).get("namespace"))
         except RestError:
             return None
-        pods = {labels.APP: labels.APP_VALUE, labels.SVC: "pe", labels.JOB: job_name}
+        pods = {APP_LABEL: APP_VALUE, SVC_LABEL: SVC_PE, JOB_LABEL: job_name}
         if (pe := request.match_info.get("pe")) is not None:
-            pods[labels.PE] = pe
+            pods[PE_LABEL] = pe
         access = Access("update", JOBS.group, JOBS.plural, namespace, job_name)
         return WriteTarget(f"job {namespace}/{job_name}", access, namespace, pods)
 
@@ -241,7 +249,7 @@ class InstanceRestApi:
         namespace = str(meta(self._job(job_name)).get("namespace"))
         found = [
             pr
-            for pr in self.parallel_regions.store.select_by_labels({labels.JOB: job_name}, namespace)
+            for pr in self.parallel_regions.store.select_by_labels({JOB_LABEL: job_name}, namespace)
             if (pr.get("spec") or {}).get("alias") == alias
         ]
         return self._one(found, f"parallel region '{alias}' of job '{job_name}'")
@@ -278,7 +286,7 @@ class InstanceRestApi:
         job = self._job(request.match_info["job"])
         port_name = self._port_name(request.match_info["ep"])
         namespace, name = str(meta(job)["namespace"]), str(meta(job)["name"])
-        for service in self.services.store.select_by_labels({labels.JOB: name}, namespace):
+        for service in self.services.store.select_by_labels({JOB_LABEL: name}, namespace):
             for port in (service.get("spec") or {}).get("ports") or ():
                 if port.get("name") == port_name:
                     info = {
@@ -307,7 +315,7 @@ class InstanceRestApi:
         port, protocol = self._endpoint_record(await self._body(request))
         namespace, name = str(meta(job)["namespace"]), str(meta(job)["name"])
         own = pe_service_name(name, int(request.match_info["pe"]))
-        for other in self.services.store.select_by_labels({labels.JOB: name}, namespace):
+        for other in self.services.store.select_by_labels({JOB_LABEL: name}, namespace):
             ports = (other.get("spec") or {}).get("ports") or ()
             if meta(other)["name"] != own and any(p.get("name") == port_name for p in ports):
                 raise RestError(

@@ -40,6 +40,24 @@ from streams_k8s.api.consistent_region import (
     CoordinatorMode,
     Trigger,
 )
+from streams_k8s.api.contract import (
+    APP_LABEL,
+    APP_VALUE,
+    APPLICATION_NAME_ANNOTATION,
+    APPLICATION_SCOPE_ANNOTATION,
+    CONSISTENT_REGION_PORT,
+    CR_LABEL,
+    JOB_LABEL,
+    METRICS_PORT,
+    NOTIFICATIONS_PORT,
+    PE_LABEL,
+    PE_PORT_BASE,
+    SVC_LABEL,
+    SVC_PE,
+    USER_PORT_PREFIX,
+    coordinator_name,
+    pe_service_name,
+)
 from streams_k8s.api.host_pool import HostPool, HostPoolSpec, MembershipMode
 from streams_k8s.api.import_export import (
     Export,
@@ -66,13 +84,12 @@ from streams_k8s.app.bundle import BundleError, read_bundle
 from streams_k8s.app.fusion import FusionConstraintError
 from streams_k8s.app.model import Application
 from streams_k8s.app.physical import PeInputPort, PeOutputPort, PlannedPe
-from streams_k8s.app.plan import Plan, plan_application, render_name_table
+from streams_k8s.app.plan import Plan, plan_application
 from streams_k8s.app.submission import SubmissionError
 from streams_k8s.app.topology import TopologyError
-from streams_k8s.controller import labels
-from streams_k8s.controller.certificates import TRANSPORT_CERT_KEY, TRANSPORT_KEY_KEY
+from streams_k8s.controller.children.config_maps import name_table_config_map, pe_config_map
+from streams_k8s.controller.children.metadata import ChildMetadata, pe_labels
 from streams_k8s.controller.kinds import (
-    CONFIGMAPS,
     CONSISTENT_REGION_OPERATORS,
     CONSISTENT_REGIONS,
     EXPORTS,
@@ -80,18 +97,13 @@ from streams_k8s.controller.kinds import (
     IMPORTS,
     PARALLEL_REGIONS,
     PES,
-    SERVICES,
 )
 from streams_k8s.controller.placement import NodeInfo, PlacedPe, PlacementError, PlacementPlan, plan_placement
-from streams_k8s.controller.pod_spec import CONSISTENT_REGION_PORT, METRICS_PORT, NOTIFICATIONS_PORT
 from streams_k8s.controller.resources import divide_resources
-from streams_k8s.controller.rest_api import USER_PORT_PREFIX
 from streams_k8s.controller.subscription_expression import SubscriptionError, parse_subscription
 from streams_k8s.k8s.client import Resource
+from streams_k8s.k8s.kinds import CONFIGMAPS, SERVICES
 from streams_k8s.k8s.objects import ObjectKey
-from streams_k8s.naming import PE_PORT_BASE, TABLE_KEY, pe_service_name
-
-AADL_KEY = "aadl.xml"
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,45 +223,6 @@ def consistent_region_pes(plan: Plan) -> dict[int, list[int]]:
     return {index: sorted(pes) for index, pes in sorted(regions.items())}
 
 
-def child_labels(job: Job, generation: int) -> dict[str, str]:
-    return {
-        labels.APP: labels.APP_VALUE,
-        labels.JOB: str(job.metadata.name),
-        labels.GENERATION: str(generation),
-    }
-
-
-def _metadata(
-    job: Job,
-    job_uid: str,
-    name: str,
-    generation: int,
-    app: Application,
-    extra_labels: dict[str, str] | None = None,
-    annotations: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    return {
-        "name": name,
-        "namespace": job.metadata.namespace,
-        "labels": {**child_labels(job, generation), **(extra_labels or {})},
-        "annotations": {
-            labels.APPLICATION_NAME: app.name,
-            labels.APPLICATION_SCOPE: app.scope,
-            **(annotations or {}),
-        },
-        "ownerReferences": [
-            {
-                "apiVersion": job.api_version,
-                "kind": job.kind,
-                "name": job.metadata.name,
-                "uid": job_uid,
-                "controller": True,
-                "blockOwnerDeletion": True,
-            }
-        ],
-    }
-
-
 def _pe_spec(job: Job, pe: PlannedPe, plan: Plan, regions: Sequence[int]) -> ProcessingElementSpec:
     template: ProcessingElementTemplate = job.spec.processing_element
     inherited = template.model_dump(exclude={"resources"})
@@ -291,7 +264,7 @@ def pe_service_selector(job: str, pe: int) -> dict[str, str]:
     when its content changes), so a selector naming the generation would select nothing after a
     change unless every surviving Service were rewritten at once; the PE's identity never goes
     stale. ``svc=pe`` leaves out the failed pods kept as ``svc=zombie``."""
-    return {labels.APP: labels.APP_VALUE, labels.JOB: job, labels.SVC: "pe", labels.PE: str(pe)}
+    return {APP_LABEL: APP_VALUE, JOB_LABEL: job, SVC_LABEL: SVC_PE, PE_LABEL: str(pe)}
 
 
 def service_update(current: dict[str, Any], desired: dict[str, Any]) -> dict[str, Any] | None:
@@ -399,10 +372,6 @@ def consistent_region_name(job: str, index: int) -> str:
     return f"{job}-cr{index}"
 
 
-def consistent_region_operator_name(job: str) -> str:
-    return f"{job}-consistent-region-operator"
-
-
 def desired_objects(
     job: Job,
     job_uid: str,
@@ -422,32 +391,17 @@ def desired_objects(
         api_version = "v1" if not resource.group else resource.api_version
         out.append(Desired(resource, {"apiVersion": api_version, "kind": kind, **body}))
 
-    table = {TABLE_KEY: render_name_table(plan.name_table, stamp)}
-    if transport is not None:
-        table[TRANSPORT_CERT_KEY], table[TRANSPORT_KEY_KEY] = transport
-    add(CONFIGMAPS, "ConfigMap", {"metadata": _metadata(job, job_uid, name, generation, app), "data": table})
-
+    metadata = ChildMetadata(
+        job=name,
+        namespace=job.metadata.namespace,
+        generation=generation,
+        annotations={APPLICATION_NAME_ANNOTATION: app.name, APPLICATION_SCOPE_ANNOTATION: app.scope},
+        owner=job.as_owner(job_uid),
+    )
+    out.append(Desired(CONFIGMAPS, name_table_config_map(plan, metadata, stamp, transport)))
+    out.extend(Desired(CONFIGMAPS, pe_config_map(pe, metadata)) for pe in plan.pes)
     for pe in plan.pes:
-        pe_labels = {labels.SVC: "pe", labels.PE: str(pe.id)}
-        meta = _metadata(
-            job,
-            job_uid,
-            pe_service_name(name, pe.id),
-            generation,
-            app,
-            pe_labels,
-            {labels.CONTENT_ID: pe.content_id},
-        )
-        add(CONFIGMAPS, "ConfigMap", {"metadata": meta, "data": {AADL_KEY: pe.aadl}})
-    for pe in plan.pes:
-        meta = _metadata(
-            job,
-            job_uid,
-            pe_service_name(name, pe.id),
-            generation,
-            app,
-            {labels.SVC: "pe", labels.PE: str(pe.id)},
-        )
+        meta = metadata(pe_service_name(name, pe.id), pe_labels(pe.id))
         add(
             SERVICES,
             "Service",
@@ -461,24 +415,24 @@ def desired_objects(
             },
         )
     for pool in host_pools(plan):
-        meta = _metadata(job, job_uid, f"{name}-{pool.index}", generation, app)
+        meta = metadata(f"{name}-{pool.index}")
         add(HOSTPOOLS, HostPool.kind_name, {"metadata": meta, "spec": pool.to_wire()})
     for region in app.parallel_regions:
         width = ParallelRegionSpec(
             index=region.index, alias=region.name, width=plan.topology.widths[region.index]
         )
-        meta = _metadata(job, job_uid, f"{name}-{region.index}", generation, app)
+        meta = metadata(f"{name}-{region.index}")
         add(PARALLEL_REGIONS, ParallelRegion.kind_name, {"metadata": meta, "spec": width.to_wire()})
     for pe in plan.pes:
         for out_port in pe.outputs:
             if out_port.exports:
-                meta = _metadata(job, job_uid, pe_port_name(name, pe.id, out_port.id), generation, app)
+                meta = metadata(pe_port_name(name, pe.id, out_port.id))
                 exported = export_spec(plan, pe, out_port).to_wire()
                 add(EXPORTS, Export.kind_name, {"metadata": meta, "spec": exported})
     for pe in plan.pes:
         for in_port in pe.inputs:
             if (imported := import_spec(plan, pe, in_port)) is not None:
-                meta = _metadata(job, job_uid, pe_port_name(name, pe.id, in_port.id), generation, app)
+                meta = metadata(pe_port_name(name, pe.id, in_port.id))
                 add(IMPORTS, Import.kind_name, {"metadata": meta, "spec": imported.to_wire()})
 
     regions = consistent_region_pes(plan)
@@ -492,7 +446,7 @@ def desired_objects(
             image_pull_policy=job.spec.image_pull_policy,
             image_pull_secret=job.spec.image_pull_secret,
         )
-        meta = _metadata(job, job_uid, consistent_region_operator_name(name), generation, app)
+        meta = metadata(coordinator_name(name))
         add(
             CONSISTENT_REGION_OPERATORS,
             ConsistentRegionOperator.kind_name,
@@ -503,13 +457,8 @@ def desired_objects(
             CONSISTENT_REGIONS,
             ConsistentRegion.kind_name,
             {
-                "metadata": _metadata(
-                    job,
-                    job_uid,
-                    consistent_region_name(name, index),
-                    generation,
-                    app,
-                    {labels.CR: consistent_region_name(name, index)},
+                "metadata": metadata(
+                    consistent_region_name(name, index), {CR_LABEL: consistent_region_name(name, index)}
                 ),
                 "spec": _consistent_region_spec(plan, index, pes, declared).to_wire(),
             },
@@ -519,8 +468,8 @@ def desired_objects(
         pe: [r for r, members in regions.items() if pe in members] for pe in (p.id for p in plan.pes)
     }
     for pe in plan.pes:
-        extra = {labels.SVC: "pe", labels.PE: str(pe.id), labels.CR: "true" if pe_regions[pe.id] else "false"}
-        meta = _metadata(job, job_uid, pe_service_name(name, pe.id), generation, app, extra)
+        extra = {**pe_labels(pe.id), CR_LABEL: "true" if pe_regions[pe.id] else "false"}
+        meta = metadata(pe_service_name(name, pe.id), extra)
         spec = _pe_spec(job, pe, plan, pe_regions[pe.id])
         add(PES, ProcessingElement.kind_name, {"metadata": meta, "spec": spec.to_wire()})
     return out

@@ -30,7 +30,6 @@ from streams_k8s.k8s.objects import Object, ObjectKey, meta
 
 log = logging.getLogger(__name__)
 
-NOTIFICATION_PORT = 10000
 MAX_DATAGRAM_BYTES = 16 * 1024  # the PE's receive buffer
 FETCH = b"deadbeef"  # "fetch your board over HTTP"
 SUBSCRIPTION_VALID = "SubscriptionValid"

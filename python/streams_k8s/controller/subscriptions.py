@@ -31,8 +31,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from streams_k8s.api.contract import APPLICATION_NAME_ANNOTATION, APPLICATION_SCOPE_ANNOTATION, JOB_LABEL
 from streams_k8s.api.import_export import Export, ExportType, Import
-from streams_k8s.controller import labels
 from streams_k8s.controller.subscription_expression import (
     Subscription,
     SubscriptionError,
@@ -86,12 +86,15 @@ def empty_document() -> dict[str, Any]:
 
 def _endpoint(obj: Object) -> _Endpoint | None:
     m = meta(obj)
-    job = (m.get("labels") or {}).get(labels.JOB)
+    job = (m.get("labels") or {}).get(JOB_LABEL)
     if not job:
         return None
     notes = m.get("annotations") or {}
     return _Endpoint(
-        str(m["name"]), str(job), notes.get(labels.APPLICATION_NAME), notes.get(labels.APPLICATION_SCOPE)
+        str(m["name"]),
+        str(job),
+        notes.get(APPLICATION_NAME_ANNOTATION),
+        notes.get(APPLICATION_SCOPE_ANNOTATION),
     )
 
 

@@ -29,25 +29,17 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from streams_k8s.api.contract import JOB_LABEL, NAME_TABLE_KEY, SVC_LABEL, pe_service_name
 from streams_k8s.api.job import ParallelRegionWidth
 from streams_k8s.app.plan import Plan, PlanDiff, diff_plans, refuse_with_widths
-from streams_k8s.controller import labels
 from streams_k8s.controller.child_limits import REFUSED, refused
-from streams_k8s.controller.kinds import (
-    CONFIGMAPS,
-    CONSISTENT_REGIONS,
-    EXPORTS,
-    IMPORTS,
-    PARALLEL_REGIONS,
-    PES,
-    SERVICES,
-)
+from streams_k8s.controller.kinds import CONSISTENT_REGIONS, EXPORTS, IMPORTS, PARALLEL_REGIONS, PES
 from streams_k8s.controller.submission import Desired
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.conditions import set_condition
 from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.kinds import CONFIGMAPS, SERVICES
 from streams_k8s.k8s.objects import Object, meta
-from streams_k8s.naming import TABLE_KEY, pe_service_name
 
 RESIZED = "Resized"
 RESIZING, FAILED = "Resizing", "ResizeFailed"
@@ -180,7 +172,10 @@ async def apply(client: KubeClient, change: WidthChange) -> None:
     await _follow_ports(client, wanted, namespace, job)
     table = wanted[(CONFIGMAPS, job)]
     await _write(
-        table, client.patch(CONFIGMAPS, job, {"data": {TABLE_KEY: table.body["data"][TABLE_KEY]}}, namespace)
+        table,
+        client.patch(
+            CONFIGMAPS, job, {"data": {NAME_TABLE_KEY: table.body["data"][NAME_TABLE_KEY]}}, namespace
+        ),
     )
     for (resource, name), child in wanted.items():
         if resource == CONSISTENT_REGIONS:  # a region's PEs follow the fusion
@@ -209,7 +204,7 @@ async def _follow_ports(
     """The job's Exports and Imports are those of the target plan's PE ports, keeping what the
     runtime edited (export properties, import subscriptions and filters)."""
     for resource, editable in _EDITABLE.items():
-        items, _ = await client.list_all(resource, namespace, label_selector=f"{labels.JOB}={job}")
+        items, _ = await client.list_all(resource, namespace, label_selector=f"{JOB_LABEL}={job}")
         existing = {str(meta(o)["name"]): o for o in items}
         edited = {_operators(resource, o["spec"]): o["spec"][editable] for o in items}
         for (kind, name), child in wanted.items():
@@ -244,7 +239,7 @@ async def record_failure(client: KubeClient, region: Object, message: str) -> No
 
 async def record_applied(client: KubeClient, region: Object, width: int) -> None:
     """Step 3: the region runs at ``width``."""
-    job = (meta(region).get("labels") or {}).get(labels.JOB)
+    job = (meta(region).get("labels") or {}).get(JOB_LABEL)
     await _set_resized(
         client,
         region,
@@ -252,6 +247,6 @@ async def record_applied(client: KubeClient, region: Object, width: int) -> None
         "Resized",
         f"running at width {width}",
         width=width,
-        selector=f"{labels.JOB}={job},{labels.SVC}=pe",
+        selector=f"{JOB_LABEL}={job},{SVC_LABEL}=pe",
         observedGeneration=meta(region).get("generation"),
     )

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, ClassVar, Final, Literal, Protocol, TypeVar
 
 import aiohttp
 import orjson
@@ -45,6 +45,15 @@ _MAX_RETRY_AFTER: Final = 60.0
 M = TypeVar("M", bound=BaseModel)
 
 
+class Kind(Protocol):
+    """A model class that names its REST resource (as every kind of `streams_k8s.api` does)."""
+
+    group: ClassVar[str]
+    version: ClassVar[str]
+    plural: ClassVar[str]
+    kind_name: ClassVar[str]
+
+
 @dataclass(frozen=True)
 class Resource:
     """One REST resource: built-in (group "") or custom, namespaced or cluster-scoped."""
@@ -54,6 +63,11 @@ class Resource:
     plural: str
     kind: str = ""
     namespaced: bool = True
+
+    @classmethod
+    def of(cls, kind: type[Kind]) -> Resource:
+        """The (namespaced) resource of a model class, from what the model says of itself."""
+        return cls(kind.group, kind.version, kind.plural, kind.kind_name)
 
     @property
     def api_version(self) -> str:
