@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from streams_k8s.api.contract import (
+    AADL_KEY,
     APP_LABEL,
     APP_VALUE,
     CONTENT_ID_ANNOTATION,
@@ -31,10 +32,10 @@ NS = "default"
 AUG = "http://www.ibm.com/xmlns/prod/streams/application/augmented"
 
 
-def aadl(pe_id: int, *, inputs: int = 1, restartable: bool = True) -> str:
+def aadl(pe_id: int, *, inputs: int = 1) -> str:
     ports = "".join(f'<inputPort id="{i}" index="{i}" peId="{pe_id}"/>' for i in range(inputs))
     return (
-        f'<augmentedPE xmlns="{AUG}" id="{pe_id}" restartable="{str(restartable).lower()}">'
+        f'<augmentedPE xmlns="{AUG}" id="{pe_id}" restartable="true">'
         f"<inputPorts>{ports}</inputPorts><outputPorts/></augmentedPE>"
     )
 
@@ -74,14 +75,12 @@ async def create_pe(
             "labels": {APP_LABEL: APP_VALUE, JOB_LABEL: job_name, GENERATION_LABEL: "1"},
             "ownerReferences": [owner(job)],
         },
-        "spec": {"id": pe_id, "contentId": content, **spec},
+        "spec": {"id": pe_id, "contentId": content, "inputPorts": 1, **spec},
     }
     return await client.create(PES, body)
 
 
-async def create_pe_config_map(
-    client: KubeClient, job: Object, pe_id: int, *, content: str = "c1", restartable: bool = True
-) -> Object:
+async def create_pe_config_map(client: KubeClient, job: Object, pe_id: int, *, content: str = "c1") -> Object:
     job_name = job["metadata"]["name"]
     body = {
         "apiVersion": "v1",
@@ -93,7 +92,7 @@ async def create_pe_config_map(
             "annotations": {CONTENT_ID_ANNOTATION: content},
             "ownerReferences": [owner(job)],
         },
-        "data": {"aadl.xml": aadl(pe_id, restartable=restartable)},
+        "data": {AADL_KEY: aadl(pe_id)},
     }
     return await client.create(CONFIGMAPS, body)
 

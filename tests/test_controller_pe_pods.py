@@ -73,7 +73,7 @@ async def test_pod_waits_for_its_config_map_with_matching_content(
     assert env["STREAMS_PE_LAUNCH_COUNT"] == "1"
     assert env["STREAMS_PE_NAME"] == "app-0"
     ports = [p["name"] for p in pod["spec"]["containers"][0]["ports"]]
-    assert ports[0] == "sys-0"  # from the AADL's one input port
+    assert ports[0] == "sys-0"  # from the PE's one input port
     status = await pe_status(client, "app-0")
     assert status["nodeName"] == pod["spec"]["nodeName"]
 
@@ -103,8 +103,8 @@ async def test_failed_pod(
 ) -> None:
     async with running_pe_controllers(sandbox):
         job = await create_job(client)
-        await create_pe(client, job, 0, **policy)
-        await create_pe_config_map(client, job, 0, restartable=restartable)
+        await create_pe(client, job, 0, restartable=restartable, **policy)
+        await create_pe_config_map(client, job, 0)
         first = await running_pod(client, "app", 0, 1)
         sandbox.cluster.kill_pod(NS, first["metadata"]["name"])
         if relaunched:

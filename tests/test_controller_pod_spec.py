@@ -38,7 +38,13 @@ def make_pe(**spec: Any) -> ProcessingElement:
                     "streams.ibm.com/applicationScope": "Default",
                 },
             },
-            "spec": {"id": 2, "contentId": "ab" * 32, "sabName": "apps.parallel.Parallel.sab", **spec},
+            "spec": {
+                "id": 2,
+                "contentId": "ab" * 32,
+                "sabName": "apps.parallel.Parallel.sab",
+                "inputPorts": 2,
+                **spec,
+            },
         }
     )
 
@@ -49,7 +55,6 @@ def pod(job: Job | None = None, pe: ProcessingElement | None = None, **kwargs: A
         "pe": pe or make_pe(),
         "generation": 0,
         "launch_count": 1,
-        "input_ports": 2,
         "placement": PodPlacement(),
         "settings": PeRuntimeSettings(),
         **kwargs,

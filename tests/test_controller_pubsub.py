@@ -14,6 +14,7 @@ from repo_paths import shared_testdata
 from streams_k8s.api.contract import APPLICATION_NAME_ANNOTATION, APPLICATION_SCOPE_ANNOTATION, JOB_LABEL
 from streams_k8s.api.import_export import StreamProperty
 from streams_k8s.app.adl import parse_adl
+from streams_k8s.app.subscription_expression import SubscriptionError, parse_subscription
 from streams_k8s.app.synthetic import Exported, Imported, SyntheticSpec, synthetic_adl
 from streams_k8s.controller.rest_api import RestError
 from streams_k8s.controller.submission import SubmissionFailure, desired_objects, plan_job, validate_job
@@ -25,7 +26,6 @@ from streams_k8s.controller.subscription_api import (
     _properties_xml,
 )
 from streams_k8s.controller.subscription_broker import FETCH, MAX_DATAGRAM_BYTES, datagram
-from streams_k8s.controller.subscription_expression import SubscriptionError, parse_subscription
 from streams_k8s.controller.subscriptions import compute_board
 
 PROPS = [
@@ -203,7 +203,7 @@ def _children(spec: SyntheticSpec, name: str) -> dict[str, dict[str, Any]]:
     }
     job = validate_job(manifest)
     plan = plan_job(job, app, job_id=4, nodes=1)
-    children = desired_objects(job, "uid-1", app, plan, generation=0, stamp="now")
+    children = desired_objects(job, "uid-1", plan, generation=0, stamp="now")
     kinds = [c.body["kind"] for c in children]
     assert kinds.index("ProcessingElement") > max(
         (i for i, k in enumerate(kinds) if k in ("Export", "Import")), default=-1

@@ -46,7 +46,7 @@ def children(app_spec: SyntheticSpec, **spec: Any) -> list[Desired]:
     plan = plan_job(job, app, job_id=3, nodes=3)
     transport = ("CERT", "KEY") if "processingElement" in spec else None
     return desired_objects(
-        job, UID, app, plan, generation=0, stamp="Sat Nov 21 10:00:00 UTC 2026", transport=transport
+        job, UID, plan, generation=0, stamp="Sat Nov 21 10:00:00 UTC 2026", transport=transport
     )
 
 
@@ -140,3 +140,19 @@ def test_services_carry_one_port_per_pe_input_port() -> None:
             SVC_LABEL: "pe",
             PE_LABEL: service.body["metadata"]["labels"][PE_LABEL],
         }
+
+
+def test_each_pe_service_has_one_port_per_input_port_of_its_pe() -> None:
+    job = validate_job(manifest(fusion={"manual": 2}))
+    plan = plan_job(job, parse_adl(synthetic_adl(SyntheticSpec(chains=3, length=2))), job_id=3, nodes=3)
+    objects = desired_objects(job, UID, plan, generation=0, stamp="Sat Nov 21 10:00:00 UTC 2026")
+    services = {o.name: o.body["spec"]["ports"] for o in objects if o.resource == SERVICES}
+    pes = {o.name: o.body["spec"] for o in objects if o.resource == PES}
+    assert sorted(len(pe.inputs) for pe in plan.pes) == [0, 3]  # a PE with several input ports
+    for planned in plan.pes:
+        name = f"unit-{planned.id}"
+        inputs = [p for p in services[name] if p["name"].startswith("sys-") and p["name"][4:].isdigit()]
+        assert len(inputs) == len(planned.inputs) == pes[name]["inputPorts"]
+        assert [(p["name"], p["port"]) for p in inputs] == [
+            (f"sys-{port.id}", 10000 + port.id) for port in planned.inputs
+        ]

@@ -11,24 +11,24 @@ from collections.abc import Iterator
 from lxml import etree
 
 from streams_k8s.app.model import (
+    AdlConsistentRegion,
+    AdlExport,
+    AdlHostPool,
+    AdlImport,
+    AdlParallelRegion,
     Annotation,
     Application,
     Checkpointing,
     Composite,
     CompositePort,
-    ConsistentRegionSpec,
     CustomMetric,
     ExportProperty,
-    ExportSpec,
     HostPlacement,
-    HostPool,
-    ImportSpec,
     InputPort,
     Operator,
     OperatorDefinition,
     OperatorKind,
     OutputPort,
-    ParallelRegion,
     Partitions,
     PortRef,
     RuntimeConstant,
@@ -185,18 +185,18 @@ def _partitions(part: etree._Element | None) -> Partitions:
     )
 
 
-def _import_spec(el: etree._Element) -> ImportSpec:
+def _import_spec(el: etree._Element) -> AdlImport:
     nb = _child(el, "nameBasedImport")
     pb = _child(el, "propertyBasedImport")
     if nb is not None:
-        return ImportSpec(
+        return AdlImport(
             application_name=nb.get("applicationName"),
             stream_name=nb.get("streamName"),
             application_scope=nb.get("applicationScope"),
             filter=el.get("filter"),
         )
     if pb is not None:
-        return ImportSpec(
+        return AdlImport(
             subscription=pb.get("subscription"),
             application_scope=pb.get("applicationScope"),
             filter=el.get("filter"),
@@ -204,13 +204,13 @@ def _import_spec(el: etree._Element) -> ImportSpec:
     raise AdlError(f"line {el.sourceline}: import operator '{el.get('name')}' has no import specification")
 
 
-def _export_spec(el: etree._Element) -> ExportSpec:
+def _export_spec(el: etree._Element) -> AdlExport:
     props = tuple(
         ExportProperty(_req(p, "name"), p.get("type", ""), tuple(_text(v) for v in _children(p, "value")))
         for p in _children(_child(el, "properties"), "property")
     )
     allow = el.get("allowFilter")
-    return ExportSpec(
+    return AdlExport(
         stream_name=el.get("streamName"),
         properties=props,
         allow_filter=None if allow is None else allow == "true",
@@ -321,27 +321,28 @@ class _Builder:
                 self.operators[op.index] = op
 
 
-def _consistent_regions(composites: dict[int, Composite]) -> tuple[ConsistentRegionSpec, ...]:
+def _consistent_regions(composites: dict[int, Composite]) -> tuple[AdlConsistentRegion, ...]:
     found = []
     for comp in composites.values():
         for a in comp.annotations:
             if a.tag != "consistentRegion":
                 continue
-            period = a.get("period")
+            period, drain, reset = a.get("period"), a.get("drainTimeout"), a.get("resetTimeout")
+            attempts = a.get("maxConsecutiveResetAttempts")
             found.append(
-                ConsistentRegionSpec(
+                AdlConsistentRegion(
                     index=int(a.get("index") or 0),
                     trigger=a.get("trigger") or "operatorDriven",
                     period=float(period) if period else None,
-                    drain_timeout=float(a.get("drainTimeout") or 180),
-                    reset_timeout=float(a.get("resetTimeout") or 180),
-                    max_consecutive_reset_attempts=int(a.get("maxConsecutiveResetAttempts") or 5),
+                    drain_timeout=float(drain) if drain else None,
+                    reset_timeout=float(reset) if reset else None,
+                    max_consecutive_reset_attempts=int(attempts) if attempts else None,
                 )
             )
     return tuple(sorted(found, key=lambda r: r.index))
 
 
-def _parallel_region(el: etree._Element) -> ParallelRegion:
+def _parallel_region(el: etree._Element) -> AdlParallelRegion:
     po = _child(el, "parallelOperator")
     if po is None:
         raise AdlError(f"line {el.sourceline}: parallel region '{el.get('name')}' has no parallelOperator")
@@ -365,7 +366,7 @@ def _parallel_region(el: etree._Element) -> ParallelRegion:
         raise AdlError(
             f"line {el.sourceline}: parallel region '{el.get('name')}' width is not an integer"
         ) from None
-    return ParallelRegion(
+    return AdlParallelRegion(
         index=_int(el, "index"),
         name=_req(el, "name"),
         oper_index=_int(po, "operIndex"),
@@ -421,7 +422,7 @@ def parse_adl(data: bytes, *, what: str = "ADL") -> Application:
         operators=builder.operators,
         composites=builder.composites,
         hostpools=tuple(
-            HostPool(
+            AdlHostPool(
                 index=_int(h, "index"),
                 name=_req(h, "name"),
                 exclusive=h.get("membershipMode") == "exclusive",

@@ -74,8 +74,7 @@ from streams_k8s.api.contract import (
 )
 from streams_k8s.api.job import Job, JobPhase
 from streams_k8s.app.fusion import FusionConstraintError
-from streams_k8s.app.model import Application
-from streams_k8s.app.plan import Plan
+from streams_k8s.app.plan import Plan, plan_at_widths
 from streams_k8s.app.submission import SubmissionError
 from streams_k8s.app.topology import TopologyError
 from streams_k8s.controller import widths as widths_module
@@ -154,14 +153,13 @@ class _Planned:
 
     generation: int
     job_id: int
-    app: Application
     plan: Plan
     children: list[Desired]
     resized: dict[tuple[tuple[str, int], ...], tuple[Plan, list[Desired]]] = field(default_factory=dict)
 
     @property
     def base_widths(self) -> dict[str, int]:
-        return {r.name: self.plan.topology.widths[r.index] for r in self.app.parallel_regions}
+        return {r.alias: r.width for r in self.plan.parallel_regions}
 
 
 def schedulable_nodes(nodes: Iterable[Object]) -> list[NodeInfo]:
@@ -463,11 +461,11 @@ class JobController:
             or status.get("bundleDigest") != fetched.digest
             or status.get("plannedNodes") != planned_nodes
             or status.get("processingElements") != len(planned.plan.pes)
-            or status.get("applicationName") != planned.app.name
+            or status.get("applicationName") != planned.plan.application_name
         ):
             status = {
                 **status,
-                "applicationName": planned.app.name,
+                "applicationName": planned.plan.application_name,
                 "bundleDigest": fetched.digest,
                 "conditions": conditions,
                 "plannedNodes": planned_nodes,
@@ -505,7 +503,6 @@ class JobController:
         children = desired_objects(
             job,
             uid,
-            app,
             plan,
             generation=0,
             stamp=stamp,
@@ -513,7 +510,7 @@ class JobController:
             coordinator_mode=self.coordinator_mode,
         )
         check_children(children)  # before anything is written
-        return _Planned(generation, job_id, app, plan, children)
+        return _Planned(generation, job_id, plan, children)
 
     async def _create_missing(self, children: list[Desired], wanted: Callable[[Desired], bool]) -> int:
         """Create every child the caches lack (in order, a bounded batch at a time); 409 is success.
@@ -629,7 +626,7 @@ class JobController:
             return planned.plan, planned.children
         key = (*sorted(widths.items()), ("", generation))
         if key not in planned.resized:
-            plan = widths_module.plan_for(planned.plan, widths)
+            plan = plan_at_widths(planned.plan, widths)
             stamp = name_table_stamp(_now())
             table = planned.children[0].body["data"]  # the name table: keep the job's transport pair
             transport = (
@@ -638,7 +635,6 @@ class JobController:
             children = desired_objects(
                 job,
                 uid,
-                planned.app,
                 plan,
                 generation=generation,
                 stamp=stamp,

@@ -41,7 +41,6 @@ from streams_k8s.api.job import Job
 from streams_k8s.api.processing_element import ProcessingElement
 from streams_k8s.controller.kinds import HOSTPOOLS, JOBS, PES
 from streams_k8s.controller.node_placement import unprepared_nodes
-from streams_k8s.controller.pe_aadl_facts import AadlFacts, AadlFactsError, aadl_facts
 from streams_k8s.controller.placement import NodeInfo, PlacedPe, PlacementError, PodPlacement, plan_placement
 from streams_k8s.controller.pod_lifecycle import (
     PENDING,
@@ -162,12 +161,11 @@ class PeController:
             return None
         job = self._job(job_obj)
         pods = self.pods_by_owner.live_pe_pods(str(pe.metadata.uid))
-        facts, placement, waiting_for = self._prerequisites(key, job, pe)
+        placement, waiting_for = self._prerequisites(key, job, pe)
         for _ in range(3):  # a relaunch is written first, then acted on with the new status
             decision = decide(
                 pe,
                 pods,
-                restartable=facts.restartable if facts else True,
                 previous_launches=self._previous_launches(key, pe),
                 ready=not waiting_for,
                 waiting_for=waiting_for,
@@ -187,8 +185,8 @@ class PeController:
             if decision.started and (wait := self._report_wait(key, pe, decision)) > 0:
                 return Requeue(after=wait)
             self._started.pop(key, None)
-            if decision.action is Action.CREATE and facts is not None and placement is not None:
-                await self._create_pod(job, pe, decision.launch, facts, placement)
+            if decision.action is Action.CREATE and placement is not None:
+                await self._create_pod(job, pe, decision.launch, placement)
             elif decision.action is Action.RECORD:
                 await self._write_status(pe, status_fields(decision))
             elif decision.action is Action.WAIT and waiting_for == "nodes":
@@ -223,28 +221,23 @@ class PeController:
 
     def _prerequisites(
         self, key: ObjectKey, job: Job, pe: ProcessingElement
-    ) -> tuple[AadlFacts | None, PodPlacement | None, str]:
-        """AADL facts and pod placement, or what is still missing ("" when nothing is)."""
+    ) -> tuple[PodPlacement | None, str]:
+        """The pod's placement once its ConfigMap (with the PE's content) is there, or what is
+        still missing ("" when nothing is)."""
         namespace, job_name = key.namespace, str(job.metadata.name)
         cm = self.configmaps.store.get(ObjectKey(namespace, pe_config_map_name(job_name, pe.spec.id)))
         if cm is None:
-            return None, None, "ConfigMap"
+            return None, "ConfigMap"
         content = meta(cm).get("annotations", {}).get(CONTENT_ID_ANNOTATION)
-        aadl = (cm.get("data") or {}).get(AADL_KEY)
-        if aadl is None or (pe.spec.content_id and content != pe.spec.content_id):
-            return None, None, "ConfigMap"
-        try:
-            facts = aadl_facts(aadl)
-        except AadlFactsError as err:
-            log.warning("PE %s: %s", key, err)
-            return None, None, "a readable aadl.xml"
+        if AADL_KEY not in (cm.get("data") or {}) or (pe.spec.content_id and content != pe.spec.content_id):
+            return None, "ConfigMap"
 
         location = pe.spec.placement.host_pool_location
         pools = []
         if location is not None:
             pool = self.hostpools.store.get(ObjectKey(namespace, f"{job_name}-{location.pool_index}"))
             if pool is None:
-                return facts, None, "HostPool"
+                return None, "HostPool"
             pools.append(HostPool.from_wire(pool).spec)
         nodes = [NodeInfo.from_wire(n) for n in self.nodes.store.select()]
         try:
@@ -257,10 +250,10 @@ class PeController:
             )
         except PlacementError as err:
             log.info("PE %s: placement: %s", key, err)
-            return facts, None, "placement"
+            return None, "placement"
         if unprepared_nodes(plan, nodes):
-            return facts, None, "nodes"
-        return facts, plan.pods[pe.spec.id], ""
+            return None, "nodes"
+        return plan.pods[pe.spec.id], ""
 
     def _previous_launches(self, key: ObjectKey, pe: ProcessingElement) -> int:
         remembered = self._deleted_launches.get(key)
@@ -283,14 +276,13 @@ class PeController:
             del self._deleted_launches[key]
 
     async def _create_pod(
-        self, job: Job, pe: ProcessingElement, launch: int, facts: AadlFacts, placement: PodPlacement
+        self, job: Job, pe: ProcessingElement, launch: int, placement: PodPlacement
     ) -> None:
         pod = build_pod(
             job=job,
             pe=pe,
             generation=int(pe.metadata.labels.get(GENERATION_LABEL, "0") or 0),
             launch_count=launch,
-            input_ports=facts.input_ports,
             placement=placement,
             settings=self.settings,
             redis_config=job.metadata.annotations.get(REDIS_CONFIG_ANNOTATION),

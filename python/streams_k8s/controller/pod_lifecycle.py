@@ -92,9 +92,9 @@ def unschedulable(pod: dict[str, Any]) -> bool:
     )
 
 
-def restarts_failed(pe: ProcessingElement, restartable: bool) -> bool:
+def restarts_failed(pe: ProcessingElement) -> bool:
     """restartFailedPod, unset meaning the PE's SPL restartable flag."""
-    return pe.spec.restart_failed_pod if pe.spec.restart_failed_pod is not None else restartable
+    return pe.spec.restart_failed_pod if pe.spec.restart_failed_pod is not None else pe.spec.restartable
 
 
 def _retire(pods: Sequence[dict[str, Any]], pe: ProcessingElement) -> Retired:
@@ -106,7 +106,6 @@ def decide(
     pe: ProcessingElement,
     pods: Sequence[dict[str, Any]],
     *,
-    restartable: bool,
     previous_launches: int,
     ready: bool,
     waiting_for: str = "",
@@ -160,7 +159,7 @@ def decide(
     content = (current.get("metadata") or {}).get("annotations", {}).get(CONTENT_ID_ANNOTATION)
     if pe.spec.content_id and content != pe.spec.content_id:
         return Decision(Action.RELAUNCH, launch + 1, "content changed", retire=retire)
-    if current_phase == FAILED and restarts_failed(pe, restartable):
+    if current_phase == FAILED and restarts_failed(pe):
         return Decision(Action.RELAUNCH, launch + 1, "pod failed", retire=retire)
     if current_phase == SUCCEEDED and pe.spec.restart_completed_pod:
         return Decision(Action.RELAUNCH, launch + 1, "pod completed", retire=retire)
@@ -199,7 +198,7 @@ def status_fields(decision: Decision) -> dict[str, Any]:
 def started_status(pe: ProcessingElement, pods: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """The status fields to write with a connectivity report when the PE's pod has just started."""
     # With a pod present, neither restart policies nor predecessors enter a RECORD of a running pod.
-    decision = decide(pe, pods, restartable=True, previous_launches=0, ready=False)
+    decision = decide(pe, pods, previous_launches=0, ready=False)
     return status_fields(decision) if decision.action is Action.RECORD and decision.started else None
 
 

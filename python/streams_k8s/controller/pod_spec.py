@@ -108,7 +108,6 @@ def build_pod(
     pe: ProcessingElement,
     generation: int,
     launch_count: int,
-    input_ports: int,
     placement: PodPlacement,
     settings: PeRuntimeSettings,
     redis_config: str | None = None,
@@ -193,7 +192,8 @@ def build_pod(
         mount("restricted-properties-secret-volume", RESTRICTED_PROPERTIES_DIR, secret)
 
     ports = [
-        {"name": f"sys-{i}", "containerPort": PE_PORT_BASE + i, "protocol": "TCP"} for i in range(input_ports)
+        {"name": f"sys-{i}", "containerPort": PE_PORT_BASE + i, "protocol": "TCP"}
+        for i in range(spec.input_ports)
     ]
     ports += [
         {"name": "sys-metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},

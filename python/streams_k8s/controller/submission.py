@@ -26,7 +26,7 @@ NetworkPolicy are not made here: `coordinators` renders them from the CRO.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,9 +36,7 @@ from streams_k8s.api.consistent_region import (
     ConsistentRegion,
     ConsistentRegionOperator,
     ConsistentRegionOperatorSpec,
-    ConsistentRegionSpec,
     CoordinatorMode,
-    Trigger,
 )
 from streams_k8s.api.contract import (
     APP_LABEL,
@@ -58,21 +56,13 @@ from streams_k8s.api.contract import (
     coordinator_name,
     pe_service_name,
 )
-from streams_k8s.api.host_pool import HostPool, HostPoolSpec, MembershipMode
+from streams_k8s.api.host_pool import HostPool
 from streams_k8s.api.import_export import (
     Export,
-    ExportedStream,
-    ExportSpec,
-    ExportType,
     Import,
-    ImportedStreams,
-    ImportSpec,
-    NameBasedImport,
-    PropertyBasedImport,
-    StreamProperty,
 )
 from streams_k8s.api.job import Job, job_name_problem
-from streams_k8s.api.parallel_region import ParallelRegion, ParallelRegionSpec
+from streams_k8s.api.parallel_region import ParallelRegion
 from streams_k8s.api.processing_element import (
     ProcessingElement,
     ProcessingElementSpec,
@@ -83,8 +73,9 @@ from streams_k8s.app.adl import AdlError, parse_adl
 from streams_k8s.app.bundle import BundleError, read_bundle
 from streams_k8s.app.fusion import FusionConstraintError
 from streams_k8s.app.model import Application
-from streams_k8s.app.physical import PeInputPort, PeOutputPort, PlannedPe
+from streams_k8s.app.physical import PlannedPe
 from streams_k8s.app.plan import Plan, plan_application
+from streams_k8s.app.plan_streams import InvalidSubscription
 from streams_k8s.app.submission import SubmissionError
 from streams_k8s.app.topology import TopologyError
 from streams_k8s.controller.children.config_maps import name_table_config_map, pe_config_map
@@ -100,7 +91,6 @@ from streams_k8s.controller.kinds import (
 )
 from streams_k8s.controller.placement import NodeInfo, PlacedPe, PlacementError, PlacementPlan, plan_placement
 from streams_k8s.controller.resources import divide_resources
-from streams_k8s.controller.subscription_expression import SubscriptionError, parse_subscription
 from streams_k8s.k8s.client import Resource
 from streams_k8s.k8s.kinds import CONFIGMAPS, SERVICES
 from streams_k8s.k8s.objects import ObjectKey
@@ -183,28 +173,13 @@ def plan_job(job: Job, app: Application, *, job_id: int, nodes: int | None) -> P
     return plan
 
 
-def host_pools(plan: Plan) -> list[HostPoolSpec]:
-    """The job's host pools: the application's, plus their replicas per parallel channel."""
-    return [
-        HostPoolSpec(
-            name=pool.name,
-            index=pool.index,
-            hosts=list(pool.hosts),
-            tags=list(pool.tags),
-            membership_mode=MembershipMode.EXCLUSIVE if pool.exclusive else MembershipMode.SHARED,
-            size=pool.size,
-        )
-        for pool in plan.topology.hostpools
-    ]
-
-
 def check_placement(job: Job, plan: Plan, nodes: Iterable[NodeInfo]) -> PlacementPlan:
     """Host placement on the cluster now; `SubmissionFailure(Planned, PlacementFailed)` if impossible."""
     try:
         return plan_placement(
             namespace=str(job.metadata.namespace),
             job=str(job.metadata.name),
-            pools=host_pools(plan),
+            pools=plan.host_pools,
             pes=[PlacedPe(pe.id, pe.placement) for pe in plan.pes],
             nodes=nodes,
         )
@@ -212,18 +187,7 @@ def check_placement(job: Job, plan: Plan, nodes: Iterable[NodeInfo]) -> Placemen
         raise SubmissionFailure("Planned", "PlacementFailed", str(err), err.depends_on_nodes) from None
 
 
-def consistent_region_pes(plan: Plan) -> dict[int, list[int]]:
-    """Consistent-region index → ids of the PEs holding one of its operators."""
-    regions: dict[int, set[int]] = {}
-    for pe in plan.pes:
-        for node in pe.nodes:
-            region = plan.topology.nodes[node].consistent_region
-            if region is not None:
-                regions.setdefault(region, set()).add(pe.id)
-    return {index: sorted(pes) for index, pes in sorted(regions.items())}
-
-
-def _pe_spec(job: Job, pe: PlannedPe, plan: Plan, regions: Sequence[int]) -> ProcessingElementSpec:
+def _pe_spec(job: Job, pe: PlannedPe, plan: Plan) -> ProcessingElementSpec:
     template: ProcessingElementTemplate = job.spec.processing_element
     inherited = template.model_dump(exclude={"resources"})
     inherited["image_pull_policy"] = template.image_pull_policy or job.spec.image_pull_policy
@@ -242,8 +206,10 @@ def _pe_spec(job: Job, pe: PlannedPe, plan: Plan, regions: Sequence[int]) -> Pro
         content_id=pe.content_id,
         sab_name=job.spec.bundle.name,
         operators=pe.operators,
-        regions=list(regions),
+        regions=pe.regions,
         placement=pe.placement,
+        input_ports=len(pe.inputs),
+        restartable=pe.restartable,
     )
 
 
@@ -300,74 +266,6 @@ def pe_port_name(job: str, pe: int, port: int) -> str:
     return f"{job}-{pe}-{port}"
 
 
-def export_spec(plan: Plan, pe: PlannedPe, port: PeOutputPort) -> ExportSpec:
-    """What ``port`` exports (its first exported stream: the AADL allows one per port)."""
-    operator, spec = port.exports[0]
-    by_name = spec.stream_name is not None
-    properties = [StreamProperty(name=p.name, type=p.type, values=list(p.values)) for p in spec.properties]
-    return ExportSpec(
-        job_id=plan.job_id,
-        pe_id=pe.id,
-        port_id=port.id,
-        type=ExportType.BY_NAME if by_name else ExportType.BY_PROPERTIES,
-        stream=ExportedStream(
-            name=spec.stream_name,
-            properties=None if by_name else properties,
-            export_oper_name=operator,
-            allow_filter=True if spec.allow_filter is None else spec.allow_filter,
-            congestion_policy=spec.congestion_policy,
-        ),
-    )
-
-
-def _checked_subscription(operator: str, subscription: str) -> str:
-    try:
-        parse_subscription(subscription)
-    except SubscriptionError as err:
-        message = f"Import operator '{operator}': subscription {subscription!r}: {err}"
-        raise SubmissionFailure("Planned", "InvalidSubscription", message) from None
-    return subscription
-
-
-def import_spec(plan: Plan, pe: PlannedPe, port: PeInputPort) -> ImportSpec | None:
-    """What ``port`` imports, or None when it imports nothing; `SubmissionFailure(Planned,
-    InvalidSubscription)` for a subscription expression that does not parse."""
-    imports = plan.topology.nodes[port.node].imports.get(port.port, ())
-    if not imports:
-        return None
-    by_name = {
-        str(index): NameBasedImport(
-            application_name=spec.application_name or "",
-            import_oper_name=operator,
-            stream_name=spec.stream_name or "",
-            application_scope=spec.application_scope,
-        )
-        for operator, index, spec in imports
-        if spec.subscription is None
-    }
-    by_property = [
-        PropertyBasedImport(
-            subscription=_checked_subscription(operator, spec.subscription),
-            import_oper_name=operator,
-            index=index,
-            application_scope=spec.application_scope,
-        )
-        for operator, index, spec in imports
-        if spec.subscription is not None
-    ]
-    return ImportSpec(
-        job_id=plan.job_id,
-        pe_id=pe.id,
-        port_id=port.id,
-        port_index=port.id,
-        streams=ImportedStreams(
-            name_based_imports=by_name,
-            property_based_import=by_property[0] if by_property else None,  # the AADL allows one
-            filter=next((spec.filter for _, _, spec in imports if spec.filter), None),
-        ),
-    )
-
-
 def consistent_region_name(job: str, index: int) -> str:
     return f"{job}-cr{index}"
 
@@ -375,7 +273,6 @@ def consistent_region_name(job: str, index: int) -> str:
 def desired_objects(
     job: Job,
     job_uid: str,
-    app: Application,
     plan: Plan,
     *,
     generation: int,
@@ -383,7 +280,12 @@ def desired_objects(
     transport: tuple[str, str] | None = None,
     coordinator_mode: CoordinatorMode = CoordinatorMode.DEDICATED,
 ) -> list[Desired]:
-    """Every child of the job, in creation order (see the module docs)."""
+    """Every child of the job, in creation order (see the module docs); `SubmissionFailure(Planned,
+    InvalidSubscription)` for a subscription expression that does not parse."""
+    try:
+        plan.check_subscriptions()
+    except InvalidSubscription as err:
+        raise SubmissionFailure("Planned", "InvalidSubscription", str(err)) from None
     name = str(job.metadata.name)
     out: list[Desired] = []
 
@@ -395,7 +297,10 @@ def desired_objects(
         job=name,
         namespace=job.metadata.namespace,
         generation=generation,
-        annotations={APPLICATION_NAME_ANNOTATION: app.name, APPLICATION_SCOPE_ANNOTATION: app.scope},
+        annotations={
+            APPLICATION_NAME_ANNOTATION: plan.application_name,
+            APPLICATION_SCOPE_ANNOTATION: plan.application_scope,
+        },
         owner=job.as_owner(job_uid),
     )
     out.append(Desired(CONFIGMAPS, name_table_config_map(plan, metadata, stamp, transport)))
@@ -414,34 +319,26 @@ def desired_objects(
                 },
             },
         )
-    for pool in host_pools(plan):
+    for pool in plan.host_pools:
         meta = metadata(f"{name}-{pool.index}")
         add(HOSTPOOLS, HostPool.kind_name, {"metadata": meta, "spec": pool.to_wire()})
-    for region in app.parallel_regions:
-        width = ParallelRegionSpec(
-            index=region.index, alias=region.name, width=plan.topology.widths[region.index]
-        )
+    for region in plan.parallel_regions:
         meta = metadata(f"{name}-{region.index}")
-        add(PARALLEL_REGIONS, ParallelRegion.kind_name, {"metadata": meta, "spec": width.to_wire()})
+        add(PARALLEL_REGIONS, ParallelRegion.kind_name, {"metadata": meta, "spec": region.to_wire()})
     for pe in plan.pes:
-        for out_port in pe.outputs:
-            if out_port.exports:
-                meta = metadata(pe_port_name(name, pe.id, out_port.id))
-                exported = export_spec(plan, pe, out_port).to_wire()
-                add(EXPORTS, Export.kind_name, {"metadata": meta, "spec": exported})
+        for exported in pe.exports:
+            meta = metadata(pe_port_name(name, pe.id, exported.port_id))
+            add(EXPORTS, Export.kind_name, {"metadata": meta, "spec": exported.to_wire()})
     for pe in plan.pes:
-        for in_port in pe.inputs:
-            if (imported := import_spec(plan, pe, in_port)) is not None:
-                meta = metadata(pe_port_name(name, pe.id, in_port.id))
-                add(IMPORTS, Import.kind_name, {"metadata": meta, "spec": imported.to_wire()})
+        for imported in pe.imports:
+            meta = metadata(pe_port_name(name, pe.id, imported.port_id))
+            add(IMPORTS, Import.kind_name, {"metadata": meta, "spec": imported.to_wire()})
 
-    regions = consistent_region_pes(plan)
-    declared = {r.index: r for r in app.consistent_regions}
-    if regions:
+    if plan.consistent_regions:
         cro = ConsistentRegionOperatorSpec(
             job_name=name,
             job_uid=job_uid,
-            num_regions=len(regions),
+            num_regions=len(plan.consistent_regions),
             mode=coordinator_mode,
             image_pull_policy=job.spec.image_pull_policy,
             image_pull_secret=job.spec.image_pull_secret,
@@ -452,61 +349,18 @@ def desired_objects(
             ConsistentRegionOperator.kind_name,
             {"metadata": meta, "spec": cro.to_wire()},
         )
-    for index, pes in regions.items():
-        add(
-            CONSISTENT_REGIONS,
-            ConsistentRegion.kind_name,
-            {
-                "metadata": metadata(
-                    consistent_region_name(name, index), {CR_LABEL: consistent_region_name(name, index)}
-                ),
-                "spec": _consistent_region_spec(plan, index, pes, declared).to_wire(),
-            },
-        )
+    for consistent in plan.consistent_regions:
+        region_name = consistent_region_name(name, consistent.region_index)
+        meta = metadata(region_name, {CR_LABEL: region_name})
+        add(CONSISTENT_REGIONS, ConsistentRegion.kind_name, {"metadata": meta, "spec": consistent.to_wire()})
 
-    pe_regions = {
-        pe: [r for r, members in regions.items() if pe in members] for pe in (p.id for p in plan.pes)
-    }
     for pe in plan.pes:
-        extra = {**pe_labels(pe.id), CR_LABEL: "true" if pe_regions[pe.id] else "false"}
-        meta = metadata(pe_service_name(name, pe.id), extra)
-        spec = _pe_spec(job, pe, plan, pe_regions[pe.id])
+        meta = metadata(
+            pe_service_name(name, pe.id), {**pe_labels(pe.id), CR_LABEL: "true" if pe.regions else "false"}
+        )
+        spec = _pe_spec(job, pe, plan)
         add(PES, ProcessingElement.kind_name, {"metadata": meta, "spec": spec.to_wire()})
     return out
-
-
-def _consistent_region_spec(
-    plan: Plan, index: int, pes: list[int], declared: dict[int, Any]
-) -> ConsistentRegionSpec:
-    members = [n for n in plan.topology.nodes.values() if n.consistent_region == index]
-    starts: dict[str, bool] = {}
-    triggers: dict[str, bool] = {}
-    logical: int | None = None
-    for node in members:
-        entry = node.operator.annotation("consistentRegionEntry")
-        if entry is None:
-            continue
-        starts[node.name] = entry.get("isStartOfRegion") == "true"
-        triggers[node.name] = entry.get("isTriggerOperator") == "true"
-        raw = entry.get("logicalIndex")
-        logical = int(raw) if raw is not None and raw.isdecimal() else logical
-    config = declared.get(logical if logical is not None else index)
-    trigger = (
-        Trigger.PERIODIC if config is not None and config.trigger == "periodic" else Trigger.OPERATOR_DRIVEN
-    )
-    return ConsistentRegionSpec(
-        region_index=index,
-        logical_index=logical,
-        num_start_operators=sum(starts.values()),
-        trigger=trigger,
-        period=config.period if config is not None and trigger is Trigger.PERIODIC else None,
-        drain_timeout=config.drain_timeout if config is not None else 180.0,
-        reset_timeout=config.reset_timeout if config is not None else 180.0,
-        max_consecutive_reset_attempts=config.max_consecutive_reset_attempts if config is not None else 5,
-        pes_in_region=pes,
-        operators_to_start_region_map=starts,
-        operators_to_trigger_map=triggers,
-    )
 
 
 def needs_transport_certificate(job: Job) -> bool:

@@ -39,15 +39,15 @@ from lxml import etree
 
 from streams_k8s.api.import_export import ExportType, StreamProperty
 from streams_k8s.app.safe_xml import UnsafeXmlError, parse_untrusted
-from streams_k8s.controller.kinds import EXPORTS, IMPORTS
-from streams_k8s.controller.rest_api import InstanceRestApi, RestError, json_response
-from streams_k8s.controller.submission import pe_port_name
-from streams_k8s.controller.subscription_broker import SubscriptionBroker
-from streams_k8s.controller.subscription_expression import (
+from streams_k8s.app.subscription_expression import (
     SubscriptionError,
     parse_subscription,
     property_values,
 )
+from streams_k8s.controller.kinds import EXPORTS, IMPORTS
+from streams_k8s.controller.rest_api import InstanceRestApi, RestError, json_response
+from streams_k8s.controller.submission import pe_port_name
+from streams_k8s.controller.subscription_broker import SubscriptionBroker
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.objects import Object, meta

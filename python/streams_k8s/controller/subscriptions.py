@@ -33,7 +33,7 @@ from pydantic import ValidationError
 
 from streams_k8s.api.contract import APPLICATION_NAME_ANNOTATION, APPLICATION_SCOPE_ANNOTATION, JOB_LABEL
 from streams_k8s.api.import_export import Export, ExportType, Import
-from streams_k8s.controller.subscription_expression import (
+from streams_k8s.app.subscription_expression import (
     Subscription,
     SubscriptionError,
     Value,

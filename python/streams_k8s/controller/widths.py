@@ -2,7 +2,7 @@
 
 A ParallelRegion's ``spec.width`` is the width wanted (kubectl edit, ``kubectl scale``, or the
 REST API); its ``status.width`` the width applied. Every plan is re-fused from the submitted
-plan (`refuse_with_widths(base, widths)`), so the same widths always give the same PEs, whatever
+plan (`plan_at_widths(base, widths)`), so the same widths always give the same PEs, whatever
 the history and however often the controller restarts. A change is applied in this order:
 
 1. write-ahead: the region's condition ``Resized=False`` (reason ``Resizing``) records the job
@@ -30,8 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streams_k8s.api.contract import JOB_LABEL, NAME_TABLE_KEY, SVC_LABEL, pe_service_name
-from streams_k8s.api.job import ParallelRegionWidth
-from streams_k8s.app.plan import Plan, PlanDiff, diff_plans, refuse_with_widths
+from streams_k8s.app.plan import Plan, PlanDiff, diff_plans
 from streams_k8s.controller.child_limits import REFUSED, refused
 from streams_k8s.controller.kinds import CONSISTENT_REGIONS, EXPORTS, IMPORTS, PARALLEL_REGIONS, PES
 from streams_k8s.controller.submission import Desired
@@ -51,19 +50,6 @@ def widths_of(regions: list[Object]) -> tuple[dict[str, int], dict[str, int | No
     wanted = {str(r["spec"]["alias"]): int(r["spec"]["width"]) for r in regions}
     applied = {str(r["spec"]["alias"]): (r.get("status") or {}).get("width") for r in regions}
     return wanted, applied
-
-
-def plan_for(base: Plan, widths: Mapping[str, int]) -> Plan:
-    """The plan of the job at these widths (the submitted plan when they are its own)."""
-    if all(base.topology.widths.get(i) == w for i, w in _by_index(base, widths).items()):
-        return base
-    plan, _ = refuse_with_widths(base, [ParallelRegionWidth(alias=a, width=w) for a, w in widths.items()])
-    return plan
-
-
-def _by_index(base: Plan, widths: Mapping[str, int]) -> dict[int, int]:
-    index = {r.name: r.index for r in base.topology.app.parallel_regions}
-    return {index[alias]: width for alias, width in widths.items() if alias in index}
 
 
 def _resized(region: Object, reason: str) -> dict[str, Any] | None:
