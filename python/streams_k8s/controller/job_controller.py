@@ -82,6 +82,7 @@ from streams_k8s.controller.bundles import BUNDLE_CHANGED, BundleChanged, Bundle
 from streams_k8s.controller.certificates import transport_certificate
 from streams_k8s.controller.child_limits import REFUSED, check_children, refused
 from streams_k8s.controller.job_ids import allocate_job_id
+from streams_k8s.controller.job_status import JobStatusView
 from streams_k8s.controller.kinds import (
     CONSISTENT_REGION_OPERATORS,
     CONSISTENT_REGIONS,
@@ -106,7 +107,7 @@ from streams_k8s.controller.submission import (
 )
 from streams_k8s.controller.widths import widths_of
 from streams_k8s.k8s.client import Resource
-from streams_k8s.k8s.conditions import find_condition, format_time, set_condition
+from streams_k8s.k8s.conditions import format_time, set_condition
 from streams_k8s.k8s.controller import Requeue
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.events import EventRecorder
@@ -176,10 +177,6 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _parse_time(text: object) -> datetime:
-    return datetime.fromisoformat(str(text).replace("Z", "+00:00"))
-
-
 def retry_backoff(first_delay: float, attempts: int) -> float:
     """Seconds to wait before the retry that follows ``attempts`` failed attempts."""
     return float(min(first_delay * 2 ** (attempts - 1), RETRY_MAX_DELAY))
@@ -190,10 +187,10 @@ def _bundle_failure(err: BundleError) -> SubmissionFailure:
     return SubmissionFailure(BUNDLE_FETCHED, err.reason, str(err), retryable)
 
 
-def _failed_reason(status: dict[str, Any]) -> str:
+def _failed_reason(status: JobStatusView) -> str:
     """The reason of the condition a failed attempt set False."""
     for type_ in (BUNDLE_FETCHED, PLANNED, SUBMITTED):
-        found = find_condition(status.get("conditions"), type_)
+        found = status.condition(type_)
         if found is not None and found.get("status") == "False":
             return str(found.get("reason"))
     return "a failure"
@@ -285,67 +282,65 @@ class JobController:
             return None  # gone: owner references removed its children
         m = meta(obj)
         uid, generation = str(m.get("uid")), int(m.get("generation") or 1)
-        status: dict[str, Any] = dict(obj.get("status") or {})
+        status = JobStatusView.of(obj)
         if m.get("deletionTimestamp"):
             self._forget(uid)
-            if status.get("phase") != JobPhase.DELETING:
-                status["phase"] = JobPhase.DELETING.value
-                await self._write_status(obj, status)
+            if status.phase != JobPhase.DELETING:
+                await self._write_status(obj, status.with_(phase=JobPhase.DELETING))
             return None
-        phase = status.get("phase")
+        phase = status.phase
         try:
             job = validate_job(obj)
         except SubmissionFailure as failure:
-            if phase == JobPhase.FAILED and status.get("observedGeneration") == generation:
+            if phase == JobPhase.FAILED and status.observed_generation == generation:
                 return await self._clean(obj, uid)
             await self._fail(obj, status, failure, generation)
             return await self._clean(obj, uid)
 
-        edited = status.get("observedGeneration") not in (None, generation)
+        edited = status.observed_generation not in (None, generation)
         if phase == JobPhase.FAILED or (phase == JobPhase.SUBMITTING and edited):
             retry = not edited  # an automatic retry; else a new spec starts over
-            if retry and status.get("nextAttempt") is None:
+            next_attempt = status.next_attempt
+            if retry and next_attempt is None:
                 return await self._clean(obj, uid)  # stays failed; finishes a cleanup cut short
             if (wait := await self._clean(obj, uid)) is not None:
                 return wait  # the new attempt starts once the old children are gone
             attempt = 1
-            if retry:
-                due = (_parse_time(status["nextAttempt"]) - _now()).total_seconds()
+            if retry and next_attempt is not None:
+                due = (next_attempt - _now()).total_seconds()
                 if due > 0:
                     return Requeue(due)
-                attempt = int(status.get("submissionAttempts") or 1) + 1
+                attempt = (status.submission_attempts or 1) + 1
             obj = await self._write_status(obj, self._restart(status, generation, attempt))
             if retry:
                 note = f"attempt {attempt}: starting again from a clean slate after {_failed_reason(status)}"
                 await self.recorder.record(obj, "Normal", "SubmissionRetrying", note)
-            status, phase = dict(obj.get("status") or {}), JobPhase.SUBMITTING.value
-        if phase in (JobPhase.SUBMITTED, JobPhase.RUNNING) and status.get("id") is not None:
+            status, phase = JobStatusView.of(obj), JobPhase.SUBMITTING
+        if phase in (JobPhase.SUBMITTED, JobPhase.RUNNING) and status.id is not None:
             return await self._maintain(obj, job, status)
         return await self._submit(obj, job, status, generation)
 
     # --- submission -----------------------------------------------------------------------
 
-    def _restart(self, status: dict[str, Any], generation: int, attempt: int) -> dict[str, Any]:
+    def _restart(self, status: JobStatusView, generation: int, attempt: int) -> JobStatusView:
         """A new attempt (retry or edited spec): keep the id, forget the rest (null deletes in a patch)."""
         conditions: list[dict[str, Any]] = []
         set_condition(conditions, VALID, "True", "Validated", "the spec is valid", generation)
-        fresh: dict[str, Any] = {
-            "phase": JobPhase.SUBMITTING.value,
-            "conditions": conditions,
-            "observedGeneration": generation,
-            "submissionStarted": format_time(_now()),
-            "submissionAttempts": attempt,
-            "generationId": 0,
-        }
-        if status.get("id") is not None:
-            fresh["id"] = status["id"]
-        return {**dict.fromkeys(status), **fresh}
+        fresh = status.cleared().with_(
+            phase=JobPhase.SUBMITTING,
+            conditions=conditions,
+            observed_generation=generation,
+            submission_started=_now(),
+            submission_attempts=attempt,
+            generation_id=0,
+        )
+        return fresh if status.id is None else fresh.with_(id=status.id)
 
-    async def _submit(self, obj: Object, job: Job, status: dict[str, Any], generation: int) -> Requeue | None:
+    async def _submit(self, obj: Object, job: Job, status: JobStatusView, generation: int) -> Requeue | None:
         uid = str(meta(obj)["uid"])
-        if status.get("id") is None:
-            obj, status = await self._record_intent(obj, job, status, generation)
-        started = _parse_time(status["submissionStarted"])
+        if status.id is None:
+            obj, status = await self._record_intent(obj, job, generation)
+        started = status.submission_started or _now()
         remaining = job.spec.submission_time_out_in_seconds - (_now() - started).total_seconds()
         try:
             async with asyncio.timeout(max(remaining, 0.0)):
@@ -359,52 +354,44 @@ class JobController:
                 retryable=True,
             )
             fresh = self.jobs.store.get(ObjectKey(str(job.metadata.namespace), str(job.metadata.name))) or obj
-            await self._fail(fresh, dict(fresh.get("status") or status), failure, generation)
+            await self._fail(fresh, _written(fresh, status), failure, generation)
             return await self._clean(fresh, uid)
         except SubmissionFailure as failure:
             await self._fail(obj, status, failure, generation)
             return await self._clean(obj, uid)
 
-    async def _record_intent(
-        self, obj: Object, job: Job, status: dict[str, Any], generation: int
-    ) -> tuple[Object, dict[str, Any]]:
+    async def _record_intent(self, obj: Object, job: Job, generation: int) -> tuple[Object, JobStatusView]:
         """Write-ahead: the job id and the start of the submission, before anything is made."""
         namespace = str(job.metadata.namespace)
         fresh = await self.client.get(JOBS, str(job.metadata.name), namespace)  # never trust a stale id
-        if (fresh.get("status") or {}).get("id") is not None:
-            return fresh, dict(fresh["status"])
-        taken = [
-            int(s["id"])
-            for j in self.jobs.store.select(namespace)
-            if (s := j.get("status") or {}).get("id") is not None
-        ]
+        status = JobStatusView.of(fresh)
+        if status.id is not None:
+            return fresh, status
+        taken = [i for j in self.jobs.store.select(namespace) if (i := JobStatusView.of(j).id) is not None]
         job_id = await allocate_job_id(self.client, namespace, taken)
-        status = dict(fresh.get("status") or {})
-        status.update(
-            phase=JobPhase.SUBMITTING.value,
+        status = status.with_(
+            phase=JobPhase.SUBMITTING,
             id=job_id,
-            generationId=0,
-            observedGeneration=generation,
-            submissionStarted=format_time(_now()),
-            submissionAttempts=int(status.get("submissionAttempts") or 1),
+            generation_id=0,
+            observed_generation=generation,
+            submission_started=_now(),
+            submission_attempts=status.submission_attempts or 1,
         )
-        conditions = list(status.get("conditions") or [])
+        conditions = status.conditions
         set_condition(conditions, VALID, "True", "Validated", "the spec is valid", generation)
-        status["conditions"] = conditions
+        status = status.with_(conditions=conditions)
         written = await self._write_status(fresh, status)
         await self.recorder.record(written, "Normal", "SubmissionStarted", f"submitting as job id {job_id}")
-        return written, dict(written.get("status") or status)
+        return written, _written(written, status)
 
     async def _submit_within(
-        self, obj: Object, job: Job, status: dict[str, Any], generation: int, uid: str
+        self, obj: Object, job: Job, status: JobStatusView, generation: int, uid: str
     ) -> Requeue | None:
         planned, obj, status = await self._plan(obj, job, status, generation, uid)
         if any(meta(child).get("deletionTimestamp") for child in self._owned(obj, uid)):
             return Requeue(CLEANUP_POLL)  # children of an earlier attempt are still going away
         await self._create_missing(planned.children, lambda child: True)
-        status = dict(status)
-        status["phase"] = JobPhase.SUBMITTED.value
-        status["message"] = _submitted_message(len(planned.plan.pes))
+        status = status.with_(phase=JobPhase.SUBMITTED, message=_submitted_message(len(planned.plan.pes)))
         obj = await self._write_status(obj, status)
         await self.recorder.record(
             obj,
@@ -412,27 +399,27 @@ class JobController:
             "SubmissionSucceeded",
             f"created {len(planned.children)} objects for {len(planned.plan.pes)} PEs",
         )
-        return await self._maintain(obj, job, dict(obj.get("status") or status))
+        return await self._maintain(obj, job, _written(obj, status))
 
     async def _plan(
-        self, obj: Object, job: Job, status: dict[str, Any], generation: int, uid: str
-    ) -> tuple[_Planned, Object, dict[str, Any]]:
+        self, obj: Object, job: Job, status: JobStatusView, generation: int, uid: str
+    ) -> tuple[_Planned, Object, JobStatusView]:
         """The job's plan (cached), recording BundleFetched, bundleDigest, Planned and plannedNodes
         on first use; later plans use the recorded bundle content."""
-        job_id = int(status["id"])
+        job_id = int(status.id or 0)
         cached = self._planned.get(uid)
         if cached is not None and cached.generation == generation and cached.job_id == job_id:
             return cached, obj, status
         namespace = str(job.metadata.namespace)
-        conditions = list(status.get("conditions") or [])
+        conditions = status.conditions
         fetcher = await self._bundle_fetcher()
         # The digest recorded for this spec; an edited spec (still submitting) fetches afresh.
-        pinned = status.get("bundleDigest") if status.get("observedGeneration") == generation else None
+        pinned = status.bundle_digest if status.observed_generation == generation else None
         try:
             if pinned is None:
                 fetched = await fetcher.fetch(namespace, job.spec.bundle)
             else:
-                fetched = await fetcher.fetch_pinned(namespace, job.spec.bundle, str(pinned))
+                fetched = await fetcher.fetch_pinned(namespace, job.spec.bundle, pinned)
         except BundleError as err:
             raise _bundle_failure(err) from None
         changed = set_condition(
@@ -444,9 +431,9 @@ class JobController:
             generation,
         )
         nodes = schedulable_nodes(self.nodes.store.select())
-        planned_nodes = status.get("plannedNodes") or max(len(nodes), 1)
+        planned_nodes = status.planned_nodes or max(len(nodes), 1)
         planned = await asyncio.to_thread(
-            self._build, job, uid, str(fetched.path), job_id, int(planned_nodes), nodes, generation
+            self._build, job, uid, str(fetched.path), job_id, planned_nodes, nodes, generation
         )
         changed |= set_condition(
             conditions,
@@ -458,21 +445,20 @@ class JobController:
         )
         if (
             changed
-            or status.get("bundleDigest") != fetched.digest
-            or status.get("plannedNodes") != planned_nodes
-            or status.get("processingElements") != len(planned.plan.pes)
-            or status.get("applicationName") != planned.plan.application_name
+            or status.bundle_digest != fetched.digest
+            or status.planned_nodes != planned_nodes
+            or status.processing_elements != len(planned.plan.pes)
+            or status.application_name != planned.plan.application_name
         ):
-            status = {
-                **status,
-                "applicationName": planned.plan.application_name,
-                "bundleDigest": fetched.digest,
-                "conditions": conditions,
-                "plannedNodes": planned_nodes,
-                "processingElements": len(planned.plan.pes),
-            }
+            status = status.with_(
+                application_name=planned.plan.application_name,
+                bundle_digest=fetched.digest,
+                conditions=conditions,
+                planned_nodes=planned_nodes,
+                processing_elements=len(planned.plan.pes),
+            )
             obj = await self._write_status(obj, status)
-            status = dict(obj.get("status") or status)
+            status = _written(obj, status)
             if changed:
                 note = f"{len(planned.plan.pes)} PEs planned on {planned_nodes} schedulable nodes"
                 await self.recorder.record(obj, "Normal", "Planned", note)
@@ -541,15 +527,15 @@ class JobController:
 
     # --- after submission -----------------------------------------------------------------
 
-    async def _maintain(self, obj: Object, job: Job, status: dict[str, Any]) -> Requeue | None:
+    async def _maintain(self, obj: Object, job: Job, status: JobStatusView) -> Requeue | None:
         """Recreate deleted children; keep PE/pod counts, PodsReady and the phase current."""
         m = meta(obj)
         uid, generation = str(m["uid"]), int(m.get("generation") or 1)
-        if int(status.get("observedGeneration") or generation) != generation:
+        if (status.observed_generation or generation) != generation:
             # The children follow the submitted spec; a re-plan from the edited one would mix two jobs.
-            if status.get("message") != SPEC_CHANGE_IGNORED:
+            if status.message != SPEC_CHANGE_IGNORED:
                 await self.recorder.record(obj, "Warning", "SpecChangeIgnored", SPEC_CHANGE_IGNORED)
-            return await self._update_counts(obj, {**status, "message": SPEC_CHANGE_IGNORED})
+            return await self._update_counts(obj, status.with_(message=SPEC_CHANGE_IGNORED))
         changed_before = _reported_bundle_change(status)
         try:
             planned, obj, status = await self._plan(obj, job, status, generation, uid)
@@ -565,7 +551,7 @@ class JobController:
             planned = None
         if planned is not None:
             if changed_before:  # the submitted content is back: the warning no longer holds
-                status = {**status, "message": _submitted_message(len(planned.plan.pes))}
+                status = status.with_(message=_submitted_message(len(planned.plan.pes)))
             obj, status, plan, children = await self._follow_widths(obj, job, planned, status)
             restartable = {pe_service_name(str(m["name"]), pe.id): pe.restartable for pe in plan.pes}
             try:
@@ -573,9 +559,9 @@ class JobController:
                     children, lambda c: c.resource != PES or restartable.get(c.name, False)
                 )
             except SubmissionFailure as failure:  # the job runs on without it; say so once
-                if status.get("message") != failure.message:
+                if status.message != failure.message:
                     await self.recorder.record(obj, "Warning", failure.reason, failure.message)
-                return await self._update_counts(obj, {**status, "message": failure.message})
+                return await self._update_counts(obj, status.with_(message=failure.message))
             if recreated:
                 await self.recorder.record(
                     obj, "Normal", "ChildrenRecreated", f"recreated {recreated} deleted objects"
@@ -604,18 +590,18 @@ class JobController:
                     raise
 
     async def _bundle_changed(
-        self, obj: Object, status: dict[str, Any], failure: SubmissionFailure, generation: int
+        self, obj: Object, status: JobStatusView, failure: SubmissionFailure, generation: int
     ) -> Requeue | None:
         """Keep the children of the submitted bundle; say once that deleted ones are not restored."""
         message = (
             f"{failure.message}: the job keeps running the submitted bundle but deleted children are not "
             f"restored; delete and re-create the Job to run the new one"
         )
-        if status.get("message") != message:
+        if status.message != message:
             await self.recorder.record(obj, "Warning", BUNDLE_CHANGED, message)
-        conditions = list(status.get("conditions") or [])
+        conditions = status.conditions
         set_condition(conditions, BUNDLE_FETCHED, "False", BUNDLE_CHANGED, failure.message, generation)
-        return await self._update_counts(obj, {**status, "conditions": conditions, "message": message})
+        return await self._update_counts(obj, status.with_(conditions=conditions, message=message))
 
     # --- parallel-region widths (see `widths`) ---------------------------------------------
 
@@ -645,15 +631,15 @@ class JobController:
         return planned.resized[key]
 
     async def _follow_widths(
-        self, obj: Object, job: Job, planned: _Planned, status: dict[str, Any]
-    ) -> tuple[Object, dict[str, Any], Plan, list[Desired]]:
+        self, obj: Object, job: Job, planned: _Planned, status: JobStatusView
+    ) -> tuple[Object, JobStatusView, Plan, list[Desired]]:
         """Apply one pending width change, if any; the plan and children of the widths now applied."""
         m = meta(obj)
         namespace, name, uid = str(m["namespace"]), str(m["name"]), str(m["uid"])
         regions = self.parallel_regions.store.select_by_labels({JOB_LABEL: name}, namespace)
         wanted, recorded = widths_of(regions)
         applied = {a: recorded.get(a) or w for a, w in planned.base_widths.items()}
-        generation = int(status.get("generationId") or 0)
+        generation = status.generation_id or 0
         for region in regions:
             alias = str(region["spec"]["alias"])
             if alias not in applied or wanted[alias] == recorded.get(alias) or widths_module.failed(region):
@@ -680,15 +666,15 @@ class JobController:
         obj: Object,
         job: Job,
         planned: _Planned,
-        status: dict[str, Any],
+        status: JobStatusView,
         region: Object,
         applied: dict[str, int],
         width: int,
-    ) -> tuple[Object, dict[str, Any], int]:
+    ) -> tuple[Object, JobStatusView, int]:
         """One region's change: plan it (nothing is written if it cannot be), then `widths` steps 1 to 3."""
         alias = str(region["spec"]["alias"])
         pending = widths_module.pending_generation(region)
-        generation = pending if pending is not None else int(status.get("generationId") or 0) + 1
+        generation = pending if pending is not None else (status.generation_id or 0) + 1
         uid = str(meta(obj)["uid"])
         try:
             running, running_children = self._children_at(job, uid, planned, applied, generation)
@@ -702,9 +688,9 @@ class JobController:
             raise SubmissionFailure(PLANNED, "ResizeFailed", f"{alias} to width {width}: {failure}") from None
         if pending is None:
             region = await widths_module.record_intent(self.client, region, generation, width)
-        if status.get("generationId") != generation:
-            obj = await self._write_status(obj, {**status, "generationId": generation})
-            status = dict(obj.get("status") or status)
+        if status.generation_id != generation:
+            obj = await self._write_status(obj, status.with_(generation_id=generation))
+            status = _written(obj, status)
         change = widths_module.WidthChange(obj, region, running, target, children, generation)
         diff = change.diff
         try:
@@ -716,7 +702,7 @@ class JobController:
             raise SubmissionFailure(
                 PLANNED, "ResizeFailed", f"{alias} to width {width}: {err.failure}"
             ) from None
-        status = {**status, "processingElements": len(target.pes)}
+        status = status.with_(processing_elements=len(target.pes))
         obj = await self._write_status(obj, status)
         await widths_module.record_applied(self.client, region, width)
         await self.recorder.record(
@@ -726,18 +712,18 @@ class JobController:
             f"{alias} width {applied[alias]} → {width} (generation {generation}): {len(diff.changed)} PEs "
             f"changed, {len(diff.added)} added, {len(diff.removed)} removed, {len(diff.unchanged)} unchanged",
         )
-        return obj, dict(obj.get("status") or status), generation
+        return obj, _written(obj, status), generation
 
-    async def _update_counts(self, obj: Object, status: dict[str, Any]) -> Requeue | None:
+    async def _update_counts(self, obj: Object, status: JobStatusView) -> Requeue | None:
         m = meta(obj)
         namespace, name = str(m.get("namespace")), str(m.get("name"))
         pes = self.pes.store.select_by_labels({JOB_LABEL: name}, namespace)
         pods = self.pods.store.select_by_labels({JOB_LABEL: name, SVC_LABEL: SVC_PE}, namespace)
-        expected = int(status.get("processingElements") or len(pes))
+        expected = status.processing_elements or len(pes)
         ready_pes = sum(1 for pe in pes if (pe.get("status") or {}).get("connectivity") == "Full")
         # PEs with a ready pod: two launches of one PE briefly both ready still count once
         ready_pods = len({meta(pod)["labels"].get(PE_LABEL) for pod in pods if _pod_ready(pod)})
-        conditions = list(status.get("conditions") or [])
+        conditions = status.conditions
         all_ready = expected > 0 and ready_pods >= expected
         set_condition(
             conditions,
@@ -747,48 +733,43 @@ class JobController:
             f"{ready_pods}/{expected} PE pods ready",
             m.get("generation"),
         )
-        phase = JobPhase.RUNNING.value if all_ready else JobPhase.SUBMITTED.value
-        wanted = {
-            **status,
-            "conditions": conditions,
-            "phase": phase,
-            "processingElementsReady": ready_pes,
-            "podsReady": ready_pods,
-        }
-        if wanted == (obj.get("status") or {}):
+        phase = JobPhase.RUNNING if all_ready else JobPhase.SUBMITTED
+        wanted = status.with_(
+            conditions=conditions, phase=phase, processing_elements_ready=ready_pes, pods_ready=ready_pods
+        )
+        if wanted == JobStatusView.of(obj):
             return None
         uid = str(m.get("uid"))
         wait = self._counts_written.get(uid, -COUNTS_INTERVAL) + COUNTS_INTERVAL - time.monotonic()
-        if phase == status.get("phase") and wait > 0:
+        if phase == status.phase and wait > 0:
             return Requeue(wait)
         written = await self._write_status(obj, wanted)
         if self._cached(obj):
             self._counts_written[uid] = time.monotonic()
-        if phase != status.get("phase") and phase == JobPhase.RUNNING.value:
+        if phase != status.phase and phase == JobPhase.RUNNING:
             await self.recorder.record(written, "Normal", "Running", f"all {expected} PE pods are ready")
         return None
 
     # --- failure --------------------------------------------------------------------------
 
     async def _fail(
-        self, obj: Object, status: dict[str, Any], failure: SubmissionFailure, generation: int
+        self, obj: Object, status: JobStatusView, failure: SubmissionFailure, generation: int
     ) -> None:
-        status = dict(status)
-        same_spec = status.get("observedGeneration") == generation
-        attempts = int(status.get("submissionAttempts") or 1) if same_spec else 1
+        same_spec = status.observed_generation == generation
+        attempts = (status.submission_attempts or 1) if same_spec else 1
         next_attempt, message = None, failure.message
         if failure.retryable:
-            next_attempt = format_time(_now() + timedelta(seconds=retry_backoff(self.retry_delay, attempts)))
-            message = f"{message}; attempt {attempts + 1} at {next_attempt}"
-        conditions = list(status.get("conditions") or [])
+            next_attempt = _now() + timedelta(seconds=retry_backoff(self.retry_delay, attempts))
+            message = f"{message}; attempt {attempts + 1} at {format_time(next_attempt)}"
+        conditions = status.conditions
         set_condition(conditions, failure.condition, "False", failure.reason, message, generation)
-        status.update(
-            phase=JobPhase.FAILED.value,
+        status = status.with_(
+            phase=JobPhase.FAILED,
             message=f"{failure.reason}: {message}",
-            observedGeneration=generation,
+            observed_generation=generation,
             conditions=conditions,
-            submissionAttempts=attempts,
-            nextAttempt=next_attempt,
+            submission_attempts=attempts,
+            next_attempt=next_attempt,
         )
         written = await self._write_status(obj, status)
         self._planned.pop(str(meta(obj).get("uid")), None)
@@ -827,10 +808,10 @@ class JobController:
                         raise
         return Requeue(CLEANUP_POLL) if remaining else None
 
-    async def _write_status(self, obj: Object, status: dict[str, Any]) -> Object:
+    async def _write_status(self, obj: Object, status: JobStatusView) -> Object:
         """Merge-patch the status, conditional on the resourceVersion it was computed from."""
         m = meta(obj)
-        patch = {"metadata": {"resourceVersion": m.get("resourceVersion")}, "status": status}
+        patch = {"metadata": {"resourceVersion": m.get("resourceVersion")}, "status": status.raw}
         return await self.client.patch(JOBS, str(m["name"]), patch, str(m["namespace"]), subresource="status")
 
 
@@ -838,8 +819,13 @@ def _submitted_message(pes: int) -> str:
     return f"{pes} PEs submitted"
 
 
-def _reported_bundle_change(status: dict[str, Any]) -> bool:
-    fetched = find_condition(status.get("conditions"), BUNDLE_FETCHED)
+def _written(obj: Object, before: JobStatusView) -> JobStatusView:
+    """The status a write answered with (the API server's), else the one written."""
+    return JobStatusView(obj.get("status") or before.raw)
+
+
+def _reported_bundle_change(status: JobStatusView) -> bool:
+    fetched = status.condition(BUNDLE_FETCHED)
     return fetched is not None and fetched.get("reason") == BUNDLE_CHANGED
 
 
