@@ -7,7 +7,7 @@ from typing import Any
 from pytest_benchmark.fixture import BenchmarkFixture
 
 from streams_k8s.api.contract import APPLICATION_NAME_ANNOTATION, APPLICATION_SCOPE_ANNOTATION, JOB_LABEL
-from streams_k8s.controller.subscriptions import compute_board
+from streams_k8s.controller.pubsub.board import compute_board
 
 JOBS = 100  # 100 exporting and 100 importing jobs, 5 ports each: 500 Exports, 500 Imports
 

@@ -19,8 +19,8 @@ from streams_k8s.api.contract import (
     SVC_LABEL,
 )
 from streams_k8s.controller.kinds import HOSTPOOLS, JOBS, PES
-from streams_k8s.controller.node_placement import NodePlacementController
-from streams_k8s.controller.pe_controller import PeController
+from streams_k8s.controller.pes.controller import PeController
+from streams_k8s.controller.placement.nodes import NodePlacementController
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.kinds import CONFIGMAPS, PODS
 from streams_k8s.k8s.manager import Manager

@@ -21,7 +21,7 @@ import pytest
 from operator_support import SUBMITTED, job_manifest, job_status, wait_for_phase
 from streams_k8s.api.contract import CONTENT_ID_ANNOTATION, JOB_LABEL
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
-from streams_k8s.controller.job_ids import COUNTER_NAME
+from streams_k8s.controller.jobs.job_ids import COUNTER_NAME
 from streams_k8s.controller.kinds import HOSTPOOLS, JOBS, PES
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.kinds import CONFIGMAPS, SERVICES

@@ -27,9 +27,9 @@ from operator_support import (
 )
 from streams_k8s.api.contract import JOB_LABEL
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl, write_sab
-from streams_k8s.controller.job_controller import RETRY_MAX_DELAY, retry_backoff
+from streams_k8s.controller.jobs.base import RETRY_MAX_DELAY, retry_backoff
 from streams_k8s.controller.kinds import JOBS, PES
-from streams_k8s.controller.placement import HOSTPOOL_TAG_LABEL
+from streams_k8s.controller.placement.constraints import HOSTPOOL_TAG_LABEL
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.events import EVENTS
 from streams_k8s.k8s.kinds import CONFIGMAPS, NODES

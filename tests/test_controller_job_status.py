@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from streams_k8s.api.job import JobPhase
-from streams_k8s.controller.job_status import JobStatusView
+from streams_k8s.controller.jobs.status import JobStatusView
 
 WIRE = {
     "phase": "Failed",

@@ -24,7 +24,8 @@ from streams_k8s.app.adl import parse_adl
 from streams_k8s.app.submission import SubmissionError, resolve_values, resolve_widths
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl, write_sab
 from streams_k8s.app.topology import MAX_CONNECTIONS, TopologyError, build_topology
-from streams_k8s.controller.child_limits import (
+from streams_k8s.controller.children.desired import Desired
+from streams_k8s.controller.children.limits import (
     MAX_CONFIG_MAP_DATA,
     OBJECT_REFUSED,
     PLAN_TOO_LARGE,
@@ -33,7 +34,7 @@ from streams_k8s.controller.child_limits import (
     refused,
 )
 from streams_k8s.controller.kinds import JOBS, PARALLEL_REGIONS, PES
-from streams_k8s.controller.submission import Desired, SubmissionFailure
+from streams_k8s.controller.planning import SubmissionFailure
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.kinds import CONFIGMAPS, SERVICES

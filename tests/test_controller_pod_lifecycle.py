@@ -6,7 +6,7 @@ from typing import Any
 
 from streams_k8s.api.contract import CONTENT_ID_ANNOTATION, LAUNCH_COUNT_LABEL
 from streams_k8s.api.processing_element import ProcessingElement
-from streams_k8s.controller.pod_lifecycle import Action, decide, started_status
+from streams_k8s.controller.pes.lifecycle import Action, decide, started_status
 
 
 def pe(launch: int = 0, phase: str | None = None, **spec: Any) -> ProcessingElement:

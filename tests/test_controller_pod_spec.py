@@ -10,9 +10,9 @@ import pytest
 from streams_k8s.api import Job, ProcessingElement
 from streams_k8s.api.base import ResourceRequirements
 from streams_k8s.api.processing_element import BuildType
-from streams_k8s.controller.placement import PodPlacement
-from streams_k8s.controller.pod_spec import PeRuntimeSettings, build_pod, pod_name
-from streams_k8s.controller.resources import divide_quantity, divide_resources
+from streams_k8s.controller.children.pod import PeRuntimeSettings, build_pod, pod_name
+from streams_k8s.controller.children.resources import divide_quantity, divide_resources
+from streams_k8s.controller.placement.constraints import PodPlacement
 
 
 def make_job(**spec: Any) -> Job:

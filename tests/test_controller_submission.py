@@ -18,14 +18,9 @@ from streams_k8s.api.contract import (
 from streams_k8s.api.processing_element import ProcessingElementSpec
 from streams_k8s.app.adl import parse_adl
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl
+from streams_k8s.controller.children.desired import Desired, desired_objects
 from streams_k8s.controller.kinds import CONSISTENT_REGIONS, PES
-from streams_k8s.controller.submission import (
-    Desired,
-    SubmissionFailure,
-    desired_objects,
-    plan_job,
-    validate_job,
-)
+from streams_k8s.controller.planning import SubmissionFailure, plan_job, validate_job
 from streams_k8s.k8s.kinds import CONFIGMAPS, SERVICES
 
 UID = "0f7e2b0c-1111-2222-3333-444455556666"

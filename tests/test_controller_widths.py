@@ -8,7 +8,7 @@ from streams_k8s.api.job import Fusion, ParallelRegionWidth
 from streams_k8s.app.adl import parse_adl
 from streams_k8s.app.plan import plan_application, plan_at_widths, refuse_with_widths
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl
-from streams_k8s.controller.widths import failed, pending_generation, widths_of
+from streams_k8s.controller.jobs.widths import failed, pending_generation, widths_of
 
 
 def region(

@@ -17,6 +17,8 @@ from streams_k8s.api import Job
 from streams_k8s.api.contract import JOB_LABEL, coordinator_name, coordinator_service_name, pe_service_name
 from streams_k8s.api.job import MAX_JOB_NAME
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
+from streams_k8s.controller.children.names import consistent_region_name, pe_port_name
+from streams_k8s.controller.children.pod import pod_name
 from streams_k8s.controller.kinds import (
     CONSISTENT_REGION_OPERATORS,
     CONSISTENT_REGIONS,
@@ -26,11 +28,6 @@ from streams_k8s.controller.kinds import (
     JOBS,
     PARALLEL_REGIONS,
     PES,
-)
-from streams_k8s.controller.pod_spec import pod_name
-from streams_k8s.controller.submission import (
-    consistent_region_name,
-    pe_port_name,
 )
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.errors import ApiError

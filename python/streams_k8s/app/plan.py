@@ -26,7 +26,7 @@ from streams_k8s.api.job import Fusion, ParallelRegionWidth, ThreadingModel
 from streams_k8s.api.parallel_region import ParallelRegionSpec
 from streams_k8s.api.processing_element import Placement, PoolLocation
 from streams_k8s.app.aadl import pe_aadl
-from streams_k8s.app.fusion import FusionInputs, fuse_topology
+from streams_k8s.app.fusion import FusionConstraintError, FusionInputs, fuse_topology
 from streams_k8s.app.model import Application
 from streams_k8s.app.physical import PeInputPort, PeOutputPort, PlannedPe, PortIndex
 from streams_k8s.app.plan_regions import (
@@ -37,16 +37,20 @@ from streams_k8s.app.plan_regions import (
 )
 from streams_k8s.app.plan_streams import check_subscriptions, export_spec, import_spec
 from streams_k8s.app.submission import (
+    SubmissionError,
     WidthOverride,
     apply_overrides,
     match_values,
     resolve_values,
     resolve_widths,
 )
-from streams_k8s.app.topology import Edge, Topology, build_topology
+from streams_k8s.app.topology import Edge, Topology, TopologyError, build_topology
 from streams_k8s.naming.table import render_name_table
 
 _LAST = 2**63  # sort key of ports with no peer PE (imports, exports)
+# What planning raises for the application itself (a submission-time value or width, its topology,
+# its fusion constraints): a new spec or bundle is needed.
+PLANNING_ERRORS = (SubmissionError, TopologyError, FusionConstraintError)
 
 
 def _signature(topo: Topology, pe: PlannedPe, ports: PortIndex) -> tuple[object, ...]:

@@ -52,7 +52,7 @@ from streams_k8s.consistent.manifests import (
     coordinator_network_policy,
     coordinator_service,
 )
-from streams_k8s.controller.child_limits import OBJECT_REFUSED, REFUSED
+from streams_k8s.controller.children.limits import OBJECT_REFUSED, REFUSED
 from streams_k8s.controller.kinds import CONSISTENT_REGION_OPERATORS
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.controller import Requeue, owner_mapper

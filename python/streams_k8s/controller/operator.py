@@ -9,7 +9,7 @@ runtime's come from the environment:
 |---|---|---|
 | `STREAMS_K8S_BUNDLE_CACHE` | `<tmp>/streams-k8s-bundles` | bundle cache directory |
 | `POD_NAME`, `POD_NAMESPACE` | unset | this replica's pod (downward API); its image is the coordinators' |
-| `STREAMS_K8S_COORDINATOR_MODE` | `dedicated` | consistent-region coordinators (`coordinators`) |
+| `STREAMS_K8S_COORDINATOR_MODE` | `dedicated` | consistent-region coordinators (`controller.coordinators`) |
 | `STREAMS_K8S_RETRY_DELAY` | 10 | seconds to a failed submission's first retry (doubling) |
 | `STREAMS_K8S_PE_NOTIFICATION_HOST` | unset | where PE subscription datagrams go (not `<job>-<pe>.<ns>`) |
 | `STREAMS_K8S_PE_NOTIFICATION_PORT` | 10000 | their UDP port |
@@ -32,20 +32,21 @@ import aiohttp
 from aiohttp import web
 
 from streams_k8s.api.contract import NOTIFICATIONS_PORT, pe_host
-from streams_k8s.controller.bundle_repository import BundleRepository, pinned_by_pod
-from streams_k8s.controller.bundles import BundleCache, BundleFetcher, DataReader
+from streams_k8s.controller.bundles.fetch import BundleCache, BundleFetcher, DataReader
+from streams_k8s.controller.bundles.repository import BundleRepository, pinned_by_pod
 from streams_k8s.controller.coordinators import (
     CoordinatorObjectsController,
     CoordinatorObjectSettings,
     network_policies_served,
 )
-from streams_k8s.controller.job_controller import RETRY_FIRST_DELAY, JobController
-from streams_k8s.controller.node_placement import NodePlacementController
-from streams_k8s.controller.pe_controller import PeController
-from streams_k8s.controller.pe_datagrams import PeDatagrams
-from streams_k8s.controller.rest_api import InstanceRestApi
-from streams_k8s.controller.subscription_api import SubscriptionApi
-from streams_k8s.controller.subscription_broker import SubscriptionBroker
+from streams_k8s.controller.jobs.base import RETRY_FIRST_DELAY
+from streams_k8s.controller.jobs.controller import JobController
+from streams_k8s.controller.pes.controller import PeController
+from streams_k8s.controller.placement.nodes import NodePlacementController
+from streams_k8s.controller.pubsub.api import SubscriptionApi
+from streams_k8s.controller.pubsub.broker import SubscriptionBroker
+from streams_k8s.controller.pubsub.datagrams import PeDatagrams
+from streams_k8s.controller.rest.api import InstanceRestApi
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.controller import Requeue
 from streams_k8s.k8s.errors import ApiError

@@ -1,6 +1,6 @@
 """A Job's status as the job controller reads and writes it: typed fields over the wire dict.
 
-The status is the controller's write-ahead log (see `job_controller`), so what a patch sends must
+The status is the controller's write-ahead log (see `jobs.controller`), so what a patch sends must
 be exactly what was read plus what changed: the view keeps the API server's dict (``raw``, whose
 field names are `JobStatus`'s wire names) and gives typed reads of it; `with_` returns a copy with
 some fields changed (enums and times written as the API server writes them, None removing a field

@@ -3,7 +3,7 @@
 - `GET /api/state/job/by-id/{id}/name`: the Job's name (text/plain), to resolve PE port labels.
 - `GET|PUT /api/state/job/{job}/pe/{pe}/connectivity`: a JSON string `"Full"|"Partial"|"None"`;
   PUT writes the PE's `status.connectivity` and answers 204. The PE's first report after its pod
-  started also records the pod as running, in the same write (`pod_lifecycle.started_status`).
+  started also records the pod as running, in the same write (`pes.lifecycle.started_status`).
 - `GET|PUT /api/state/job/{job}/pr/{alias}/width`: a JSON integer from 1 to 1,000, the region's
   `spec.width`; PUT sets it (204; the job controller re-fuses the job).
 - `GET /api/endpoints/job/{job}/pe/{pe}`: the PE Service's ports by name.
@@ -11,7 +11,7 @@
 - `PUT|DELETE /api/endpoints/job/{job}/pe/{pe}/endpoint/{ep}`: add or remove port `usr-<ep>` on the
   PE's headless Service (port and targetPort, never a nodePort); 204.
 - `/api/subscriptions/job/{job}/pe/{pe}`: the PE's import/export board, its Export and Import specs,
-  export properties and import filter/streams (routes and formats in `subscription_api`).
+  export properties and import filter/streams (routes and formats in `pubsub.api`).
 
 Jobs are looked up in the controller's namespace, or in every namespace when it watches all (a
 name found in several is a 409: run one controller per namespace then). Unknown jobs, PEs and
@@ -27,7 +27,6 @@ stay open: the runtime sends no credentials.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -47,8 +46,9 @@ from streams_k8s.api.contract import (
 from streams_k8s.api.parallel_region import MAX_WIDTH
 from streams_k8s.api.processing_element import Connectivity, ProcessingElement
 from streams_k8s.controller.kinds import JOBS, PARALLEL_REGIONS, PES
-from streams_k8s.controller.pod_lifecycle import PENDING, pod_phase, started_status
-from streams_k8s.controller.pods_by_owner import PodsByOwner
+from streams_k8s.controller.pes.lifecycle import PENDING, pod_phase, started_status
+from streams_k8s.controller.pes.pods_by_owner import PodsByOwner
+from streams_k8s.controller.rest.openapi import ID, MAX_HOST_NAME, NAME, OPENAPI, PROTOCOLS
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.http_errors import json_error, json_errors
@@ -59,11 +59,7 @@ from streams_k8s.k8s.pod_addresses import PodsByAddress
 from streams_k8s.k8s.reviews import Access, AccessReviews, TokenReviews
 from streams_k8s.k8s.write_guard import WriteTarget, write_guard
 
-_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_ID = re.compile(r"^[0-9]{1,19}$")
-_PROTOCOLS = ("TCP", "UDP", "SCTP")
 _MAX_BODY = 64 * 1024
-_MAX_HOST_NAME = 253
 _EDIT_ATTEMPTS = 5
 # How long a connectivity report waits for the pod cache to show its pod running: the watch lags
 # by far less, and the runtime's HTTP calls time out after about a second.
@@ -149,14 +145,14 @@ class InstanceRestApi:
         return found[0]
 
     def _job(self, name: str) -> Object:
-        if not _NAME.match(name):
+        if not NAME.match(name):
             raise RestError(400, "BadRequest", f"'{name}' is not a job name")
         found = [j for j in self.jobs.store.select() if meta(j).get("name") == name and self._in_scope(j)]
         return self._one(found, f"job '{name}'")
 
     def lookup_pe(self, job_name: str, pe: str) -> tuple[Object, Object]:
         job = self._job(job_name)
-        if not _ID.match(pe):
+        if not ID.match(pe):
             raise RestError(400, "BadRequest", f"'{pe}' is not a PE id")
         namespace = str(meta(job).get("namespace"))
         obj = self.pes.store.get(ObjectKey(namespace, pe_service_name(job_name, int(pe))))
@@ -191,7 +187,7 @@ class InstanceRestApi:
 
     async def job_name(self, request: web.Request) -> web.Response:
         raw = request.match_info["id"]
-        if not _ID.match(raw):
+        if not ID.match(raw):
             raise RestError(400, "BadRequest", f"'{raw}' is not a job id")
         job_id = int(raw)
         found = [
@@ -234,7 +230,7 @@ class InstanceRestApi:
         return web.Response(status=204)
 
     async def _started_status(self, pe: Object) -> dict[str, Any] | None:
-        """The record of a just-started pod, when this report can carry it (see `pod_lifecycle`)."""
+        """The record of a just-started pod, when this report can carry it (see `pes.lifecycle`)."""
         if self.pods is None:
             return None
         # A report comes from a running pod; the pod watch may not have shown it running yet.
@@ -300,7 +296,7 @@ class InstanceRestApi:
     @staticmethod
     def _port_name(endpoint: str) -> str:
         name = f"{USER_PORT_PREFIX}{endpoint}"
-        if not _NAME.match(endpoint) or len(name) > 15:
+        if not NAME.match(endpoint) or len(name) > 15:
             raise RestError(
                 400,
                 "BadRequest",
@@ -336,11 +332,11 @@ class InstanceRestApi:
         if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
             raise RestError(400, "BadRequest", "port: must be an integer from 1 to 65535")
         protocol = info.get("protocol", "TCP")
-        if not isinstance(protocol, str) or protocol.upper() not in _PROTOCOLS:
-            raise RestError(400, "BadRequest", f"protocol: must be one of {list(_PROTOCOLS)}")
+        if not isinstance(protocol, str) or protocol.upper() not in PROTOCOLS:
+            raise RestError(400, "BadRequest", f"protocol: must be one of {list(PROTOCOLS)}")
         host = info.get("canonicalName", "")
-        if not isinstance(host, str) or len(host) > _MAX_HOST_NAME or not host.isprintable():
-            message = f"canonicalName: must be a host name of at most {_MAX_HOST_NAME} characters"
+        if not isinstance(host, str) or len(host) > MAX_HOST_NAME or not host.isprintable():
+            message = f"canonicalName: must be a host name of at most {MAX_HOST_NAME} characters"
             raise RestError(400, "BadRequest", message)
         return port, protocol.upper()
 
@@ -391,260 +387,3 @@ class InstanceRestApi:
 
     async def openapi(self, request: web.Request) -> web.Response:
         return json_response(OPENAPI)
-
-
-_ERROR_SCHEMA = {
-    "type": "object",
-    "required": ["status", "reason", "message"],
-    "properties": {
-        "status": {"type": "integer"},
-        "reason": {"type": "string"},
-        "message": {"type": "string"},
-    },
-}
-_ENDPOINT = {
-    "type": "object",
-    "required": ["port"],
-    "properties": {
-        "canonicalName": {"type": "string", "maxLength": _MAX_HOST_NAME},
-        "port": {"type": "integer", "minimum": 1, "maximum": 65535},
-        "protocol": {"enum": list(_PROTOCOLS)},
-    },
-}
-_CONNECTIVITY = {"enum": [c.value for c in Connectivity]}
-_XML = {"application/xml": {"schema": {"type": "string"}}}
-_TEXT = {"text/plain": {"schema": {"type": "string"}}}
-
-
-_ERROR_TEXTS = (
-    (400, "malformed input"),
-    (401, "a write with no bearer token, not from a PE pod of the job (or an invalid token)"),
-    (403, "a write the token's user (or the calling pod) may not make on this job"),
-    (404, "unknown job, PE or endpoint"),
-    (409, "conflict"),
-    (422, "a value the Kubernetes API refused"),
-)
-# Writes: from the job's PE pods without credentials, or with a bearer token.
-_WRITE_SECURITY: list[dict[str, list[str]]] = [{}, {"bearer": []}]
-
-
-def _errors_for(*codes: int) -> dict[str, Any]:
-    ref = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
-    return {str(code): {"description": text, **ref} for code, text in _ERROR_TEXTS if code in codes}
-
-
-def _guarded(operation: dict[str, Any]) -> dict[str, Any]:
-    """A write operation: its security and the answers of the write guard and the API server."""
-    responses = {**operation["responses"], **_errors_for(401, 403, 422)}
-    return {**operation, "security": _WRITE_SECURITY, "responses": responses}
-
-
-def _param(name: str, pattern: str) -> dict[str, Any]:
-    return {"name": name, "in": "path", "required": True, "schema": {"type": "string", "pattern": pattern}}
-
-
-_JOB, _PE, _EP = _param("job", _NAME.pattern), _param("pe", _ID.pattern), _param("ep", _NAME.pattern)
-_PORT = _param("port", "^[0-9]{1,9}$")
-
-
-def _read(summary: str, content: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "summary": summary,
-        "responses": {"200": {"description": summary, "content": content}, **_errors_for(400, 404)},
-    }
-
-
-def _write(summary: str, content: dict[str, Any], *codes: int) -> dict[str, Any]:
-    return _guarded(
-        {
-            "summary": summary,
-            "requestBody": {"required": True, "content": content},
-            "responses": {
-                "204": {"description": "the Export or Import was patched"},
-                **_errors_for(400, 404, *codes),
-            },
-        }
-    )
-
-
-_SUBSCRIPTIONS = "/api/subscriptions/job/{job}/pe/{pe}"
-_JSON_OBJECT = {"application/json": {"schema": {"type": "object"}}}
-OPENAPI: dict[str, Any] = {
-    "openapi": "3.1.0",
-    "info": {"title": "streams-k8s instance API", "version": "1"},
-    "paths": {
-        "/api/state/job/by-id/{id}/name": {
-            "get": {
-                "summary": "Name of the job with this numeric id",
-                "parameters": [_param("id", _ID.pattern)],
-                "responses": {
-                    "200": {
-                        "description": "job name",
-                        "content": {"text/plain": {"schema": {"type": "string"}}},
-                    },
-                    **_errors_for(400, 404, 409),
-                },
-            }
-        },
-        "/api/state/job/{job}/pe/{pe}/connectivity": {
-            "parameters": [_JOB, _PE],
-            "get": {
-                "summary": "Connectivity the PE last reported",
-                "responses": {
-                    "200": {
-                        "description": "connectivity",
-                        "content": {"application/json": {"schema": _CONNECTIVITY}},
-                    },
-                    **_errors_for(400, 404),
-                },
-            },
-            "put": _guarded(
-                {
-                    "summary": "Report the PE's connectivity",
-                    "requestBody": {
-                        "required": True,
-                        "content": {"application/json": {"schema": _CONNECTIVITY}},
-                    },
-                    "responses": {
-                        "204": {"description": "recorded in the PE status"},
-                        **_errors_for(400, 404),
-                    },
-                }
-            ),
-        },
-        "/api/state/job/{job}/pr/{alias}/width": {
-            "parameters": [
-                _JOB,
-                {"name": "alias", "in": "path", "required": True, "schema": {"type": "string"}},
-            ],
-            "get": {
-                "summary": "The parallel region's width (spec.width)",
-                "responses": {
-                    "200": {
-                        "description": "width",
-                        "content": {"application/json": {"schema": {"type": "integer", "minimum": 1}}},
-                    },
-                    **_errors_for(400, 404, 409),
-                },
-            },
-            "put": _guarded(
-                {
-                    "summary": "Set the parallel region's width (the job is re-fused)",
-                    "requestBody": {
-                        "required": True,
-                        "content": {
-                            "application/json": {
-                                "schema": {"type": "integer", "minimum": 1, "maximum": MAX_WIDTH}
-                            }
-                        },
-                    },
-                    "responses": {
-                        "204": {"description": "recorded in the ParallelRegion spec"},
-                        **_errors_for(400, 404, 409),
-                    },
-                }
-            ),
-        },
-        "/api/endpoints/job/{job}/pe/{pe}": {
-            "parameters": [_JOB, _PE],
-            "get": {
-                "summary": "Ports of the PE's Service by name",
-                "responses": {
-                    "200": {
-                        "description": "ports",
-                        "content": {"application/json": {"schema": {"type": "object"}}},
-                    },
-                    **_errors_for(400, 404),
-                },
-            },
-        },
-        "/api/endpoints/job/{job}/endpoint/{ep}": {
-            "parameters": [_JOB, _EP],
-            "get": {
-                "summary": "Where a user endpoint of the job is",
-                "responses": {
-                    "200": {
-                        "description": "endpoint",
-                        "content": {"application/json": {"schema": _ENDPOINT}},
-                    },
-                    **_errors_for(400, 404),
-                },
-            },
-        },
-        "/api/endpoints/job/{job}/pe/{pe}/endpoint/{ep}": {
-            "parameters": [_JOB, _PE, _EP],
-            "put": _guarded(
-                {
-                    "summary": "Add or replace the user endpoint (Service port usr-<ep>)",
-                    "requestBody": {"required": True, "content": {"application/json": {"schema": _ENDPOINT}}},
-                    "responses": {"204": {"description": "port added"}, **_errors_for(400, 404, 409)},
-                }
-            ),
-            "delete": _guarded(
-                {
-                    "summary": "Remove the user endpoint",
-                    "responses": {"204": {"description": "port removed"}, **_errors_for(400, 404)},
-                }
-            ),
-        },
-        _SUBSCRIPTIONS: {
-            "parameters": [_JOB, _PE],
-            "get": _read("The PE's import/export board", _JSON_OBJECT),
-        },
-        f"{_SUBSCRIPTIONS}/export/{{port}}": {
-            "parameters": [_JOB, _PE, _PORT],
-            "get": _read("The Export spec of the PE output port", _JSON_OBJECT),
-        },
-        f"{_SUBSCRIPTIONS}/import/{{port}}": {
-            "parameters": [_JOB, _PE, _PORT],
-            "get": _read("The Import spec of the PE input port", _JSON_OBJECT),
-        },
-        f"{_SUBSCRIPTIONS}/export/{{port}}/properties": {
-            "parameters": [_JOB, _PE, _PORT],
-            "put": _write("Add exported stream properties (streamProperties XML)", _XML, 409),
-            "patch": _write("Set (add or replace) exported stream properties", _XML, 409),
-            "post": _guarded(
-                {
-                    "summary": "The named properties (body streamPropertyNames XML)",
-                    "requestBody": {"required": True, "content": _XML},
-                    "responses": {
-                        "200": {"description": "streamProperties", "content": _XML},
-                        **_errors_for(400, 404),
-                    },
-                }
-            ),
-            "delete": _write("Remove the named properties (streamPropertyNames XML)", _XML, 409),
-        },
-        f"{_SUBSCRIPTIONS}/export/{{port}}/property/{{name}}": {
-            "parameters": [
-                _JOB,
-                _PE,
-                _PORT,
-                {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}},
-            ],
-            "put": _write("Add one property (streamProperty XML)", _XML, 409),
-            "patch": _write("Set one property", _XML, 409),
-            "get": _read("One property", _XML),
-            "delete": _guarded(
-                {
-                    "summary": "Remove one property",
-                    "responses": {"204": {"description": "removed"}, **_errors_for(400, 404, 409)},
-                }
-            ),
-        },
-        f"{_SUBSCRIPTIONS}/import/{{port}}/filter": {
-            "parameters": [_JOB, _PE, _PORT],
-            "get": _read("The import filter (empty: none)", _TEXT),
-            "put": _write("Set the import filter (empty: none)", _TEXT, 409),
-        },
-        f"{_SUBSCRIPTIONS}/import/{{port}}/streams": {
-            "parameters": [_JOB, _PE, _PORT],
-            "get": _read("The imported streams (importedStreams XML)", _XML),
-            "put": _write("Replace the imported streams (importedStreams XML)", _XML, 409),
-        },
-    },
-    "components": {
-        "schemas": {"Error": _ERROR_SCHEMA},
-        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-    },
-}

@@ -1,7 +1,7 @@
 """When a PE gets a new pod: the launch state machine of one PE, as a pure decision.
 
 The PE's ``status.launchCount`` names the launch that should be running; the pod of launch ``n``
-has a name fixed by (PE uid, n) (``pod_spec.pod_name``), so creating it again is harmless. A
+has a name fixed by (PE uid, n) (``children.pod.pod_name``), so creating it again is harmless. A
 relaunch is written ahead: the controller first records ``launchCount = n + 1`` (and the new pod
 name, phase ``Pending``), then removes the old pod and creates the new one. A controller killed
 anywhere in between finds the status saying what it meant and finishes the job, never launching

@@ -15,7 +15,7 @@ the history and however often the controller restarts. A change is applied in th
 3. the region's ``status.width`` / ``selector`` and ``Resized=True`` say it is applied.
 
 A width that cannot be planned or placed, or whose objects the cluster would not accept
-(`child_limits`), changes nothing; one whose objects the API server refuses in step 2
+(`children.limits`), changes nothing; one whose objects the API server refuses in step 2
 (`ChildRefused`) is applied back to the running plan. Either way ``Resized=False`` (reason
 ``ResizeFailed``) and a Warning Event say why, until the region's spec is edited again.
 
@@ -31,9 +31,9 @@ from typing import Any
 
 from streams_k8s.api.contract import JOB_LABEL, NAME_TABLE_KEY, SVC_LABEL, pe_service_name
 from streams_k8s.app.plan import Plan, PlanDiff, diff_plans
-from streams_k8s.controller.child_limits import REFUSED, refused
+from streams_k8s.controller.children.desired import Desired
+from streams_k8s.controller.children.limits import REFUSED, refused
 from streams_k8s.controller.kinds import CONSISTENT_REGIONS, EXPORTS, IMPORTS, PARALLEL_REGIONS, PES
-from streams_k8s.controller.submission import Desired
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.conditions import set_condition
 from streams_k8s.k8s.errors import ApiError
@@ -168,7 +168,7 @@ async def apply(client: KubeClient, change: WidthChange) -> None:
             await _write(child, client.patch(resource, name, {"spec": child.body["spec"]}, namespace))
 
 
-# What the PE runtime edits through the REST API (`subscription_api`): it belongs to the operators,
+# What the PE runtime edits through the REST API (`pubsub.api`): it belongs to the operators,
 # so it follows them to whichever PE port the re-fusion gives them.
 _EDITABLE = {EXPORTS: "stream", IMPORTS: "streams"}
 

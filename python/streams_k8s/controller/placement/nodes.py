@@ -23,7 +23,7 @@ from streams_k8s.api.host_pool import HostPool, HostPoolSpec
 from streams_k8s.api.job import Job
 from streams_k8s.api.processing_element import ProcessingElementSpec
 from streams_k8s.controller.kinds import HOSTPOOLS, JOBS, PES
-from streams_k8s.controller.placement import (
+from streams_k8s.controller.placement.constraints import (
     EXCLUSIVE_TAINT_KEY,
     NodeInfo,
     PlacedPe,

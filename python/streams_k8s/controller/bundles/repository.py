@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from streams_k8s.api.contract import JOB_LABEL, REPOSITORY_PORT
-from streams_k8s.controller.bundles import DIGEST, BundleCache, BundleError
+from streams_k8s.controller.bundles.fetch import DIGEST, BundleCache, BundleError
 from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.objects import ObjectKey, meta
 from streams_k8s.k8s.pod_addresses import PodsByAddress

@@ -1,7 +1,7 @@
 """The PE controller: each ProcessingElement gets its pod, restarted by the PE's policies.
 
 Keyed by PE. Reads the caches of PEs, Jobs, HostPools, PE ConfigMaps, pods and nodes; decides
-with ``pod_lifecycle.decide``; acts (create, replace, relabel, status) and stops. Every write is
+with ``pes.lifecycle.decide``; acts (create, replace, relabel, status) and stops. Every write is
 idempotent (deterministic pod names, 409 on create is success, status patches carry the
 resourceVersion they were decided on), so a killed controller resumes where it left off.
 
@@ -12,7 +12,7 @@ Contract with the job controller (which creates PEs, their ConfigMaps and host p
   with the PE's content id, key ``aadl.xml``; HostPool ``<job>-<poolIndex>``.
 - PE status: ``launchCount``, ``podName``, ``nodeName``, ``phase`` are written here;
   ``connectivity`` by the REST API, which also records a pod that has just started running
-  (``pod_lifecycle.started_status``); the controller waits ``report_grace`` for that report.
+  (``pes.lifecycle.started_status``); the controller waits ``report_grace`` for that report.
 - A PE deleted while its Job lives is recreated by the job controller; its launch count is
   continued here: the last count is kept on the PE ConfigMap (annotation
   ``streams.ibm.com/launch-count``), written when the deletion is seen.
@@ -39,19 +39,18 @@ from streams_k8s.api.contract import (
 from streams_k8s.api.host_pool import HostPool
 from streams_k8s.api.job import Job
 from streams_k8s.api.processing_element import ProcessingElement
+from streams_k8s.controller.children.pod import PeRuntimeSettings, build_pod, pe_config_map_name, pod_name
 from streams_k8s.controller.kinds import HOSTPOOLS, JOBS, PES
-from streams_k8s.controller.node_placement import unprepared_nodes
-from streams_k8s.controller.placement import NodeInfo, PlacedPe, PlacementError, PodPlacement, plan_placement
-from streams_k8s.controller.pod_lifecycle import (
-    PENDING,
-    Action,
-    Decision,
-    decide,
-    pod_launch,
-    status_fields,
+from streams_k8s.controller.pes.lifecycle import PENDING, Action, Decision, decide, pod_launch, status_fields
+from streams_k8s.controller.pes.pods_by_owner import PodsByOwner
+from streams_k8s.controller.placement.constraints import (
+    NodeInfo,
+    PlacedPe,
+    PlacementError,
+    PodPlacement,
+    plan_placement,
 )
-from streams_k8s.controller.pod_spec import PeRuntimeSettings, build_pod, pe_config_map_name, pod_name
-from streams_k8s.controller.pods_by_owner import PodsByOwner
+from streams_k8s.controller.placement.nodes import unprepared_nodes
 from streams_k8s.k8s.controller import Requeue, generation_changed
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.events import EventRecorder
@@ -318,5 +317,5 @@ class PeController:
 
 
 def setup(manager: Manager, settings: PeRuntimeSettings | None = None) -> PeController:
-    """Register the PE controller (``--controller streams_k8s.controller.pe_controller:setup``)."""
+    """Register the PE controller (``--controller streams_k8s.controller.pes.controller:setup``)."""
     return PeController(manager, settings)

@@ -13,6 +13,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 
+from streams_k8s.api.job import Job
+from streams_k8s.api.processing_element import TransportSecurityType
+
 
 def transport_certificate(validity_days: int, now: datetime | None = None) -> tuple[str, str]:
     """(certificate PEM, private key PEM) of a fresh self-signed transport certificate."""
@@ -39,3 +42,7 @@ def transport_certificate(validity_days: int, now: datetime | None = None) -> tu
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
     return certificate.public_bytes(serialization.Encoding.PEM).decode(), key_pem.decode()
+
+
+def needs_transport_certificate(job: Job) -> bool:
+    return job.spec.processing_element.transport_security_type is TransportSecurityType.TLS_V1_2

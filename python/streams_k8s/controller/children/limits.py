@@ -28,9 +28,10 @@ import orjson
 
 from streams_k8s.api.contract import PE_LABEL
 from streams_k8s.api.job import DNS_1035_LABEL
-from streams_k8s.controller import labels
+from streams_k8s.controller.children.desired import Desired
 from streams_k8s.controller.kinds import PES
-from streams_k8s.controller.submission import Desired, SubmissionFailure
+from streams_k8s.controller.placement.label_values import is_label_value
+from streams_k8s.controller.planning import SubmissionFailure
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.kinds import CONFIGMAPS, SERVICES
 
@@ -82,7 +83,7 @@ def child_problem(child: Desired) -> str | None:
     if len(name) > MAX_NAME or not _SUBDOMAIN.match(name):
         return f"{_what(child)}: the name must be a DNS-1123 subdomain of at most {MAX_NAME} characters"
     for key, value in (metadata.get("labels") or {}).items():
-        if not labels.is_label_value(value):
+        if not is_label_value(value):
             return f"{_what(child)}: label {key}={value!r} is not a label value (at most 63 characters)"
     annotations = sum(
         len(k.encode()) + len(v.encode()) for k, v in (metadata.get("annotations") or {}).items()

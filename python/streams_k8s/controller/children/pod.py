@@ -45,7 +45,7 @@ from streams_k8s.api.contract import (
 )
 from streams_k8s.api.job import Job
 from streams_k8s.api.processing_element import BuildType, ProcessingElement
-from streams_k8s.controller.placement import PodPlacement
+from streams_k8s.controller.placement.constraints import PodPlacement
 
 RUN_AS_USER = 2098
 RUN_AS_GROUP = 2015

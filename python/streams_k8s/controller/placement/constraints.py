@@ -31,7 +31,7 @@ from streams_k8s.api.contract import (
 )
 from streams_k8s.api.host_pool import HostPoolSpec, MembershipMode
 from streams_k8s.api.processing_element import Placement
-from streams_k8s.controller.labels import LabelValueError, sanitize_label_value
+from streams_k8s.controller.placement.label_values import LabelValueError, sanitize_label_value
 
 HOSTPOOL_TAG_LABEL = "streams.ibm.com/hostpool"
 EXCLUSIVE_TAINT_KEY = "streams.ibm.com/exclusive-pool"

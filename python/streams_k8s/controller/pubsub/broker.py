@@ -1,4 +1,4 @@
-"""The subscription broker: keeps each namespace's board (`subscriptions`) current and tells PEs.
+"""The subscription broker: keeps each namespace's board (`pubsub.board`) current and tells PEs.
 
 Any change of an Export, an Import or a Job recomputes the board of its namespace. Every PE whose
 document changed (exporting, importing, or subscribed before and no longer) and whose job still
@@ -18,8 +18,8 @@ import logging
 import orjson
 
 from streams_k8s.controller.kinds import IMPORTS
-from streams_k8s.controller.pe_datagrams import PeDatagrams
-from streams_k8s.controller.subscriptions import Board, PeKey, compute_board
+from streams_k8s.controller.pubsub.board import Board, PeKey, compute_board
+from streams_k8s.controller.pubsub.datagrams import PeDatagrams
 from streams_k8s.k8s.conditions import find_condition, set_condition
 from streams_k8s.k8s.controller import Requeue, generation_changed
 from streams_k8s.k8s.errors import ApiError
