@@ -18,6 +18,7 @@ from streams_k8s.api.contract import (
     PE_LABEL,
     SVC_LABEL,
 )
+from streams_k8s.api.job import Job
 from streams_k8s.controller.kinds import HOSTPOOLS, JOBS, PES
 from streams_k8s.controller.pes.controller import PeController
 from streams_k8s.controller.placement.nodes import NodePlacementController
@@ -40,16 +41,8 @@ def aadl(pe_id: int, *, inputs: int = 1) -> str:
     )
 
 
-def owner(obj: Object) -> dict[str, Any]:
-    m = obj["metadata"]
-    return {
-        "apiVersion": obj["apiVersion"],
-        "kind": obj["kind"],
-        "name": m["name"],
-        "uid": m["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+def owner(job: Object) -> dict[str, Any]:
+    return Job.from_wire(job).as_owner()
 
 
 async def create_job(client: KubeClient, name: str = "app", **spec: Any) -> Object:

@@ -17,8 +17,8 @@ from operator_support import SUBMITTED, as_pe, free_port, job_manifest, operator
 from streams_k8s import __version__
 from streams_k8s.api.contract import JOB_LABEL, coordinator_service_name
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
-from streams_k8s.controller.coordinators import CoordinatorObjectSettings, CoordinatorSettingError
 from streams_k8s.controller.kinds import CONSISTENT_REGION_OPERATORS, CONSISTENT_REGIONS, JOBS
+from streams_k8s.controller.settings import OperatorSettingError, OperatorSettings
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.events import EVENTS
@@ -227,15 +227,16 @@ async def test_dedicated_coordinators_run_the_operators_own_image(
     assert container["args"] == ["coordinator", "--mode", "dedicated", "--job", "own"]
 
 
-def test_coordinator_settings_from_the_environment() -> None:
-    settings = CoordinatorObjectSettings.from_env({}, operator_image="registry.test/streams-k8s:7")
-    assert settings.mode.value == "dedicated"
-    assert settings.image == "registry.test/streams-k8s:7"
-    chosen = CoordinatorObjectSettings.from_env(
-        {"STREAMS_K8S_COORDINATOR_IMAGE": "mine:1"}, operator_image="x"
-    )
-    assert chosen.image == "mine:1"
+def test_coordinator_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for variable in ("STREAMS_K8S_COORDINATOR_MODE", "STREAMS_K8S_COORDINATOR_IMAGE"):
+        monkeypatch.delenv(variable, raising=False)
+    settings = OperatorSettings.from_environment()
+    assert settings.coordinator_mode.value == "dedicated"
+    assert settings.coordinator_image_or("registry.test/streams-k8s:7") == "registry.test/streams-k8s:7"
     # Outside a pod: the tag deploy/Dockerfile's build documents.
-    assert CoordinatorObjectSettings.from_env({}).image == f"streams-k8s:{__version__.split('+', 1)[0]}"
-    with pytest.raises(CoordinatorSettingError, match="STREAMS_K8S_COORDINATOR_MODE='pool'"):
-        CoordinatorObjectSettings.from_env({"STREAMS_K8S_COORDINATOR_MODE": "pool"})
+    assert settings.coordinator_image_or(None) == f"streams-k8s:{__version__.split('+', 1)[0]}"
+    monkeypatch.setenv("STREAMS_K8S_COORDINATOR_IMAGE", "mine:1")
+    assert OperatorSettings.from_environment().coordinator_image_or("x") == "mine:1"
+    monkeypatch.setenv("STREAMS_K8S_COORDINATOR_MODE", "pool")
+    with pytest.raises(OperatorSettingError, match="STREAMS_K8S_COORDINATOR_MODE='pool'"):
+        OperatorSettings.from_environment()

@@ -10,8 +10,9 @@ import pytest
 from streams_k8s.api import Job, ProcessingElement
 from streams_k8s.api.base import ResourceRequirements
 from streams_k8s.api.processing_element import BuildType
+from streams_k8s.api.quantity import divide_quantity
 from streams_k8s.controller.children.pod import PeRuntimeSettings, build_pod, pod_name
-from streams_k8s.controller.children.resources import divide_quantity, divide_resources
+from streams_k8s.controller.children.resources import divide_resources
 from streams_k8s.controller.placement.constraints import PodPlacement
 
 

@@ -85,14 +85,21 @@ def input_port_name(port_id: int) -> str:
     return f"sys-{port_id}"
 
 
-# --- mount paths and ConfigMap keys ------------------------------------------------------------
+# --- environment, mount paths and ConfigMap keys ------------------------------------------------------------
 
+# Of the PE container's STREAMS_* variables, those read elsewhere too (the sandbox's PE runtime, a
+# coordinator's tools): a pod's job and PE.
+JOB_NAME_ENV: Final = "STREAMS_JOB_NAME"
+PE_ID_ENV: Final = "STREAMS_PE_ID"
 PE_CONFIG_DIR: Final = "/etc/config/pe"  # the PE's ConfigMap
 JOB_CONFIG_DIR: Final = "/etc/config/job"  # the job's ConfigMap
 DATA_DIR: Final = "/data"
 CHECKPOINT_DIR: Final = "/checkpoint"
 APP_PROPERTIES_DIR: Final = "/etc/config/app"
 RESTRICTED_PROPERTIES_DIR: Final = "/etc/config/restricted"
+# Exact text the runtime parses for a file-system checkpoint store (at CHECKPOINT_DIR).
+FILE_SYSTEM_CHECKPOINT_CONFIG: Final = f'{{ "Dir" : "{CHECKPOINT_DIR}" }}'
+LIVENESS_FILE: Final = "/tmp/live"  # the PE's liveness probe: `cat` it
 AADL_KEY: Final = "aadl.xml"  # in the PE's ConfigMap
 NAME_TABLE_KEY: Final = "operator_port_labels.properties"  # in the job's ConfigMap
 # The job's transport certificate and key (PEM), in the job's ConfigMap when PEs use TLS.

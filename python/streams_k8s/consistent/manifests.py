@@ -25,6 +25,7 @@ from streams_k8s.api.contract import (
     CR_LABEL,
     GENERATION_LABEL,
     JOB_LABEL,
+    JOB_NAME_ENV,
     METRICS_PORT,
     METRICS_PORT_NAME,
     SVC_LABEL,
@@ -161,7 +162,7 @@ def coordinator_deployment(
         args=["--mode", "dedicated", "--job", spec.job_name],
         # The original's variables, for tools that read them.
         env=[
-            {"name": "STREAMS_JOB_NAME", "value": spec.job_name},
+            {"name": JOB_NAME_ENV, "value": spec.job_name},
             {"name": "STREAMS_JOB_ID", "value": spec.job_uid},
             {"name": "STREAMS_GENERATION_ID", "value": str(generation)},
             {"name": "NUM_CONSISTENT_REGIONS", "value": str(spec.num_regions)},

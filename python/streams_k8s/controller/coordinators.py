@@ -19,12 +19,7 @@ namespace setup (``deploy/coordinator-rbac.yaml``). A cluster that does not serv
 (found at start) gets the Deployment and Service anyway, with a Warning Event on the CRO saying
 the API is unguarded.
 
-Settings (environment of the operator):
-
-| variable | default | use |
-|---|---|---|
-| `STREAMS_K8S_COORDINATOR_MODE` | `dedicated` | mode recorded on new jobs' CROs (`dedicated` or `shared`) |
-| `STREAMS_K8S_COORDINATOR_IMAGE` | the operator's own image | coordinator image |
+Settings: `STREAMS_K8S_COORDINATOR_MODE` and `STREAMS_K8S_COORDINATOR_IMAGE` (`controller.settings`).
 
 The coordinator is the same program as the operator (`streams-k8s coordinator`), so by default it
 runs from the image the operator runs from: the image of the operator's own pod (`POD_NAME`,
@@ -36,14 +31,11 @@ deploy/Dockerfile's build documents.
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
-from streams_k8s import __version__
 from streams_k8s.api.consistent_region import ConsistentRegionOperator, CoordinatorMode
 from streams_k8s.api.contract import APP_LABEL, APP_VALUE, GENERATION_LABEL, SVC_LABEL
 from streams_k8s.consistent.manifests import (
@@ -67,30 +59,12 @@ NETWORK_POLICY_UNAVAILABLE = "NetworkPolicyUnavailable"
 NETWORK_POLICY_RESTORED = "NetworkPolicyRestored"
 
 
-class CoordinatorSettingError(ValueError):
-    """An operator setting for coordinators that cannot be used."""
-
-
 @dataclass(frozen=True, slots=True)
 class CoordinatorObjectSettings:
+    """What the coordinators of new jobs run in (`controller.settings` reads them)."""
+
     mode: CoordinatorMode = CoordinatorMode.DEDICATED
     image: str = ""
-
-    @classmethod
-    def from_env(
-        cls, env: Mapping[str, str] = os.environ, operator_image: str | None = None
-    ) -> CoordinatorObjectSettings:
-        """The settings in ``env``; ``operator_image``: the image the operator runs, if known."""
-        raw = env.get("STREAMS_K8S_COORDINATOR_MODE", CoordinatorMode.DEDICATED.value)
-        try:
-            mode = CoordinatorMode(raw)
-        except ValueError:
-            raise CoordinatorSettingError(
-                f"STREAMS_K8S_COORDINATOR_MODE={raw!r}: use "
-                + " or ".join(repr(m.value) for m in CoordinatorMode)
-            ) from None
-        default = operator_image or f"streams-k8s:{__version__.split('+', 1)[0]}"
-        return cls(mode=mode, image=env.get("STREAMS_K8S_COORDINATOR_IMAGE") or default)
 
 
 def coordinator_objects(

@@ -48,9 +48,11 @@ from streams_k8s.api.contract import (
     APP_VALUE,
     JOB_CONFIG_DIR,
     JOB_LABEL,
+    JOB_NAME_ENV,
     LAUNCH_COUNT_LABEL,
     NAME_TABLE_KEY,
     PE_CONFIG_DIR,
+    PE_ID_ENV,
     PE_LABEL,
     PE_PORT_BASE,
     SVC_LABEL,
@@ -180,8 +182,8 @@ def identify(pod: dict[str, Any]) -> PeIdentity | None:
     labels = meta.get("labels") or {}
     containers = (pod.get("spec") or {}).get("containers") or [{}]
     env = {e.get("name"): e.get("value") for e in containers[0].get("env") or [] if isinstance(e, dict)}
-    job = labels.get(JOB_LABEL) or env.get("STREAMS_JOB_NAME")
-    pe = labels.get(PE_LABEL) or env.get("STREAMS_PE_ID")
+    job = labels.get(JOB_LABEL) or env.get(JOB_NAME_ENV)
+    pe = labels.get(PE_LABEL) or env.get(PE_ID_ENV)
     if not job or pe is None:
         return None
     container = str(containers[0].get("name") or "")

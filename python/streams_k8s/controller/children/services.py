@@ -7,12 +7,8 @@ from typing import Any
 from streams_k8s.api.contract import (
     APP_LABEL,
     APP_VALUE,
-    CONSISTENT_REGION_PORT,
     JOB_LABEL,
-    METRICS_PORT,
-    NOTIFICATIONS_PORT,
     PE_LABEL,
-    PE_PORT_BASE,
     SVC_LABEL,
     SVC_PE,
     USER_PORT_PREFIX,
@@ -20,6 +16,7 @@ from streams_k8s.api.contract import (
 )
 from streams_k8s.app.physical import PlannedPe
 from streams_k8s.controller.children.metadata import ChildMetadata, pe_labels
+from streams_k8s.controller.children.pe_ports import service_ports
 
 
 def pe_service(pe: PlannedPe, metadata: ChildMetadata) -> dict[str, Any]:
@@ -32,19 +29,9 @@ def pe_service(pe: PlannedPe, metadata: ChildMetadata) -> dict[str, Any]:
         "spec": {
             "clusterIP": "None",
             "selector": pe_service_selector(metadata.job, pe.id),
-            "ports": _service_ports(pe),
+            "ports": service_ports(len(pe.inputs)),
         },
     }
-
-
-def _service_ports(pe: PlannedPe) -> list[dict[str, Any]]:
-    ports = [{"name": f"sys-{p.id}", "port": PE_PORT_BASE + p.id, "protocol": "TCP"} for p in pe.inputs]
-    return [
-        *ports,
-        {"name": "sys-metrics", "port": METRICS_PORT, "protocol": "TCP"},
-        {"name": "sys-notifications", "port": NOTIFICATIONS_PORT, "protocol": "UDP"},
-        {"name": "sys-consistentregion", "port": CONSISTENT_REGION_PORT, "protocol": "UDP"},
-    ]
 
 
 def pe_service_selector(job: str, pe: int) -> dict[str, str]:

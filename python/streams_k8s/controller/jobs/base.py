@@ -128,6 +128,18 @@ class JobControllerBase:
         # Per Job, dropped when it goes (`retained` counts them).
         self._planned: dict[str, KeptPlan] = {}  # by Job uid
         self._counts_written: dict[str, float] = {}  # by Job uid: monotonic time of the last count write
+        self.jobs.add_handler(self._forget_deleted)
+        self.controller = manager.controller("jobs", self.reconcile, workers=4)
+        self.controller.watch(self.jobs)
+        for informer in self.children.values():
+            self.controller.watch(informer, self._job_of)
+        self.controller.watch(self.pods, self._job_of)
+        for informer in (*self.children.values(), self.pods):  # "the X of job J" on every reconcile
+            informer.store.index_label(JOB_LABEL)
+
+    async def reconcile(self, key: ObjectKey) -> Requeue | None:
+        """Converge one Job (`jobs.controller.JobController`)."""
+        raise NotImplementedError
 
     def _forget_deleted(self, kind: str, old: Object | None, new: Object | None) -> None:
         """A Job gone from the cache (its deletion finished) takes its plan and children with it."""

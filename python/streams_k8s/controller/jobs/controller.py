@@ -52,18 +52,13 @@ Job is gone from the cache (`retained` counts it).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-from streams_k8s.api.consistent_region import CoordinatorMode
-from streams_k8s.api.contract import JOB_LABEL
 from streams_k8s.api.job import Job, JobPhase
-from streams_k8s.controller.bundles.fetch import BundleFetcher
 from streams_k8s.controller.jobs.base import (
     BUNDLE_FETCHED,
     CLEANUP_POLL,
     PLANNED,
-    RETRY_FIRST_DELAY,
     SUBMITTED,
     VALID,
     status_written,
@@ -76,7 +71,6 @@ from streams_k8s.controller.kinds import JOBS
 from streams_k8s.controller.planning import SubmissionFailure, validate_job
 from streams_k8s.k8s.conditions import set_condition
 from streams_k8s.k8s.controller import Requeue
-from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import Object, ObjectKey, meta
 
 
@@ -91,23 +85,6 @@ def _failed_reason(status: JobStatusView) -> str:
 
 class JobController(RunningJobs):
     """Reconciles Jobs: validation, the phases of a submission and its retries (see the module docs)."""
-
-    def __init__(
-        self,
-        manager: Manager,
-        fetcher_factory: Callable[[], Awaitable[BundleFetcher]],
-        coordinator_mode: CoordinatorMode = CoordinatorMode.DEDICATED,
-        retry_delay: float = RETRY_FIRST_DELAY,
-    ) -> None:
-        super().__init__(manager, fetcher_factory, coordinator_mode, retry_delay)
-        self.jobs.add_handler(self._forget_deleted)
-        self.controller = manager.controller("jobs", self.reconcile, workers=4)
-        self.controller.watch(self.jobs)
-        for informer in self.children.values():
-            self.controller.watch(informer, self._job_of)
-        self.controller.watch(self.pods, self._job_of)
-        for informer in (*self.children.values(), self.pods):  # "the X of job J" on every reconcile
-            informer.store.index_label(JOB_LABEL)
 
     async def reconcile(self, key: ObjectKey) -> Requeue | None:
         obj = self.jobs.store.get(key)

@@ -35,11 +35,12 @@ from streams_k8s.api.contract import (
     LAUNCH_COUNT_ANNOTATION,
     SVC_LABEL,
     SVC_ZOMBIE,
+    pe_service_name,
 )
 from streams_k8s.api.host_pool import HostPool
 from streams_k8s.api.job import Job
 from streams_k8s.api.processing_element import ProcessingElement
-from streams_k8s.controller.children.pod import PeRuntimeSettings, build_pod, pe_config_map_name, pod_name
+from streams_k8s.controller.children.pod import PeRuntimeSettings, build_pod, pod_name
 from streams_k8s.controller.kinds import HOSTPOOLS, JOBS, PES
 from streams_k8s.controller.pes.lifecycle import PENDING, Action, Decision, decide, pod_launch, status_fields
 from streams_k8s.controller.pes.pods_by_owner import PodsByOwner
@@ -224,7 +225,7 @@ class PeController:
         """The pod's placement once its ConfigMap (with the PE's content) is there, or what is
         still missing ("" when nothing is)."""
         namespace, job_name = key.namespace, str(job.metadata.name)
-        cm = self.configmaps.store.get(ObjectKey(namespace, pe_config_map_name(job_name, pe.spec.id)))
+        cm = self.configmaps.store.get(ObjectKey(namespace, pe_service_name(job_name, pe.spec.id)))
         if cm is None:
             return None, "ConfigMap"
         content = meta(cm).get("annotations", {}).get(CONTENT_ID_ANNOTATION)
