@@ -17,14 +17,9 @@ import aiohttp
 from aiohttp import web
 
 from streams_k8s.api.contract import coordinator_service_name
-from streams_k8s.consistent.coordinator import (
-    CONSISTENT_REGIONS,
-    PROCESSING_ELEMENTS,
-    REGION_OPERATORS,
-    Coordinator,
-    CoordinatorSettings,
-    setup,
-)
+from streams_k8s.consistent.coordinator import Coordinator, setup
+from streams_k8s.consistent.coordinator_settings import CoordinatorSettings
+from streams_k8s.consistent.kinds import CONSISTENT_REGIONS, PROCESSING_ELEMENTS, REGION_OPERATORS
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.kinds import ENDPOINT_SLICES, PODS

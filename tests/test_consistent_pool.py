@@ -11,8 +11,8 @@ import pytest
 
 from cr_cluster import NAMESPACE, REGION_OPERATORS, JobWorld, region_spec
 from k8s_support import eventually_async
-from streams_k8s.consistent.manifests import POOL_NAME, coordinator_pool, pool_scheduler
 from streams_k8s.consistent.pool import PoolSettings, setup
+from streams_k8s.consistent.pool_manifests import POOL_NAME, coordinator_pool, pool_scheduler
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.kinds import STATEFULSETS
 from streams_k8s.k8s.manager import Manager

@@ -2,6 +2,8 @@
 
 Serialised on one line without insignificant whitespace, with attributes in a fixed order, so
 the same PE always gives the same bytes and its sha256 is a stable content id.
+
+Long: the AADL writer, one element type after another in the schema's order, read top to bottom.
 """
 
 from __future__ import annotations

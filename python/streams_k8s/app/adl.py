@@ -2,6 +2,8 @@
 
 The XML is parsed with :mod:`streams_k8s.app.safe_xml`; every structural problem becomes an
 :class:`AdlError` that names the element at fault.
+
+Long: the ADL reader, one element type after another in the schema's order, read top to bottom.
 """
 
 from __future__ import annotations
@@ -377,6 +379,49 @@ def _parallel_region(el: etree._Element) -> AdlParallelRegion:
     )
 
 
+def _host_pools(app: etree._Element) -> tuple[AdlHostPool, ...]:
+    return tuple(
+        AdlHostPool(
+            index=_int(h, "index"),
+            name=_req(h, "name"),
+            exclusive=h.get("membershipMode") == "exclusive",
+            size=_opt_int(h, "size"),
+            hosts=tuple(_req(x, "hostname") for x in _children(h, "host")),
+            tags=tuple(_req(t, "name") for t in _children(h, "tag")),
+        )
+        for h in _children(_child(app, "hostpools"), "hostpool")
+    )
+
+
+def _definitions(app: etree._Element) -> tuple[OperatorDefinition, ...]:
+    return tuple(
+        OperatorDefinition(
+            index=_int(d, "index"),
+            kind=_req(d, "kind"),
+            runtime_type=d.get("runtimeType", "SPL_CPlusPlus"),
+            toolkit_index=_opt_int(d, "toolkitIndex") or 0,
+            custom_metric_indices=tuple(
+                int(_text(i)) for i in _children(_child(d, "customMetricIndicies"), "customMetricIndex")
+            ),
+        )
+        for d in _children(_child(app, "primitiveOperDefinitions"), "primitiveOperDefinition")
+    )
+
+
+def _submission_time_values(app: etree._Element) -> tuple[SubmissionTimeValue, ...]:
+    return tuple(
+        SubmissionTimeValue(
+            index=_int(v, "index"),
+            name=_req(v, "name"),
+            composite_name=v.get("compositeName", ""),
+            kind=v.get("kind", "named"),
+            required=_bool(v, "required", False),
+            default_value=v.get("defaultValue"),
+        )
+        for v in _children(_child(app, "submissionTimeValues"), "submissionTimeValue")
+    )
+
+
 def parse_adl(data: bytes, *, what: str = "ADL") -> Application:
     """Parse ADL bytes (untrusted) into an :class:`Application`. Raises AdlError."""
     try:
@@ -421,35 +466,14 @@ def parse_adl(data: bytes, *, what: str = "ADL") -> Application:
         main_composite=_int(mains[0], "index"),
         operators=builder.operators,
         composites=builder.composites,
-        hostpools=tuple(
-            AdlHostPool(
-                index=_int(h, "index"),
-                name=_req(h, "name"),
-                exclusive=h.get("membershipMode") == "exclusive",
-                size=_opt_int(h, "size"),
-                hosts=tuple(_req(x, "hostname") for x in _children(h, "host")),
-                tags=tuple(_req(t, "name") for t in _children(h, "tag")),
-            )
-            for h in _children(_child(app, "hostpools"), "hostpool")
-        ),
+        hostpools=_host_pools(app),
         tuple_types=tuple(
             TupleType(
                 _int(t, "index"), tuple((_req(a, "name"), _req(a, "type")) for a in _children(t, "attribute"))
             )
             for t in _children(_child(app, "tupleTypes"), "tupleType")
         ),
-        definitions=tuple(
-            OperatorDefinition(
-                index=_int(d, "index"),
-                kind=_req(d, "kind"),
-                runtime_type=d.get("runtimeType", "SPL_CPlusPlus"),
-                toolkit_index=_opt_int(d, "toolkitIndex") or 0,
-                custom_metric_indices=tuple(
-                    int(_text(i)) for i in _children(_child(d, "customMetricIndicies"), "customMetricIndex")
-                ),
-            )
-            for d in _children(_child(app, "primitiveOperDefinitions"), "primitiveOperDefinition")
-        ),
+        definitions=_definitions(app),
         composite_kinds=kinds,
         toolkits=tuple(
             ToolkitRef(_int(t, "index"), _req(t, "name"), t.get("version", ""))
@@ -462,16 +486,6 @@ def parse_adl(data: bytes, *, what: str = "ADL") -> Application:
         parallel_regions=tuple(
             _parallel_region(r) for r in _children(_child(app, "parallelRegions"), "parallelRegion")
         ),
-        submission_time_values=tuple(
-            SubmissionTimeValue(
-                index=_int(v, "index"),
-                name=_req(v, "name"),
-                composite_name=v.get("compositeName", ""),
-                kind=v.get("kind", "named"),
-                required=_bool(v, "required", False),
-                default_value=v.get("defaultValue"),
-            )
-            for v in _children(_child(app, "submissionTimeValues"), "submissionTimeValue")
-        ),
+        submission_time_values=_submission_time_values(app),
         consistent_regions=_consistent_regions(builder.composites),
     )

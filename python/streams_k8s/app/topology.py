@@ -11,6 +11,8 @@ Connections between replicas: channels of the regions both ends share must be eq
 only the consumer is in are entered through a splitter on the producer's output port (fan out
 to every channel); regions only the producer is in are left through a merger (fan in).
 Import and Export operators are not nodes: they become imported/exported streams on ports.
+
+Long: one algorithm (channels, names, hops, replica pools, rebuilds) whose parts share its state.
 """
 
 from __future__ import annotations

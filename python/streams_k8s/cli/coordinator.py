@@ -11,7 +11,8 @@ from pydantic import ValidationError
 
 from streams_k8s.api.contract import CONSISTENT_REGION_PORT, COORDINATOR_API_PORT, METRICS_PORT
 from streams_k8s.cli.run import BadUsage, OneLineErrors
-from streams_k8s.consistent.coordinator import CLIENT_BURST, CLIENT_QPS, CoordinatorSettings, setup
+from streams_k8s.consistent.coordinator import setup
+from streams_k8s.consistent.coordinator_settings import CLIENT_BURST, CLIENT_QPS, CoordinatorSettings
 from streams_k8s.k8s.logs import configure_logging
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.settings import RuntimeSettings

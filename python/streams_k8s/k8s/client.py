@@ -5,6 +5,8 @@ plugins), TLS and the aiohttp session; this module sends raw JSON and decodes an
 into dicts, never into the generated model classes. Every request passes a client-side QPS bucket
 and a concurrency limit; 429 and 5xx answers are retried after ``Retry-After``; a 401 reloads the
 credentials in place, so open watches keep their connections.
+
+Long: one class, the client, whose methods are the REST verbs, their retries and pagination.
 """
 
 from __future__ import annotations
