@@ -86,11 +86,16 @@ def _req(el: etree._Element, attr: str) -> str:
 
 
 def _int(el: etree._Element, attr: str) -> int:
+    """An index, size or count: every integer attribute of the ADL is an xs:unsignedLong."""
     raw = _req(el, attr)
+    where = f"line {el.sourceline}: <{_local(el)} {attr}='{raw}'>"
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
-        raise AdlError(f"line {el.sourceline}: <{_local(el)} {attr}='{raw}'> is not an integer") from None
+        raise AdlError(f"{where} is not an integer") from None
+    if value < 0:
+        raise AdlError(f"{where} is negative (an xs:unsignedLong)")
+    return value
 
 
 def _opt_int(el: etree._Element, attr: str) -> int | None:
