@@ -304,24 +304,25 @@ def coordinator_rbac(namespace: str, service_account: str = SERVICE_ACCOUNT) -> 
         },
         {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
     ]
+    return service_account_role(service_account, namespace, rules)
+
+
+def service_account_role(name: str, namespace: str, rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A ServiceAccount with a Role of these rules, bound to it (all three named `name`)."""
     return [
-        {
-            "apiVersion": "v1",
-            "kind": "ServiceAccount",
-            "metadata": {"name": service_account, "namespace": namespace},
-        },
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}},
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "Role",
-            "metadata": {"name": service_account, "namespace": namespace},
+            "metadata": {"name": name, "namespace": namespace},
             "rules": rules,
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "RoleBinding",
-            "metadata": {"name": service_account, "namespace": namespace},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": service_account},
-            "subjects": [{"kind": "ServiceAccount", "name": service_account, "namespace": namespace}],
+            "metadata": {"name": name, "namespace": namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
         },
     ]
 

@@ -21,6 +21,7 @@ from streams_k8s.consistent.manifests import (
     coordinator_pod_spec,
     ingress_policy,
     operator_peer,
+    service_account_role,
 )
 
 POOL_NAME = "streams-consistent-region-coordinators"
@@ -203,20 +204,7 @@ def _pool_scheduler_access(name: str, namespace: str) -> list[dict[str, Any]]:
     subject = {"kind": "ServiceAccount", "name": name, "namespace": namespace}
     cluster_role = f"{name}-{namespace}-nodes"
     return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}},
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "Role",
-            "metadata": {"name": name, "namespace": namespace},
-            "rules": rules,
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": {"name": name, "namespace": namespace},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-            "subjects": [subject],
-        },
+        *service_account_role(name, namespace, rules),
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",
