@@ -6,8 +6,8 @@ from typing import Any
 
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from streams_k8s.controller import labels
-from streams_k8s.controller.subscriptions import compute_board
+from streams_k8s.api.contract import APPLICATION_NAME_ANNOTATION, APPLICATION_SCOPE_ANNOTATION, JOB_LABEL
+from streams_k8s.controller.pubsub.board import compute_board
 
 JOBS = 100  # 100 exporting and 100 importing jobs, 5 ports each: 500 Exports, 500 Imports
 
@@ -18,8 +18,8 @@ def _obj(kind: str, job: str, port: int, spec: dict[str, Any]) -> dict[str, Any]
         "metadata": {
             "name": f"{job}-0-{port}",
             "namespace": "default",
-            "labels": {labels.JOB: job},
-            "annotations": {labels.APPLICATION_NAME: "a::App", labels.APPLICATION_SCOPE: "Default"},
+            "labels": {JOB_LABEL: job},
+            "annotations": {APPLICATION_NAME_ANNOTATION: "a::App", APPLICATION_SCOPE_ANNOTATION: "Default"},
         },
         "spec": {"jobId": 0, "peId": 0, "portId": port, **spec},
     }

@@ -230,13 +230,9 @@ async def _report_to(session: aiohttp.ClientSession, base: str, pe: int, seq: by
 
 @pytest.fixture(scope="module")
 def kube_rig() -> Iterator[KubeRig]:
-    from streams_k8s.consistent.coordinator import (
-        CLIENT_BURST,
-        CLIENT_QPS,
-        CONSISTENT_REGIONS,
-        CoordinatorSettings,
-        setup,
-    )
+    from streams_k8s.consistent.coordinator import setup
+    from streams_k8s.consistent.coordinator_settings import CLIENT_BURST, CLIENT_QPS, CoordinatorSettings
+    from streams_k8s.consistent.kinds import CONSISTENT_REGIONS
     from streams_k8s.k8s.manager import Manager
     from streams_k8s.k8s.settings import RuntimeSettings
     from streams_k8s.sandbox import Sandbox

@@ -21,8 +21,8 @@ from typing import Any
 
 from scheduler_sandbox import HA, UNREACHABLE, Deployment, consumer_crd
 from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.kinds import STATEFULSETS
 from streams_k8s.sandbox import Sandbox
-from streams_k8s.scheduler.kubernetes.objects import STATEFULSETS
 
 VPODS = 400
 VREPLICAS = 2

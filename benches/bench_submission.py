@@ -25,8 +25,9 @@ import pytest
 
 from job_inventory import NS, Inventory, synthetic_job
 from operator_process import OperatorProcess, free_port, require_operator
-from streams_k8s.controller.kinds import CONFIGMAPS, HOSTPOOLS, JOBS, PES, PODS, SERVICES
+from streams_k8s.controller.kinds import HOSTPOOLS, JOBS, PES
 from streams_k8s.k8s.client import KubeClient, Resource
+from streams_k8s.k8s.kinds import CONFIGMAPS, PODS, SERVICES
 from streams_k8s.k8s.objects import Object
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.server import RequestRecord

@@ -16,25 +16,19 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from streams_k8s.consistent.coordinator import (
-    CONSISTENT_REGIONS,
-    ENDPOINT_SLICES,
-    PROCESSING_ELEMENTS,
-    REGION_OPERATORS,
-    Coordinator,
-    CoordinatorSettings,
-    api_service_name,
-    setup,
-)
-from streams_k8s.k8s.client import KubeClient, Resource
+from streams_k8s.api.contract import coordinator_service_name
+from streams_k8s.consistent.coordinator import Coordinator, setup
+from streams_k8s.consistent.coordinator_settings import CoordinatorSettings
+from streams_k8s.consistent.kinds import CONSISTENT_REGIONS, PROCESSING_ELEMENTS, REGION_OPERATORS
+from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.kinds import ENDPOINT_SLICES, PODS
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.settings import RuntimeSettings
 from streams_k8s.k8s.write_guard import peer
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.pe_runtime import PeIdentity, session_from
 
-PODS = Resource("", "v1", "pods", "Pod")
 NAMESPACE = "default"
 
 
@@ -284,7 +278,7 @@ class JobServiceRouter:
     async def endpoint(self, namespace: str, job: str) -> tuple[str, int] | None:
         """(pod name, API port) the job's API Service points at (its EndpointSlice)."""
         try:
-            endpoint_slice = await self.client.get(ENDPOINT_SLICES, api_service_name(job), namespace)
+            endpoint_slice = await self.client.get(ENDPOINT_SLICES, coordinator_service_name(job), namespace)
         except ApiError:
             return None
         ports = {p["name"]: p["port"] for p in endpoint_slice.get("ports") or ()}

@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from streams_k8s.api.contract import JOB_LABEL, LAUNCH_COUNT_LABEL, SVC_LABEL
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
-from streams_k8s.controller import labels
-from streams_k8s.controller.kinds import CONFIGMAPS, HOSTPOOLS, JOBS, PES, PODS, SERVICES
+from streams_k8s.controller.kinds import HOSTPOOLS, JOBS, PES
 from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.kinds import CONFIGMAPS, PODS, SERVICES
 from streams_k8s.k8s.objects import Object
 
 NS = "default"
@@ -43,7 +44,7 @@ class Inventory:
 
     @classmethod
     async def read(cls, client: KubeClient, job: str) -> Inventory:
-        selector = f"{labels.JOB}={job}"
+        selector = f"{JOB_LABEL}={job}"
 
         async def items(resource: Any, extra: str = "") -> list[Object]:
             found, _ = await client.list_all(resource, NS, label_selector=selector + extra)
@@ -53,8 +54,8 @@ class Inventory:
         return cls(
             job=await client.get(JOBS, job, NS),
             pes=await items(PES),
-            pods=[p for p in pods if p["metadata"]["labels"].get(labels.SVC) == "pe"],
-            zombies=[p for p in pods if p["metadata"]["labels"].get(labels.SVC) != "pe"],
+            pods=[p for p in pods if p["metadata"]["labels"].get(SVC_LABEL) == "pe"],
+            zombies=[p for p in pods if p["metadata"]["labels"].get(SVC_LABEL) != "pe"],
             config_maps=await items(CONFIGMAPS),
             services=await items(SERVICES),
             host_pools=await items(HOSTPOOLS),
@@ -82,7 +83,7 @@ class Inventory:
                 found.append(f"PE {pe['metadata']['name']} has {per_pe[uid]} pods")
         for pod in self.pods:
             owner = pe_uids.get(pod["metadata"]["ownerReferences"][0]["uid"])
-            launch = pod["metadata"]["labels"][labels.LAUNCH_COUNT]
+            launch = pod["metadata"]["labels"][LAUNCH_COUNT_LABEL]
             if owner is not None and str((owner.get("status") or {}).get("launchCount")) != launch:
                 found.append(f"pod {pod['metadata']['name']} launch {launch} != PE status")
         if self.zombies:

@@ -17,11 +17,12 @@ import aiohttp
 import pytest
 
 from k8s_support import eventually_async
-from streams_k8s.controller import labels
-from streams_k8s.controller.kinds import JOBS, PODS
+from streams_k8s.api.contract import JOB_LABEL, PE_LABEL
+from streams_k8s.controller.kinds import JOBS
 from streams_k8s.controller.operator import InstanceOperator, setup
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.kinds import PODS
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.settings import RuntimeSettings
 from streams_k8s.sandbox import Sandbox
@@ -167,7 +168,7 @@ async def pe_pod_address(client: KubeClient, job: str, pe: int, namespace: str =
     found: list[str] = []
 
     async def running() -> bool:
-        selector = f"{labels.JOB}={job},{labels.PE}={pe}"
+        selector = f"{JOB_LABEL}={job},{PE_LABEL}={pe}"
         pods, _ = await client.list_all(PODS, namespace, label_selector=selector)
         found[:] = [p["status"]["podIP"] for p in pods if (p.get("status") or {}).get("podIP")]
         return bool(found)

@@ -8,11 +8,22 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from streams_k8s.controller import labels
-from streams_k8s.controller.kinds import CONFIGMAPS, HOSTPOOLS, JOBS, PES, PODS
-from streams_k8s.controller.node_placement import NodePlacementController
-from streams_k8s.controller.pe_controller import PeController
+from streams_k8s.api.contract import (
+    AADL_KEY,
+    APP_LABEL,
+    APP_VALUE,
+    CONTENT_ID_ANNOTATION,
+    GENERATION_LABEL,
+    JOB_LABEL,
+    PE_LABEL,
+    SVC_LABEL,
+)
+from streams_k8s.api.job import Job
+from streams_k8s.controller.kinds import HOSTPOOLS, JOBS, PES
+from streams_k8s.controller.pes.controller import PeController
+from streams_k8s.controller.placement.nodes import NodePlacementController
 from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.kinds import CONFIGMAPS, PODS
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import Object
 from streams_k8s.k8s.settings import RuntimeSettings
@@ -22,24 +33,16 @@ NS = "default"
 AUG = "http://www.ibm.com/xmlns/prod/streams/application/augmented"
 
 
-def aadl(pe_id: int, *, inputs: int = 1, restartable: bool = True) -> str:
+def aadl(pe_id: int, *, inputs: int = 1) -> str:
     ports = "".join(f'<inputPort id="{i}" index="{i}" peId="{pe_id}"/>' for i in range(inputs))
     return (
-        f'<augmentedPE xmlns="{AUG}" id="{pe_id}" restartable="{str(restartable).lower()}">'
+        f'<augmentedPE xmlns="{AUG}" id="{pe_id}" restartable="true">'
         f"<inputPorts>{ports}</inputPorts><outputPorts/></augmentedPE>"
     )
 
 
-def owner(obj: Object) -> dict[str, Any]:
-    m = obj["metadata"]
-    return {
-        "apiVersion": obj["apiVersion"],
-        "kind": obj["kind"],
-        "name": m["name"],
-        "uid": m["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+def owner(job: Object) -> dict[str, Any]:
+    return Job.from_wire(job).as_owner()
 
 
 async def create_job(client: KubeClient, name: str = "app", **spec: Any) -> Object:
@@ -62,17 +65,15 @@ async def create_pe(
         "metadata": {
             "name": f"{job_name}-{pe_id}",
             "namespace": NS,
-            "labels": {labels.APP: labels.APP_VALUE, labels.JOB: job_name, labels.GENERATION: "1"},
+            "labels": {APP_LABEL: APP_VALUE, JOB_LABEL: job_name, GENERATION_LABEL: "1"},
             "ownerReferences": [owner(job)],
         },
-        "spec": {"id": pe_id, "contentId": content, **spec},
+        "spec": {"id": pe_id, "contentId": content, "inputPorts": 1, **spec},
     }
     return await client.create(PES, body)
 
 
-async def create_pe_config_map(
-    client: KubeClient, job: Object, pe_id: int, *, content: str = "c1", restartable: bool = True
-) -> Object:
+async def create_pe_config_map(client: KubeClient, job: Object, pe_id: int, *, content: str = "c1") -> Object:
     job_name = job["metadata"]["name"]
     body = {
         "apiVersion": "v1",
@@ -80,11 +81,11 @@ async def create_pe_config_map(
         "metadata": {
             "name": f"{job_name}-{pe_id}",
             "namespace": NS,
-            "labels": {labels.APP: labels.APP_VALUE, labels.SVC: "pe", labels.JOB: job_name},
-            "annotations": {labels.CONTENT_ID: content},
+            "labels": {APP_LABEL: APP_VALUE, SVC_LABEL: "pe", JOB_LABEL: job_name},
+            "annotations": {CONTENT_ID_ANNOTATION: content},
             "ownerReferences": [owner(job)],
         },
-        "data": {"aadl.xml": aadl(pe_id, restartable=restartable)},
+        "data": {AADL_KEY: aadl(pe_id)},
     }
     return await client.create(CONFIGMAPS, body)
 
@@ -97,7 +98,7 @@ async def create_host_pool(client: KubeClient, job: Object, index: int, **pool: 
         "metadata": {
             "name": f"{job_name}-{index}",
             "namespace": NS,
-            "labels": {labels.APP: labels.APP_VALUE, labels.JOB: job_name},
+            "labels": {APP_LABEL: APP_VALUE, JOB_LABEL: job_name},
             "ownerReferences": [owner(job)],
         },
         "spec": {"name": f"pool{index}", "index": index, **pool},
@@ -106,7 +107,7 @@ async def create_host_pool(client: KubeClient, job: Object, index: int, **pool: 
 
 
 async def pods_of(client: KubeClient, job: str, pe_id: int, svc: str = "pe") -> list[Object]:
-    selector = f"{labels.JOB}={job},{labels.PE}={pe_id},{labels.SVC}={svc}"
+    selector = f"{JOB_LABEL}={job},{PE_LABEL}={pe_id},{SVC_LABEL}={svc}"
     items, _ = await client.list_all(PODS, NS, label_selector=selector)
     return [p for p in items if not p["metadata"].get("deletionTimestamp")]
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.kinds import PODS, STATEFULSETS
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.settings import RuntimeSettings
 from streams_k8s.sandbox import Sandbox
@@ -24,7 +25,6 @@ from streams_k8s.scheduler.kubernetes import (
     SchedulerConfig,
     VReplicaScheduler,
 )
-from streams_k8s.scheduler.kubernetes.objects import PODS, STATEFULSETS
 
 GROUP = "scheduling.test.streams.ibm.com"
 CONSUMERS = Resource(GROUP, "v1", "consumers", "Consumer")

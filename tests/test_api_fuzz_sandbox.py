@@ -29,7 +29,7 @@ from operator_support import SUBMITTED, job_manifest, operator, pe_pod_address, 
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.consistent.rest import BASE_PATH
 from streams_k8s.controller.kinds import JOBS
-from streams_k8s.controller.rest_api import OPENAPI
+from streams_k8s.controller.rest.openapi import OPENAPI
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant

@@ -108,6 +108,13 @@ NS = b'xmlns="http://www.ibm.com/xmlns/prod/streams/application/v4200"'
             b"</compositeOperInstance></compositeOperInstances></composites></splApplication></applicationSet>",
             "is not an integer",
         ),
+        (
+            b"<applicationSet " + NS + b"><splApplication name='x'><composites><compositeOperInstances>"
+            b"<compositeOperInstance index='1' definitionIndex='0' name='M'>"
+            b"<primitiveOperInstance index='-1' name='A' definitionIndex='0'/>"
+            b"</compositeOperInstance></compositeOperInstances></composites></splApplication></applicationSet>",
+            "is negative",
+        ),
     ],
 )
 def test_bad_adl_is_refused(data: bytes, message: str) -> None:

@@ -13,7 +13,7 @@ from streams_k8s.api.job import Fusion, FusionType, ParallelRegionWidth
 from streams_k8s.app.adl import parse_adl
 from streams_k8s.app.fusion import FusionConstraintError, host_spec
 from streams_k8s.app.model import Application
-from streams_k8s.app.plan import Plan, plan_application, refuse_with_widths, render_name_table
+from streams_k8s.app.plan import Plan, plan_application, refuse_with_widths
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl
 
 
@@ -35,7 +35,7 @@ def _check(plan: Plan, schema: etree.XMLSchema | None = None) -> None:
     if schema is not None:
         for pe in plan.pes:
             assert schema.validate(etree.fromstring(pe.aadl.encode())), schema.error_log.last_error
-    text = render_name_table(plan.name_table, "Sat Nov 21 10:00:00 UTC 2026")
+    text = plan.name_table_text("Sat Nov 21 10:00:00 UTC 2026")
     assert parse_properties(text) == plan.name_table
 
 

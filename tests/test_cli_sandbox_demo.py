@@ -13,8 +13,9 @@ from click.testing import CliRunner
 
 from operator_support import free_port
 from streams_k8s.cli import main
-from streams_k8s.controller.kinds import JOBS, NODES
+from streams_k8s.controller.kinds import JOBS
 from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.kinds import NODES
 
 ZONE = "topology.kubernetes.io/zone"
 

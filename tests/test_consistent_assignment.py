@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from streams_k8s.api.consistent_region import VReplicaPlacement
 from streams_k8s.consistent.assignment import PlacedJobs, SingleJob, runner_of
-from streams_k8s.consistent.coordinator import job_of_host, pod_observation
+from streams_k8s.consistent.coordinator_objects import job_of_host, pod_observation
 from streams_k8s.consistent.health import PodObservation
 from streams_k8s.k8s.objects import ObjectKey
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from k8s_support import eventually_async
 from streams_k8s.cli import main
-from streams_k8s.consistent.coordinator import CONSISTENT_REGIONS
+from streams_k8s.consistent.kinds import CONSISTENT_REGIONS
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.sandbox import Sandbox
 

@@ -16,7 +16,7 @@ import pytest
 from cr_cluster import ConnectivityToPeStatus, CoordinatorPod, JobWorld, dedicated, region_spec
 from k8s_support import eventually_async
 from operator_support import as_pe
-from streams_k8s.consistent.coordinator import CONSISTENT_REGIONS
+from streams_k8s.consistent.kinds import CONSISTENT_REGIONS
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant

@@ -10,16 +10,16 @@ import pytest
 
 from k8s_support import eventually_async
 from streams_k8s.api.consistent_region import ConsistentRegionOperator
-from streams_k8s.consistent.coordinator import POOL_LABELS, REGION_OPERATORS, CoordinatorSettings
+from streams_k8s.consistent.coordinator_settings import CoordinatorSettings
+from streams_k8s.consistent.kinds import REGION_OPERATORS
 from streams_k8s.consistent.manifests import (
     coordinator_auth_delegation,
     coordinator_deployment,
     coordinator_network_policy,
-    coordinator_pool,
     coordinator_rbac,
     coordinator_service,
-    pool_network_policy,
 )
+from streams_k8s.consistent.pool_manifests import POOL_LABELS, coordinator_pool, pool_network_policy
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.sandbox import Sandbox
 

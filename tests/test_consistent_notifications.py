@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streams_k8s.api.consistent_region import ConsistentRegionSpec
+from streams_k8s.api.contract import pe_host
 from streams_k8s.consistent.fsm import (
     CheckpointDone,
     Health,
@@ -21,7 +22,6 @@ from streams_k8s.consistent.notifications import (
     MAX_DATAGRAM_BYTES,
     NotificationBoard,
     WireError,
-    datagram_host,
     decode_board,
     encode_board,
     encode_datagram,
@@ -112,7 +112,7 @@ def test_malformed_documents_are_refused(data: bytes, error: str) -> None:
 
 
 def test_datagram_host_is_the_pes_headless_service() -> None:
-    assert datagram_host("wordcount", 3, "streams") == "wordcount-3.streams"
+    assert pe_host("wordcount", 3, "streams") == "wordcount-3.streams"
 
 
 def test_board_keeps_the_latest_entry_per_pe_and_region() -> None:

@@ -11,14 +11,14 @@ import pytest
 
 from cr_cluster import NAMESPACE, REGION_OPERATORS, JobWorld, region_spec
 from k8s_support import eventually_async
-from streams_k8s.consistent.manifests import POOL_NAME, coordinator_pool, pool_scheduler
 from streams_k8s.consistent.pool import PoolSettings, setup
+from streams_k8s.consistent.pool_manifests import POOL_NAME, coordinator_pool, pool_scheduler
 from streams_k8s.k8s.client import KubeClient, Resource
+from streams_k8s.k8s.kinds import STATEFULSETS
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.settings import RuntimeSettings
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.scheduler.kubernetes import SetupError
-from streams_k8s.scheduler.kubernetes.objects import STATEFULSETS
 
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 # A profile that spreads each job's regions over zones and pods (the seed's ConfigMap form).

@@ -31,16 +31,17 @@ from cr_cluster import (
 from k8s_support import eventually_async
 from streams_k8s.api.consistent_region import ConsistentRegionOperator, VReplicaPlacement
 from streams_k8s.consistent.assignment import runner_of
-from streams_k8s.consistent.coordinator import CONSISTENT_REGIONS, ENDPOINT_SLICES, POOL_LABELS
-from streams_k8s.consistent.manifests import POOL_NAME, coordinator_pool, coordinator_service
+from streams_k8s.consistent.kinds import CONSISTENT_REGIONS
+from streams_k8s.consistent.manifests import coordinator_service
 from streams_k8s.consistent.pool import PoolSettings, setup
+from streams_k8s.consistent.pool_manifests import POOL_LABELS, POOL_NAME, coordinator_pool
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.kinds import ENDPOINT_SLICES, STATEFULSETS
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.settings import RuntimeSettings
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
-from streams_k8s.scheduler.kubernetes.objects import STATEFULSETS
 
 SERVICES = Resource("", "v1", "services", "Service")
 NODES = Resource("", "v1", "nodes", "Node")

@@ -22,7 +22,8 @@ import pytest
 import yaml
 
 from streams_k8s.api.consistent_region import ConsistentRegionOperator
-from streams_k8s.consistent.manifests import coordinator_deployment, coordinator_pool, pool_scheduler
+from streams_k8s.consistent.manifests import coordinator_deployment
+from streams_k8s.consistent.pool_manifests import coordinator_pool, pool_scheduler
 
 REPO = Path(__file__).resolve().parents[1]
 DOCKERFILE = REPO / "deploy" / "Dockerfile"

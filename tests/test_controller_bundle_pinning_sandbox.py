@@ -13,10 +13,11 @@ import pytest
 
 from k8s_support import eventually_async
 from operator_support import job_manifest, operator, wait_for_phase
+from streams_k8s.api.contract import JOB_LABEL
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
-from streams_k8s.controller import labels
-from streams_k8s.controller.kinds import JOBS, PODS
+from streams_k8s.controller.kinds import JOBS
 from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.kinds import PODS
 from streams_k8s.sandbox import Sandbox
 from test_controller_bundle_repository import exchange, resp
 
@@ -46,7 +47,7 @@ async def test_a_pe_pod_gets_the_build_its_job_was_submitted_with(
         assert status["bundleDigest"] == hashlib.sha256(first).hexdigest()
 
         # This test connects from 127.0.0.1: let that be the address of the old job's PE pod.
-        (pod,) = (await client.list_all(PODS, "default", label_selector=f"{labels.JOB}=old"))[0]
+        (pod,) = (await client.list_all(PODS, "default", label_selector=f"{JOB_LABEL}=old"))[0]
         local = {"status": {"podIP": "127.0.0.1", "podIPs": [{"ip": "127.0.0.1"}]}}
         await client.patch(PODS, pod["metadata"]["name"], local, "default", subresource="status")
 
@@ -94,7 +95,7 @@ async def test_jobs_with_same_named_bundles_from_different_sources_run_their_own
         assert small_status["processingElements"] < status["processingElements"]
 
         # Each job's PE pod gets its own build from the repository (pinned by the pod's job).
-        pod = (await client.list_all(PODS, "default", label_selector=f"{labels.JOB}=small"))[0][0]
+        pod = (await client.list_all(PODS, "default", label_selector=f"{JOB_LABEL}=small"))[0][0]
         local = {"status": {"podIP": "127.0.0.1", "podIPs": [{"ip": "127.0.0.1"}]}}
         await client.patch(PODS, pod["metadata"]["name"], local, "default", subresource="status")
         content = small.read_bytes()

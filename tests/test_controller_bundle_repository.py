@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from streams_k8s.controller.bundle_repository import BundleRepository
-from streams_k8s.controller.bundles import BundleCache
+from streams_k8s.controller.bundles.fetch import BundleCache
+from streams_k8s.controller.bundles.repository import BundleRepository
 
 SAB = b"PK\x03\x04 a zip with\r\n CRLF and \x00 bytes"
 

@@ -15,8 +15,8 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 
 from streams_k8s.api.job import Bundle
-from streams_k8s.controller.bundles import BundleCache, BundleChanged, BundleError, BundleFetcher
-from streams_k8s.controller.certificates import transport_certificate
+from streams_k8s.controller.bundles.fetch import BundleCache, BundleChanged, BundleError, BundleFetcher
+from streams_k8s.controller.children.certificates import transport_certificate
 from tls_material import make_authority
 
 SAB = b"PK\x03\x04 not really a zip, the fetcher does not look inside"

@@ -19,11 +19,12 @@ from pathlib import Path
 import pytest
 
 from operator_support import SUBMITTED, job_manifest, job_status, wait_for_phase
+from streams_k8s.api.contract import CONTENT_ID_ANNOTATION, JOB_LABEL
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
-from streams_k8s.controller import labels
-from streams_k8s.controller.job_ids import COUNTER_NAME
-from streams_k8s.controller.kinds import CONFIGMAPS, HOSTPOOLS, JOBS, PES, SERVICES
+from streams_k8s.controller.jobs.job_ids import COUNTER_NAME
+from streams_k8s.controller.kinds import HOSTPOOLS, JOBS, PES
 from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.kinds import CONFIGMAPS, SERVICES
 from streams_k8s.sandbox import Sandbox
 
 KILLS = int(os.environ.get("STREAMS_K8S_CHAOS_KILLS", "20"))
@@ -83,7 +84,7 @@ async def test_killed_anywhere_the_submission_converges_without_duplicates_or_or
     assert counter["data"]["next"] == "1"
     assert status["processingElements"] == PES_WANTED
 
-    selector = f"{labels.JOB}=chaos"
+    selector = f"{JOB_LABEL}=chaos"
     pes, _ = await client.list_all(PES, "default", label_selector=selector)
     maps, _ = await client.list_all(CONFIGMAPS, "default", label_selector=selector)
     services, _ = await client.list_all(SERVICES, "default", label_selector=selector)
@@ -100,4 +101,4 @@ async def test_killed_anywhere_the_submission_converges_without_duplicates_or_or
     content = {p["metadata"]["name"]: p["spec"]["contentId"] for p in pes}
     for cm in maps:
         if cm["metadata"]["name"] != "chaos":
-            assert cm["metadata"]["annotations"][labels.CONTENT_ID] == content[cm["metadata"]["name"]]
+            assert cm["metadata"]["annotations"][CONTENT_ID_ANNOTATION] == content[cm["metadata"]["name"]]

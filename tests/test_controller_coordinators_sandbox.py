@@ -15,22 +15,14 @@ from cr_cluster import CoordinatorPod, dedicated
 from k8s_support import eventually_async
 from operator_support import SUBMITTED, as_pe, free_port, job_manifest, operator, wait_for_phase
 from streams_k8s import __version__
+from streams_k8s.api.contract import JOB_LABEL, coordinator_service_name
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
-from streams_k8s.consistent.coordinator import api_service_name
-from streams_k8s.controller import labels
-from streams_k8s.controller.coordinators import CoordinatorObjectSettings, CoordinatorSettingError
-from streams_k8s.controller.kinds import (
-    CONSISTENT_REGION_OPERATORS,
-    CONSISTENT_REGIONS,
-    DEPLOYMENTS,
-    JOBS,
-    NETWORK_POLICIES,
-    PODS,
-    SERVICES,
-)
+from streams_k8s.controller.kinds import CONSISTENT_REGION_OPERATORS, CONSISTENT_REGIONS, JOBS
+from streams_k8s.controller.settings import OperatorSettingError, OperatorSettings
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.events import EVENTS
+from streams_k8s.k8s.kinds import DEPLOYMENTS, NETWORK_POLICIES, PODS, SERVICES
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
 
@@ -87,11 +79,11 @@ async def test_dedicated_coordinator_objects_and_checkpoints_end_to_end(
         assert cro["spec"]["mode"] == "dedicated"
 
         deployment = await appears(client, DEPLOYMENTS, "cr-consistent-region-operator")
-        service = await appears(client, SERVICES, api_service_name("cr"))
+        service = await appears(client, SERVICES, coordinator_service_name("cr"))
         policy = await appears(client, NETWORK_POLICIES, "cr-consistent-region-operator")
         for obj in (deployment, service, policy):
             assert owned_by(obj, cro)
-            assert obj["metadata"]["labels"][labels.JOB] == "cr"
+            assert obj["metadata"]["labels"][JOB_LABEL] == "cr"
             assert obj["metadata"]["labels"]["svc"] == "consistent-region-operator"
         container = deployment["spec"]["template"]["spec"]["containers"][0]
         assert container["image"] == "registry.test/streams-k8s:dev"
@@ -100,11 +92,11 @@ async def test_dedicated_coordinator_objects_and_checkpoints_end_to_end(
         ports = {p["name"]: (p["port"], p["protocol"]) for p in service["spec"]["ports"]}
         assert ports == {"sys-api": (10000, "TCP"), "sys-metrics": (9696, "TCP")}
         peers = policy["spec"]["ingress"][0]["from"]
-        assert peers[0]["podSelector"]["matchLabels"] == {"app": "streams", "svc": "pe", labels.JOB: "cr"}
+        assert peers[0]["podSelector"]["matchLabels"] == {"app": "streams", "svc": "pe", JOB_LABEL: "cr"}
 
         # A deleted object comes back.
-        await client.delete(SERVICES, api_service_name("cr"), "default")
-        await eventually_async(lambda: _exists(client, SERVICES, api_service_name("cr")), within=10)
+        await client.delete(SERVICES, coordinator_service_name("cr"), "default")
+        await eventually_async(lambda: _exists(client, SERVICES, coordinator_service_name("cr")), within=10)
         # So does the NetworkPolicy, deleted or opened to everyone.
         policy_name = "cr-consistent-region-operator"
         await client.delete(NETWORK_POLICIES, policy_name, "default")
@@ -162,7 +154,10 @@ async def test_dedicated_coordinator_objects_and_checkpoints_end_to_end(
         await client.delete(JOBS, "cr", "default")
 
         async def collected() -> bool:
-            names = ((DEPLOYMENTS, "cr-consistent-region-operator"), (SERVICES, api_service_name("cr")))
+            names = (
+                (DEPLOYMENTS, "cr-consistent-region-operator"),
+                (SERVICES, coordinator_service_name("cr")),
+            )
             return [await get_or_none(client, r, n) for r, n in names] == [None, None]
 
         await eventually_async(collected, within=15)
@@ -183,7 +178,7 @@ async def test_shared_mode_renders_only_the_selectorless_api_service(
         await wait_for_phase(client, "pooled", *SUBMITTED)
         cro = await client.get(CONSISTENT_REGION_OPERATORS, "pooled-consistent-region-operator", "default")
         assert cro["spec"]["mode"] == "shared"
-        service = await appears(client, SERVICES, api_service_name("pooled"))
+        service = await appears(client, SERVICES, coordinator_service_name("pooled"))
         assert owned_by(service, cro)
         assert "selector" not in service["spec"]
         assert service["spec"]["clusterIP"] == "None"
@@ -232,15 +227,16 @@ async def test_dedicated_coordinators_run_the_operators_own_image(
     assert container["args"] == ["coordinator", "--mode", "dedicated", "--job", "own"]
 
 
-def test_coordinator_settings_from_the_environment() -> None:
-    settings = CoordinatorObjectSettings.from_env({}, operator_image="registry.test/streams-k8s:7")
-    assert settings.mode.value == "dedicated"
-    assert settings.image == "registry.test/streams-k8s:7"
-    chosen = CoordinatorObjectSettings.from_env(
-        {"STREAMS_K8S_COORDINATOR_IMAGE": "mine:1"}, operator_image="x"
-    )
-    assert chosen.image == "mine:1"
+def test_coordinator_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for variable in ("STREAMS_K8S_COORDINATOR_MODE", "STREAMS_K8S_COORDINATOR_IMAGE"):
+        monkeypatch.delenv(variable, raising=False)
+    settings = OperatorSettings.from_environment()
+    assert settings.coordinator_mode.value == "dedicated"
+    assert settings.coordinator_image_or("registry.test/streams-k8s:7") == "registry.test/streams-k8s:7"
     # Outside a pod: the tag deploy/Dockerfile's build documents.
-    assert CoordinatorObjectSettings.from_env({}).image == f"streams-k8s:{__version__.split('+', 1)[0]}"
-    with pytest.raises(CoordinatorSettingError, match="STREAMS_K8S_COORDINATOR_MODE='pool'"):
-        CoordinatorObjectSettings.from_env({"STREAMS_K8S_COORDINATOR_MODE": "pool"})
+    assert settings.coordinator_image_or(None) == f"streams-k8s:{__version__.split('+', 1)[0]}"
+    monkeypatch.setenv("STREAMS_K8S_COORDINATOR_IMAGE", "mine:1")
+    assert OperatorSettings.from_environment().coordinator_image_or("x") == "mine:1"
+    monkeypatch.setenv("STREAMS_K8S_COORDINATOR_MODE", "pool")
+    with pytest.raises(OperatorSettingError, match="STREAMS_K8S_COORDINATOR_MODE='pool'"):
+        OperatorSettings.from_environment()

@@ -25,13 +25,14 @@ from operator_support import (
     sab_from_adl,
     wait_for_phase,
 )
+from streams_k8s.api.contract import JOB_LABEL
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl, write_sab
-from streams_k8s.controller import labels
-from streams_k8s.controller.job_controller import RETRY_MAX_DELAY, retry_backoff
-from streams_k8s.controller.kinds import CONFIGMAPS, JOBS, NODES, PES
-from streams_k8s.controller.placement import HOSTPOOL_TAG_LABEL
+from streams_k8s.controller.jobs.base import RETRY_MAX_DELAY, retry_backoff
+from streams_k8s.controller.kinds import JOBS, PES
+from streams_k8s.controller.placement.constraints import HOSTPOOL_TAG_LABEL
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.events import EVENTS
+from streams_k8s.k8s.kinds import CONFIGMAPS, NODES
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.nodes import NodeSpec
 
@@ -79,7 +80,7 @@ async def pe_objects(client: KubeClient, job: str) -> dict[str, dict[str, Any]]:
     """PEs and PE ConfigMaps by kind/name: what a re-plan from other content would change."""
     found = {}
     for resource in (PES, CONFIGMAPS):
-        items, _ = await client.list_all(resource, "default", label_selector=f"{labels.JOB}={job}")
+        items, _ = await client.list_all(resource, "default", label_selector=f"{JOB_LABEL}={job}")
         for item in items:
             found[f"{resource.plural}/{item['metadata']['name']}"] = item.get("spec") or item.get("data")
     return found
@@ -169,7 +170,7 @@ async def test_a_pool_larger_than_the_cluster_is_retried_until_a_node_joins(
         f"attempt {status['submissionAttempts']}: starting again from a clean slate after PlacementFailed"
         in (retrying)
     )
-    pes, _ = await client.list_all(PES, "default", label_selector=f"{labels.JOB}=pool")
+    pes, _ = await client.list_all(PES, "default", label_selector=f"{JOB_LABEL}=pool")
     assert len(pes) == status["processingElements"]
 
 
@@ -216,7 +217,7 @@ async def test_an_edit_while_submitting_starts_over_with_the_new_spec(
     assert (status["observedGeneration"], status["submissionAttempts"]) == (2, 1)
     assert status["processingElements"] == 3
     assert status["message"] == "3 PEs submitted"
-    pes, _ = await client.list_all(PES, "default", label_selector=f"{labels.JOB}=moving")
+    pes, _ = await client.list_all(PES, "default", label_selector=f"{JOB_LABEL}=moving")
     assert sorted(p["metadata"]["name"] for p in pes) == ["moving-0", "moving-1", "moving-2"]
     assert await notes(client, "moving", "SubmissionRetrying") == []
 

@@ -25,26 +25,29 @@ from operator_support import (
     wait_for_phase,
 )
 from repo_paths import shared_testdata
+from streams_k8s.api.contract import (
+    APPLICATION_NAME_ANNOTATION,
+    CONTENT_ID_ANNOTATION,
+    GENERATION_LABEL,
+    JOB_LABEL,
+    NAME_TABLE_KEY,
+    SVC_LABEL,
+)
 from streams_k8s.api.processing_element import ProcessingElement
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl, write_sab
-from streams_k8s.controller import labels
 from streams_k8s.controller.kinds import (
-    CONFIGMAPS,
     CONSISTENT_REGION_OPERATORS,
     CONSISTENT_REGIONS,
     HOSTPOOLS,
     JOBS,
-    NODES,
     PARALLEL_REGIONS,
     PES,
-    PODS,
-    SECRETS,
-    SERVICES,
 )
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.events import EVENTS
-from streams_k8s.naming import TABLE_KEY, NameTable
+from streams_k8s.k8s.kinds import CONFIGMAPS, NODES, PODS, SECRETS, SERVICES
+from streams_k8s.naming import NameTable
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.nodes import NodeSpec
 
@@ -70,7 +73,7 @@ async def client(sandbox: Sandbox) -> AsyncIterator[KubeClient]:
 async def children(client: KubeClient, job: str) -> dict[Resource, list[dict[str, Any]]]:
     found = {}
     for resource in CHILDREN:
-        items, _ = await client.list_all(resource, "default", label_selector=f"{labels.JOB}={job}")
+        items, _ = await client.list_all(resource, "default", label_selector=f"{JOB_LABEL}={job}")
         found[resource] = items
     return found
 
@@ -104,17 +107,17 @@ async def test_a_generated_job_gets_every_object_and_runs(
         assert sorted(p["metadata"]["name"] for p in pes) == [f"demo-{i}" for i in range(4)]
         for obj in (o for items in found.values() for o in items):
             ref = obj["metadata"]["ownerReferences"][0]
-            if obj["metadata"]["labels"].get(labels.SVC) == "consistent-region-operator":
+            if obj["metadata"]["labels"].get(SVC_LABEL) == "consistent-region-operator":
                 assert ref["kind"] == "ConsistentRegionOperator"  # the coordinator's API Service
                 continue
             assert (ref["kind"], ref["uid"], ref["controller"]) == ("Job", job["metadata"]["uid"], True)
-            assert obj["metadata"]["labels"][labels.GENERATION] == "0"
-            assert obj["metadata"]["annotations"][labels.APPLICATION_NAME] == "synthetic::App"
+            assert obj["metadata"]["labels"][GENERATION_LABEL] == "0"
+            assert obj["metadata"]["annotations"][APPLICATION_NAME_ANNOTATION] == "synthetic::App"
         # every PE: ConfigMap with its AADL and content id, headless Service with the runtime's ports
         for pe in pes:
             spec = ProcessingElement.from_wire(pe).spec
             cm = await client.get(CONFIGMAPS, f"demo-{spec.id}", "default")
-            assert cm["metadata"]["annotations"][labels.CONTENT_ID] == spec.content_id
+            assert cm["metadata"]["annotations"][CONTENT_ID_ANNOTATION] == spec.content_id
             assert "augmentedPE" in cm["data"]["aadl.xml"]
             service = await client.get(SERVICES, f"demo-{spec.id}", "default")
             assert service["spec"]["clusterIP"] == "None"
@@ -126,7 +129,7 @@ async def test_a_generated_job_gets_every_object_and_runs(
             assert spec.restart_failed_pod is True
             assert spec.image_pull_policy is not None
             assert spec.image_pull_policy.value == "IfNotPresent"
-        table = NameTable.parse((await client.get(CONFIGMAPS, "demo", "default"))["data"][TABLE_KEY])
+        table = NameTable.parse((await client.get(CONFIGMAPS, "demo", "default"))["data"][NAME_TABLE_KEY])
         assert table
         assert all(label.job_id == 0 for label in table.values())
         assert len(found[PARALLEL_REGIONS]) == 1
@@ -389,12 +392,12 @@ async def test_real_bundles_reach_running(
         pes = {ProcessingElement.from_wire(p).spec.id: p for p in found[PES]}
         for pe_id, pe in pes.items():
             cm = await client.get(CONFIGMAPS, f"real-{pe_id}", "default")
-            assert cm["metadata"]["annotations"][labels.CONTENT_ID] == pe["spec"]["contentId"]
+            assert cm["metadata"]["annotations"][CONTENT_ID_ANNOTATION] == pe["spec"]["contentId"]
         if bundle == "apps.hostpools.HostPools.sab":
             pools = {h["spec"]["name"]: h["spec"] for h in found[HOSTPOOLS]}
             assert set(pools) == {"source_hosts", "$default", "sink_hosts"}
             assert pools["source_hosts"]["tags"] == ["source_hosts"]
-            pods, _ = await client.list_all(PODS, "default", label_selector=f"{labels.JOB}=real")
+            pods, _ = await client.list_all(PODS, "default", label_selector=f"{JOB_LABEL}=real")
             pool_pods = {
                 (tuple(expression["values"]), pod["spec"]["nodeName"])
                 for pod in pods

@@ -16,10 +16,11 @@ from pe_objects import (
     pods_of,
     running_pe_controllers,
 )
-from streams_k8s.controller.kinds import JOBS, NODES
-from streams_k8s.controller.node_placement import FINALIZER
-from streams_k8s.controller.placement import EXCLUSIVE_TAINT_KEY, exclusive_owner, pool_label_key
+from streams_k8s.controller.kinds import JOBS
+from streams_k8s.controller.placement.constraints import EXCLUSIVE_TAINT_KEY, exclusive_owner, pool_label_key
+from streams_k8s.controller.placement.nodes import FINALIZER
 from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.kinds import NODES
 from streams_k8s.sandbox import Sandbox
 
 KEY = pool_label_key(NS, "app", 0)

@@ -13,9 +13,10 @@ from job_inventory import NS, Inventory, synthetic_job
 from k8s_support import eventually_async
 from operator_support import operator, wait_for_phase
 from pe_objects import pe_status, pods_of
-from streams_k8s.controller.kinds import JOBS, PES, PODS
+from streams_k8s.controller.kinds import JOBS, PES
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.kinds import PODS
 from streams_k8s.sandbox import Sandbox
 
 

@@ -19,9 +19,10 @@ from pe_objects import (
     pods_of,
     running_pe_controllers,
 )
-from streams_k8s.controller import labels
-from streams_k8s.controller.kinds import CONFIGMAPS, JOBS, PES, PODS
+from streams_k8s.api.contract import CONTENT_ID_ANNOTATION, JOB_LABEL, LAUNCH_COUNT_LABEL
+from streams_k8s.controller.kinds import JOBS, PES
 from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.kinds import CONFIGMAPS, PODS
 from streams_k8s.sandbox import Sandbox
 
 
@@ -41,7 +42,7 @@ async def running_pod(client: KubeClient, job: str, pe_id: int, launch: int) -> 
         found[:] = pods
         return (
             len(pods) == 1
-            and pods[0]["metadata"]["labels"][labels.LAUNCH_COUNT] == str(launch)
+            and pods[0]["metadata"]["labels"][LAUNCH_COUNT_LABEL] == str(launch)
             and pods[0]["status"].get("phase") == "Running"
             and status.get("launchCount") == launch
             and status.get("phase") == "Running"
@@ -61,16 +62,18 @@ async def test_pod_waits_for_its_config_map_with_matching_content(
         await create_pe_config_map(client, job, 0, content="c1")  # stale content: not yet
         await sandbox.settle()
         assert await pods_of(client, "app", 0) == []
-        await client.patch(CONFIGMAPS, "app-0", {"metadata": {"annotations": {labels.CONTENT_ID: "c2"}}}, NS)
+        await client.patch(
+            CONFIGMAPS, "app-0", {"metadata": {"annotations": {CONTENT_ID_ANNOTATION: "c2"}}}, NS
+        )
         pod = await running_pod(client, "app", 0, 1)
     assert pod["metadata"]["name"].startswith("app-0-")
     assert pod["metadata"]["ownerReferences"][0]["kind"] == "ProcessingElement"
-    assert pod["metadata"]["annotations"][labels.CONTENT_ID] == "c2"
+    assert pod["metadata"]["annotations"][CONTENT_ID_ANNOTATION] == "c2"
     env = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
     assert env["STREAMS_PE_LAUNCH_COUNT"] == "1"
     assert env["STREAMS_PE_NAME"] == "app-0"
     ports = [p["name"] for p in pod["spec"]["containers"][0]["ports"]]
-    assert ports[0] == "sys-0"  # from the AADL's one input port
+    assert ports[0] == "sys-0"  # from the PE's one input port
     status = await pe_status(client, "app-0")
     assert status["nodeName"] == pod["spec"]["nodeName"]
 
@@ -100,8 +103,8 @@ async def test_failed_pod(
 ) -> None:
     async with running_pe_controllers(sandbox):
         job = await create_job(client)
-        await create_pe(client, job, 0, **policy)
-        await create_pe_config_map(client, job, 0, restartable=restartable)
+        await create_pe(client, job, 0, restartable=restartable, **policy)
+        await create_pe_config_map(client, job, 0)
         first = await running_pod(client, "app", 0, 1)
         sandbox.cluster.kill_pod(NS, first["metadata"]["name"])
         if relaunched:
@@ -187,10 +190,12 @@ async def test_content_change_replaces_the_pod(sandbox: Sandbox, client: KubeCli
         await create_pe(client, job, 0, content="c1")
         await create_pe_config_map(client, job, 0, content="c1")
         first = await running_pod(client, "app", 0, 1)
-        await client.patch(CONFIGMAPS, "app-0", {"metadata": {"annotations": {labels.CONTENT_ID: "c2"}}}, NS)
+        await client.patch(
+            CONFIGMAPS, "app-0", {"metadata": {"annotations": {CONTENT_ID_ANNOTATION: "c2"}}}, NS
+        )
         await client.patch(PES, "app-0", {"spec": {"contentId": "c2"}}, NS)
         second = await running_pod(client, "app", 0, 2)
-        assert second["metadata"]["annotations"][labels.CONTENT_ID] == "c2"
+        assert second["metadata"]["annotations"][CONTENT_ID_ANNOTATION] == "c2"
         assert await _gone(client, first["metadata"]["name"])
 
 
@@ -223,7 +228,7 @@ async def test_job_deletion_removes_pes_and_pods(sandbox: Sandbox, client: KubeC
         await client.delete(JOBS, "app", NS)
 
         async def empty() -> bool:
-            pods, _ = await client.list_all(PODS, NS, label_selector=f"{labels.JOB}=app")
+            pods, _ = await client.list_all(PODS, NS, label_selector=f"{JOB_LABEL}=app")
             pes, _ = await client.list_all(PES, NS)
             return not pods and not pes
 

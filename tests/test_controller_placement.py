@@ -6,15 +6,10 @@ from typing import Any
 
 import pytest
 
+from streams_k8s.api.contract import host_colocation_key, host_exlocation_key, host_isolation_key
 from streams_k8s.api.host_pool import HostPoolSpec, MembershipMode
 from streams_k8s.api.processing_element import Placement, PoolLocation
-from streams_k8s.controller.labels import (
-    host_colocation_key,
-    host_exlocation_key,
-    host_isolation_key,
-    sanitize_label_value,
-)
-from streams_k8s.controller.placement import (
+from streams_k8s.controller.placement.constraints import (
     EXCLUSIVE_TAINT_KEY,
     HOSTPOOL_TAG_LABEL,
     NodeInfo,
@@ -25,6 +20,7 @@ from streams_k8s.controller.placement import (
     plan_placement,
     pool_label_key,
 )
+from streams_k8s.controller.placement.label_values import sanitize_label_value
 
 
 def test_seed_sha1_vectors() -> None:

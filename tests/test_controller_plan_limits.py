@@ -17,14 +17,15 @@ from k8s_support import eventually_async
 from operator_support import condition, job_manifest, job_status, operator, wait_for_phase
 from repo_paths import real_adl
 from streams_k8s.api import Job, ParallelRegion
+from streams_k8s.api.contract import JOB_LABEL, PE_LABEL
 from streams_k8s.api.job import ParallelRegionWidth
 from streams_k8s.api.parallel_region import MAX_WIDTH, ParallelRegionSpec
 from streams_k8s.app.adl import parse_adl
 from streams_k8s.app.submission import SubmissionError, resolve_values, resolve_widths
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl, write_sab
 from streams_k8s.app.topology import MAX_CONNECTIONS, TopologyError, build_topology
-from streams_k8s.controller import labels
-from streams_k8s.controller.child_limits import (
+from streams_k8s.controller.children.desired import Desired
+from streams_k8s.controller.children.limits import (
     MAX_CONFIG_MAP_DATA,
     OBJECT_REFUSED,
     PLAN_TOO_LARGE,
@@ -32,10 +33,11 @@ from streams_k8s.controller.child_limits import (
     child_problem,
     refused,
 )
-from streams_k8s.controller.kinds import CONFIGMAPS, JOBS, PARALLEL_REGIONS, PES, SERVICES
-from streams_k8s.controller.submission import Desired, SubmissionFailure
+from streams_k8s.controller.kinds import JOBS, PARALLEL_REGIONS, PES
+from streams_k8s.controller.planning import SubmissionFailure
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.kinds import CONFIGMAPS, SERVICES
 from streams_k8s.k8s.objects import ObjectKey
 from streams_k8s.sandbox import Sandbox
 from test_api_crds import crd_rejections
@@ -98,9 +100,9 @@ def test_connections_are_bounded_before_anything_is_expanded() -> None:
 
 
 def config_map(name: str, data: dict[str, str], pe: str | None = None) -> Desired:
-    metadata: dict[str, Any] = {"name": name, "namespace": "ns", "labels": {labels.JOB: "j"}}
+    metadata: dict[str, Any] = {"name": name, "namespace": "ns", "labels": {JOB_LABEL: "j"}}
     if pe is not None:
-        metadata["labels"][labels.PE] = pe
+        metadata["labels"][PE_LABEL] = pe
     return Desired(CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data})
 
 
@@ -244,7 +246,7 @@ async def test_a_width_change_the_server_refuses_is_rolled_back_and_the_job_runs
         after = {p["metadata"]["name"]: p["spec"]["contentId"] for p in (await pes(client, "steady"))}
         assert after == before  # the running plan, whole
         assert (await client.get(PARALLEL_REGIONS, name, "default"))["status"]["width"] == 2
-        configmaps, _ = await client.list_all(CONFIGMAPS, "default", label_selector=f"{labels.JOB}=steady")
+        configmaps, _ = await client.list_all(CONFIGMAPS, "default", label_selector=f"{JOB_LABEL}=steady")
         assert {c["metadata"]["name"] for c in configmaps} == {"steady", *before}
         await wait_for_phase(client, "steady", "Running")
         warnings = {e["reason"] for e in await events_of(client, "steady") if e["type"] == "Warning"}
@@ -252,7 +254,7 @@ async def test_a_width_change_the_server_refuses_is_rolled_back_and_the_job_runs
 
 
 async def pes(client: KubeClient, job: str) -> list[dict[str, Any]]:
-    return (await client.list_all(PES, "default", label_selector=f"{labels.JOB}={job}"))[0]
+    return (await client.list_all(PES, "default", label_selector=f"{JOB_LABEL}={job}"))[0]
 
 
 @pytest.mark.sandbox(nodes=2)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from streams_k8s.api.contract import CONTENT_ID_ANNOTATION, LAUNCH_COUNT_LABEL
 from streams_k8s.api.processing_element import ProcessingElement
-from streams_k8s.controller import labels
-from streams_k8s.controller.pod_lifecycle import Action, decide, started_status
+from streams_k8s.controller.pes.lifecycle import Action, decide, started_status
 
 
 def pe(launch: int = 0, phase: str | None = None, **spec: Any) -> ProcessingElement:
@@ -23,8 +23,8 @@ def pod(launch: int, phase: str = "Running", content: str = "c1", node: str | No
     return {
         "metadata": {
             "name": f"app-0-{launch}",
-            "labels": {labels.LAUNCH_COUNT: str(launch)},
-            "annotations": {labels.CONTENT_ID: content},
+            "labels": {LAUNCH_COUNT_LABEL: str(launch)},
+            "annotations": {CONTENT_ID_ANNOTATION: content},
         },
         "spec": {"nodeName": node} if node else {},
         "status": {"phase": phase},
@@ -32,15 +32,15 @@ def pod(launch: int, phase: str = "Running", content: str = "c1", node: str | No
 
 
 def test_first_launch_waits_then_creates_after_a_predecessor() -> None:
-    assert decide(pe(), [], restartable=True, previous_launches=0, ready=False).action is Action.WAIT
-    decision = decide(pe(), [], restartable=True, previous_launches=3, ready=True)
+    assert decide(pe(), [], previous_launches=0, ready=False).action is Action.WAIT
+    decision = decide(pe(), [], previous_launches=3, ready=True)
     assert (decision.action, decision.launch) == (Action.CREATE, 4)
 
 
 def test_a_pod_created_before_a_restart_is_adopted_not_duplicated() -> None:
-    pending = decide(pe(), [pod(1, "Pending", node=None)], restartable=True, previous_launches=0, ready=True)
+    pending = decide(pe(), [pod(1, "Pending", node=None)], previous_launches=0, ready=True)
     assert pending.action is Action.NONE  # recorded once running: one status write per launch
-    running = decide(pe(), [pod(1)], restartable=True, previous_launches=0, ready=True)
+    running = decide(pe(), [pod(1)], previous_launches=0, ready=True)
     assert (running.action, running.launch, running.phase, running.node, running.pod) == (
         Action.RECORD,
         1,
@@ -51,13 +51,12 @@ def test_a_pod_created_before_a_restart_is_adopted_not_duplicated() -> None:
 
 
 def test_a_written_ahead_launch_retires_the_old_pod_and_creates_the_new_one() -> None:
-    decision = decide(pe(2, "Pending"), [pod(1, "Failed")], restartable=True, previous_launches=0, ready=True)
+    decision = decide(pe(2, "Pending"), [pod(1, "Failed")], previous_launches=0, ready=True)
     assert (decision.action, decision.launch) == (Action.CREATE, 2)
     assert [(p["metadata"]["name"], zombie) for p, zombie in decision.retire] == [("app-0-1", False)]
     kept = decide(
         pe(2, "Pending", deleteFailedPod=False),
         [pod(1, "Failed")],
-        restartable=True,
         previous_launches=0,
         ready=True,
     )
@@ -66,22 +65,20 @@ def test_a_written_ahead_launch_retires_the_old_pod_and_creates_the_new_one() ->
 
 def test_a_stale_cache_never_lowers_the_launch_count() -> None:
     # Our own relaunch to 2 is not in the PE cache yet, its pod is: do nothing.
-    decision = decide(
-        pe(1, "Running", restartDeletedPod=False), [pod(2)], restartable=True, previous_launches=0, ready=True
-    )
+    decision = decide(pe(1, "Running", restartDeletedPod=False), [pod(2)], previous_launches=0, ready=True)
     assert decision.action is Action.NONE
 
 
 def test_content_change_relaunches_even_when_not_restartable() -> None:
     decision = decide(
-        pe(1, "Running"), [pod(1, content="old")], restartable=False, previous_launches=0, ready=True
+        pe(1, "Running", restartable=False), [pod(1, content="old")], previous_launches=0, ready=True
     )
     assert (decision.action, decision.launch, decision.reason) == (Action.RELAUNCH, 2, "content changed")
 
 
 def test_a_pod_that_starts_running_is_a_record_a_connectivity_report_can_carry() -> None:
-    first = decide(pe(), [pod(1)], restartable=True, previous_launches=0, ready=True)
-    relaunched = decide(pe(2, "Pending"), [pod(2)], restartable=True, previous_launches=0, ready=True)
+    first = decide(pe(), [pod(1)], previous_launches=0, ready=True)
+    relaunched = decide(pe(2, "Pending"), [pod(2)], previous_launches=0, ready=True)
     assert first.started
     assert relaunched.started
     assert started_status(pe(), [pod(1)]) == {
@@ -95,21 +92,17 @@ def test_a_pod_that_starts_running_is_a_record_a_connectivity_report_can_carry()
     recorded = pe(1, "Running").to_wire()
     recorded["status"].update(nodeName="n1", podName="app-0-1")
     assert started_status(ProcessingElement.from_wire(recorded), [pod(1)]) is None
-    failed = decide(pe(), [pod(1, "Failed")], restartable=True, previous_launches=0, ready=True)
+    failed = decide(pe(), [pod(1, "Failed")], previous_launches=0, ready=True)
     assert (failed.action, failed.started) == (Action.RECORD, False)
     assert started_status(pe(), [pod(1, "Failed")]) is None
 
 
 def test_a_pod_deleted_while_its_run_waits_to_be_recorded_counts_as_a_launch() -> None:
     # Seen running (launch 1) but not recorded yet, then deleted: a restart, not a re-creation.
-    restarted = decide(
-        pe(restartDeletedPod=True), [], restartable=True, previous_launches=0, ready=True, ran_unrecorded=1
-    )
+    restarted = decide(pe(restartDeletedPod=True), [], previous_launches=0, ready=True, ran_unrecorded=1)
     assert (restarted.action, restarted.launch) == (Action.RELAUNCH, 2)
-    left = decide(
-        pe(restartDeletedPod=False), [], restartable=True, previous_launches=0, ready=True, ran_unrecorded=1
-    )
+    left = decide(pe(restartDeletedPod=False), [], previous_launches=0, ready=True, ran_unrecorded=1)
     assert (left.action, left.launch, left.phase) == (Action.RECORD, 1, "Deleted")
     # Without that memory the pod of launch 1 is simply created again.
-    again = decide(pe(restartDeletedPod=True), [], restartable=True, previous_launches=0, ready=True)
+    again = decide(pe(restartDeletedPod=True), [], previous_launches=0, ready=True)
     assert (again.action, again.launch) == (Action.CREATE, 1)

@@ -10,9 +10,10 @@ import pytest
 from streams_k8s.api import Job, ProcessingElement
 from streams_k8s.api.base import ResourceRequirements
 from streams_k8s.api.processing_element import BuildType
-from streams_k8s.controller.placement import PodPlacement
-from streams_k8s.controller.pod_spec import PeRuntimeSettings, build_pod, pod_name
-from streams_k8s.controller.resources import divide_quantity, divide_resources
+from streams_k8s.api.quantity import divide_quantity
+from streams_k8s.controller.children.pod import PeRuntimeSettings, build_pod, pod_name
+from streams_k8s.controller.children.resources import divide_resources
+from streams_k8s.controller.placement.constraints import PodPlacement
 
 
 def make_job(**spec: Any) -> Job:
@@ -38,7 +39,13 @@ def make_pe(**spec: Any) -> ProcessingElement:
                     "streams.ibm.com/applicationScope": "Default",
                 },
             },
-            "spec": {"id": 2, "contentId": "ab" * 32, "sabName": "apps.parallel.Parallel.sab", **spec},
+            "spec": {
+                "id": 2,
+                "contentId": "ab" * 32,
+                "sabName": "apps.parallel.Parallel.sab",
+                "inputPorts": 2,
+                **spec,
+            },
         }
     )
 
@@ -49,7 +56,6 @@ def pod(job: Job | None = None, pe: ProcessingElement | None = None, **kwargs: A
         "pe": pe or make_pe(),
         "generation": 0,
         "launch_count": 1,
-        "input_ports": 2,
         "placement": PodPlacement(),
         "settings": PeRuntimeSettings(),
         **kwargs,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from streams_k8s.controller.pods_by_owner import PodsByOwner
+from streams_k8s.controller.pes.pods_by_owner import PodsByOwner
 from streams_k8s.k8s.objects import Object
 from streams_k8s.k8s.store import Store
 

@@ -11,22 +11,23 @@ from hypothesis import strategies as st
 from lxml import etree
 
 from repo_paths import shared_testdata
+from streams_k8s.api.contract import APPLICATION_NAME_ANNOTATION, APPLICATION_SCOPE_ANNOTATION, JOB_LABEL
 from streams_k8s.api.import_export import StreamProperty
 from streams_k8s.app.adl import parse_adl
+from streams_k8s.app.subscription_expression import SubscriptionError, parse_subscription
 from streams_k8s.app.synthetic import Exported, Imported, SyntheticSpec, synthetic_adl
-from streams_k8s.controller import labels
-from streams_k8s.controller.rest_api import RestError
-from streams_k8s.controller.submission import SubmissionFailure, desired_objects, plan_job, validate_job
-from streams_k8s.controller.subscription_api import (
-    _imported_streams,
-    _imported_streams_xml,
-    _names,
-    _properties,
-    _properties_xml,
+from streams_k8s.controller.children.desired import desired_objects
+from streams_k8s.controller.planning import SubmissionFailure, plan_job, validate_job
+from streams_k8s.controller.pubsub.board import compute_board
+from streams_k8s.controller.pubsub.bodies import (
+    imported_streams_of,
+    imported_streams_xml,
+    names_of,
+    properties_of,
+    properties_xml,
 )
-from streams_k8s.controller.subscription_broker import FETCH, MAX_DATAGRAM_BYTES, datagram
-from streams_k8s.controller.subscription_expression import SubscriptionError, parse_subscription
-from streams_k8s.controller.subscriptions import compute_board
+from streams_k8s.controller.pubsub.broker import FETCH, MAX_DATAGRAM_BYTES, datagram
+from streams_k8s.controller.rest.api import RestError
 
 PROPS = [
     StreamProperty(name="kind", type="rstring", values=['"temp"']),
@@ -104,8 +105,8 @@ def _obj(
         "metadata": {
             "name": f"{job}-{pe}-{port}",
             "namespace": "default",
-            "labels": {labels.JOB: job},
-            "annotations": {labels.APPLICATION_NAME: app, labels.APPLICATION_SCOPE: "Default"},
+            "labels": {JOB_LABEL: job},
+            "annotations": {APPLICATION_NAME_ANNOTATION: app, APPLICATION_SCOPE_ANNOTATION: "Default"},
         },
         "spec": {"jobId": 1 if job == "exp" else 2, "peId": pe, "portId": port, **spec},
     }
@@ -203,7 +204,7 @@ def _children(spec: SyntheticSpec, name: str) -> dict[str, dict[str, Any]]:
     }
     job = validate_job(manifest)
     plan = plan_job(job, app, job_id=4, nodes=1)
-    children = desired_objects(job, "uid-1", app, plan, generation=0, stamp="now")
+    children = desired_objects(job, "uid-1", plan, generation=0, stamp="now")
     kinds = [c.body["kind"] for c in children]
     assert kinds.index("ProcessingElement") > max(
         (i for i, k in enumerate(kinds) if k in ("Export", "Import")), default=-1
@@ -269,9 +270,9 @@ def test_stream_properties_round_trip_through_xml() -> None:
         b'<property name="loc" type="list&lt;rstring&gt;"><value>"A"</value><value>"B"</value></property>'
         b"</streamProperties>"
     )
-    parsed = _properties(body)
+    parsed = properties_of(body)
     assert parsed == [{"name": "loc", "type": "list<rstring>", "values": ['"A"', '"B"']}]
-    assert _properties(_properties_xml(parsed)) == parsed
+    assert properties_of(properties_xml(parsed)) == parsed
 
 
 def test_property_names_accept_both_shapes() -> None:
@@ -279,8 +280,8 @@ def test_property_names_accept_both_shapes() -> None:
         b'<streamPropertyNames scope="listed"><name><name>kind</name></name><name>loc</name>'
         b"</streamPropertyNames>"
     )
-    assert _names(nested) == ["kind", "loc"]
-    assert _names(b'<streamPropertyNames scope="all"/>') is None
+    assert names_of(nested) == ["kind", "loc"]
+    assert names_of(b'<streamPropertyNames scope="all"/>') is None
 
 
 def test_imported_streams_round_trip_and_refuse_bad_documents() -> None:
@@ -289,11 +290,11 @@ def test_imported_streams_round_trip_and_refuse_bad_documents() -> None:
         b'streamName="s" index="3"/><propertyBasedImport subscription="k == 1" importOperName="J" index="4"/>'
         b"</importedStreams>"
     )
-    streams = _imported_streams(body)
+    streams = imported_streams_of(body)
     assert streams["filter"] == "i > 1"
     assert streams["nameBasedImports"]["3"]["streamName"] == "s"
     assert streams["propertyBasedImport"]["index"] == 4
-    assert _imported_streams(_imported_streams_xml(streams)) == streams
+    assert imported_streams_of(imported_streams_xml(streams)) == streams
     for bad in (
         b"<importedStreams><nameBasedImport index='x' importOperName='I'/></importedStreams>",
         b"<importedStreams><propertyBasedImport subscription='k ==' importOperName='I' index='1'/>"
@@ -303,7 +304,7 @@ def test_imported_streams_round_trip_and_refuse_bad_documents() -> None:
         b'<!DOCTYPE x [<!ENTITY e "e">]><importedStreams/>',
     ):
         with pytest.raises(RestError) as caught:
-            _imported_streams(bad)
+            imported_streams_of(bad)
         assert caught.value.status == 400
 
 
@@ -311,10 +312,10 @@ def test_the_xml_answers_follow_the_sam_schema() -> None:
     schema_path = shared_testdata("schema", "SAM", "applicationModel.xsd")
     schema = etree.XMLSchema(etree.parse(str(schema_path)))
     props = [{"name": "loc", "type": "list<rstring>", "values": ['"A"']}]
-    streams = _imported_streams(
+    streams = imported_streams_of(
         b'<importedStreams><nameBasedImport applicationName="a::B" importOperName="I" streamName="s" '
         b'index="3"/></importedStreams>'
     )
-    for document in (_properties_xml(props), _imported_streams_xml(streams)):
+    for document in (properties_xml(props), imported_streams_xml(streams)):
         root = etree.fromstring(document)
         assert schema.validate(root), schema.error_log

@@ -17,12 +17,18 @@ from lxml import etree
 from k8s_support import eventually_async
 from operator_support import SUBMITTED, Running, condition, job_manifest, operator, wait_for_phase
 from repo_paths import shared_testdata
+from streams_k8s.api.contract import (
+    APPLICATION_NAME_ANNOTATION,
+    APPLICATION_SCOPE_ANNOTATION,
+    GENERATION_LABEL,
+    JOB_LABEL,
+)
 from streams_k8s.app.synthetic import Exported, Imported, SyntheticSpec, write_sab
-from streams_k8s.controller import labels
-from streams_k8s.controller.kinds import CONFIGMAPS, EXPORTS, IMPORTS, JOBS, PARALLEL_REGIONS
+from streams_k8s.controller.kinds import EXPORTS, IMPORTS, JOBS, PARALLEL_REGIONS
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.events import EVENTS
+from streams_k8s.k8s.kinds import CONFIGMAPS
 from streams_k8s.sandbox import Sandbox
 from tokens import admin_token
 
@@ -95,7 +101,7 @@ async def call(
 
 
 async def owned(client: KubeClient, resource: Any, job: str) -> dict[str, dict[str, Any]]:
-    items, _ = await client.list_all(resource, "default", label_selector=f"{labels.JOB}={job}")
+    items, _ = await client.list_all(resource, "default", label_selector=f"{JOB_LABEL}={job}")
     return {i["metadata"]["name"]: i for i in items}
 
 
@@ -150,9 +156,9 @@ async def test_generated_exporter_and_importer_jobs_subscribe(
             spec, m = export["spec"], export["metadata"]
             assert m["name"] == f"exp-{spec['peId']}-{spec['portId']}"
             assert spec["jobId"] == (await client.get(JOBS, "exp", "default"))["status"]["id"]
-            assert m["labels"][labels.GENERATION] == "0"
-            assert m["annotations"][labels.APPLICATION_NAME] == "pub::Exporter"
-            assert m["annotations"][labels.APPLICATION_SCOPE] == "Default"
+            assert m["labels"][GENERATION_LABEL] == "0"
+            assert m["annotations"][APPLICATION_NAME_ANNOTATION] == "pub::Exporter"
+            assert m["annotations"][APPLICATION_SCOPE_ANNOTATION] == "Default"
             ref = m["ownerReferences"][0]
             assert (ref["kind"], ref["uid"], ref["controller"]) == ("Job", exp_job["metadata"]["uid"], True)
         assert len(imports) == 4
@@ -423,7 +429,7 @@ async def _ports_follow_the_pes(client: KubeClient, job: str, generation: str) -
         spec = obj["spec"]
         if obj["metadata"]["name"] != f"{job}-{spec['peId']}-{spec['portId']}":
             return False
-        if obj["metadata"]["labels"][labels.GENERATION] != generation:
+        if obj["metadata"]["labels"][GENERATION_LABEL] != generation:
             return False
         try:
             aadl = (await client.get(CONFIGMAPS, f"{job}-{spec['peId']}", "default"))["data"]["aadl.xml"]

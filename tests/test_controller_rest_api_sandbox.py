@@ -15,8 +15,9 @@ from openapi_schema_validator import OAS31Validator
 from k8s_support import eventually_async
 from operator_support import SUBMITTED, Running, as_pe, job_manifest, operator, wait_for_phase
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
-from streams_k8s.controller.kinds import JOBS, PES, SERVICES
+from streams_k8s.controller.kinds import JOBS, PES
 from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.kinds import SERVICES
 from streams_k8s.sandbox import Sandbox
 from tokens import allow_job_updates, token_for
 

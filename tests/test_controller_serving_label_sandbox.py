@@ -11,9 +11,9 @@ import pytest
 
 from k8s_support import eventually_async
 from operator_support import operator
-from streams_k8s.controller.kinds import PODS
 from streams_k8s.controller.operator import SERVING_LABEL
 from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.kinds import PODS
 from streams_k8s.sandbox import Sandbox
 
 

@@ -6,19 +6,22 @@ from typing import Any
 
 import pytest
 
+from streams_k8s.api.contract import (
+    APP_LABEL,
+    CR_LABEL,
+    JOB_LABEL,
+    PE_LABEL,
+    SVC_LABEL,
+    TRANSPORT_CERT_KEY,
+    TRANSPORT_KEY_KEY,
+)
 from streams_k8s.api.processing_element import ProcessingElementSpec
 from streams_k8s.app.adl import parse_adl
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl
-from streams_k8s.controller import labels
-from streams_k8s.controller.certificates import TRANSPORT_CERT_KEY, TRANSPORT_KEY_KEY
-from streams_k8s.controller.kinds import CONFIGMAPS, CONSISTENT_REGIONS, PES, SERVICES
-from streams_k8s.controller.submission import (
-    Desired,
-    SubmissionFailure,
-    desired_objects,
-    plan_job,
-    validate_job,
-)
+from streams_k8s.controller.children.desired import Desired, desired_objects
+from streams_k8s.controller.kinds import CONSISTENT_REGIONS, PES
+from streams_k8s.controller.planning import SubmissionFailure, plan_job, validate_job
+from streams_k8s.k8s.kinds import CONFIGMAPS, SERVICES
 
 UID = "0f7e2b0c-1111-2222-3333-444455556666"
 
@@ -38,7 +41,7 @@ def children(app_spec: SyntheticSpec, **spec: Any) -> list[Desired]:
     plan = plan_job(job, app, job_id=3, nodes=3)
     transport = ("CERT", "KEY") if "processingElement" in spec else None
     return desired_objects(
-        job, UID, app, plan, generation=0, stamp="Sat Nov 21 10:00:00 UTC 2026", transport=transport
+        job, UID, plan, generation=0, stamp="Sat Nov 21 10:00:00 UTC 2026", transport=transport
     )
 
 
@@ -76,11 +79,11 @@ def test_children_come_in_creation_order_with_the_pes_last() -> None:
         assert obj.body["metadata"]["namespace"] == "ns"
     region = next(o for o in objects if o.resource == CONSISTENT_REGIONS)
     assert region.name == "unit-cr0"
-    assert region.body["metadata"]["labels"][labels.CR] == "unit-cr0"
+    assert region.body["metadata"]["labels"][CR_LABEL] == "unit-cr0"
     in_region = set(region.body["spec"]["pesInRegion"])
     for obj in (o for o in objects if o.resource == PES):
         pe = obj.body["spec"]["id"]
-        assert obj.body["metadata"]["labels"][labels.CR] == ("true" if pe in in_region else "false")
+        assert obj.body["metadata"]["labels"][CR_LABEL] == ("true" if pe in in_region else "false")
 
 
 def test_job_resources_are_divided_among_the_pes() -> None:
@@ -127,8 +130,24 @@ def test_services_carry_one_port_per_pe_input_port() -> None:
         system = [p for p in ports if p["name"].startswith("sys-") and p["name"][4:].isdigit()]
         assert [p["port"] for p in system] == [10000 + i for i in range(len(system))]
         assert service.body["spec"]["selector"] == {  # the PE's pods, whatever their generation
-            labels.APP: "streams",
-            labels.JOB: "unit",
-            labels.SVC: "pe",
-            labels.PE: service.body["metadata"]["labels"][labels.PE],
+            APP_LABEL: "streams",
+            JOB_LABEL: "unit",
+            SVC_LABEL: "pe",
+            PE_LABEL: service.body["metadata"]["labels"][PE_LABEL],
         }
+
+
+def test_each_pe_service_has_one_port_per_input_port_of_its_pe() -> None:
+    job = validate_job(manifest(fusion={"manual": 2}))
+    plan = plan_job(job, parse_adl(synthetic_adl(SyntheticSpec(chains=3, length=2))), job_id=3, nodes=3)
+    objects = desired_objects(job, UID, plan, generation=0, stamp="Sat Nov 21 10:00:00 UTC 2026")
+    services = {o.name: o.body["spec"]["ports"] for o in objects if o.resource == SERVICES}
+    pes = {o.name: o.body["spec"] for o in objects if o.resource == PES}
+    assert sorted(len(pe.inputs) for pe in plan.pes) == [0, 3]  # a PE with several input ports
+    for planned in plan.pes:
+        name = f"unit-{planned.id}"
+        inputs = [p for p in services[name] if p["name"].startswith("sys-") and p["name"][4:].isdigit()]
+        assert len(inputs) == len(planned.inputs) == pes[name]["inputPorts"]
+        assert [(p["name"], p["port"]) for p in inputs] == [
+            (f"sys-{port.id}", 10000 + port.id) for port in planned.inputs
+        ]

@@ -6,9 +6,9 @@ from typing import Any
 
 from streams_k8s.api.job import Fusion, ParallelRegionWidth
 from streams_k8s.app.adl import parse_adl
-from streams_k8s.app.plan import plan_application, refuse_with_widths
+from streams_k8s.app.plan import plan_application, plan_at_widths, refuse_with_widths
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl
-from streams_k8s.controller.widths import failed, pending_generation, plan_for, widths_of
+from streams_k8s.controller.jobs.widths import failed, pending_generation, widths_of
 
 
 def region(
@@ -52,13 +52,13 @@ def test_the_plan_of_a_set_of_widths_is_the_same_every_time() -> None:
     app = parse_adl(synthetic_adl(SyntheticSpec(chains=2, length=3, regions=1, width=2)), what="generated")
     base = plan_application(app, Fusion(), job_name="j")
     alias = app.parallel_regions[0].name
-    assert plan_for(base, {alias: 2}) is base
-    direct = plan_for(base, {alias: 4})
+    assert plan_at_widths(base, {alias: 2}) is base
+    direct = plan_at_widths(base, {alias: 4})
     assert [(p.id, p.content_id) for p in direct.pes] == [
-        (p.id, p.content_id) for p in plan_for(base, {alias: 4}).pes
+        (p.id, p.content_id) for p in plan_at_widths(base, {alias: 4}).pes
     ]
     assert direct.topology.widths != base.topology.widths
     # Re-fused from the submitted plan, not from 3: a chain of re-fusions can end elsewhere.
     three, _ = refuse_with_widths(base, [ParallelRegionWidth(alias=alias, width=3)])
-    back_at_three = plan_for(base, {alias: 3})
+    back_at_three = plan_at_widths(base, {alias: 3})
     assert [(p.id, p.content_id) for p in back_at_three.pes] == [(p.id, p.content_id) for p in three.pes]

@@ -11,12 +11,21 @@ import pytest
 
 from k8s_support import eventually_async
 from operator_support import SUBMITTED, as_pe, free_port, job_manifest, operator, wait_for_phase
+from streams_k8s.api.contract import (
+    APP_LABEL,
+    CONTENT_ID_ANNOTATION,
+    GENERATION_LABEL,
+    JOB_LABEL,
+    NAME_TABLE_KEY,
+    PE_LABEL,
+    SVC_LABEL,
+)
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
-from streams_k8s.controller import labels
-from streams_k8s.controller.kinds import CONFIGMAPS, HOSTPOOLS, JOBS, PARALLEL_REGIONS, PES, PODS, SERVICES
+from streams_k8s.controller.kinds import HOSTPOOLS, JOBS, PARALLEL_REGIONS, PES
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
-from streams_k8s.naming import TABLE_KEY, NameTable
+from streams_k8s.k8s.kinds import CONFIGMAPS, PODS, SERVICES
+from streams_k8s.naming import NameTable
 from streams_k8s.sandbox import Sandbox
 
 API_PORT = free_port()
@@ -31,13 +40,13 @@ async def client(sandbox: Sandbox) -> AsyncIterator[KubeClient]:
 
 
 async def pes_of(client: KubeClient, job: str) -> dict[int, dict[str, Any]]:
-    items, _ = await client.list_all(PES, "default", label_selector=f"{labels.JOB}={job}")
+    items, _ = await client.list_all(PES, "default", label_selector=f"{JOB_LABEL}={job}")
     return {int(p["spec"]["id"]): p for p in items}
 
 
 async def pods_of(client: KubeClient, job: str) -> dict[int, str]:
-    items, _ = await client.list_all(PODS, "default", label_selector=f"{labels.JOB}={job},{labels.SVC}=pe")
-    return {int(p["metadata"]["labels"][labels.PE]): p["metadata"]["uid"] for p in items}
+    items, _ = await client.list_all(PODS, "default", label_selector=f"{JOB_LABEL}={job},{SVC_LABEL}=pe")
+    return {int(p["metadata"]["labels"][PE_LABEL]): p["metadata"]["uid"] for p in items}
 
 
 async def region_status(client: KubeClient, name: str) -> dict[str, Any]:
@@ -56,7 +65,7 @@ async def test_width_changes_refuse_the_job_and_keep_unchanged_pods(
         (region,) = (await client.list_all(PARALLEL_REGIONS, "default"))[0]
         name, alias = region["metadata"]["name"], region["spec"]["alias"]
         await eventually_async(lambda: _has_width(client, name, 2), within=10)
-        assert (await region_status(client, name))["selector"] == f"{labels.JOB}=wide,{labels.SVC}=pe"
+        assert (await region_status(client, name))["selector"] == f"{JOB_LABEL}=wide,{SVC_LABEL}=pe"
 
         before = await pes_of(client, "wide")
         pods_before = await pods_of(client, "wide")
@@ -91,14 +100,14 @@ async def test_width_changes_refuse_the_job_and_keep_unchanged_pods(
         assert added
         for i in added:  # added PEs: their ConfigMap with the AADL, at the new generation
             cm = await client.get(CONFIGMAPS, f"wide-{i}", "default")
-            assert cm["metadata"]["labels"][labels.GENERATION] == "1"
-            assert cm["metadata"]["annotations"][labels.CONTENT_ID] == after[i]["spec"]["contentId"]
+            assert cm["metadata"]["labels"][GENERATION_LABEL] == "1"
+            assert cm["metadata"]["annotations"][CONTENT_ID_ANNOTATION] == after[i]["spec"]["contentId"]
         for i in changed:
             cm = await client.get(CONFIGMAPS, f"wide-{i}", "default")
-            assert cm["metadata"]["annotations"][labels.CONTENT_ID] == after[i]["spec"]["contentId"]
+            assert cm["metadata"]["annotations"][CONTENT_ID_ANNOTATION] == after[i]["spec"]["contentId"]
         pods_after = await pods_of(client, "wide")
         assert {i: pods_after[i] for i in unchanged} == {i: pods_before[i] for i in unchanged}
-        table = NameTable.parse((await client.get(CONFIGMAPS, "wide", "default"))["data"][TABLE_KEY])
+        table = NameTable.parse((await client.get(CONFIGMAPS, "wide", "default"))["data"][NAME_TABLE_KEY])
         assert {label.pe_id for label in table.values()} >= set(added)
 
         # /scale (what `kubectl scale stpr/<name> --replicas=N` does): back to 2, nothing left over
@@ -157,7 +166,7 @@ async def test_replicated_host_pools_follow_the_width_and_bad_widths_are_refused
         name = region["metadata"]["name"]
 
         async def pool_names() -> set[str]:
-            items, _ = await client.list_all(HOSTPOOLS, "default", label_selector=f"{labels.JOB}=pools")
+            items, _ = await client.list_all(HOSTPOOLS, "default", label_selector=f"{JOB_LABEL}=pools")
             return {p["spec"]["name"] for p in items}
 
         assert {"pool0_0_0", "pool0_0_1"} <= await pool_names()
@@ -176,7 +185,7 @@ async def test_replicated_host_pools_follow_the_width_and_bad_widths_are_refused
 async def served_addresses(client: KubeClient, job: str) -> dict[int, set[str]]:
     """PE id → the addresses its Service's Endpoints list as ready (what its DNS name resolves to)."""
     services, _ = await client.list_all(
-        SERVICES, "default", label_selector=f"{labels.JOB}={job},{labels.SVC}=pe"
+        SERVICES, "default", label_selector=f"{JOB_LABEL}={job},{SVC_LABEL}=pe"
     )
     served = {}
     for service in services:
@@ -186,14 +195,14 @@ async def served_addresses(client: KubeClient, job: str) -> dict[int, set[str]]:
             if not err.not_found:
                 raise
             endpoints = {}
-        served[int(service["metadata"]["labels"][labels.PE])] = {
+        served[int(service["metadata"]["labels"][PE_LABEL])] = {
             a["ip"] for subset in endpoints.get("subsets") or () for a in subset.get("addresses") or ()
         }
     return served
 
 
 async def ready_pod_addresses(client: KubeClient, job: str) -> dict[int, set[str]]:
-    pods, _ = await client.list_all(PODS, "default", label_selector=f"{labels.JOB}={job},{labels.SVC}=pe")
+    pods, _ = await client.list_all(PODS, "default", label_selector=f"{JOB_LABEL}={job},{SVC_LABEL}=pe")
     ready: dict[int, set[str]] = {}
     for pod in pods:
         conditions = (pod.get("status") or {}).get("conditions") or ()
@@ -201,7 +210,7 @@ async def ready_pod_addresses(client: KubeClient, job: str) -> dict[int, set[str
             c["type"] == "Ready" and c["status"] == "True" for c in conditions
         ):
             continue
-        ready.setdefault(int(pod["metadata"]["labels"][labels.PE]), set()).add(pod["status"]["podIP"])
+        ready.setdefault(int(pod["metadata"]["labels"][PE_LABEL]), set()).add(pod["status"]["podIP"])
     return ready
 
 
@@ -244,7 +253,7 @@ async def test_services_an_earlier_operator_made_are_healed_keeping_user_ports(
         planned = service["spec"]["selector"]
         # What the operator before this fix left: the generation in the selector (and a width
         # change since, so it names a generation no pod has), plus a user endpoint port.
-        stale = {labels.APP: "streams", labels.JOB: "healed", labels.GENERATION: "4", labels.PE: "0"}
+        stale = {APP_LABEL: "streams", JOB_LABEL: "healed", GENERATION_LABEL: "4", PE_LABEL: "0"}
         user_port = {"name": "usr-web", "port": 8080, "targetPort": 8080, "protocol": "TCP"}
         body = {**service, "spec": {**service["spec"], "selector": stale}}
         body["spec"]["ports"] = [*service["spec"]["ports"], user_port]
@@ -255,5 +264,5 @@ async def test_services_an_earlier_operator_made_are_healed_keeping_user_ports(
             return spec["selector"] == planned and user_port["name"] in {p["name"] for p in spec["ports"]}
 
         await eventually_async(healed, within=10)
-        assert labels.GENERATION not in planned
+        assert GENERATION_LABEL not in planned
         await eventually_async(lambda: every_service_serves_its_pe(client, "healed"), within=10)

@@ -14,13 +14,8 @@ import pytest
 import yaml
 
 from streams_k8s.api import KINDS
-from streams_k8s.consistent.manifests import (
-    POOL_NAME,
-    coordinator_auth_delegation,
-    coordinator_pool,
-    coordinator_rbac,
-    pool_network_policy,
-)
+from streams_k8s.consistent.manifests import coordinator_auth_delegation, coordinator_rbac
+from streams_k8s.consistent.pool_manifests import POOL_NAME, coordinator_pool, pool_network_policy
 from test_consistent_manifests import admitted
 
 REPO = Path(__file__).resolve().parents[1]

@@ -14,9 +14,10 @@ import yaml
 
 from operator_support import operator, wait_for_phase
 from repo_paths import REPO
-from streams_k8s.controller import labels
-from streams_k8s.controller.kinds import EXPORTS, IMPORTS, JOBS, PARALLEL_REGIONS, PES, PODS
+from streams_k8s.api.contract import JOB_LABEL
+from streams_k8s.controller.kinds import EXPORTS, IMPORTS, JOBS, PARALLEL_REGIONS, PES
 from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.kinds import PODS
 from streams_k8s.sandbox import Sandbox
 
 EXAMPLES = REPO / "examples"
@@ -63,8 +64,8 @@ async def test_example_reaches_running(
         for job in jobs:
             name = job["metadata"]["name"]
             status = await wait_for_phase(client, name, "Running", within=60)
-            pes, _ = await client.list_all(PES, "default", label_selector=f"{labels.JOB}={name}")
-            pods, _ = await client.list_all(PODS, "default", label_selector=f"{labels.JOB}={name}")
+            pes, _ = await client.list_all(PES, "default", label_selector=f"{JOB_LABEL}={name}")
+            pods, _ = await client.list_all(PODS, "default", label_selector=f"{JOB_LABEL}={name}")
             assert len(pes) == status["processingElements"] > 0
             assert sorted(p["status"]["phase"] for p in pods) == ["Running"] * len(pes)
         await _shows_what_it_says(client, example.stem)
@@ -76,7 +77,7 @@ async def _shows_what_it_says(client: KubeClient, example: str) -> None:
         regions, _ = await client.list_all(PARALLEL_REGIONS, "default")
         assert {r["spec"]["alias"]: r["spec"]["width"] for r in regions} == {"C0_1": 3, "C1_1": 2}
     elif example == "hostpools":
-        pods, _ = await client.list_all(PODS, "default", label_selector=f"{labels.JOB}=hostpools")
+        pods, _ = await client.list_all(PODS, "default", label_selector=f"{JOB_LABEL}=hostpools")
         on = {p["spec"]["nodeName"] for p in pods}
         assert {"node-a", "node-b"} <= on  # the nodes tagged pool0 and pool1
     elif example == "pubsub":

@@ -14,35 +14,24 @@ from pydantic import ValidationError
 from api_documents import invalid_job
 from operator_support import condition, drop_job_name_rules, job_manifest, operator, wait_for_phase
 from streams_k8s.api import Job
+from streams_k8s.api.contract import JOB_LABEL, coordinator_name, coordinator_service_name, pe_service_name
 from streams_k8s.api.job import MAX_JOB_NAME
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
-from streams_k8s.consistent.coordinator import api_service_name
-from streams_k8s.consistent.manifests import deployment_name, network_policy_name
-from streams_k8s.controller import labels
+from streams_k8s.controller.children.names import consistent_region_name, pe_port_name
+from streams_k8s.controller.children.pod import pod_name
 from streams_k8s.controller.kinds import (
-    CONFIGMAPS,
     CONSISTENT_REGION_OPERATORS,
     CONSISTENT_REGIONS,
-    DEPLOYMENTS,
     EXPORTS,
     HOSTPOOLS,
     IMPORTS,
     JOBS,
-    NETWORK_POLICIES,
     PARALLEL_REGIONS,
     PES,
-    PODS,
-    SERVICES,
-)
-from streams_k8s.controller.pod_spec import pod_name
-from streams_k8s.controller.submission import (
-    consistent_region_name,
-    consistent_region_operator_name,
-    pe_port_name,
 )
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.errors import ApiError
-from streams_k8s.naming import pe_service_name
+from streams_k8s.k8s.kinds import CONFIGMAPS, DEPLOYMENTS, NETWORK_POLICIES, PODS, SERVICES
 from streams_k8s.sandbox import Sandbox
 from test_api_crds import crd_rejections
 
@@ -59,28 +48,26 @@ LONGEST = "j" * MAX_JOB_NAME
 
 def test_the_limit_is_set_by_the_coordinator_service_of_the_runtime_contract() -> None:
     assert MAX_JOB_NAME == 34
-    assert api_service_name(LONGEST) == f"streams-{LONGEST}-consistentregion-api"
-    assert len(api_service_name(LONGEST)) == 63
+    assert coordinator_service_name(LONGEST) == f"streams-{LONGEST}-consistentregion-api"
+    assert len(coordinator_service_name(LONGEST)) == 63
 
 
 def test_every_child_name_of_the_longest_job_fits_its_kind() -> None:
-    services = [api_service_name(LONGEST), pe_service_name(LONGEST, LARGEST_PE)]
+    services = [coordinator_service_name(LONGEST), pe_service_name(LONGEST, LARGEST_PE)]
     objects = [
         LONGEST,  # the name-table ConfigMap
         pod_name(LONGEST, LARGEST_PE, "uid", 10**6),
         pe_port_name(LONGEST, LARGEST_PE, LARGEST_PORT),
         f"{LONGEST}-{LARGEST_INDEX}",  # HostPool, ParallelRegion
-        consistent_region_operator_name(LONGEST),
+        coordinator_name(LONGEST),  # ConsistentRegionOperator, Deployment, NetworkPolicy
         consistent_region_name(LONGEST, LARGEST_INDEX),
-        deployment_name(LONGEST),
-        network_policy_name(LONGEST),
     ]
     label_values = [LONGEST, str(LARGEST_PE), consistent_region_name(LONGEST, LARGEST_INDEX)]
     assert [s for s in services if not DNS_1035_LABEL.match(s)] == []
     assert [o for o in objects if not DNS_1123_SUBDOMAIN.match(o)] == []
     assert [v for v in label_values if not LABEL_VALUE.match(v)] == []
     # The coordinator's Deployment and its pods' host names stay within one DNS label too.
-    assert len(deployment_name(LONGEST)) <= 63
+    assert len(coordinator_name(LONGEST)) <= 63
 
 
 def test_the_model_and_the_crd_refuse_one_character_more() -> None:
@@ -126,7 +113,7 @@ async def made_by(client: KubeClient, job: str) -> list[dict[str, Any]]:
         DEPLOYMENTS,
         NETWORK_POLICIES,
     ):
-        found += (await client.list_all(resource, "default", label_selector=f"{labels.JOB}={job}"))[0]
+        found += (await client.list_all(resource, "default", label_selector=f"{JOB_LABEL}={job}"))[0]
     return found
 
 
@@ -144,9 +131,9 @@ async def test_jobs_of_the_longest_name_run_with_and_without_consistent_regions(
         await client.create(JOBS, job_manifest(regions, consistent, fusion={"manual": 2}))
         for job in (plain, regions):
             await wait_for_phase(client, job, "Running")
-        coordinator = await client.get(SERVICES, api_service_name(regions), "default")
+        coordinator = await client.get(SERVICES, coordinator_service_name(regions), "default")
         assert len(coordinator["metadata"]["name"]) == 63
-        await client.get(DEPLOYMENTS, deployment_name(regions), "default")
+        await client.get(DEPLOYMENTS, coordinator_name(regions), "default")
         for job in (plain, regions):
             for obj in await made_by(client, job):
                 name = obj["metadata"]["name"]

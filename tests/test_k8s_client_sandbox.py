@@ -14,6 +14,7 @@ import yaml
 
 from k8s_support import eventually
 from streams_k8s.api.job import Job
+from streams_k8s.controller.kinds import JOBS
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.informer import Informer
@@ -105,7 +106,7 @@ async def test_server_side_apply(client: KubeClient) -> None:
 
 
 async def test_custom_resources_decode_into_the_api_models(client: KubeClient) -> None:
-    jobs = Resource("streams.ibm.com", "v1", "streamsjobs", "Job")
+    jobs = JOBS
     manifest = yaml.safe_load((REPO / "examples" / "jobs" / "parallel.yaml").read_text())
     await client.create(jobs, manifest, "default")
     job = await client.get_model(Job, jobs, "parallel", "default")

@@ -11,6 +11,7 @@ import pytest
 from kubernetes_asyncio.client import Configuration
 
 from k8s_support import eventually
+from streams_k8s.controller.kinds import JOBS
 from streams_k8s.k8s.backoff import ItemBackoff, RetryLimiter, TokenBucket
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.controller import (
@@ -188,7 +189,7 @@ async def client() -> Any:
 
 
 async def test_watched_events_enqueue_owner_keys_through_predicates(client: KubeClient) -> None:
-    jobs = Informer(client, Resource("streams.ibm.com", "v1", "streamsjobs", "Job"))
+    jobs = Informer(client, JOBS)
     pods = Informer(client, Resource("", "v1", "pods", "Pod"))
 
     async def noop(key: ObjectKey) -> None:
@@ -217,7 +218,7 @@ async def test_watched_events_enqueue_owner_keys_through_predicates(client: Kube
 
 
 async def test_watching_a_filled_cache_enqueues_what_it_already_holds(client: KubeClient) -> None:
-    jobs = Informer(client, Resource("streams.ibm.com", "v1", "streamsjobs", "Job"))
+    jobs = Informer(client, JOBS)
     for name in ("a", "b"):
         jobs.apply_event(
             {

@@ -12,13 +12,13 @@ import pytest
 
 from k8s_support import eventually
 from streams_k8s.k8s.backoff import Backoff, ItemBackoff, RetryLimiter, TokenBucket
-from streams_k8s.k8s.client import KubeClient, Resource
+from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.controller import Controller
 from streams_k8s.k8s.informer import Informer
+from streams_k8s.k8s.kinds import CONFIGMAPS
 from streams_k8s.k8s.objects import ObjectKey, meta
 from streams_k8s.sandbox import Sandbox
 
-CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 MARK = "example.streams.ibm.com/converged"
 
 

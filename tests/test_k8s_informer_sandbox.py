@@ -14,10 +14,10 @@ from streams_k8s.k8s.backoff import Backoff
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.controller import Controller
 from streams_k8s.k8s.informer import Informer
+from streams_k8s.k8s.kinds import CONFIGMAPS
 from streams_k8s.k8s.objects import ObjectKey
 from streams_k8s.sandbox import Sandbox
 
-CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 
 

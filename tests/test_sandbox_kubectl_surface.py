@@ -13,14 +13,14 @@ import pytest
 
 from kubectl_support import KUBECTL, MISSING, Kubectl
 from sandbox_crds import GROUP, widget, widget_crd
-from streams_k8s.k8s.client import KubeClient, Resource
+from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.events import EventRecorder
+from streams_k8s.k8s.kinds import CONFIGMAPS
 from streams_k8s.sandbox import Sandbox
 
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason=MISSING)
 
 NS = "default"
-CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 
 
 @pytest.fixture

@@ -19,17 +19,14 @@ from k8s_support import eventually_async
 from operator_support import SUBMITTED, free_port, job_manifest, operator, wait_for_phase
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.controller.kinds import JOBS, PARALLEL_REGIONS, PES
-from streams_k8s.k8s.client import KubeClient, Resource
+from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.kinds import CONFIGMAPS, ENDPOINT_SLICES, PODS, SERVICES
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.pe_runtime import PeIdentity
 
 NS = "default"
 JOB, JOB_ID = "pipe", 7
 AUG = "http://www.ibm.com/xmlns/prod/streams/application/augmented"
-PODS = Resource("", "v1", "pods", "Pod")
-SERVICES = Resource("", "v1", "services", "Service")
-CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
-SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice")
 # PE -> (input ports as (port, sender PE), outputs as (receiver PE, its port, operator, operator port))
 PIPELINE: dict[int, tuple[list[tuple[int, int]], list[tuple[int, int, int, int]]]] = {
     0: ([], [(1, 0, 1, 0)]),
@@ -264,10 +261,10 @@ async def test_peers_resolve_through_the_endpoint_slices_their_owner_writes(
         "endpoints": [endpoint],
         "ports": [{"name": "sys-0", "port": 10000, "protocol": "TCP"}],
     }
-    await client.create(SLICES, slice_body)
+    await client.create(ENDPOINT_SLICES, slice_body)
     await reports.until({0: "Full", 1: "Full", 2: "Full"})
     await client.patch(
-        SLICES, f"{JOB}-2-by-hand", {"endpoints": [{**endpoint, "conditions": {"ready": False}}]}, NS
+        ENDPOINT_SLICES, f"{JOB}-2-by-hand", {"endpoints": [{**endpoint, "conditions": {"ready": False}}]}, NS
     )
     await reports.until({0: "Full", 1: "Partial", 2: "None"})
 

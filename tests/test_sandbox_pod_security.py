@@ -13,7 +13,8 @@ import yaml
 
 from repo_paths import REPO
 from streams_k8s.api.consistent_region import ConsistentRegionOperator
-from streams_k8s.consistent.manifests import coordinator_deployment, coordinator_pool, pool_scheduler
+from streams_k8s.consistent.manifests import coordinator_deployment
+from streams_k8s.consistent.pool_manifests import coordinator_pool, pool_scheduler
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.sandbox import Sandbox

@@ -13,6 +13,7 @@ import pytest
 
 from scheduler_sandbox import CONSUMERS, HA, NAMESPACE, UNREACHABLE, Deployment, consumer_crd, statefulset
 from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.kinds import PODS, STATEFULSETS
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.scheduler import (
     MAXFILLUP,
@@ -20,7 +21,6 @@ from streams_k8s.scheduler import (
     Placement,
 )
 from streams_k8s.scheduler.kubernetes import CustomResourceVPodSource, marking_evictor
-from streams_k8s.scheduler.kubernetes.objects import PODS, STATEFULSETS
 
 pytestmark = pytest.mark.sandbox(nodes=6, zones=["z0", "z1", "z2"])
 

@@ -8,9 +8,9 @@ import pytest
 
 from scheduler_sandbox import NAMESPACE, Deployment, consumer_crd, statefulset
 from streams_k8s.k8s.client import KubeClient, Resource
+from streams_k8s.k8s.kinds import STATEFULSETS
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.scheduler import MAXFILLUP
-from streams_k8s.scheduler.kubernetes.objects import STATEFULSETS
 
 pytestmark = pytest.mark.sandbox(nodes=3, zones=["z0", "z1", "z2"])
 

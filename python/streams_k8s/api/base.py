@@ -6,7 +6,6 @@ writes, ``to_wire`` for what goes back to the API server) and snake_case in Pyth
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, ClassVar, Final, Generic, Literal, Self, TypeVar
@@ -15,6 +14,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, GetJsonSchema
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
+
+from streams_k8s.api.quantity import QUANTITY
 
 GROUP: Final = "streams.ibm.com"
 VERSION: Final = "v1"
@@ -62,13 +63,8 @@ class WireModel(BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-# Kubernetes resource quantities ("100m", "128Mi", "1.5", 2): same grammar as the API server.
-QUANTITY_PATTERN = r"^[+-]?(\d+(\.\d*)?|\.\d+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?\d+))?$"
-_QUANTITY = re.compile(QUANTITY_PATTERN)
-
-
 def _check_quantity(value: str | int) -> str | int:
-    if isinstance(value, str) and not _QUANTITY.match(value):
+    if isinstance(value, str) and not QUANTITY.match(value):
         raise ValueError(f"'{value}' is not a Kubernetes quantity (examples: 100m, 0.5, 128Mi, 2Gi)")
     return value
 
@@ -155,6 +151,8 @@ class Resource(WireModel, Generic[SpecT, StatusT]):
     Subclasses pin ``spec``/``status`` types and describe the CRD in the ClassVars below.
     """
 
+    group: ClassVar[str] = GROUP
+    version: ClassVar[str] = VERSION
     kind_name: ClassVar[str]
     plural: ClassVar[str]
     singular: ClassVar[str]
@@ -174,3 +172,21 @@ class Resource(WireModel, Generic[SpecT, StatusT]):
     def from_wire(cls, obj: dict[str, Any]) -> Self:
         """Validate a dict as read from YAML or the API server."""
         return cls.model_validate(obj)
+
+    def as_owner(self, uid: str | None = None) -> dict[str, Any]:
+        """This object as the controlling owner of another (its ``ownerReferences`` entry), with
+        ``uid`` or its own (it must then have been read from the API server)."""
+        uid = uid or self.metadata.uid
+        if not self.metadata.name or not uid:
+            raise ValueError(
+                f"the {self.kind} must be read from the API server (name and uid) to own objects"
+            )
+        reference = OwnerReference(
+            api_version=self.api_version,
+            kind=self.kind,
+            name=self.metadata.name,
+            uid=uid,
+            controller=True,
+            block_owner_deletion=True,
+        )
+        return reference.to_wire()

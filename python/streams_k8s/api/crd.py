@@ -16,7 +16,9 @@ from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue, NoDefault
 from pydantic_core import core_schema
 
-from streams_k8s.api.base import GROUP, QUANTITY_PATTERN, VERSION, PrinterColumn, Resource
+from streams_k8s.api.base import GROUP, VERSION, PrinterColumn, Resource
+from streams_k8s.api.contract import APP_LABEL, APP_VALUE
+from streams_k8s.api.quantity import QUANTITY_PATTERN
 
 # File names of the original operator's manifests, so diffs against it stay readable.
 _FILE_NAMES = {
@@ -158,7 +160,7 @@ def crd_manifest(kind: type[Resource]) -> dict[str, Any]:  # type: ignore[type-a
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{kind.plural}.{GROUP}", "labels": {"app": "streams"}},
+        "metadata": {"name": f"{kind.plural}.{GROUP}", "labels": {APP_LABEL: APP_VALUE}},
         "spec": {
             "group": GROUP,
             "names": {

@@ -10,6 +10,7 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from streams_k8s.api.base import CelRule, PrinterColumn, Resource, ResourceRequirements, Status, WireModel
+from streams_k8s.api.contract import COORDINATOR_SERVICE_AFFIXES
 from streams_k8s.api.parallel_region import MAX_WIDTH
 from streams_k8s.api.processing_element import ImagePullPolicy, ProcessingElementTemplate
 
@@ -238,9 +239,6 @@ class JobStatus(Status):
 # with a letter or digit, at most 63 characters.
 DNS_1035_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 DNS_LABEL_MAX = 63
-# Where a job's PEs reach its coordinator: the Service `streams-<job>-consistentregion-api`, an
-# exact name of the runtime contract (the runtime builds it), so it cannot be shortened or hashed.
-COORDINATOR_SERVICE_AFFIXES = ("streams-", "-consistentregion-api")
 # The longest name made of a Job's name is that Service's: it sets the limit (34). Every other child
 # is shorter, with the largest ids a plan can make (PE `<job>-<peId>`, pod `<job>-<peId>-<5>`,
 # Export/Import `<job>-<peId>-<portId>`, coordinator `<job>-consistent-region-operator`, label

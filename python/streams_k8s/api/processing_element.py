@@ -157,6 +157,12 @@ class ProcessingElementSpec(ProcessingElementTemplate):
     operators: list[str] = Field(default_factory=list)
     regions: list[Annotated[int, Field(ge=0)]] = Field(default_factory=list)
     placement: Placement = Field(default_factory=Placement)
+    input_ports: Annotated[int, Field(ge=0)] = Field(
+        0, description="Input port count: the pod's ports sys-0 ... (TCP 10000 + port id)."
+    )
+    restartable: bool = Field(
+        True, description="SPL restartable flag of its operators; restartFailedPod's default."
+    )
 
 
 class ProcessingElementStatus(Status):

@@ -2,13 +2,15 @@
 
 Serialised on one line without insignificant whitespace, with attributes in a fixed order, so
 the same PE always gives the same bytes and its sha256 is a stable content id.
+
+Long: the AADL writer, one element type after another in the schema's order, read top to bottom.
 """
 
 from __future__ import annotations
 
 from lxml import etree
 
-from streams_k8s.app.model import Application, ExportSpec, RuntimeConstant
+from streams_k8s.app.model import AdlExport, Application, RuntimeConstant
 from streams_k8s.app.physical import PlannedPe, PortIndex
 from streams_k8s.app.submission import spl_literal
 from streams_k8s.app.topology import Node, SplitterStep, Topology
@@ -269,7 +271,7 @@ def _splitters(
                 _splitters(_el(sp, BASE, "parallelChannel", index=str(channel)), deeper, depth + 1)
 
 
-def _exported_stream(port: etree._Element, operator: str, spec: ExportSpec) -> None:
+def _exported_stream(port: etree._Element, operator: str, spec: AdlExport) -> None:
     el = _el(port, AUG, "exportedStream", exportOperName=operator)
     if spec.stream_name is not None:
         el.set("name", spec.stream_name)

@@ -2,6 +2,8 @@
 
 The XML is parsed with :mod:`streams_k8s.app.safe_xml`; every structural problem becomes an
 :class:`AdlError` that names the element at fault.
+
+Long: the ADL reader, one element type after another in the schema's order, read top to bottom.
 """
 
 from __future__ import annotations
@@ -11,24 +13,24 @@ from collections.abc import Iterator
 from lxml import etree
 
 from streams_k8s.app.model import (
+    AdlConsistentRegion,
+    AdlExport,
+    AdlHostPool,
+    AdlImport,
+    AdlParallelRegion,
     Annotation,
     Application,
     Checkpointing,
     Composite,
     CompositePort,
-    ConsistentRegionSpec,
     CustomMetric,
     ExportProperty,
-    ExportSpec,
     HostPlacement,
-    HostPool,
-    ImportSpec,
     InputPort,
     Operator,
     OperatorDefinition,
     OperatorKind,
     OutputPort,
-    ParallelRegion,
     Partitions,
     PortRef,
     RuntimeConstant,
@@ -84,11 +86,16 @@ def _req(el: etree._Element, attr: str) -> str:
 
 
 def _int(el: etree._Element, attr: str) -> int:
+    """An index, size or count: every integer attribute of the ADL is an xs:unsignedLong."""
     raw = _req(el, attr)
+    where = f"line {el.sourceline}: <{_local(el)} {attr}='{raw}'>"
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
-        raise AdlError(f"line {el.sourceline}: <{_local(el)} {attr}='{raw}'> is not an integer") from None
+        raise AdlError(f"{where} is not an integer") from None
+    if value < 0:
+        raise AdlError(f"{where} is negative (an xs:unsignedLong)")
+    return value
 
 
 def _opt_int(el: etree._Element, attr: str) -> int | None:
@@ -185,18 +192,18 @@ def _partitions(part: etree._Element | None) -> Partitions:
     )
 
 
-def _import_spec(el: etree._Element) -> ImportSpec:
+def _import_spec(el: etree._Element) -> AdlImport:
     nb = _child(el, "nameBasedImport")
     pb = _child(el, "propertyBasedImport")
     if nb is not None:
-        return ImportSpec(
+        return AdlImport(
             application_name=nb.get("applicationName"),
             stream_name=nb.get("streamName"),
             application_scope=nb.get("applicationScope"),
             filter=el.get("filter"),
         )
     if pb is not None:
-        return ImportSpec(
+        return AdlImport(
             subscription=pb.get("subscription"),
             application_scope=pb.get("applicationScope"),
             filter=el.get("filter"),
@@ -204,13 +211,13 @@ def _import_spec(el: etree._Element) -> ImportSpec:
     raise AdlError(f"line {el.sourceline}: import operator '{el.get('name')}' has no import specification")
 
 
-def _export_spec(el: etree._Element) -> ExportSpec:
+def _export_spec(el: etree._Element) -> AdlExport:
     props = tuple(
         ExportProperty(_req(p, "name"), p.get("type", ""), tuple(_text(v) for v in _children(p, "value")))
         for p in _children(_child(el, "properties"), "property")
     )
     allow = el.get("allowFilter")
-    return ExportSpec(
+    return AdlExport(
         stream_name=el.get("streamName"),
         properties=props,
         allow_filter=None if allow is None else allow == "true",
@@ -321,27 +328,28 @@ class _Builder:
                 self.operators[op.index] = op
 
 
-def _consistent_regions(composites: dict[int, Composite]) -> tuple[ConsistentRegionSpec, ...]:
+def _consistent_regions(composites: dict[int, Composite]) -> tuple[AdlConsistentRegion, ...]:
     found = []
     for comp in composites.values():
         for a in comp.annotations:
             if a.tag != "consistentRegion":
                 continue
-            period = a.get("period")
+            period, drain, reset = a.get("period"), a.get("drainTimeout"), a.get("resetTimeout")
+            attempts = a.get("maxConsecutiveResetAttempts")
             found.append(
-                ConsistentRegionSpec(
+                AdlConsistentRegion(
                     index=int(a.get("index") or 0),
                     trigger=a.get("trigger") or "operatorDriven",
                     period=float(period) if period else None,
-                    drain_timeout=float(a.get("drainTimeout") or 180),
-                    reset_timeout=float(a.get("resetTimeout") or 180),
-                    max_consecutive_reset_attempts=int(a.get("maxConsecutiveResetAttempts") or 5),
+                    drain_timeout=float(drain) if drain else None,
+                    reset_timeout=float(reset) if reset else None,
+                    max_consecutive_reset_attempts=int(attempts) if attempts else None,
                 )
             )
     return tuple(sorted(found, key=lambda r: r.index))
 
 
-def _parallel_region(el: etree._Element) -> ParallelRegion:
+def _parallel_region(el: etree._Element) -> AdlParallelRegion:
     po = _child(el, "parallelOperator")
     if po is None:
         raise AdlError(f"line {el.sourceline}: parallel region '{el.get('name')}' has no parallelOperator")
@@ -365,7 +373,7 @@ def _parallel_region(el: etree._Element) -> ParallelRegion:
         raise AdlError(
             f"line {el.sourceline}: parallel region '{el.get('name')}' width is not an integer"
         ) from None
-    return ParallelRegion(
+    return AdlParallelRegion(
         index=_int(el, "index"),
         name=_req(el, "name"),
         oper_index=_int(po, "operIndex"),
@@ -373,6 +381,49 @@ def _parallel_region(el: etree._Element) -> ParallelRegion:
         constant_width=constant,
         width_value_index=stv_index,
         replicate_host_tags=tuple(_req(t, "name") for t in _children(el, "replicateHostTag")),
+    )
+
+
+def _host_pools(app: etree._Element) -> tuple[AdlHostPool, ...]:
+    return tuple(
+        AdlHostPool(
+            index=_int(h, "index"),
+            name=_req(h, "name"),
+            exclusive=h.get("membershipMode") == "exclusive",
+            size=_opt_int(h, "size"),
+            hosts=tuple(_req(x, "hostname") for x in _children(h, "host")),
+            tags=tuple(_req(t, "name") for t in _children(h, "tag")),
+        )
+        for h in _children(_child(app, "hostpools"), "hostpool")
+    )
+
+
+def _definitions(app: etree._Element) -> tuple[OperatorDefinition, ...]:
+    return tuple(
+        OperatorDefinition(
+            index=_int(d, "index"),
+            kind=_req(d, "kind"),
+            runtime_type=d.get("runtimeType", "SPL_CPlusPlus"),
+            toolkit_index=_opt_int(d, "toolkitIndex") or 0,
+            custom_metric_indices=tuple(
+                int(_text(i)) for i in _children(_child(d, "customMetricIndicies"), "customMetricIndex")
+            ),
+        )
+        for d in _children(_child(app, "primitiveOperDefinitions"), "primitiveOperDefinition")
+    )
+
+
+def _submission_time_values(app: etree._Element) -> tuple[SubmissionTimeValue, ...]:
+    return tuple(
+        SubmissionTimeValue(
+            index=_int(v, "index"),
+            name=_req(v, "name"),
+            composite_name=v.get("compositeName", ""),
+            kind=v.get("kind", "named"),
+            required=_bool(v, "required", False),
+            default_value=v.get("defaultValue"),
+        )
+        for v in _children(_child(app, "submissionTimeValues"), "submissionTimeValue")
     )
 
 
@@ -420,35 +471,14 @@ def parse_adl(data: bytes, *, what: str = "ADL") -> Application:
         main_composite=_int(mains[0], "index"),
         operators=builder.operators,
         composites=builder.composites,
-        hostpools=tuple(
-            HostPool(
-                index=_int(h, "index"),
-                name=_req(h, "name"),
-                exclusive=h.get("membershipMode") == "exclusive",
-                size=_opt_int(h, "size"),
-                hosts=tuple(_req(x, "hostname") for x in _children(h, "host")),
-                tags=tuple(_req(t, "name") for t in _children(h, "tag")),
-            )
-            for h in _children(_child(app, "hostpools"), "hostpool")
-        ),
+        hostpools=_host_pools(app),
         tuple_types=tuple(
             TupleType(
                 _int(t, "index"), tuple((_req(a, "name"), _req(a, "type")) for a in _children(t, "attribute"))
             )
             for t in _children(_child(app, "tupleTypes"), "tupleType")
         ),
-        definitions=tuple(
-            OperatorDefinition(
-                index=_int(d, "index"),
-                kind=_req(d, "kind"),
-                runtime_type=d.get("runtimeType", "SPL_CPlusPlus"),
-                toolkit_index=_opt_int(d, "toolkitIndex") or 0,
-                custom_metric_indices=tuple(
-                    int(_text(i)) for i in _children(_child(d, "customMetricIndicies"), "customMetricIndex")
-                ),
-            )
-            for d in _children(_child(app, "primitiveOperDefinitions"), "primitiveOperDefinition")
-        ),
+        definitions=_definitions(app),
         composite_kinds=kinds,
         toolkits=tuple(
             ToolkitRef(_int(t, "index"), _req(t, "name"), t.get("version", ""))
@@ -461,16 +491,6 @@ def parse_adl(data: bytes, *, what: str = "ADL") -> Application:
         parallel_regions=tuple(
             _parallel_region(r) for r in _children(_child(app, "parallelRegions"), "parallelRegion")
         ),
-        submission_time_values=tuple(
-            SubmissionTimeValue(
-                index=_int(v, "index"),
-                name=_req(v, "name"),
-                composite_name=v.get("compositeName", ""),
-                kind=v.get("kind", "named"),
-                required=_bool(v, "required", False),
-                default_value=v.get("defaultValue"),
-            )
-            for v in _children(_child(app, "submissionTimeValues"), "submissionTimeValue")
-        ),
+        submission_time_values=_submission_time_values(app),
         consistent_regions=_consistent_regions(builder.composites),
     )

@@ -109,7 +109,7 @@ class RuntimeConstant:
 
 
 @dataclass(frozen=True, slots=True)
-class ImportSpec:
+class AdlImport:
     """Either name based (application + stream) or property based (subscription)."""
 
     application_name: str | None = None
@@ -127,7 +127,7 @@ class ExportProperty:
 
 
 @dataclass(frozen=True, slots=True)
-class ExportSpec:
+class AdlExport:
     stream_name: str | None = None
     properties: tuple[ExportProperty, ...] = ()
     allow_filter: bool | None = None
@@ -158,8 +158,8 @@ class Operator:
     shared_object_class: str = ""
     shared_object_uri: str = ""
     tracing_level: str | None = None
-    import_spec: ImportSpec | None = None
-    export_spec: ExportSpec | None = None
+    import_spec: AdlImport | None = None
+    export_spec: AdlExport | None = None
 
     def annotation(self, tag: str) -> Annotation | None:
         return next((a for a in self.annotations if a.tag == tag), None)
@@ -191,7 +191,7 @@ class Composite:
 
 
 @dataclass(frozen=True, slots=True)
-class HostPool:
+class AdlHostPool:
     index: int
     name: str
     exclusive: bool
@@ -208,7 +208,7 @@ class Splitter:
 
 
 @dataclass(frozen=True, slots=True)
-class ParallelRegion:
+class AdlParallelRegion:
     index: int
     name: str
     oper_index: int  # the parallel operator (primitive or composite)
@@ -259,15 +259,16 @@ class ToolkitRef:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsistentRegionSpec:
-    """A ``@consistent`` region as declared on a composite (``consistentRegion`` annotation)."""
+class AdlConsistentRegion:
+    """A ``@consistent`` region as declared on a composite (``consistentRegion`` annotation);
+    None where the annotation leaves a setting out (the plan applies the defaults)."""
 
     index: int
     trigger: str
     period: float | None
-    drain_timeout: float
-    reset_timeout: float
-    max_consecutive_reset_attempts: int
+    drain_timeout: float | None
+    reset_timeout: float | None
+    max_consecutive_reset_attempts: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,15 +288,15 @@ class Application:
     main_composite: int
     operators: dict[int, Operator]
     composites: dict[int, Composite]
-    hostpools: tuple[HostPool, ...]
+    hostpools: tuple[AdlHostPool, ...]
     tuple_types: tuple[TupleType, ...]
     definitions: tuple[OperatorDefinition, ...]
     composite_kinds: dict[int, str]
     toolkits: tuple[ToolkitRef, ...]
     custom_metrics: tuple[CustomMetric, ...]
-    parallel_regions: tuple[ParallelRegion, ...]
+    parallel_regions: tuple[AdlParallelRegion, ...]
     submission_time_values: tuple[SubmissionTimeValue, ...]
-    consistent_regions: tuple[ConsistentRegionSpec, ...]
+    consistent_regions: tuple[AdlConsistentRegion, ...]
 
-    def hostpool(self, index: int) -> HostPool | None:
+    def hostpool(self, index: int) -> AdlHostPool | None:
         return next((p for p in self.hostpools if p.index == index), None)

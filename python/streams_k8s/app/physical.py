@@ -1,12 +1,15 @@
-"""The physical model: PEs and their ports, as fusion and port assignment leave them."""
+"""The physical model: PEs and their ports, as fusion and port assignment leave them, and what
+a PE's children need of it (its AADL and content id, placement, restartable flag, consistent
+regions, exported and imported streams)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from streams_k8s.api.import_export import ExportSpec, ImportSpec
 from streams_k8s.api.processing_element import Placement
-from streams_k8s.app.model import ExportSpec
+from streams_k8s.app.model import AdlExport
 from streams_k8s.app.topology import Edge
 
 
@@ -25,7 +28,7 @@ class PeOutputPort:
     port: int
     channel: tuple[int, int] | None  # (splitter region, channel) for parallel fan-out
     receivers: list[tuple[int, Edge]] = field(default_factory=list)  # (destination PE id, edge)
-    exports: tuple[tuple[str, ExportSpec], ...] = ()  # (Export operator name, what it exports)
+    exports: tuple[tuple[str, AdlExport], ...] = ()  # (Export operator name, what it exports)
 
 
 @dataclass(slots=True)
@@ -39,8 +42,11 @@ class PlannedPe:
     aadl: str = ""
     content_id: str = ""
     placement: Placement = field(default_factory=Placement)
-    restartable: bool = True
+    restartable: bool = True  # every operator is (SPL restartable): its failed pods may be restarted
     signature: tuple[object, ...] = ()  # inputs of the AADL; equal signatures render equal AADL
+    regions: list[int] = field(default_factory=list)  # consistent regions it holds operators of
+    exports: list[ExportSpec] = field(default_factory=list)  # of its output ports, in port order
+    imports: list[ImportSpec] = field(default_factory=list)  # of its input ports, in port order
 
 
 @dataclass(slots=True)

@@ -20,22 +20,37 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from streams_k8s.api.base import ResourceRequirements
+from streams_k8s.api.consistent_region import ConsistentRegionSpec
+from streams_k8s.api.host_pool import HostPoolSpec
 from streams_k8s.api.job import Fusion, ParallelRegionWidth, ThreadingModel
+from streams_k8s.api.parallel_region import ParallelRegionSpec
 from streams_k8s.api.processing_element import Placement, PoolLocation
 from streams_k8s.app.aadl import pe_aadl
-from streams_k8s.app.fusion import FusionInputs, fuse_topology
+from streams_k8s.app.fusion import FusionConstraintError, FusionInputs, fuse_topology
 from streams_k8s.app.model import Application
 from streams_k8s.app.physical import PeInputPort, PeOutputPort, PlannedPe, PortIndex
+from streams_k8s.app.plan_regions import (
+    consistent_region_pes,
+    consistent_regions,
+    host_pools,
+    parallel_regions,
+)
+from streams_k8s.app.plan_streams import check_subscriptions, export_spec, import_spec
 from streams_k8s.app.submission import (
+    SubmissionError,
     WidthOverride,
     apply_overrides,
     match_values,
     resolve_values,
     resolve_widths,
 )
-from streams_k8s.app.topology import Edge, Topology, build_topology
+from streams_k8s.app.topology import Edge, Topology, TopologyError, build_topology
+from streams_k8s.naming.table import render_name_table
 
 _LAST = 2**63  # sort key of ports with no peer PE (imports, exports)
+# What planning raises for the application itself (a submission-time value or width, its topology,
+# its fusion constraints): a new spec or bundle is needed.
+PLANNING_ERRORS = (SubmissionError, TopologyError, FusionConstraintError)
 
 
 def _signature(topo: Topology, pe: PlannedPe, ports: PortIndex) -> tuple[object, ...]:
@@ -76,6 +91,10 @@ def _signature(topo: Topology, pe: PlannedPe, ports: PortIndex) -> tuple[object,
 
 @dataclass(slots=True)
 class Plan:
+    """What a job becomes: its PEs (with everything their children need), host pools, parallel
+    and consistent regions (defaults applied), and its name table. The one place that knows the
+    ADL: the job's objects are rendered from this alone."""
+
     job_name: str
     job_id: int
     topology: Topology
@@ -84,9 +103,28 @@ class Plan:
     name_table: dict[str, str]
     fusion: Fusion
     fusion_inputs: FusionInputs
+    host_pools: list[HostPoolSpec]
+    parallel_regions: list[ParallelRegionSpec]
+    consistent_regions: list[ConsistentRegionSpec]
+
+    @property
+    def application_name(self) -> str:
+        return self.topology.app.name
+
+    @property
+    def application_scope(self) -> str:
+        return self.topology.app.scope
 
     def pe_of_node(self) -> dict[int, int]:
         return {n: pe.id for pe in self.pes for n in pe.nodes}
+
+    def check_subscriptions(self) -> None:
+        """`InvalidSubscription` for an Import operator's subscription that does not parse."""
+        check_subscriptions(self.topology, self.pes)
+
+    def name_table_text(self, stamp: str) -> str:
+        """The name table file, in the order of its labels' text, dated ``stamp``."""
+        return render_name_table(sorted(self.name_table.items()), stamp)
 
 
 def assign_pe_ids(
@@ -181,13 +219,6 @@ def name_table(job_id: int, pes: Sequence[PlannedPe]) -> dict[str, str]:
     return {f"{job_id}.{p.node}.{p.port}": f"{pe.id}.{p.id}@{job_id}" for pe in pes for p in pe.inputs}
 
 
-def render_name_table(table: Mapping[str, str], stamp: str) -> str:
-    """Java-properties text as ``Properties.store`` writes it (labels need no escaping)."""
-    lines = ["#Operator port labels", f"#{stamp}"]
-    lines += [f"{k}={v}" for k, v in sorted(table.items())]
-    return "\n".join(lines) + "\n"
-
-
 def content_id(aadl: str) -> str:
     return hashlib.sha256(aadl.encode("utf-8")).hexdigest()
 
@@ -224,10 +255,14 @@ def plan_topology(
     ports = PortIndex.of(pes)
     rendered = {pe.signature: (pe.aadl, pe.content_id) for pe in previous.pes} if previous else {}
     isolated = sorted(n.name for n in topo.nodes.values() if n.placement.isolation)
+    region_pes = consistent_region_pes(topo, pes)
     for pe in pes:
         members = [topo.nodes[n] for n in pe.nodes]
         pe.placement = _placement(topo, pe.nodes, isolated)
         pe.restartable = all(n.operator.restartable for n in members)
+        pe.regions = sorted({n.consistent_region for n in members if n.consistent_region is not None})
+        pe.exports = [export_spec(job_id, pe, port) for port in pe.outputs if port.exports]
+        pe.imports = [s for port in pe.inputs if (s := import_spec(topo, job_id, pe, port)) is not None]
         pe.signature = (job_name, job_id, *_signature(topo, pe, ports))
         if pe.signature in rendered:
             pe.aadl, pe.content_id = rendered[pe.signature]
@@ -244,6 +279,9 @@ def plan_topology(
         name_table=name_table(job_id, pes),
         fusion=fusion,
         fusion_inputs=result.inputs,
+        host_pools=host_pools(topo),
+        parallel_regions=parallel_regions(topo),
+        consistent_regions=consistent_regions(topo, region_pes),
     )
 
 
@@ -305,6 +343,20 @@ def refuse_with_widths(
             previous=previous,
         )
     return plan, diff_plans(previous, plan)
+
+
+def plan_at_widths(base: Plan, widths: Mapping[str, int]) -> Plan:
+    """The plan of the job at these widths by alias, re-fused from ``base`` (``base`` itself
+    when they are its own), so the same widths always give the same PEs whatever the history."""
+    if all(base.topology.widths.get(i) == w for i, w in _by_index(base, widths).items()):
+        return base
+    plan, _ = refuse_with_widths(base, [ParallelRegionWidth(alias=a, width=w) for a, w in widths.items()])
+    return plan
+
+
+def _by_index(base: Plan, widths: Mapping[str, int]) -> dict[int, int]:
+    index = {r.alias: r.index for r in base.parallel_regions}
+    return {index[alias]: width for alias, width in widths.items() if alias in index}
 
 
 @contextmanager

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from streams_k8s.api.parallel_region import MAX_WIDTH
-from streams_k8s.app.model import Application, ParallelRegion, SubmissionTimeValue
+from streams_k8s.app.model import AdlParallelRegion, Application, SubmissionTimeValue
 
 
 class SubmissionError(ValueError):
@@ -92,7 +92,7 @@ def _pattern(alias: str) -> re.Pattern[str]:
     return re.compile("^" + ".*".join(re.escape(part) for part in alias.split("*")) + "$")
 
 
-def _width_of(region: ParallelRegion, values: Mapping[int, str], app: Application) -> int:
+def _width_of(region: AdlParallelRegion, values: Mapping[int, str], app: Application) -> int:
     if region.constant_width is not None:
         return region.constant_width
     assert region.width_value_index is not None  # the parser requires one of the two

@@ -11,6 +11,8 @@ Connections between replicas: channels of the regions both ends share must be eq
 only the consumer is in are entered through a splitter on the producer's output port (fan out
 to every channel); regions only the producer is in are left through a merger (fan in).
 Import and Export operators are not nodes: they become imported/exported streams on ports.
+
+Long: one algorithm (channels, names, hops, replica pools, rebuilds) whose parts share its state.
 """
 
 from __future__ import annotations
@@ -23,14 +25,14 @@ from dataclasses import dataclass, field, replace
 
 from streams_k8s.api.parallel_region import MAX_WIDTH
 from streams_k8s.app.model import (
+    AdlExport,
+    AdlHostPool,
+    AdlImport,
+    AdlParallelRegion,
     Application,
-    ExportSpec,
     HostPlacement,
-    HostPool,
-    ImportSpec,
     Operator,
     OperatorKind,
-    ParallelRegion,
     Partitions,
     SplitterKind,
 )
@@ -101,8 +103,8 @@ class Node:
     partitions: Partitions
     consistent_region: int | None
     threading: str | None = None  # @threading model of the operator or its nearest composite
-    imports: dict[int, tuple[tuple[str, int, ImportSpec], ...]] = field(default_factory=dict)  # by input port
-    exports: dict[int, tuple[tuple[str, ExportSpec], ...]] = field(default_factory=dict)  # by output port
+    imports: dict[int, tuple[tuple[str, int, AdlImport], ...]] = field(default_factory=dict)  # by input port
+    exports: dict[int, tuple[tuple[str, AdlExport], ...]] = field(default_factory=dict)  # by output port
 
     @property
     def channel_key(self) -> tuple[tuple[int, int], ...]:
@@ -117,7 +119,7 @@ class Topology:
     edges: list[Edge]
     # how it was built, kept so a width change rebuilds only what it touches
     replicas: dict[int, list[Node]] = field(default_factory=dict)  # by ADL operator index
-    chains: dict[int, list[ParallelRegion]] = field(
+    chains: dict[int, list[AdlParallelRegion]] = field(
         default_factory=dict
     )  # enclosing regions, outermost first
     hops: list[_Hop] = field(default_factory=list)
@@ -125,15 +127,15 @@ class Topology:
     region_ops: dict[int, list[int]] = field(default_factory=dict)  # operators inside each region
     op_hops: dict[int, list[int]] = field(default_factory=dict)  # hops touching each operator
     max_index: int = 0  # highest node index ever given: removed indices are not reused
-    hostpools: tuple[HostPool, ...] = ()  # the application's pools plus per-channel replicas
-    replica_pools: dict[tuple[int, int, int], HostPool] = field(default_factory=dict)
+    hostpools: tuple[AdlHostPool, ...] = ()  # the application's pools plus per-channel replicas
+    replica_pools: dict[tuple[int, int, int], AdlHostPool] = field(default_factory=dict)
     given_values: dict[int, str] = field(default_factory=dict)  # submission-time values the user gave
     default_threading: str | None = None  # the Job's threadingModel, for apps without @threading
 
     _into: dict[int, list[Edge]] | None = None
     _from: dict[int, list[Edge]] | None = None
 
-    def hostpool(self, index: int) -> HostPool | None:
+    def hostpool(self, index: int) -> AdlHostPool | None:
         return next((p for p in self.hostpools if p.index == index), None)
 
     def by_name(self) -> dict[str, Node]:
@@ -267,7 +269,7 @@ class _Flattener:
         return hops
 
 
-def _region_chain(app: Application, op: Operator) -> list[ParallelRegion]:
+def _region_chain(app: Application, op: Operator) -> list[AdlParallelRegion]:
     """Regions enclosing ``op``, outermost first."""
     by_oper = {r.oper_index: r for r in app.parallel_regions}
     chain = [by_oper[op.index]] if op.index in by_oper else []
@@ -280,7 +282,7 @@ def _region_chain(app: Application, op: Operator) -> list[ParallelRegion]:
 
 
 def _check_size(
-    chains: Mapping[int, list[ParallelRegion]], hops: list[_Hop], widths: Mapping[int, int]
+    chains: Mapping[int, list[AdlParallelRegion]], hops: list[_Hop], widths: Mapping[int, int]
 ) -> None:
     """Refuse, before anything is expanded, a plan too big to hold: a nested region of more than
     MAX_WIDTH channels (the widths of the regions enclosing it multiply its own), or more than
@@ -325,7 +327,7 @@ def _name(app: Application, op: Operator, chain_channels: dict[int, int]) -> str
 
 
 def _channels(
-    chain: list[ParallelRegion], locals_: tuple[int, ...], widths: Mapping[int, int]
+    chain: list[AdlParallelRegion], locals_: tuple[int, ...], widths: Mapping[int, int]
 ) -> tuple[Channel, ...]:
     out = []
     for depth, region in enumerate(chain):
@@ -364,14 +366,14 @@ class _ReplicaPools:
     """
 
     def __init__(
-        self, app: Application, previous: dict[tuple[int, int, int], HostPool] | None = None
+        self, app: Application, previous: dict[tuple[int, int, int], AdlHostPool] | None = None
     ) -> None:
         self.app = app
-        self.replicas: dict[tuple[int, int, int], HostPool] = dict(previous or {})
+        self.replicas: dict[tuple[int, int, int], AdlHostPool] = dict(previous or {})
         self.by_index = {p.index: p for p in app.hostpools} | {p.index: p for p in self.replicas.values()}
 
     def place(
-        self, pool_index: int | None, chain: list[ParallelRegion], channels: tuple[Channel, ...]
+        self, pool_index: int | None, chain: list[AdlParallelRegion], channels: tuple[Channel, ...]
     ) -> int | None:
         for region, channel in zip(chain, channels, strict=True):
             pool = self.by_index.get(pool_index) if pool_index is not None else None
@@ -391,7 +393,7 @@ class _ReplicaPools:
             pool_index = self.replicas[key].index
         return pool_index
 
-    def all(self) -> tuple[HostPool, ...]:
+    def all(self) -> tuple[AdlHostPool, ...]:
         return tuple(sorted(self.by_index.values(), key=lambda p: p.index))
 
 
@@ -422,7 +424,7 @@ class _Indexer:
 def _replicate(
     app: Application,
     op: Operator,
-    chain: list[ParallelRegion],
+    chain: list[AdlParallelRegion],
     widths: Mapping[int, int],
     indexer: _Indexer,
     pools: _ReplicaPools,
@@ -554,7 +556,7 @@ def _fresh(
 
 
 def _hop_edges(
-    app: Application, hop: _Hop, replicas: dict[int, list[Node]], chains: dict[int, list[ParallelRegion]]
+    app: Application, hop: _Hop, replicas: dict[int, list[Node]], chains: dict[int, list[AdlParallelRegion]]
 ) -> list[Edge]:
     """The physical connections of one logical connection (imports/exports are recorded on nodes)."""
     src_op, dst_op = app.operators[hop.src], app.operators[hop.dst]
@@ -597,12 +599,12 @@ def _hop_edges(
     return edges
 
 
-def _entry_port(region: ParallelRegion, hop: _Hop) -> int:
+def _entry_port(region: AdlParallelRegion, hop: _Hop) -> int:
     if region.oper_index == hop.dst:
         return hop.dst_port
     return next((port for comp, port in hop.entered if comp == region.oper_index), 0)
 
 
-def _splitter_kind(region: ParallelRegion, hop: _Hop) -> SplitterKind:
+def _splitter_kind(region: AdlParallelRegion, hop: _Hop) -> SplitterKind:
     port = _entry_port(region, hop)
     return next((s.kind for s in region.splitters if s.iport_index == port), SplitterKind.ROUND_ROBIN)

@@ -9,9 +9,10 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
+from streams_k8s.api.contract import CONSISTENT_REGION_PORT, COORDINATOR_API_PORT, METRICS_PORT
 from streams_k8s.cli.run import BadUsage, OneLineErrors
-from streams_k8s.consistent.coordinator import CLIENT_BURST, CLIENT_QPS, CoordinatorSettings, setup
-from streams_k8s.consistent.metrics import METRICS_PORT
+from streams_k8s.consistent.coordinator import setup
+from streams_k8s.consistent.coordinator_settings import CLIENT_BURST, CLIENT_QPS, CoordinatorSettings
 from streams_k8s.k8s.logs import configure_logging
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.settings import RuntimeSettings
@@ -45,7 +46,11 @@ async def _serve(runtime: RuntimeSettings, settings: CoordinatorSettings) -> int
 @click.option("--job", help="the job (dedicated mode) [$STREAMS_K8S_CR_JOB]")
 @click.option("--namespace", "-n", help="the job's namespace; shared mode: only this one [pod's namespace]")
 @click.option("--pod-name", help="this pod's name (shared mode placement) [$POD_NAME]")
-@click.option("--api-port", type=click.IntRange(0, 65535), help="consistent-region REST API port [10000]")
+@click.option(
+    "--api-port",
+    type=click.IntRange(0, 65535),
+    help=f"consistent-region REST API port [{COORDINATOR_API_PORT}]",
+)
 @click.option(
     "--metrics-port",
     type=click.IntRange(0, 65535),
@@ -57,7 +62,9 @@ async def _serve(runtime: RuntimeSettings, settings: CoordinatorSettings) -> int
     "--health-port", type=click.IntRange(0, 65535), default=8081, show_default=True, help="/healthz, /readyz"
 )
 @click.option("--bind-address", help="address the servers listen on [0.0.0.0]")
-@click.option("--udp-hints/--no-udp-hints", default=None, help="UDP hints to PEs on port 10001 [on]")
+@click.option(
+    "--udp-hints/--no-udp-hints", default=None, help=f"UDP hints to PEs on port {CONSISTENT_REGION_PORT} [on]"
+)
 @click.option(
     "--qps",
     type=click.FloatRange(min=0, min_open=True),

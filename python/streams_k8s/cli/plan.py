@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -12,14 +11,17 @@ import orjson
 import yaml
 from pydantic import ValidationError
 
+from streams_k8s.api.contract import name_table_stamp
 from streams_k8s.api.job import Fusion, Job, ParallelRegionWidth
 from streams_k8s.app.adl import AdlError, parse_adl
 from streams_k8s.app.bundle import BundleError, read_bundle
 from streams_k8s.app.fusion import FusionConstraintError
 from streams_k8s.app.physical import PlannedPe
-from streams_k8s.app.plan import Plan, PlanDiff, plan_application, refuse_with_widths, render_name_table
+from streams_k8s.app.plan import Plan, PlanDiff, plan_application, refuse_with_widths
 from streams_k8s.app.submission import SubmissionError
 from streams_k8s.app.topology import TopologyError
+from streams_k8s.controller.children.config_maps import name_table_config_map, pe_config_map
+from streams_k8s.controller.children.metadata import ChildMetadata
 
 _ERRORS = (
     BundleError,
@@ -70,30 +72,11 @@ def _pe_rows(plan: Plan) -> list[dict[str, Any]]:
 
 
 def _config_maps(plan: Plan) -> list[dict[str, Any]]:
-    labels = {"app": "streams", "streams.ibm.com/job": plan.job_name}
-    maps: list[dict[str, Any]] = [
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {
-                "name": f"{plan.job_name}-{pe.id}",
-                "labels": {**labels, "streams.ibm.com/pe": str(pe.id), "svc": "pe"},
-                "annotations": {"streams.ibm.com/contentId": pe.content_id},
-            },
-            "data": {"aadl.xml": pe.aadl},
-        }
-        for pe in plan.pes
-    ]
-    stamp = datetime.now(UTC).strftime("%a %b %d %H:%M:%S UTC %Y")
-    maps.append(
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": plan.job_name, "labels": labels},
-            "data": {"operator_port_labels.properties": render_name_table(plan.name_table, stamp)},
-        }
-    )
-    return maps
+    """The job's ConfigMaps as the controller renders them, outside any cluster (no namespace,
+    generation or owner)."""
+    metadata = ChildMetadata(job=plan.job_name)
+    maps = [pe_config_map(pe, metadata) for pe in plan.pes]
+    return [*maps, name_table_config_map(plan, metadata, name_table_stamp())]
 
 
 def _placement_summary(pe: PlannedPe, plan: Plan) -> str:

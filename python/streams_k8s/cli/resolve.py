@@ -9,6 +9,7 @@ import aiohttp
 import click
 import orjson
 
+from streams_k8s.api.contract import INSTANCE_API_PORT, JOB_CONFIG_DIR, NAME_TABLE_KEY
 from streams_k8s.naming import NameNotFound, Resolution, Resolver
 from streams_k8s.naming.resolver import fixed_job_name, rest_job_name_lookup
 
@@ -29,16 +30,16 @@ async def _resolve(
 @click.option(
     "--table",
     type=click.Path(dir_okay=False, path_type=Path),
-    default=Path("/etc/config/job/operator_port_labels.properties"),
+    default=Path(JOB_CONFIG_DIR) / NAME_TABLE_KEY,
     show_default=True,
-    help="The job's name table (operator_port_labels.properties).",
+    help=f"The job's name table ({NAME_TABLE_KEY}).",
 )
 @click.option("--namespace", "-n", default="default", show_default=True, envvar="STREAMS_INSTANCE_ID")
 @click.option("--job-name", help="Name of the job the label belongs to (else asked of --api).")
 @click.option(
     "--api",
     default=None,
-    help="Instance REST API that maps job ids to names, e.g. http://streams-api.ns:10000.",
+    help=f"Instance REST API that maps job ids to names, e.g. http://streams-api.ns:{INSTANCE_API_PORT}.",
 )
 @click.option(
     "--addresses/--no-addresses", default=False, help="Also resolve the Service name to an IPv4 address."

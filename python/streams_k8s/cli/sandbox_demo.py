@@ -23,11 +23,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from streams_k8s.api.contract import JOB_LABEL, PE_LABEL, SVC_LABEL
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
-from streams_k8s.controller import labels
-from streams_k8s.controller.kinds import JOBS, NODES, PES, PODS, SERVICES
+from streams_k8s.controller.kinds import JOBS, PES
 from streams_k8s.controller.operator import setup as operator_setup
 from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.kinds import NODES, PODS, SERVICES
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import Object
 from streams_k8s.k8s.settings import RuntimeSettings
@@ -61,14 +62,14 @@ class _Snapshot:
     def __init__(self, job: Object | None, pes: list[Object], pods: list[Object]) -> None:
         self.job = job
         self.pes = sorted(pes, key=lambda pe: int(pe["spec"]["id"]))
-        self.pods = {p["metadata"]["labels"].get(labels.PE): p for p in pods}
+        self.pods = {p["metadata"]["labels"].get(PE_LABEL): p for p in pods}
 
     @classmethod
     async def read(cls, client: KubeClient) -> _Snapshot:
-        selector = f"{labels.JOB}={JOB}"
+        selector = f"{JOB_LABEL}={JOB}"
         jobs, _ = await client.list_all(JOBS, NAMESPACE, field_selector=f"metadata.name={JOB}")
         pes, _ = await client.list_all(PES, NAMESPACE, label_selector=selector)
-        pods, _ = await client.list_all(PODS, NAMESPACE, label_selector=f"{selector},{labels.SVC}=pe")
+        pods, _ = await client.list_all(PODS, NAMESPACE, label_selector=f"{selector},{SVC_LABEL}=pe")
         return cls(jobs[0] if jobs else None, pes, pods)
 
     @property
@@ -109,7 +110,7 @@ async def _watch_progress(client: KubeClient, console: Console) -> _Snapshot:
 
 async def _print_tables(client: KubeClient, snap: _Snapshot, console: Console) -> None:
     nodes, _ = await client.list_all(NODES)
-    services, _ = await client.list_all(SERVICES, NAMESPACE, label_selector=f"{labels.JOB}={JOB}")
+    services, _ = await client.list_all(SERVICES, NAMESPACE, label_selector=f"{JOB_LABEL}={JOB}")
     zone = {n["metadata"]["name"]: n["metadata"].get("labels", {}).get(ZONE_LABEL, "") for n in nodes}
     service_ports = {
         s["metadata"]["name"]: ", ".join(f"{p['name']} {p['port']}" for p in s["spec"]["ports"])

@@ -40,37 +40,36 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from aiohttp import web
-from prometheus_client import Counter, Gauge, Histogram
-from pydantic import Field, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from streams_k8s.api.consistent_region import (
-    ConsistentRegion,
     ConsistentRegionOperator,
-    ConsistentRegionStatus,
-    RegionState,
 )
-from streams_k8s.api.job import COORDINATOR_SERVICE_AFFIXES
-from streams_k8s.api.processing_element import ProcessingElement
+from streams_k8s.api.contract import (
+    APP_LABEL,
+    APP_VALUE,
+    CR_LABEL,
+    JOB_LABEL,
+    PE_LABEL,
+    PE_POD_SELECTOR,
+    SVC_LABEL,
+    SVC_PE,
+)
 from streams_k8s.consistent.assignment import Assignment, PlacedJobs, SingleJob
-from streams_k8s.consistent.fsm import Health, InvalidRegion, RegionMachine
-from streams_k8s.consistent.health import PodObservation, region_health
+from streams_k8s.consistent.coordinator_objects import job_of, job_of_host
+from streams_k8s.consistent.coordinator_settings import CoordinatorSettings
+from streams_k8s.consistent.endpoint_slices import job_endpoint_slice, publish
+from streams_k8s.consistent.job_regions import JobRegions, JobRun
+from streams_k8s.consistent.kinds import CONSISTENT_REGIONS, JOBS, PROCESSING_ELEMENTS, REGION_OPERATORS
 from streams_k8s.consistent.local import LocalCoordinator
-from streams_k8s.consistent.metrics import METRICS_PORT, RegionGauges
-from streams_k8s.consistent.notifications import UDP_PORT
-from streams_k8s.consistent.rest import API_PORT, BASE_PATH, RegionHost, consistent_region_api
+from streams_k8s.consistent.metrics import CoordinatorMetrics, RegionGauges
+from streams_k8s.consistent.rest import BASE_PATH, RegionHost, consistent_region_api
 from streams_k8s.consistent.udp import UdpPush
-from streams_k8s.k8s.client import Resource
-from streams_k8s.k8s.conditions import set_condition
 from streams_k8s.k8s.controller import generation_changed
-from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.http_errors import json_errors
+from streams_k8s.k8s.kinds import PODS
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import Object, ObjectKey, meta
 from streams_k8s.k8s.pod_addresses import PodsByAddress
@@ -79,150 +78,11 @@ from streams_k8s.k8s.write_guard import WriteTarget, write_guard
 
 log = logging.getLogger(__name__)
 
-CONSISTENT_REGIONS = Resource("streams.ibm.com", "v1", "streamscrs", "ConsistentRegion")
-REGION_OPERATORS = Resource("streams.ibm.com", "v1", "streamscros", "ConsistentRegionOperator")
-PROCESSING_ELEMENTS = Resource("streams.ibm.com", "v1", "streamspes", "ProcessingElement")
-PODS = Resource("", "v1", "pods", "Pod")
-JOBS = Resource("streams.ibm.com", "v1", "streamsjobs", "Job")
-ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice")
-# A selector-less Service's EndpointSlice names its Service and the controller that manages it
-# (never the built-in EndpointSlice controller, which would take it over).
-SERVICE_NAME_LABEL = "kubernetes.io/service-name"
-MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
-MANAGED_BY = "consistent-region-coordinator.streams.ibm.com"
 
-# Labels of the runtime contract (the instance operator sets them on every PE pod).
-JOB_LABEL = "streams.ibm.com/job"
-PE_LABEL = "streams.ibm.com/pe"
-LAUNCH_COUNT_LABEL = "streams.ibm.com/launch-count"
-CR_LABEL = "streams.ibm.com/cr"
-# Condition set on a ConsistentRegion the coordinator cannot run (and removed once it can).
-ACCEPTED = "Accepted"
-PE_PODS = f"app=streams,svc=pe,{CR_LABEL}=true"
-# The shared coordinator pool's pods (the StatefulSet of `manifests.coordinator_pool`).
-POOL_LABELS = {"app": "streams", "svc": "consistent-region-coordinator"}
-# Client-side rate limit of the coordinator's API calls: its status writes are on the path from
-# a PE's report to the next notification, so it gets more room than a controller's default.
-CLIENT_QPS, CLIENT_BURST = 100.0, 200
-# The Service a job's PEs reach their coordinator through: streams-<job>-consistentregion-api.
-API_SERVICE_PREFIX, API_SERVICE_SUFFIX = COORDINATOR_SERVICE_AFFIXES
+PE_PODS = f"{PE_POD_SELECTOR},{CR_LABEL}=true"
 
 
-class CoordinatorSettings(BaseSettings):
-    """What this coordinator pod runs; ``STREAMS_K8S_CR_*`` variables, then flags."""
-
-    model_config = SettingsConfigDict(env_prefix="STREAMS_K8S_CR_", extra="forbid")
-
-    mode: Literal["dedicated", "shared"] = "dedicated"
-    job: str | None = Field(None, description="the job (dedicated mode)")
-    namespace: str | None = Field(None, description="the job's namespace (default: the pod's)")
-    pod_name: str = Field(default_factory=lambda: os.environ.get("POD_NAME") or os.uname().nodename)
-    pod_ip: str | None = Field(
-        default_factory=lambda: os.environ.get("POD_IP"),
-        description="this pod's IP (shared mode: published as the endpoint of the jobs it runs)",
-    )
-    bind_address: str = "0.0.0.0"
-    api_port: int = Field(API_PORT, ge=0, le=65535)
-    udp_hints: bool = True
-    udp_port: int = Field(UDP_PORT, ge=1, le=65535)
-    udp_host: str = Field(
-        "{job}-{pe}.{namespace}", description="where a PE gets its hints (its headless Service)"
-    )
-    token_review: bool = Field(
-        True,
-        description="accept writes with a bearer token (TokenReview + SubjectAccessReview); off: "
-        "only the job's PE pods may write",
-    )
-
-    @field_validator("udp_host")
-    @classmethod
-    def _known_placeholders(cls, template: str) -> str:
-        try:
-            template.format(job="j", pe=0, namespace="ns")
-        except (KeyError, IndexError, ValueError) as err:
-            raise ValueError(f"udp_host may use {{job}}, {{pe}} and {{namespace}} only ({err!r})") from None
-        return template
-
-    def effective_namespace(self) -> str | None:
-        return self.namespace or os.environ.get("POD_NAMESPACE") or os.environ.get("MY_POD_NAMESPACE")
-
-
-def api_service_name(job: str) -> str:
-    return f"{API_SERVICE_PREFIX}{job}{API_SERVICE_SUFFIX}"
-
-
-def job_of(obj: Object) -> ObjectKey | None:
-    name = (meta(obj).get("labels") or {}).get(JOB_LABEL)
-    return ObjectKey(meta(obj).get("namespace") or "", name) if name else None
-
-
-def job_of_host(host: str) -> ObjectKey | None:
-    """``streams-<job>-consistentregion-api.<ns>[.svc...][:port]`` -> (ns, job)."""
-    labels = host.rsplit(":", 1)[0].split(".")
-    service = labels[0]
-    if len(labels) < 2 or not (
-        service.startswith(API_SERVICE_PREFIX) and service.endswith(API_SERVICE_SUFFIX)
-    ):
-        return None
-    job = service[len(API_SERVICE_PREFIX) : -len(API_SERVICE_SUFFIX)]
-    return ObjectKey(labels[1], job) if job else None
-
-
-def pod_observation(pod: Object) -> PodObservation | None:
-    """What health needs of a PE pod; None for a pod without the PE labels."""
-    labels = meta(pod).get("labels") or {}
-    try:
-        pe, launch = int(labels[PE_LABEL]), int(labels.get(LAUNCH_COUNT_LABEL, "1"))
-    except (KeyError, ValueError):
-        return None
-    owner = next((r.get("uid") for r in meta(pod).get("ownerReferences") or () if r.get("controller")), None)
-    return PodObservation(pe, launch, owner, (pod.get("status") or {}).get("phase"))
-
-
-class CoordinatorMetrics:
-    """The coordinator's own health, next to the runtime's metrics in the same registry."""
-
-    def __init__(self, manager: Manager) -> None:
-        registry = manager.metrics.registry
-        self.jobs = Gauge("streams_cr_coordinator_jobs", "Jobs this coordinator runs.", registry=registry)
-        self.regions = Gauge(
-            "streams_cr_coordinator_regions", "Regions this coordinator runs.", registry=registry
-        )
-        self.backlog = Gauge(
-            "streams_cr_coordinator_event_backlog", "Events queued, not yet processed.", registry=registry
-        )
-        self.status_writes = Counter(
-            "streams_cr_coordinator_status_writes",
-            "ConsistentRegion status writes by result (ok, error).",
-            ["result"],
-            registry=registry,
-        )
-        self.status_write_seconds = Histogram(
-            "streams_cr_coordinator_status_write_seconds",
-            "Time to get a status write confirmed by the API server.",
-            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
-            registry=registry,
-        )
-        self.rejected = Gauge(
-            "streams_cr_coordinator_rejected_events",
-            "Events the FSMs refused (stale, duplicate, unknown), since start.",
-            registry=registry,
-        )
-
-
-@dataclass
-class JobRun:
-    """One job's regions on this pod."""
-
-    loop: LocalCoordinator
-    task: asyncio.Task[None]
-    restarted: bool  # its coordinator ran before: every region it takes on resets
-    built_from: dict[int, tuple[str, int]] = field(default_factory=dict)  # region -> (CR name, generation)
-    health: dict[int, Health] = field(default_factory=dict)  # last health fed to each region
-    push: UdpPush | None = None
-
-
-class Coordinator:
+class Coordinator(JobRegions):
     """Declares the watches and the job controller on a Manager and serves the REST API."""
 
     def __init__(
@@ -318,7 +178,7 @@ class Coordinator:
         job = self._job_of_request(request)
         if job is None:
             return None
-        pods = {"app": "streams", "svc": "pe", JOB_LABEL: job.name}
+        pods = {APP_LABEL: APP_VALUE, SVC_LABEL: SVC_PE, JOB_LABEL: job.name}
         if (pe := request.match_info.get("pe")) is not None:
             pods[PE_LABEL] = pe
         access = Access("update", JOBS.group, JOBS.plural, job.namespace, job.name)
@@ -418,57 +278,20 @@ class Coordinator:
         return JobRun(loop, task, restarted, push=push)
 
     async def _publish_endpoint(self, key: ObjectKey, operator: Object) -> None:
-        """Shared mode: point the job's selector-less API Service at this pod, so its PEs reach
-        the pool pod that runs the job: its EndpointSlice (named as the Service, owned by the
-        job's ConsistentRegionOperator, so it goes with it) lists this pod's address."""
+        """Shared mode: point the job's selector-less API Service at this pod (`endpoint_slices`)."""
         if not self.settings.pod_ip:
             log.warning("job %s: no POD_IP, its API Service is not pointed at this pod", key)
             return
-        name = api_service_name(key.name)
-        owner = {
-            "apiVersion": operator.get("apiVersion", "streams.ibm.com/v1"),
-            "kind": "ConsistentRegionOperator",
-            "name": meta(operator)["name"],
-            "uid": meta(operator).get("uid"),
-        }
-        target = {
-            "kind": "Pod",
-            "name": self.settings.pod_name,
-            "namespace": self.settings.effective_namespace(),
-        }
-        endpoint_slice: Object = {
-            "apiVersion": "discovery.k8s.io/v1",
-            "kind": "EndpointSlice",
-            "metadata": {
-                "name": name,
-                "namespace": key.namespace,
-                "labels": {
-                    "app": "streams",
-                    JOB_LABEL: key.name,
-                    SERVICE_NAME_LABEL: name,
-                    MANAGED_BY_LABEL: MANAGED_BY,
-                },
-                "ownerReferences": [owner],
-            },
-            "addressType": "IPv6" if ":" in self.settings.pod_ip else "IPv4",
-            "endpoints": [
-                {"addresses": [self.settings.pod_ip], "conditions": {"ready": True}, "targetRef": target}
-            ],
-            "ports": [
-                {"name": "sys-api", "port": self.api_port, "protocol": "TCP"},
-                {"name": "sys-metrics", "port": self.metrics_port, "protocol": "TCP"},
-            ],
-        }
-        client = self.manager.client
-        try:
-            current = await client.get(ENDPOINT_SLICES, name, key.namespace)
-        except ApiError as err:
-            if err.status != 404:
-                raise
-            await client.create(ENDPOINT_SLICES, endpoint_slice, key.namespace)
-            return
-        endpoint_slice["metadata"]["resourceVersion"] = meta(current).get("resourceVersion")
-        await client.replace(ENDPOINT_SLICES, endpoint_slice, key.namespace)
+        endpoint_slice = job_endpoint_slice(
+            key,
+            operator,
+            pod_name=self.settings.pod_name,
+            pod_namespace=self.settings.effective_namespace(),
+            pod_ip=self.settings.pod_ip,
+            api_port=self.api_port,
+            metrics_port=self.metrics_port,
+        )
+        await publish(self.manager.client, endpoint_slice)
 
     def _loop_ended(self, key: ObjectKey, task: asyncio.Task[None]) -> None:
         if task.cancelled():
@@ -476,117 +299,6 @@ class Coordinator:
         # A dead loop would leave the job's PEs waiting forever: fail the pod so it restarts.
         log.error("the event loop of job %s ended: %r", key, task.exception())
         self.manager.stop()
-
-    def _persister(self, key: ObjectKey) -> Callable[[int, ConsistentRegionStatus], Any]:
-        async def persist(region_index: int, status: ConsistentRegionStatus) -> None:
-            run = self.jobs.get(key)
-            built = run.built_from.get(region_index) if run is not None else None
-            if built is None:  # the region was dropped while its write waited
-                return
-            started = asyncio.get_running_loop().time()
-            try:
-                await self.manager.client.patch(
-                    CONSISTENT_REGIONS,
-                    built[0],
-                    [{"op": "add", "path": "/status", "value": status.to_wire()}],
-                    key.namespace,
-                    patch_type="json",
-                    subresource="status",
-                )
-            except ApiError as err:
-                self.metrics.status_writes.labels("error").inc()
-                if err.status == 404:  # the CR is gone: the next reconcile drops the region
-                    log.info("job %s region %d: ConsistentRegion %s is gone", key, region_index, built[0])
-                    return
-                raise
-            except Exception:
-                self.metrics.status_writes.labels("error").inc()
-                raise
-            self.metrics.status_writes.labels("ok").inc()
-            self.metrics.status_write_seconds.observe(asyncio.get_running_loop().time() - started)
-
-        return persist
-
-    async def _sync_regions(self, key: ObjectKey, run: JobRun, crs: list[Object]) -> None:
-        seen: set[int] = set()
-        for obj in crs:
-            name, generation = meta(obj)["name"], int(meta(obj).get("generation") or 0)
-            try:
-                region = ConsistentRegion.from_wire(obj)
-                machine = RegionMachine(region.spec, region.status)
-            except (ValidationError, InvalidRegion) as err:
-                await self._refuse(obj, err)
-                continue
-            if region.status is not None and any(c.type == ACCEPTED for c in region.status.conditions):
-                # It was refused before and is valid now: withdraw the refusal, here and in
-                # every status the FSM writes from now on.
-                kept = [c for c in region.status.conditions if c.type != ACCEPTED]
-                await self.manager.client.patch_status(
-                    CONSISTENT_REGIONS, name, {"conditions": [c.to_wire() for c in kept]}, key.namespace
-                )
-                machine = RegionMachine(region.spec, region.status.model_copy(update={"conditions": kept}))
-            index = region.spec.region_index
-            seen.add(index)
-            if run.built_from.get(index) == (name, generation):
-                continue
-            # New, or its spec changed (new generation): run it from its persisted state; a
-            # region that was running when its spec changed resets, as after a restart.
-            was_running = index in run.loop.regions
-            if was_running:
-                machine = RegionMachine(region.spec, run.loop.regions[index].status())
-                run.loop.remove_region(index)
-            # A persisted state past STARTED also means a coordinator ran it before (even if the
-            # ConsistentRegionOperator does not say so): its timers are gone, so it resets.
-            ran_before = region.status is not None and region.status.state is not RegionState.STARTED
-            run.built_from[index] = (name, generation)
-            run.health.pop(index, None)
-            run.loop.add_region(machine, restarted=was_running or run.restarted or ran_before)
-        for index in set(run.loop.regions) - seen:
-            run.loop.remove_region(index)
-            run.built_from.pop(index, None)
-            run.health.pop(index, None)
-
-    async def _refuse(self, obj: Object, err: Exception) -> None:
-        """A region that cannot run: say why on the CR (condition ``Accepted=False`` and an
-        Event), once per change of the reason."""
-        if isinstance(err, ValidationError):
-            first = err.errors()[0]
-            message = f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
-        else:
-            message = str(err) or type(err).__name__
-        conditions = [dict(c) for c in (obj.get("status") or {}).get("conditions") or ()]
-        generation = meta(obj).get("generation")
-        if not set_condition(conditions, ACCEPTED, "False", "InvalidRegion", message, generation):
-            return
-        name, namespace = meta(obj)["name"], meta(obj).get("namespace")
-        log.warning("ConsistentRegion %s/%s not run: %s", namespace, name, message)
-        await self.manager.client.patch_status(
-            CONSISTENT_REGIONS, name, {"conditions": conditions}, namespace
-        )
-        await self.manager.event_recorder("consistent-regions").record(
-            obj, "Warning", "InvalidRegion", message
-        )
-
-    def _feed_health(self, key: ObjectKey, run: JobRun) -> None:
-        pes: dict[int, ProcessingElement] = {}
-        for obj in self.pes.store.select(key.namespace or None):
-            if job_of(obj) != key:
-                continue
-            try:
-                pe = ProcessingElement.from_wire(obj)
-            except ValidationError:
-                continue  # the instance operator reports a malformed PE on the PE itself
-            pes[pe.spec.id] = pe
-        pods = [
-            observed
-            for obj in self.pods.store.select(key.namespace or None)
-            if job_of(obj) == key and (observed := pod_observation(obj)) is not None
-        ]
-        for index, machine in run.loop.regions.items():
-            health = region_health(machine.pes, pes, pods)
-            if health is not None and run.health.get(index) != health:
-                run.health[index] = health
-                run.loop.submit(index, health)
 
     async def _drop(self, key: ObjectKey) -> None:
         run = self.jobs.pop(key, None)
@@ -612,4 +324,4 @@ async def setup(manager: Manager, settings: CoordinatorSettings | None = None) -
     return coordinator
 
 
-__all__ = ["METRICS_PORT", "Coordinator", "CoordinatorSettings", "JobRun", "setup"]
+__all__ = ["Coordinator", "CoordinatorSettings", "JobRun", "setup"]

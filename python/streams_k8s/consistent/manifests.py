@@ -4,7 +4,8 @@ Pure functions of the job's ConsistentRegionOperator: the coordinator Deployment
 Service ``streams-<job>-consistentregion-api`` (what the PE runtime calls, ports ``sys-api``
 10000/TCP and ``sys-metrics`` 9696/TCP) and a NetworkPolicy that admits only the job's own PE
 pods and the instance operator; plus the namespace's RBAC for coordinators. Every per-job object
-is owned by the ConsistentRegionOperator, so deleting the job deletes them.
+is owned by the ConsistentRegionOperator, so deleting the job deletes them. The shared mode's
+coordinator pool is `consistent.pool_manifests`.
 
 Trust model (see the README): the runtime sends no credentials, so the NetworkPolicy is what
 keeps other pods from driving a job's regions; a client outside that policy's reach (the CLI
@@ -17,15 +18,25 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from streams_k8s.api.consistent_region import ConsistentRegionOperator, CoordinatorMode
+from streams_k8s.api.contract import (
+    APP_LABEL,
+    APP_VALUE,
+    COORDINATOR_API_PORT,
+    COORDINATOR_API_PORT_NAME,
+    GENERATION_LABEL,
+    JOB_LABEL,
+    JOB_NAME_ENV,
+    METRICS_PORT,
+    METRICS_PORT_NAME,
+    SVC_LABEL,
+    SVC_PE,
+    coordinator_name,
+    coordinator_service_name,
+)
 from streams_k8s.api.processing_element import ImagePullPolicy, TraceLevel
-from streams_k8s.consistent.coordinator import CR_LABEL, JOB_LABEL, POOL_LABELS, api_service_name
-from streams_k8s.consistent.metrics import METRICS_PORT
-from streams_k8s.consistent.rest import API_PORT
 
-GENERATION_LABEL = "streams.ibm.com/generation"
 COORDINATOR_SVC = "consistent-region-operator"
 SERVICE_ACCOUNT = "streams-consistent-region"
-POOL_NAME = "streams-consistent-region-coordinators"
 HEALTH_PORT = 8081
 # The image's user (deploy/Dockerfile: USER 65532:65532), given so that runAsNonRoot can be checked.
 RUN_AS = 65532
@@ -42,9 +53,9 @@ CONTAINER_SECURITY: Mapping[str, Any] = {
     "capabilities": {"drop": ["ALL"]},
 }
 # The instance operator's pods (spec: Deployment streams-instance-operator).
-INSTANCE_OPERATOR_LABELS: Mapping[str, str] = {"app": "streams", "svc": "instance-operator"}
+INSTANCE_OPERATOR_LABELS: Mapping[str, str] = {APP_LABEL: APP_VALUE, SVC_LABEL: "instance-operator"}
 
-_LOG_LEVELS = {
+LOG_LEVELS = {
     TraceLevel.OFF: "ERROR",
     TraceLevel.ERROR: "ERROR",
     TraceLevel.WARN: "WARNING",
@@ -54,29 +65,13 @@ _LOG_LEVELS = {
 }
 
 
-def deployment_name(job: str) -> str:
-    return f"{job}-consistent-region-operator"
-
-
-def network_policy_name(job: str) -> str:
-    return f"{job}-consistent-region-operator"
-
-
 def coordinator_labels(job: str, generation: int) -> dict[str, str]:
     """Labels and selector of a job's coordinator pod, Deployment and Service."""
-    return {"app": "streams", JOB_LABEL: job, GENERATION_LABEL: str(generation), "svc": COORDINATOR_SVC}
-
-
-def _owner(operator: ConsistentRegionOperator) -> dict[str, Any]:
-    if not operator.metadata.name or not operator.metadata.uid:
-        raise ValueError("the ConsistentRegionOperator must be read from the API server (name and uid)")
     return {
-        "apiVersion": operator.api_version,
-        "kind": operator.kind,
-        "name": operator.metadata.name,
-        "uid": operator.metadata.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
+        APP_LABEL: APP_VALUE,
+        JOB_LABEL: job,
+        GENERATION_LABEL: str(generation),
+        SVC_LABEL: COORDINATOR_SVC,
     }
 
 
@@ -87,11 +82,11 @@ def _metadata(
         "name": name,
         "namespace": namespace,
         "labels": coordinator_labels(operator.spec.job_name, generation),
-        "ownerReferences": [_owner(operator)],
+        "ownerReferences": [operator.as_owner()],
     }
 
 
-def _pod_spec(
+def coordinator_pod_spec(
     *,
     image: str,
     pull_policy: ImagePullPolicy,
@@ -119,10 +114,10 @@ def _pod_spec(
         "image": image,
         "imagePullPolicy": pull_policy.value,
         "args": ["coordinator", *args],
-        "env": [*field_env, {"name": "STREAMS_K8S_LOG_LEVEL", "value": _LOG_LEVELS[log_level]}, *env],
+        "env": [*field_env, {"name": "STREAMS_K8S_LOG_LEVEL", "value": LOG_LEVELS[log_level]}, *env],
         "ports": [
-            {"name": "sys-api", "containerPort": API_PORT, "protocol": "TCP"},
-            {"name": "sys-metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},
+            {"name": COORDINATOR_API_PORT_NAME, "containerPort": COORDINATOR_API_PORT, "protocol": "TCP"},
+            {"name": METRICS_PORT_NAME, "containerPort": METRICS_PORT, "protocol": "TCP"},
             {"name": "health", "containerPort": HEALTH_PORT, "protocol": "TCP"},
         ],
         "livenessProbe": {"httpGet": {"path": "/healthz", "port": "health"}, **probe},
@@ -155,14 +150,14 @@ def coordinator_deployment(
     if spec.mode is not CoordinatorMode.DEDICATED:
         raise ValueError(f"job {spec.job_name} runs on the shared coordinator pool: it has no Deployment")
     labels = coordinator_labels(spec.job_name, generation)
-    pod_spec = _pod_spec(
+    pod_spec = coordinator_pod_spec(
         image=image,
         pull_policy=spec.image_pull_policy,
         pull_secret=spec.image_pull_secret,
         args=["--mode", "dedicated", "--job", spec.job_name],
         # The original's variables, for tools that read them.
         env=[
-            {"name": "STREAMS_JOB_NAME", "value": spec.job_name},
+            {"name": JOB_NAME_ENV, "value": spec.job_name},
             {"name": "STREAMS_JOB_ID", "value": spec.job_uid},
             {"name": "STREAMS_GENERATION_ID", "value": str(generation)},
             {"name": "NUM_CONSISTENT_REGIONS", "value": str(spec.num_regions)},
@@ -173,7 +168,7 @@ def coordinator_deployment(
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": _metadata(operator, deployment_name(spec.job_name), namespace, generation),
+        "metadata": _metadata(operator, coordinator_name(spec.job_name), namespace, generation),
         "spec": {
             "replicas": 1,
             "strategy": {"type": "Recreate"},
@@ -181,68 +176,6 @@ def coordinator_deployment(
             "template": {"metadata": {"labels": labels}, "spec": pod_spec},
         },
     }
-
-
-def coordinator_pool(
-    *,
-    namespace: str,
-    image: str,
-    replicas: int = 0,
-    pull_policy: ImagePullPolicy = ImagePullPolicy.IF_NOT_PRESENT,
-    pull_secret: str | None = None,
-    log_level: TraceLevel = TraceLevel.INFO,
-    service_account: str = SERVICE_ACCOUNT,
-) -> dict[str, Any]:
-    """The shared coordinator pool of a namespace: a StatefulSet whose pods run the jobs of
-    shared mode, placed on them by the pool's vreplica scheduler (``consistent.pool``), which
-    also owns ``spec.replicas`` once it runs (create this object, do not keep re-applying the
-    count). Pods start and stop in parallel: placement needs no order."""
-    if replicas < 0:
-        raise ValueError(f"the coordinator pool cannot have {replicas} pods")
-    labels = dict(POOL_LABELS)
-    pod_spec = _pod_spec(
-        image=image,
-        pull_policy=pull_policy,
-        pull_secret=pull_secret,
-        args=["--mode", "shared", "--namespace", namespace],
-        env=[],
-        log_level=log_level,
-        service_account=service_account,
-    )
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "StatefulSet",
-        "metadata": {"name": POOL_NAME, "namespace": namespace, "labels": labels},
-        "spec": {
-            "replicas": replicas,
-            "serviceName": POOL_NAME,
-            "podManagementPolicy": "Parallel",
-            "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": pod_spec},
-        },
-    }
-
-
-def pool_network_policy(
-    *,
-    namespace: str,
-    instance_operator: Mapping[str, str] = INSTANCE_OPERATOR_LABELS,
-    instance_operator_namespace: str | None = None,
-    metrics_scrapers: Sequence[Mapping[str, Any]] = (),
-) -> dict[str, Any]:
-    """Ingress to the pool: the REST API from PE pods of consistent regions of the namespace and
-    the instance operator. Coarser than a dedicated coordinator's policy: a job's PEs can reach
-    the pool pods of other jobs (which still answer only for the job named in the request)."""
-    pes = {"podSelector": {"matchLabels": {"app": "streams", "svc": "pe", CR_LABEL: "true"}}}
-    return _ingress_policy(
-        POOL_NAME,
-        namespace,
-        dict(POOL_LABELS),
-        pes,
-        _operator_peer(instance_operator, instance_operator_namespace),
-        metrics_scrapers,
-        owner=None,
-    )
 
 
 def coordinator_service(
@@ -258,26 +191,36 @@ def coordinator_service(
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": _metadata(operator, api_service_name(job), namespace, generation),
+        "metadata": _metadata(operator, coordinator_service_name(job), namespace, generation),
         "spec": {
             "clusterIP": "None",
             **selector,
             "ports": [
-                {"name": "sys-api", "port": API_PORT, "targetPort": API_PORT, "protocol": "TCP"},
-                {"name": "sys-metrics", "port": METRICS_PORT, "targetPort": METRICS_PORT, "protocol": "TCP"},
+                {
+                    "name": COORDINATOR_API_PORT_NAME,
+                    "port": COORDINATOR_API_PORT,
+                    "targetPort": COORDINATOR_API_PORT,
+                    "protocol": "TCP",
+                },
+                {
+                    "name": METRICS_PORT_NAME,
+                    "port": METRICS_PORT,
+                    "targetPort": METRICS_PORT,
+                    "protocol": "TCP",
+                },
             ],
         },
     }
 
 
-def _operator_peer(labels: Mapping[str, str], namespace: str | None) -> dict[str, Any]:
+def operator_peer(labels: Mapping[str, str], namespace: str | None) -> dict[str, Any]:
     peer: dict[str, Any] = {"podSelector": {"matchLabels": dict(labels)}}
     if namespace is not None:
         peer["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
     return peer
 
 
-def _ingress_policy(
+def ingress_policy(
     name: str,
     namespace: str,
     pods: dict[str, str],
@@ -287,7 +230,7 @@ def _ingress_policy(
     owner: dict[str, Any] | None,
     labels: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    api = [{"port": API_PORT, "protocol": "TCP"}]
+    api = [{"port": COORDINATOR_API_PORT, "protocol": "TCP"}]
     metrics = [{"port": METRICS_PORT, "protocol": "TCP"}]
     metadata: dict[str, Any] = {"name": name, "namespace": namespace, "labels": labels or dict(pods)}
     if owner is not None:
@@ -323,15 +266,15 @@ def coordinator_network_policy(
     ``instance_operator_namespace``: where the instance operator runs, when not in the job's
     namespace (matched by the ``kubernetes.io/metadata.name`` namespace label)."""
     job = operator.spec.job_name
-    job_pes = {"podSelector": {"matchLabels": {"app": "streams", "svc": "pe", JOB_LABEL: job}}}
-    return _ingress_policy(
-        network_policy_name(job),
+    job_pes = {"podSelector": {"matchLabels": {APP_LABEL: APP_VALUE, SVC_LABEL: SVC_PE, JOB_LABEL: job}}}
+    return ingress_policy(
+        coordinator_name(job),
         namespace,
-        {"app": "streams", JOB_LABEL: job, "svc": COORDINATOR_SVC},
+        {APP_LABEL: APP_VALUE, JOB_LABEL: job, SVC_LABEL: COORDINATOR_SVC},
         job_pes,
-        _operator_peer(instance_operator, instance_operator_namespace),
+        operator_peer(instance_operator, instance_operator_namespace),
         metrics_scrapers,
-        owner=_owner(operator),
+        owner=operator.as_owner(),
         labels=coordinator_labels(job, generation),
     )
 
@@ -361,24 +304,25 @@ def coordinator_rbac(namespace: str, service_account: str = SERVICE_ACCOUNT) -> 
         },
         {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
     ]
+    return service_account_role(service_account, namespace, rules)
+
+
+def service_account_role(name: str, namespace: str, rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A ServiceAccount with a Role of these rules, bound to it (all three named `name`)."""
     return [
-        {
-            "apiVersion": "v1",
-            "kind": "ServiceAccount",
-            "metadata": {"name": service_account, "namespace": namespace},
-        },
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}},
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "Role",
-            "metadata": {"name": service_account, "namespace": namespace},
+            "metadata": {"name": name, "namespace": namespace},
             "rules": rules,
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "RoleBinding",
-            "metadata": {"name": service_account, "namespace": namespace},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": service_account},
-            "subjects": [{"kind": "ServiceAccount", "name": service_account, "namespace": namespace}],
+            "metadata": {"name": name, "namespace": namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
         },
     ]
 
@@ -397,124 +341,3 @@ def coordinator_auth_delegation(namespace: str, service_account: str = SERVICE_A
         },
         "subjects": [{"kind": "ServiceAccount", "name": service_account, "namespace": namespace}],
     }
-
-
-POOL_SCHEDULER_NAME = f"{POOL_NAME}-scheduler"
-POOL_SCHEDULER_LABELS: Mapping[str, str] = {"app": "streams", "svc": "consistent-region-pool-scheduler"}
-
-
-def pool_scheduler(
-    *,
-    namespace: str,
-    image: str,
-    capacity: int,
-    replicas: int = 2,
-    scheduler_configmap: str | None = None,
-    descheduler_configmap: str | None = None,
-    pull_policy: ImagePullPolicy = ImagePullPolicy.IF_NOT_PRESENT,
-    pull_secret: str | None = None,
-    log_level: TraceLevel = TraceLevel.INFO,
-) -> list[dict[str, Any]]:
-    """The pool's vreplica scheduler (``consistent.pool``): a Deployment whose replicas elect a
-    leader on a Lease, its service account, and what it may do: read the pool's StatefulSet,
-    pods and (cluster-wide) nodes, scale the StatefulSet, mark pool pods unschedulable, read the
-    ConsistentRegionOperators and write their status, read its policy ConfigMaps, hold its
-    Lease, record Events."""
-    if capacity < 1:
-        raise ValueError(f"a coordinator pod must hold at least one region, not {capacity}")
-    name, labels = POOL_SCHEDULER_NAME, dict(POOL_SCHEDULER_LABELS)
-    env = [
-        {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
-        {"name": "STREAMS_K8S_LOG_LEVEL", "value": _LOG_LEVELS[log_level]},
-        {"name": "STREAMS_K8S_CR_POOL_NAMESPACE", "value": namespace},
-        {"name": "STREAMS_K8S_CR_POOL_STATEFULSET", "value": POOL_NAME},
-        {"name": "STREAMS_K8S_CR_POOL_CAPACITY", "value": str(capacity)},
-    ]
-    for variable, configmap in (
-        ("STREAMS_K8S_CR_POOL_SCHEDULER_CONFIGMAP", scheduler_configmap),
-        ("STREAMS_K8S_CR_POOL_DESCHEDULER_CONFIGMAP", descheduler_configmap),
-    ):
-        if configmap:
-            env.append({"name": variable, "value": configmap})
-    probe = {"periodSeconds": 10, "failureThreshold": 3}
-    container = {
-        "name": "pool-scheduler",
-        "image": image,
-        "imagePullPolicy": pull_policy.value,
-        "args": [  # after the image's ENTRYPOINT ["streams-k8s"], as in _pod_spec
-            "run",
-            "--controller",
-            "streams_k8s.consistent.pool:setup",
-            "--metrics-port",
-            str(METRICS_PORT),
-            "--lease-name",
-            name,
-        ],
-        "env": env,
-        "ports": [
-            {"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},
-            {"name": "health", "containerPort": HEALTH_PORT, "protocol": "TCP"},
-        ],
-        "livenessProbe": {"httpGet": {"path": "/healthz", "port": "health"}, **probe},
-        "readinessProbe": {"httpGet": {"path": "/readyz", "port": "health"}, **probe},
-        "resources": {"requests": {"cpu": "50m", "memory": "96Mi"}, "limits": {"memory": "384Mi"}},
-        "securityContext": dict(CONTAINER_SECURITY),
-    }
-    pod_spec: dict[str, Any] = {
-        "serviceAccountName": name,
-        "securityContext": dict(POD_SECURITY),
-        "containers": [container],
-    }
-    if pull_secret:
-        pod_spec["imagePullSecrets"] = [{"name": pull_secret}]
-    rules = [
-        {"apiGroups": ["apps"], "resources": ["statefulsets"], "verbs": ["get", "list", "watch"]},
-        {"apiGroups": ["apps"], "resources": ["statefulsets/scale"], "verbs": ["patch", "update"]},
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "patch"]},
-        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]},
-        {"apiGroups": ["streams.ibm.com"], "resources": ["streamscros"], "verbs": ["get", "list", "watch"]},
-        {"apiGroups": ["streams.ibm.com"], "resources": ["streamscros/status"], "verbs": ["patch", "update"]},
-        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]},
-        {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
-    ]
-    subject = {"kind": "ServiceAccount", "name": name, "namespace": namespace}
-    cluster_role = f"{name}-{namespace}-nodes"
-    return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}},
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "Role",
-            "metadata": {"name": name, "namespace": namespace},
-            "rules": rules,
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": {"name": name, "namespace": namespace},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-            "subjects": [subject],
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": cluster_role},
-            "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}],
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": cluster_role},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_role},
-            "subjects": [subject],
-        },
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels},
-            "spec": {
-                "replicas": replicas,
-                "selector": {"matchLabels": labels},
-                "template": {"metadata": {"labels": labels}, "spec": pod_spec},
-            },
-        },
-    ]

@@ -1,4 +1,5 @@
-"""The coordinator's eight Prometheus gauges per region, with the original's names and label.
+"""The coordinator's eight Prometheus gauges per region, with the original's names and label, and
+its own health (`CoordinatorMetrics`).
 
 ``region_samples`` is the pure mapping (region index + gauge values -> samples);
 ``RegionGauges`` keeps them in a prometheus-client registry for the metrics endpoint (9696).
@@ -11,12 +12,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from streams_k8s.consistent.fsm import GAUGE_NAMES
+from streams_k8s.k8s.manager import Manager
 
 LABEL = "ConsistentRegion"
-METRICS_PORT = 9696
 
 DESCRIPTIONS: Mapping[str, str] = {
     "average_drain_time_milliseconds": "Average duration of the last 10 drains (checkpoints).",
@@ -101,3 +102,34 @@ class _JobGauges:
 
     def remove(self, region_index: int) -> None:
         self.gauges.remove(region_index, self.job)
+
+
+class CoordinatorMetrics:
+    """The coordinator's own health, next to the runtime's metrics in the same registry."""
+
+    def __init__(self, manager: Manager) -> None:
+        registry = manager.metrics.registry
+        self.jobs = Gauge("streams_cr_coordinator_jobs", "Jobs this coordinator runs.", registry=registry)
+        self.regions = Gauge(
+            "streams_cr_coordinator_regions", "Regions this coordinator runs.", registry=registry
+        )
+        self.backlog = Gauge(
+            "streams_cr_coordinator_event_backlog", "Events queued, not yet processed.", registry=registry
+        )
+        self.status_writes = Counter(
+            "streams_cr_coordinator_status_writes",
+            "ConsistentRegion status writes by result (ok, error).",
+            ["result"],
+            registry=registry,
+        )
+        self.status_write_seconds = Histogram(
+            "streams_cr_coordinator_status_write_seconds",
+            "Time to get a status write confirmed by the API server.",
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+            registry=registry,
+        )
+        self.rejected = Gauge(
+            "streams_cr_coordinator_rejected_events",
+            "Events the FSMs refused (stale, duplicate, unknown), since start.",
+            registry=registry,
+        )

@@ -17,7 +17,6 @@ import orjson
 
 from streams_k8s.consistent.fsm import NotificationType, Notify
 
-UDP_PORT = 10001
 MAX_DATAGRAM_BYTES = 128
 
 
@@ -43,11 +42,6 @@ def encode_datagram(region_index: int, note: Notify) -> bytes:
     if len(data) > MAX_DATAGRAM_BYTES:
         raise WireError(f"a {len(data)}-byte datagram exceeds the runtime's {MAX_DATAGRAM_BYTES}-byte buffer")
     return data
-
-
-def datagram_host(job: str, pe: int, namespace: str) -> str:
-    """Where a PE listens: its headless Service ``<job>-<pe>`` in the job's namespace."""
-    return f"{job}-{pe}.{namespace}"
 
 
 def decode_board(data: bytes | str) -> dict[int, Notify]:

@@ -39,8 +39,8 @@ from collections.abc import Iterable
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from streams_k8s.consistent.coordinator import POOL_LABELS, REGION_OPERATORS
-from streams_k8s.consistent.manifests import POOL_NAME
+from streams_k8s.consistent.kinds import REGION_OPERATORS
+from streams_k8s.consistent.pool_manifests import POOL_LABELS, POOL_NAME
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.scheduler.kubernetes import (
     CustomResourceVPodSource,

@@ -19,6 +19,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from streams_k8s.api.consistent_region import Trigger
+from streams_k8s.api.contract import COORDINATOR_API_PORT, coordinator_service_name
 from streams_k8s.consistent.fsm import (
     BlockingCheckpointDone,
     CheckpointDone,
@@ -33,9 +34,8 @@ from streams_k8s.consistent.openapi import document
 from streams_k8s.k8s.http_errors import json_errors
 
 BASE_PATH = "/api/consistentregion"
-API_PORT = 10000
-# Where PEs reach a job's coordinator (the headless Service of the job).
-SERVER_URL = f"http://streams-{{job}}-consistentregion-api.{{namespace}}:{API_PORT}{BASE_PATH}"
+# Where PEs reach a job's coordinator (the headless Service of the job), {job} and {namespace} to fill.
+SERVER_URL = f"http://{coordinator_service_name('{job}')}.{{namespace}}:{COORDINATOR_API_PORT}{BASE_PATH}"
 _MAX_ID = 2**64 - 1
 _DIGITS = re.compile(r"\s*[0-9]+\s*")
 _PATH_ID = re.compile(r"[0-9]+")

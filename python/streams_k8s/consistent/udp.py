@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
+from streams_k8s.api.contract import CONSISTENT_REGION_PORT, pe_host
 from streams_k8s.consistent.fsm import Notify
-from streams_k8s.consistent.notifications import UDP_PORT, datagram_host, encode_datagram
+from streams_k8s.consistent.notifications import encode_datagram
 from streams_k8s.k8s.datagrams import DatagramSender
 
 
@@ -25,10 +26,10 @@ class UdpPush:
         job: str,
         namespace: str,
         *,
-        port: int = UDP_PORT,
+        port: int = CONSISTENT_REGION_PORT,
         host_of: Callable[[int], str] | None = None,
     ) -> None:
-        self._host_of = host_of or (lambda pe: datagram_host(job, pe, namespace))
+        self._host_of = host_of or (lambda pe: pe_host(job, pe, namespace))
         self._sender = DatagramSender(port)
         self._outbox: asyncio.Queue[tuple[bytes, Sequence[int]]] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None

@@ -19,12 +19,7 @@ namespace setup (``deploy/coordinator-rbac.yaml``). A cluster that does not serv
 (found at start) gets the Deployment and Service anyway, with a Warning Event on the CRO saying
 the API is unguarded.
 
-Settings (environment of the operator):
-
-| variable | default | use |
-|---|---|---|
-| `STREAMS_K8S_COORDINATOR_MODE` | `dedicated` | mode recorded on new jobs' CROs (`dedicated` or `shared`) |
-| `STREAMS_K8S_COORDINATOR_IMAGE` | the operator's own image | coordinator image |
+Settings: `STREAMS_K8S_COORDINATOR_MODE` and `STREAMS_K8S_COORDINATOR_IMAGE` (`controller.settings`).
 
 The coordinator is the same program as the operator (`streams-k8s coordinator`), so by default it
 runs from the image the operator runs from: the image of the operator's own pod (`POD_NAME`,
@@ -36,27 +31,25 @@ deploy/Dockerfile's build documents.
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
-from streams_k8s import __version__
 from streams_k8s.api.consistent_region import ConsistentRegionOperator, CoordinatorMode
+from streams_k8s.api.contract import APP_LABEL, APP_VALUE, GENERATION_LABEL, SVC_LABEL
 from streams_k8s.consistent.manifests import (
     COORDINATOR_SVC,
     coordinator_deployment,
     coordinator_network_policy,
     coordinator_service,
 )
-from streams_k8s.controller import labels
-from streams_k8s.controller.child_limits import OBJECT_REFUSED, REFUSED
-from streams_k8s.controller.kinds import CONSISTENT_REGION_OPERATORS, DEPLOYMENTS, NETWORK_POLICIES, SERVICES
+from streams_k8s.controller.children.limits import OBJECT_REFUSED, REFUSED
+from streams_k8s.controller.kinds import CONSISTENT_REGION_OPERATORS
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.controller import Requeue, owner_mapper
 from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.kinds import DEPLOYMENTS, NETWORK_POLICIES, SERVICES
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import ObjectKey, meta
 
@@ -66,37 +59,19 @@ NETWORK_POLICY_UNAVAILABLE = "NetworkPolicyUnavailable"
 NETWORK_POLICY_RESTORED = "NetworkPolicyRestored"
 
 
-class CoordinatorSettingError(ValueError):
-    """An operator setting for coordinators that cannot be used."""
-
-
 @dataclass(frozen=True, slots=True)
 class CoordinatorObjectSettings:
+    """What the coordinators of new jobs run in (`controller.settings` reads them)."""
+
     mode: CoordinatorMode = CoordinatorMode.DEDICATED
     image: str = ""
-
-    @classmethod
-    def from_env(
-        cls, env: Mapping[str, str] = os.environ, operator_image: str | None = None
-    ) -> CoordinatorObjectSettings:
-        """The settings in ``env``; ``operator_image``: the image the operator runs, if known."""
-        raw = env.get("STREAMS_K8S_COORDINATOR_MODE", CoordinatorMode.DEDICATED.value)
-        try:
-            mode = CoordinatorMode(raw)
-        except ValueError:
-            raise CoordinatorSettingError(
-                f"STREAMS_K8S_COORDINATOR_MODE={raw!r}: use "
-                + " or ".join(repr(m.value) for m in CoordinatorMode)
-            ) from None
-        default = operator_image or f"streams-k8s:{__version__.split('+', 1)[0]}"
-        return cls(mode=mode, image=env.get("STREAMS_K8S_COORDINATOR_IMAGE") or default)
 
 
 def coordinator_objects(
     operator: ConsistentRegionOperator, *, namespace: str, image: str
 ) -> list[tuple[Resource, dict[str, Any]]]:
     """What the CRO's mode needs, in creation order (pure function of the CRO)."""
-    generation = int((operator.metadata.labels or {}).get(labels.GENERATION) or 0)
+    generation = int((operator.metadata.labels or {}).get(GENERATION_LABEL) or 0)
     service = (SERVICES, coordinator_service(operator, namespace=namespace, generation=generation))
     if operator.spec.mode is CoordinatorMode.SHARED:
         return [service]
@@ -130,8 +105,8 @@ class CoordinatorObjectsController:
         self.client = manager.client
         self.settings = settings
         self.cros = manager.informer(CONSISTENT_REGION_OPERATORS)
-        self.deployments = manager.informer(DEPLOYMENTS, label_selector=f"{labels.SVC}={COORDINATOR_SVC}")
-        self.services = manager.informer(SERVICES, label_selector=f"{labels.APP}={labels.APP_VALUE}")
+        self.deployments = manager.informer(DEPLOYMENTS, label_selector=f"{SVC_LABEL}={COORDINATOR_SVC}")
+        self.services = manager.informer(SERVICES, label_selector=f"{APP_LABEL}={APP_VALUE}")
         self.recorder = manager.event_recorder("streams-coordinator-objects")
         self._cached = {DEPLOYMENTS: self.deployments, SERVICES: self.services}
         self._network_policy_served = network_policies
@@ -141,7 +116,7 @@ class CoordinatorObjectsController:
         controller.watch(self.deployments, owned)
         controller.watch(self.services, owned)
         if network_policies:
-            policies = manager.informer(NETWORK_POLICIES, label_selector=f"{labels.SVC}={COORDINATOR_SVC}")
+            policies = manager.informer(NETWORK_POLICIES, label_selector=f"{SVC_LABEL}={COORDINATOR_SVC}")
             self._cached[NETWORK_POLICIES] = policies
             controller.watch(policies, owned)
 

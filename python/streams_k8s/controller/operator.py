@@ -3,16 +3,7 @@
 `setup(manager)` declares the controllers on the Manager and starts the servers PE pods talk to:
 the REST API (port 10000) and the bundle repository (redis protocol, port 6379), where the runtime
 settings say (`bind_address`, `api_port`, `repository_port`: `run --help`). Settings beyond the
-runtime's come from the environment:
-
-| variable | default | use |
-|---|---|---|
-| `STREAMS_K8S_BUNDLE_CACHE` | `<tmp>/streams-k8s-bundles` | bundle cache directory |
-| `POD_NAME`, `POD_NAMESPACE` | unset | this replica's pod (downward API); its image is the coordinators' |
-| `STREAMS_K8S_COORDINATOR_MODE` | `dedicated` | consistent-region coordinators (`coordinators`) |
-| `STREAMS_K8S_RETRY_DELAY` | 10 | seconds to a failed submission's first retry (doubling) |
-| `STREAMS_K8S_PE_NOTIFICATION_HOST` | unset | where PE subscription datagrams go (not `<job>-<pe>.<ns>`) |
-| `STREAMS_K8S_PE_NOTIFICATION_PORT` | 10000 | their UDP port |
+runtime's come from the environment (`controller.settings`).
 
 Every replica serves; the `streams-api` Service routes only to the pod labelled
 `streams.ibm.com/serving=true`. The leader puts that label on its own pod (`POD_NAME`) and takes
@@ -22,33 +13,32 @@ it off the others, so PEs reach the replica whose job controller fetched the bun
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import aiohttp
 from aiohttp import web
 
-from streams_k8s.controller.bundle_repository import BundleRepository, pinned_by_pod
-from streams_k8s.controller.bundles import BundleCache, BundleFetcher, DataReader
+from streams_k8s.api.contract import pe_host
+from streams_k8s.controller.bundles.fetch import BundleCache, BundleFetcher, DataReader
+from streams_k8s.controller.bundles.repository import BundleRepository, pinned_by_pod
 from streams_k8s.controller.coordinators import (
     CoordinatorObjectsController,
     CoordinatorObjectSettings,
     network_policies_served,
 )
-from streams_k8s.controller.job_controller import RETRY_FIRST_DELAY, JobController
-from streams_k8s.controller.kinds import CONFIGMAPS, PODS, SECRETS
-from streams_k8s.controller.node_placement import NodePlacementController
-from streams_k8s.controller.pe_controller import PeController
-from streams_k8s.controller.pe_datagrams import PeDatagrams, pe_service_host
-from streams_k8s.controller.rest_api import InstanceRestApi
-from streams_k8s.controller.subscription_api import SubscriptionApi
-from streams_k8s.controller.subscription_broker import NOTIFICATION_PORT, SubscriptionBroker
+from streams_k8s.controller.jobs.controller import JobController
+from streams_k8s.controller.pes.controller import PeController
+from streams_k8s.controller.placement.nodes import NodePlacementController
+from streams_k8s.controller.pubsub.api import SubscriptionApi
+from streams_k8s.controller.pubsub.broker import SubscriptionBroker
+from streams_k8s.controller.pubsub.datagrams import PeDatagrams
+from streams_k8s.controller.rest.api import InstanceRestApi
+from streams_k8s.controller.settings import OperatorSettings
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.controller import Requeue
 from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.kinds import CONFIGMAPS, PODS, SECRETS
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import ObjectKey, meta
 from streams_k8s.k8s.pod_addresses import PodsByAddress
@@ -137,13 +127,10 @@ def _serving_label(manager: Manager, pod_name: str, namespace: str) -> None:
 
 async def setup(manager: Manager) -> InstanceOperator:
     settings = manager.settings
+    operator = OperatorSettings.from_environment()
     client = manager.client
-    namespace = settings.namespace or os.environ.get("POD_NAMESPACE") or "default"
-    cache = BundleCache(
-        Path(
-            os.environ.get("STREAMS_K8S_BUNDLE_CACHE") or Path(tempfile.gettempdir()) / "streams-k8s-bundles"
-        )
-    )
+    namespace = settings.namespace or operator.pod_namespace or "default"
+    cache = BundleCache(operator.bundle_cache_dir())
     sessions: list[aiohttp.ClientSession] = []
 
     async def fetcher() -> BundleFetcher:
@@ -156,12 +143,11 @@ async def setup(manager: Manager) -> InstanceOperator:
             read_config_map=_data_reader(client, CONFIGMAPS),
         )
 
-    pod_name = os.environ.get("POD_NAME")
-    pod_namespace = os.environ.get("POD_NAMESPACE") or namespace
+    pod_name = operator.pod_name
+    pod_namespace = operator.pod_namespace or namespace
     image = await own_image(client, pod_name, pod_namespace) if pod_name else None
-    coordinators = CoordinatorObjectSettings.from_env(operator_image=image)
-    retry_delay = float(os.environ.get("STREAMS_K8S_RETRY_DELAY", RETRY_FIRST_DELAY))
-    jobs = JobController(manager, fetcher, coordinators.mode, retry_delay)
+    coordinators = CoordinatorObjectSettings(operator.coordinator_mode, operator.coordinator_image_or(image))
+    jobs = JobController(manager, fetcher, coordinators.mode, operator.retry_delay)
     CoordinatorObjectsController(
         manager, coordinators, network_policies=await network_policies_served(client)
     )
@@ -185,10 +171,10 @@ async def setup(manager: Manager) -> InstanceOperator:
         tokens=TokenReviewer(client),
         access=AccessReviewer(client),
     )
-    fixed_host = os.environ.get("STREAMS_K8S_PE_NOTIFICATION_HOST")
+    fixed_host = operator.pe_notification_host
     datagrams = PeDatagrams(
-        int(os.environ.get("STREAMS_K8S_PE_NOTIFICATION_PORT", NOTIFICATION_PORT)),
-        (lambda job, pe, namespace: fixed_host) if fixed_host else pe_service_host,
+        operator.pe_notification_port,
+        (lambda job, pe, namespace: fixed_host) if fixed_host else pe_host,
     )
     broker = SubscriptionBroker(manager, jobs.jobs, jobs.exports, jobs.imports, datagrams)
     app = rest.app()

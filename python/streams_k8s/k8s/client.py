@@ -5,6 +5,8 @@ plugins), TLS and the aiohttp session; this module sends raw JSON and decodes an
 into dicts, never into the generated model classes. Every request passes a client-side QPS bucket
 and a concurrency limit; 429 and 5xx answers are retried after ``Retry-After``; a 401 reloads the
 credentials in place, so open watches keep their connections.
+
+Long: one class, the client, whose methods are the REST verbs, their retries and pagination.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, ClassVar, Final, Literal, Protocol, TypeVar
 
 import aiohttp
 import orjson
@@ -45,6 +47,15 @@ _MAX_RETRY_AFTER: Final = 60.0
 M = TypeVar("M", bound=BaseModel)
 
 
+class Kind(Protocol):
+    """A model class that names its REST resource (as every kind of `streams_k8s.api` does)."""
+
+    group: ClassVar[str]
+    version: ClassVar[str]
+    plural: ClassVar[str]
+    kind_name: ClassVar[str]
+
+
 @dataclass(frozen=True)
 class Resource:
     """One REST resource: built-in (group "") or custom, namespaced or cluster-scoped."""
@@ -54,6 +65,11 @@ class Resource:
     plural: str
     kind: str = ""
     namespaced: bool = True
+
+    @classmethod
+    def of(cls, kind: type[Kind]) -> Resource:
+        """The (namespaced) resource of a model class, from what the model says of itself."""
+        return cls(kind.group, kind.version, kind.plural, kind.kind_name)
 
     @property
     def api_version(self) -> str:

@@ -15,6 +15,10 @@ class RuntimeMetrics:
     """Every metric family the runtime reports, registered in one registry."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        """Every metric of the runtime, declared in ``registry`` (a fresh one by default).
+
+        Long: one declaration per metric, all in one place.
+        """
         self.registry = registry if registry is not None else CollectorRegistry()
         r = self.registry
         self.reconcile_total = Counter(

@@ -29,6 +29,8 @@ class RuntimeSettings(BaseSettings):
     bind_address: str = Field("0.0.0.0", description="address every server listens on")
     health_port: int = Field(8081, ge=0, le=65535, description="/healthz and /readyz")
     metrics_port: int = Field(8080, ge=0, le=65535, description="/metrics (may share the health port)")
+    # The runtime contract's INSTANCE_API_PORT and REPOSITORY_PORT (k8s imports nothing of ours;
+    # tests/test_api_contract.py holds them equal).
     api_port: int = Field(10000, ge=0, le=65535, description="the instance operator's REST API")
     repository_port: int = Field(
         6379, ge=0, le=65535, description="the instance operator's bundle repository"

@@ -1,18 +1,10 @@
 """Streams name resolution: label formats, the per-job name table, and a resolver."""
 
-from streams_k8s.naming.labels import (
-    PE_PORT_BASE,
-    LabelError,
-    OperatorPortLabel,
-    PePortLabel,
-    pe_service_name,
-)
+from streams_k8s.naming.labels import LabelError, OperatorPortLabel, PePortLabel
 from streams_k8s.naming.resolver import Endpoint, NameNotFound, Resolution, Resolver
-from streams_k8s.naming.table import TABLE_KEY, NameTable, NameTableError
+from streams_k8s.naming.table import NameTable, NameTableError, render_name_table
 
 __all__ = [
-    "PE_PORT_BASE",
-    "TABLE_KEY",
     "Endpoint",
     "LabelError",
     "NameNotFound",
@@ -22,5 +14,5 @@ __all__ = [
     "PePortLabel",
     "Resolution",
     "Resolver",
-    "pe_service_name",
+    "render_name_table",
 ]

@@ -10,8 +10,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple, Self
 
-# Base TCP port of PE input ports: a receiver binds 10000 + its PE input port id.
-PE_PORT_BASE = 10000
+from streams_k8s.api.contract import PE_PORT_BASE
 
 _OPERATOR_PORT = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 _PE_PORT = re.compile(r"^(\d+)\.(\d+)@(\d+)$")
@@ -55,8 +54,3 @@ class PePortLabel(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.pe_id}.{self.port_id}@{self.job_id}"
-
-
-def pe_service_name(job_name: str, pe_id: int) -> str:
-    """The headless Service whose DNS A record is the PE pod's IP."""
-    return f"{job_name}-{pe_id}"

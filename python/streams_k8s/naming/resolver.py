@@ -17,7 +17,8 @@ from pathlib import Path
 
 import aiohttp
 
-from streams_k8s.naming.labels import LabelError, OperatorPortLabel, PePortLabel, pe_service_name
+from streams_k8s.api.contract import pe_host
+from streams_k8s.naming.labels import LabelError, OperatorPortLabel, PePortLabel
 from streams_k8s.naming.table import NameTable, NameTableError
 
 CACHE_SECONDS = 10.0
@@ -114,7 +115,7 @@ class Resolver:
         cached = self._endpoints.get(label)
         if not force and cached is not None and self._fresh(cached[0]):
             return cached[1]
-        host = f"{pe_service_name(await self._job_name(label.job_id), label.pe_id)}.{self._namespace}"
+        host = pe_host(await self._job_name(label.job_id), label.pe_id, self._namespace)
         address = await self._address_of(host) if self._resolve_addresses else None
         endpoint = Endpoint(pe_port=label, host=host, port=label.tcp_port, address=address)
         self._endpoints[label] = (self._clock(), endpoint)

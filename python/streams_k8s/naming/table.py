@@ -1,21 +1,28 @@
 """The per-job name table: operator port label → PE port label, as Java properties.
 
-It is the `operator_port_labels.properties` key of the job's ConfigMap, mounted in every PE pod at
-/etc/config/job. The writer produces exactly what `java.util.Properties.store` wrote for the
-original runtime; the reader is native and keeps the table native, so parsing a large table
-creates no Python objects and each lookup creates only its answer.
+It is the `operator_port_labels.properties` key (`NAME_TABLE_KEY`) of the job's ConfigMap, mounted
+in every PE pod at /etc/config/job. The writer (the only one: plans write through it too) produces
+exactly what `java.util.Properties.store` wrote for the original runtime; the reader is native and
+keeps the table native, so parsing a large table creates no Python objects and each lookup creates
+only its answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime
 
 from streams_k8s._native import NameTableIndex, PropertiesError
+from streams_k8s.api.contract import NAME_TABLE_HEADER, name_table_stamp
 from streams_k8s.naming.labels import OperatorPortLabel, PePortLabel
 
-TABLE_KEY = "operator_port_labels.properties"
-_HEADER = "Operator port labels"
+
+def render_name_table(entries: Iterable[tuple[object, object]], stamp: str) -> str:
+    """The file as `Properties.store(writer, "Operator port labels")` writes it, entries in the
+    order given (labels need no escaping); ``stamp`` is the date line (`name_table_stamp`)."""
+    lines = [f"#{NAME_TABLE_HEADER}", f"#{stamp}"]
+    lines += [f"{key}={value}" for key, value in entries]
+    return "\n".join(lines) + "\n"
 
 
 class NameTableError(ValueError):
@@ -41,11 +48,8 @@ class NameTable(Mapping[OperatorPortLabel, PePortLabel]):
         return table
 
     def to_text(self, written_at: datetime | None = None) -> str:
-        """The file as `Properties.store(writer, "Operator port labels")` writes it, in label order."""
-        stamp = (written_at or datetime.now(UTC)).strftime("%a %b %d %H:%M:%S %Z %Y")
-        lines = [f"#{_HEADER}", f"#{stamp}"]
-        lines += [f"{key}={value}" for key, value in sorted(self._pairs())]
-        return "\n".join(lines) + "\n"
+        """The file (`render_name_table`), in label order, dated ``written_at`` (default: now)."""
+        return render_name_table(sorted(self._pairs()), name_table_stamp(written_at))
 
     def __getitem__(self, key: OperatorPortLabel) -> PePortLabel:
         found = self._index.get(*key)

@@ -23,11 +23,10 @@ from typing import Any
 import aiohttp
 import orjson
 
+from streams_k8s.api.contract import CR_LABEL
 from streams_k8s.sandbox.pe_runtime import PeIdentity, RuntimeHooks, session_from
 
 log = logging.getLogger(__name__)
-
-CR_LABEL = "streams.ibm.com/cr"
 
 
 @dataclass

@@ -42,13 +42,25 @@ from typing import Any, TypeVar
 import aiohttp
 import orjson
 
-from streams_k8s.sandbox.endpoints import ENDPOINT_SLICES, SERVICE_NAME_LABEL
-from streams_k8s.sandbox.pe_wiring import (
+from streams_k8s.api.contract import (
     AADL_KEY,
+    APP_LABEL,
+    APP_VALUE,
     JOB_CONFIG_DIR,
+    JOB_LABEL,
+    JOB_NAME_ENV,
+    LAUNCH_COUNT_LABEL,
     NAME_TABLE_KEY,
     PE_CONFIG_DIR,
+    PE_ID_ENV,
+    PE_LABEL,
     PE_PORT_BASE,
+    SVC_LABEL,
+    SVC_PE,
+    pe_service_name,
+)
+from streams_k8s.sandbox.endpoints import ENDPOINT_SLICES, SERVICE_NAME_LABEL
+from streams_k8s.sandbox.pe_wiring import (
     PePort,
     Wiring,
     WiringError,
@@ -68,9 +80,6 @@ log = logging.getLogger(__name__)
 PODS = ("", "pods")
 SERVICES = ("", "services")
 CONFIGMAPS = ("", "configmaps")
-JOB_LABEL = "streams.ibm.com/job"
-PE_LABEL = "streams.ibm.com/pe"
-LAUNCH_LABEL = "streams.ibm.com/launch-count"
 FULL, PARTIAL, NONE = "Full", "Partial", "None"
 
 PodKey = tuple[str, str]  # (namespace, pod name)
@@ -165,7 +174,7 @@ class HttpConnectivityReporter:
 
 def is_pe_pod(pod: dict[str, Any]) -> bool:
     labels = pod["metadata"].get("labels") or {}
-    return labels.get("app") == "streams" and labels.get("svc") == "pe"
+    return labels.get(APP_LABEL) == APP_VALUE and labels.get(SVC_LABEL) == SVC_PE
 
 
 def identify(pod: dict[str, Any]) -> PeIdentity | None:
@@ -173,8 +182,8 @@ def identify(pod: dict[str, Any]) -> PeIdentity | None:
     labels = meta.get("labels") or {}
     containers = (pod.get("spec") or {}).get("containers") or [{}]
     env = {e.get("name"): e.get("value") for e in containers[0].get("env") or [] if isinstance(e, dict)}
-    job = labels.get(JOB_LABEL) or env.get("STREAMS_JOB_NAME")
-    pe = labels.get(PE_LABEL) or env.get("STREAMS_PE_ID")
+    job = labels.get(JOB_LABEL) or env.get(JOB_NAME_ENV)
+    pe = labels.get(PE_LABEL) or env.get(PE_ID_ENV)
     if not job or pe is None:
         return None
     container = str(containers[0].get("name") or "")
@@ -336,7 +345,7 @@ class SimulatedPeRuntime:
 
     @staticmethod
     def _own_service(pe: RunningPe) -> ServiceKey:
-        return (pe.identity.namespace, f"{pe.job_name}-{pe.identity.pe}")
+        return (pe.identity.namespace, pe_service_name(pe.job_name, pe.identity.pe))
 
     async def report_to(self, controller_url: str | None) -> None:
         """Report to this controller REST API from now on (None: stop reporting); PEs already
@@ -409,7 +418,7 @@ class SimulatedPeRuntime:
                 self.logs, problem or f"started; no AADL mounted at {PE_CONFIG_DIR}: no static connections"
             )
         else:
-            launch = (pod["metadata"].get("labels") or {}).get(LAUNCH_LABEL, "?")
+            launch = (pod["metadata"].get("labels") or {}).get(LAUNCH_COUNT_LABEL, "?")
             pe.log(
                 self.logs,
                 f"started (launch {launch}): {len(wiring.outputs)} output and {len(wiring.inputs)} input "
@@ -475,7 +484,7 @@ class SimulatedPeRuntime:
             if label.job != wiring.job_id:
                 links[name] = (False, f"job id {label.job} is not this job's ({wiring.job_id})")
                 continue
-            service_name = f"{pe.job_name}-{label.pe}"
+            service_name = pe_service_name(pe.job_name, label.pe)
             services.add((ns, service_name))
             address, why = self._resolve(ns, service_name, label.tcp_port)
             target = self.running.get(self._by_ip.get(address or "", ""))

@@ -16,12 +16,9 @@ from typing import Any
 
 from lxml import etree
 
+from streams_k8s.api.contract import AADL_KEY, NAME_TABLE_KEY, PE_PORT_BASE
+
 AUGMENTED = "{http://www.ibm.com/xmlns/prod/streams/application/augmented}"
-PE_CONFIG_DIR = "/etc/config/pe"
-JOB_CONFIG_DIR = "/etc/config/job"
-AADL_KEY = "aadl.xml"
-NAME_TABLE_KEY = "operator_port_labels.properties"
-PE_PORT_BASE = 10000  # a PE input port I listens on TCP 10000 + I
 
 _PE_PORT = re.compile(r"^(\d+)\.(\d+)@(\d+)$")
 _UNESCAPE = re.compile(r"\\([\\ =:])")
@@ -79,7 +76,7 @@ def _int(element: Any, name: str) -> int:
     try:
         return int(value)
     except (TypeError, ValueError):
-        raise WiringError(f"aadl.xml: <{etree.QName(element).localname}> has no integer {name}") from None
+        raise WiringError(f"{AADL_KEY}: <{etree.QName(element).localname}> has no integer {name}") from None
 
 
 @lru_cache(maxsize=4096)
@@ -88,9 +85,9 @@ def parse_aadl(text: str) -> Wiring:
     try:
         root = etree.fromstring(text.encode(), _PARSER)
     except etree.XMLSyntaxError as err:
-        raise WiringError(f"aadl.xml is not XML: {err}") from None
+        raise WiringError(f"{AADL_KEY} is not XML: {err}") from None
     if root.tag != f"{AUGMENTED}augmentedPE":
-        raise WiringError(f"aadl.xml: the root is <{root.tag}>, not an augmentedPE")
+        raise WiringError(f"{AADL_KEY}: the root is <{root.tag}>, not an augmentedPE")
     job_id = _int(root, "jobId")
     inputs: list[Input] = []
     ports: set[int] = set()

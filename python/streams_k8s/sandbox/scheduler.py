@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from streams_k8s.api.quantity import parse_quantity
 from streams_k8s.sandbox.conditions import set_condition
 from streams_k8s.sandbox.errors import ApiError
-from streams_k8s.sandbox.quantity import parse_quantity
 from streams_k8s.sandbox.registry import Registry, clone
 from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.selectors import selector_from_spec

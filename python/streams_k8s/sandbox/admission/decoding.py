@@ -16,11 +16,11 @@ from typing import Any
 import orjson
 import yaml
 
+from streams_k8s.api.quantity import parse_quantity
 from streams_k8s.sandbox import schema as structural
 from streams_k8s.sandbox.admission import builtin_schemas
 from streams_k8s.sandbox.admission.field_errors import FieldErrors, go_quote
 from streams_k8s.sandbox.errors import ApiError, bad_request, invalid
-from streams_k8s.sandbox.quantity import parse_quantity
 from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.warnings import warn
 

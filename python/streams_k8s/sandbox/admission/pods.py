@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from streams_k8s.api.quantity import parse_quantity
 from streams_k8s.sandbox.admission import metadata, names, ports, selectors
 from streams_k8s.sandbox.admission.field_errors import FieldErrors, child, index, key
-from streams_k8s.sandbox.quantity import parse_quantity
 
 _PULL_POLICIES = ["Always", "IfNotPresent", "Never"]
 _RESTART_POLICIES = ["Always", "OnFailure", "Never"]

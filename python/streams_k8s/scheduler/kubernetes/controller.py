@@ -39,18 +39,13 @@ from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.controller import Requeue
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.informer import EventType
+from streams_k8s.k8s.kinds import NODES, PODS, STATEFULSETS
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import Object, ObjectKey, meta
 from streams_k8s.scheduler.autoscaler import Autoscaler
 from streams_k8s.scheduler.framework import PluginRegistry
 from streams_k8s.scheduler.kubernetes.cluster import ClusterCache
-from streams_k8s.scheduler.kubernetes.objects import (
-    NODES,
-    PODS,
-    STATEFULSETS,
-    node_from_object,
-    pod_from_object,
-)
+from streams_k8s.scheduler.kubernetes.objects import node_from_object, pod_from_object
 from streams_k8s.scheduler.kubernetes.source import InvalidVPod, Outcome, VPodSource, split_key
 from streams_k8s.scheduler.model import UNSCHEDULABLE_ANNOTATION, Placement, VPod
 from streams_k8s.scheduler.policy import MAXFILLUP, Policy

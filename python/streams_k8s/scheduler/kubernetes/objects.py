@@ -8,13 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from streams_k8s.k8s.client import Resource
 from streams_k8s.k8s.objects import Object, meta
 from streams_k8s.scheduler.model import UNSCHEDULABLE_ANNOTATION, ZONE_LABEL, Node, Pod, Taint
-
-STATEFULSETS = Resource("apps", "v1", "statefulsets", "StatefulSet")
-PODS = Resource("", "v1", "pods", "Pod")
-NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 
 
 def node_from_object(obj: Object) -> Node:

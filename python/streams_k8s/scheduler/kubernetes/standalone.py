@@ -25,14 +25,13 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.kinds import CONFIGMAPS
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.scheduler.framework import PolicyError
 from streams_k8s.scheduler.kubernetes.controller import SchedulerConfig, VReplicaScheduler
 from streams_k8s.scheduler.kubernetes.source import CustomResourceVPodSource
 from streams_k8s.scheduler.plugins import default_registry
 from streams_k8s.scheduler.policy import MAXFILLUP, Policy, policy_from_configmap
-
-CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 
 
 class VReplicaSettings(BaseSettings):

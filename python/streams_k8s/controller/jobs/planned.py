@@ -1,0 +1,181 @@
+"""A job's plan and its children in the cluster: the plan is made once per spec generation and job
+id (from the recorded bundle content and node count), the children it renders are created where
+the caches lack them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+
+from streams_k8s.api.contract import name_table_stamp
+from streams_k8s.api.job import Job
+from streams_k8s.controller.bundles.fetch import BundleChanged, BundleError
+from streams_k8s.controller.children.certificates import needs_transport_certificate, transport_certificate
+from streams_k8s.controller.children.desired import Desired, desired_objects
+from streams_k8s.controller.children.limits import REFUSED, check_children, refused
+from streams_k8s.controller.jobs.base import (
+    BUNDLE_FETCHED,
+    PLANNED,
+    JobControllerBase,
+    KeptPlan,
+    status_written,
+    utc_now,
+)
+from streams_k8s.controller.jobs.status import JobStatusView
+from streams_k8s.controller.placement.constraints import NodeInfo
+from streams_k8s.controller.planning import SubmissionFailure, check_placement, plan_job, read_application
+from streams_k8s.k8s.conditions import set_condition
+from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.objects import Object
+
+# Bundle failures that clear without a change to the Job: besides transient fetch errors, objects
+# the bundle source refers to that may be applied after the Job.
+_BUNDLE_REFERENCES_MISSING = frozenset({"SecretNotFound", "CertificateAuthorityNotFound"})
+
+
+# Children created concurrently by one submission (the client's QPS bucket still applies).
+CREATE_CONCURRENCY = 16
+
+
+def schedulable_nodes(nodes: Iterable[Object]) -> list[NodeInfo]:
+    """Nodes a PE pod could land on: not cordoned, not tainted against every pod."""
+    infos = [NodeInfo.from_wire(n) for n in nodes]
+    return [
+        n
+        for n in infos
+        if not n.unschedulable and not any(t.effect in ("NoSchedule", "NoExecute") for t in n.taints)
+    ]
+
+
+def _bundle_failure(err: BundleError) -> SubmissionFailure:
+    retryable = err.transient or isinstance(err, BundleChanged) or err.reason in _BUNDLE_REFERENCES_MISSING
+    return SubmissionFailure(BUNDLE_FETCHED, err.reason, str(err), retryable)
+
+
+class PlannedJobs(JobControllerBase):
+    """Plans (cached per Job) and the creation of their children."""
+
+    async def _plan(
+        self, obj: Object, job: Job, status: JobStatusView, generation: int, uid: str
+    ) -> tuple[KeptPlan, Object, JobStatusView]:
+        """The job's plan (cached), recording BundleFetched, bundleDigest, Planned and plannedNodes
+        on first use; later plans use the recorded bundle content."""
+        job_id = int(status.id or 0)
+        cached = self._planned.get(uid)
+        if cached is not None and cached.generation == generation and cached.job_id == job_id:
+            return cached, obj, status
+        namespace = str(job.metadata.namespace)
+        conditions = status.conditions
+        fetcher = await self._bundle_fetcher()
+        # The digest recorded for this spec; an edited spec (still submitting) fetches afresh.
+        pinned = status.bundle_digest if status.observed_generation == generation else None
+        try:
+            if pinned is None:
+                fetched = await fetcher.fetch(namespace, job.spec.bundle)
+            else:
+                fetched = await fetcher.fetch_pinned(namespace, job.spec.bundle, pinned)
+        except BundleError as err:
+            raise _bundle_failure(err) from None
+        changed = set_condition(
+            conditions,
+            BUNDLE_FETCHED,
+            "True",
+            "Fetched",
+            f"{job.spec.bundle.name} sha256:{fetched.digest[:12]}",
+            generation,
+        )
+        nodes = schedulable_nodes(self.nodes.store.select())
+        planned_nodes = status.planned_nodes or max(len(nodes), 1)
+        planned = await asyncio.to_thread(
+            self._build, job, uid, str(fetched.path), job_id, planned_nodes, nodes, generation
+        )
+        changed |= set_condition(
+            conditions,
+            PLANNED,
+            "True",
+            "Planned",
+            "; ".join([f"{len(planned.plan.pes)} PEs", *planned.plan.notices]),
+            generation,
+        )
+        if (
+            changed
+            or status.bundle_digest != fetched.digest
+            or status.planned_nodes != planned_nodes
+            or status.processing_elements != len(planned.plan.pes)
+            or status.application_name != planned.plan.application_name
+        ):
+            status = status.with_(
+                application_name=planned.plan.application_name,
+                bundle_digest=fetched.digest,
+                conditions=conditions,
+                planned_nodes=planned_nodes,
+                processing_elements=len(planned.plan.pes),
+            )
+            obj = await self._write_status(obj, status)
+            status = status_written(obj, status)
+            if changed:
+                note = f"{len(planned.plan.pes)} PEs planned on {planned_nodes} schedulable nodes"
+                await self.recorder.record(obj, "Normal", "Planned", note)
+        if self._cached(obj):  # not for a Job deleted while it was planned: nothing would drop it
+            self._planned[uid] = planned
+        return planned, obj, status
+
+    def _build(
+        self,
+        job: Job,
+        uid: str,
+        bundle_path: str,
+        job_id: int,
+        planned_nodes: int,
+        nodes: list[NodeInfo],
+        generation: int,
+    ) -> KeptPlan:
+        """Parse, plan, check placement and render the children (CPU-bound: runs in a thread)."""
+        app = read_application(bundle_path, job.spec.bundle.name)
+        plan = plan_job(job, app, job_id=job_id, nodes=planned_nodes)
+        check_placement(job, plan, nodes)
+        transport = (
+            transport_certificate(job.spec.transport_certificate_validity_in_days)
+            if needs_transport_certificate(job)
+            else None
+        )
+        stamp = name_table_stamp(utc_now())
+        children = desired_objects(
+            job,
+            uid,
+            plan,
+            generation=0,
+            stamp=stamp,
+            transport=transport,
+            coordinator_mode=self.coordinator_mode,
+        )
+        check_children(children)  # before anything is written
+        return KeptPlan(generation, job_id, plan, children)
+
+    async def _create_missing(self, children: list[Desired], wanted: Callable[[Desired], bool]) -> int:
+        """Create every child the caches lack (in order, a bounded batch at a time); 409 is success.
+
+        A child the API server refuses for what it is (400, 413, 422) raises `SubmissionFailure`
+        (`child_limits.refused`): trying it again would be refused again."""
+        missing = [c for c in children if self.children[c.resource].store.get(c.key) is None and wanted(c)]
+        slots = asyncio.Semaphore(CREATE_CONCURRENCY)
+
+        async def create(child: Desired) -> None:
+            async with slots:
+                try:
+                    await self.client.create_if_absent(child.resource, child.body)
+                except ApiError as err:
+                    if err.status in REFUSED:
+                        raise refused(child, err) from None
+                    raise
+
+        # Kinds in order (PEs last, once their prerequisites exist); within a kind, concurrently.
+        for resource in dict.fromkeys(c.resource for c in missing):
+            results = await asyncio.gather(
+                *(create(c) for c in missing if c.resource == resource), return_exceptions=True
+            )
+            errors = [r for r in results if isinstance(r, BaseException)]
+            if errors:  # a refusal first: retrying cannot help it, whatever else failed
+                raise next((e for e in errors if isinstance(e, SubmissionFailure)), errors[0])
+        return len(missing)

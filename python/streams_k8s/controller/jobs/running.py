@@ -1,0 +1,167 @@
+"""A submitted job kept as planned: deleted children recreated (PEs when restartable), PE Services
+healed, width changes followed, and the PE/pod counts, PodsReady and the phase kept current.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from streams_k8s.api.contract import JOB_LABEL, PE_LABEL, SVC_LABEL, SVC_PE, pe_service_name
+from streams_k8s.api.job import Job, JobPhase
+from streams_k8s.controller.bundles.fetch import BUNDLE_CHANGED
+from streams_k8s.controller.children.desired import Desired
+from streams_k8s.controller.children.limits import REFUSED, refused
+from streams_k8s.controller.children.services import service_update
+from streams_k8s.controller.jobs.base import BUNDLE_FETCHED, PODS_READY
+from streams_k8s.controller.jobs.resizing import ResizingJobs
+from streams_k8s.controller.jobs.status import JobStatusView
+from streams_k8s.controller.kinds import PES
+from streams_k8s.controller.planning import SubmissionFailure
+from streams_k8s.k8s.conditions import set_condition
+from streams_k8s.k8s.controller import Requeue
+from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.kinds import SERVICES
+from streams_k8s.k8s.objects import Object, meta
+
+log = logging.getLogger(__name__)
+
+SPEC_CHANGE_IGNORED = "spec changes after submission are not applied: delete and re-create the Job"
+
+
+# Ready counts change with every PE coming up: while a job starts they are written at most this
+# often (the move to Running is written at once), so a 1,000-PE job costs a few status writes, not
+# one per PE, and the informer has caught up before the next conditional write.
+COUNTS_INTERVAL = 1.0
+
+
+class RunningJobs(ResizingJobs):
+    """Maintains submitted jobs."""
+
+    async def _maintain(self, obj: Object, job: Job, status: JobStatusView) -> Requeue | None:
+        """Recreate deleted children; keep PE/pod counts, PodsReady and the phase current."""
+        m = meta(obj)
+        uid, generation = str(m["uid"]), int(m.get("generation") or 1)
+        if (status.observed_generation or generation) != generation:
+            # The children follow the submitted spec; a re-plan from the edited one would mix two jobs.
+            if status.message != SPEC_CHANGE_IGNORED:
+                await self.recorder.record(obj, "Warning", "SpecChangeIgnored", SPEC_CHANGE_IGNORED)
+            return await self._update_counts(obj, status.with_(message=SPEC_CHANGE_IGNORED))
+        changed_before = _reported_bundle_change(status)
+        try:
+            planned, obj, status = await self._plan(obj, job, status, generation, uid)
+        except SubmissionFailure as failure:
+            if failure.reason == BUNDLE_CHANGED:
+                return await self._bundle_changed(obj, status, failure, generation)
+            log.warning(
+                "job %s/%s cannot be re-planned to restore its children: %s",
+                m.get("namespace"),
+                m.get("name"),
+                failure,
+            )
+            planned = None
+        if planned is not None:
+            if changed_before:  # the submitted content is back: the warning no longer holds
+                status = status.with_(message=submitted_message(len(planned.plan.pes)))
+            obj, status, plan, children = await self._follow_widths(obj, job, planned, status)
+            restartable = {pe_service_name(str(m["name"]), pe.id): pe.restartable for pe in plan.pes}
+            try:
+                recreated = await self._create_missing(
+                    children, lambda c: c.resource != PES or restartable.get(c.name, False)
+                )
+            except SubmissionFailure as failure:  # the job runs on without it; say so once
+                if status.message != failure.message:
+                    await self.recorder.record(obj, "Warning", failure.reason, failure.message)
+                return await self._update_counts(obj, status.with_(message=failure.message))
+            if recreated:
+                await self.recorder.record(
+                    obj, "Normal", "ChildrenRecreated", f"recreated {recreated} deleted objects"
+                )
+            await self._correct_services(children)
+        return await self._update_counts(obj, status)
+
+    async def _correct_services(self, children: list[Desired]) -> None:
+        """Give PE Services their planned selector and ports (`service_update`), conditionally on
+        the version read, so a user port the REST API adds meanwhile is never lost: on a conflict
+        the Service's own update event brings the job back here."""
+        for child in children:
+            if child.resource != SERVICES:
+                continue
+            current = self.services.store.get(child.key)
+            if current is None or meta(current).get("deletionTimestamp"):
+                continue
+            if (patch := service_update(current, child.body)) is None:
+                continue
+            try:
+                await self.client.patch(SERVICES, child.name, patch, child.key.namespace)
+            except ApiError as err:
+                if err.status in REFUSED:  # as refused the next time: say so, do not retry
+                    log.warning("%s", refused(child, err))
+                elif not (err.conflict or err.not_found):
+                    raise
+
+    async def _bundle_changed(
+        self, obj: Object, status: JobStatusView, failure: SubmissionFailure, generation: int
+    ) -> Requeue | None:
+        """Keep the children of the submitted bundle; say once that deleted ones are not restored."""
+        message = (
+            f"{failure.message}: the job keeps running the submitted bundle but deleted children are not "
+            f"restored; delete and re-create the Job to run the new one"
+        )
+        if status.message != message:
+            await self.recorder.record(obj, "Warning", BUNDLE_CHANGED, message)
+        conditions = status.conditions
+        set_condition(conditions, BUNDLE_FETCHED, "False", BUNDLE_CHANGED, failure.message, generation)
+        return await self._update_counts(obj, status.with_(conditions=conditions, message=message))
+
+    async def _update_counts(self, obj: Object, status: JobStatusView) -> Requeue | None:
+        m = meta(obj)
+        namespace, name = str(m.get("namespace")), str(m.get("name"))
+        pes = self.pes.store.select_by_labels({JOB_LABEL: name}, namespace)
+        pods = self.pods.store.select_by_labels({JOB_LABEL: name, SVC_LABEL: SVC_PE}, namespace)
+        expected = status.processing_elements or len(pes)
+        ready_pes = sum(1 for pe in pes if (pe.get("status") or {}).get("connectivity") == "Full")
+        # PEs with a ready pod: two launches of one PE briefly both ready still count once
+        ready_pods = len({meta(pod)["labels"].get(PE_LABEL) for pod in pods if _pod_ready(pod)})
+        conditions = status.conditions
+        all_ready = expected > 0 and ready_pods >= expected
+        set_condition(
+            conditions,
+            PODS_READY,
+            "True" if all_ready else "False",
+            "AllPodsReady" if all_ready else "PodsNotReady",
+            f"{ready_pods}/{expected} PE pods ready",
+            m.get("generation"),
+        )
+        phase = JobPhase.RUNNING if all_ready else JobPhase.SUBMITTED
+        wanted = status.with_(
+            conditions=conditions, phase=phase, processing_elements_ready=ready_pes, pods_ready=ready_pods
+        )
+        if wanted == JobStatusView.of(obj):
+            return None
+        uid = str(m.get("uid"))
+        wait = self._counts_written.get(uid, -COUNTS_INTERVAL) + COUNTS_INTERVAL - time.monotonic()
+        if phase == status.phase and wait > 0:
+            return Requeue(wait)
+        written = await self._write_status(obj, wanted)
+        if self._cached(obj):
+            self._counts_written[uid] = time.monotonic()
+        if phase != status.phase and phase == JobPhase.RUNNING:
+            await self.recorder.record(written, "Normal", "Running", f"all {expected} PE pods are ready")
+        return None
+
+
+def submitted_message(pes: int) -> str:
+    return f"{pes} PEs submitted"
+
+
+def _reported_bundle_change(status: JobStatusView) -> bool:
+    fetched = status.condition(BUNDLE_FETCHED)
+    return fetched is not None and fetched.get("reason") == BUNDLE_CHANGED
+
+
+def _pod_ready(pod: Object) -> bool:
+    status = pod.get("status") or {}
+    if status.get("phase") != "Running" or meta(pod).get("deletionTimestamp"):
+        return False
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())

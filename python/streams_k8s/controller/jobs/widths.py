@@ -1,0 +1,238 @@
+"""Parallel-region width changes of a running job: re-fuse, then update only what changed.
+
+A ParallelRegion's ``spec.width`` is the width wanted (kubectl edit, ``kubectl scale``, or the
+REST API); its ``status.width`` the width applied. Every plan is re-fused from the submitted
+plan (`plan_at_widths(base, widths)`), so the same widths always give the same PEs, whatever
+the history and however often the controller restarts. A change is applied in this order:
+
+1. write-ahead: the region's condition ``Resized=False`` (reason ``Resizing``) records the job
+   generation the change becomes (``generationId`` + 1), then the Job's ``generationId`` is set
+   to it; a restart finds the condition and reuses that generation;
+2. added PEs get their ConfigMap, Service and PE; changed PEs a new AADL ConfigMap and PE spec
+   (new contentId: their pods are replaced); removed PEs are deleted; the name table rewritten;
+   Exports and Imports follow the PE ports (created, replaced, deleted) with what the runtime
+   edited in them (export properties, import subscriptions and filters);
+3. the region's ``status.width`` / ``selector`` and ``Resized=True`` say it is applied.
+
+A width that cannot be planned or placed, or whose objects the cluster would not accept
+(`children.limits`), changes nothing; one whose objects the API server refuses in step 2
+(`ChildRefused`) is applied back to the running plan. Either way ``Resized=False`` (reason
+``ResizeFailed``) and a Warning Event say why, until the region's spec is edited again.
+
+Every step is idempotent. Unchanged PEs are not touched, so their pods keep running.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from streams_k8s.api.contract import JOB_LABEL, NAME_TABLE_KEY, SVC_LABEL, pe_service_name
+from streams_k8s.app.plan import Plan, PlanDiff, diff_plans
+from streams_k8s.controller.children.desired import Desired
+from streams_k8s.controller.children.limits import REFUSED, refused
+from streams_k8s.controller.kinds import CONSISTENT_REGIONS, EXPORTS, IMPORTS, PARALLEL_REGIONS, PES
+from streams_k8s.k8s.client import KubeClient, Resource
+from streams_k8s.k8s.conditions import set_condition
+from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.kinds import CONFIGMAPS, SERVICES
+from streams_k8s.k8s.objects import Object, meta
+
+RESIZED = "Resized"
+RESIZING, FAILED = "Resizing", "ResizeFailed"
+_GENERATION = re.compile(r"job generation (\d+)")
+
+
+def widths_of(regions: list[Object]) -> tuple[dict[str, int], dict[str, int | None]]:
+    """(wanted, applied) width by alias."""
+    wanted = {str(r["spec"]["alias"]): int(r["spec"]["width"]) for r in regions}
+    applied = {str(r["spec"]["alias"]): (r.get("status") or {}).get("width") for r in regions}
+    return wanted, applied
+
+
+def _resized(region: Object, reason: str) -> dict[str, Any] | None:
+    """The region's Resized=False condition with this reason, for its current spec."""
+    generation = meta(region).get("generation")
+    for c in (region.get("status") or {}).get("conditions") or ():
+        if (
+            c.get("type") == RESIZED
+            and c.get("status") == "False"
+            and c.get("reason") == reason
+            and c.get("observedGeneration") == generation
+        ):
+            return dict(c)
+    return None
+
+
+def failed(region: Object) -> bool:
+    """This width cannot be applied (fixed by another edit of the region)."""
+    return _resized(region, FAILED) is not None
+
+
+def pending_generation(region: Object) -> int | None:
+    """The job generation a change in progress on this region was given (write-ahead)."""
+    found = _resized(region, RESIZING)
+    match = _GENERATION.search(str(found.get("message"))) if found else None
+    return int(match.group(1)) if match else None
+
+
+@dataclass(frozen=True, slots=True)
+class WidthChange:
+    job: Object
+    region: Object
+    running: Plan
+    target: Plan
+    desired: list[Desired]  # every child of the target plan, labelled with the new generation
+    generation: int
+
+    @property
+    def diff(self) -> PlanDiff:
+        return diff_plans(self.running, self.target)
+
+
+async def _set_resized(
+    client: KubeClient, region: Object, status: str, reason: str, message: str, **fields: Any
+) -> Object:
+    """Write the region's Resized condition (and ``fields``) for its current spec."""
+    conditions = list((region.get("status") or {}).get("conditions") or [])
+    generation = meta(region).get("generation")
+    set_condition(conditions, RESIZED, status, reason, message, generation)
+    return await client.patch_status(
+        PARALLEL_REGIONS,
+        str(meta(region)["name"]),
+        {**fields, "conditions": conditions},
+        str(meta(region)["namespace"]),
+    )
+
+
+async def record_intent(client: KubeClient, region: Object, generation: int, width: int) -> Object:
+    """Step 1 (write-ahead): the job generation this change becomes."""
+    return await _set_resized(
+        client, region, "False", RESIZING, f"to width {width} as job generation {generation}"
+    )
+
+
+class ChildRefused(Exception):
+    """The API server refused a child of the target plan for what it is (400, 413, 422): the
+    change cannot be finished as planned (the job controller applies the running plan back)."""
+
+    def __init__(self, child: Desired, error: ApiError) -> None:
+        super().__init__(str(error))
+        self.child = child
+        self.failure = refused(child, error)
+
+
+async def _write(child: Desired, call: Awaitable[Any]) -> None:
+    try:
+        await call
+    except ApiError as err:
+        if err.status in REFUSED:
+            raise ChildRefused(child, err) from err
+        raise
+
+
+async def apply(client: KubeClient, change: WidthChange) -> None:
+    """Step 2: bring the children to the target plan (idempotent); `ChildRefused` if the API
+    server will not take one of them."""
+    namespace, job = str(meta(change.job)["namespace"]), str(meta(change.job)["name"])
+    diff = change.diff
+    wanted = {(d.resource, d.name): d for d in change.desired}
+    added = {pe_service_name(job, i) for i in diff.added}
+    changed = {pe_service_name(job, i) for i in diff.changed}
+    for resource in (CONFIGMAPS, SERVICES, PES):
+        for name in sorted(added):
+            child = wanted[(resource, name)]
+            await _write(child, client.create_if_absent(resource, child.body))
+    for name in sorted(changed):
+        cm = wanted[(CONFIGMAPS, name)]
+        patch = {"metadata": _merge_meta(cm.body), "data": cm.body["data"]}
+        await _write(cm, client.patch(CONFIGMAPS, name, patch, namespace))
+        pe = wanted[(PES, name)]
+        patch = {"metadata": _merge_meta(pe.body), "spec": pe.body["spec"]}
+        await _write(pe, client.patch(PES, name, patch, namespace))
+    for pe_id in diff.removed:
+        for resource in (PES, SERVICES, CONFIGMAPS):
+            await client.delete_if_present(resource, pe_service_name(job, pe_id), namespace)
+    await _follow_ports(client, wanted, namespace, job)
+    table = wanted[(CONFIGMAPS, job)]
+    await _write(
+        table,
+        client.patch(
+            CONFIGMAPS, job, {"data": {NAME_TABLE_KEY: table.body["data"][NAME_TABLE_KEY]}}, namespace
+        ),
+    )
+    for (resource, name), child in wanted.items():
+        if resource == CONSISTENT_REGIONS:  # a region's PEs follow the fusion
+            await _write(child, client.patch(resource, name, {"spec": child.body["spec"]}, namespace))
+
+
+# What the PE runtime edits through the REST API (`pubsub.api`): it belongs to the operators,
+# so it follows them to whichever PE port the re-fusion gives them.
+_EDITABLE = {EXPORTS: "stream", IMPORTS: "streams"}
+
+
+def _operators(resource: Resource, spec: dict[str, Any]) -> tuple[str, ...]:
+    """The Export operator, or the Import operators, an Export or Import is for."""
+    if resource == EXPORTS:
+        return (str(spec["stream"]["exportOperName"]),)
+    streams = spec["streams"]
+    names = [str(i["importOperName"]) for i in (streams.get("nameBasedImports") or {}).values()]
+    if streams.get("propertyBasedImport"):
+        names.append(str(streams["propertyBasedImport"]["importOperName"]))
+    return tuple(sorted(names))
+
+
+async def _follow_ports(
+    client: KubeClient, wanted: Mapping[tuple[Resource, str], Desired], namespace: str, job: str
+) -> None:
+    """The job's Exports and Imports are those of the target plan's PE ports, keeping what the
+    runtime edited (export properties, import subscriptions and filters)."""
+    for resource, editable in _EDITABLE.items():
+        items, _ = await client.list_all(resource, namespace, label_selector=f"{JOB_LABEL}={job}")
+        existing = {str(meta(o)["name"]): o for o in items}
+        edited = {_operators(resource, o["spec"]): o["spec"][editable] for o in items}
+        for (kind, name), child in wanted.items():
+            if kind != resource:
+                continue
+            spec = dict(child.body["spec"])
+            spec[editable] = edited.get(_operators(resource, spec), spec[editable])
+            current = existing.pop(name, None)
+            if current is None:
+                await _write(child, client.create_if_absent(resource, {**child.body, "spec": spec}))
+            elif current.get("spec") != spec or _labels_differ(current, child.body):
+                # replaced, not merged: keys the target lacks (name-based imports) must go
+                body = {**current, "spec": spec}
+                body["metadata"] = {**current["metadata"], **_merge_meta(child.body)}
+                await _write(child, client.replace(resource, body))
+        for name in existing:
+            await client.delete_if_present(resource, name, namespace)
+
+
+def _labels_differ(current: Object, body: dict[str, Any]) -> bool:
+    return bool(meta(current).get("labels") != body["metadata"]["labels"])
+
+
+def _merge_meta(body: dict[str, Any]) -> dict[str, Any]:
+    return {"labels": body["metadata"]["labels"], "annotations": body["metadata"]["annotations"]}
+
+
+async def record_failure(client: KubeClient, region: Object, message: str) -> None:
+    """The wanted width cannot be applied: nothing was changed; the region keeps its width."""
+    await _set_resized(client, region, "False", FAILED, message)
+
+
+async def record_applied(client: KubeClient, region: Object, width: int) -> None:
+    """Step 3: the region runs at ``width``."""
+    job = (meta(region).get("labels") or {}).get(JOB_LABEL)
+    await _set_resized(
+        client,
+        region,
+        "True",
+        "Resized",
+        f"running at width {width}",
+        width=width,
+        selector=f"{JOB_LABEL}={job},{SVC_LABEL}=pe",
+        observedGeneration=meta(region).get("generation"),
+    )

@@ -1,0 +1,322 @@
+"""The PE controller: each ProcessingElement gets its pod, restarted by the PE's policies.
+
+Keyed by PE. Reads the caches of PEs, Jobs, HostPools, PE ConfigMaps, pods and nodes; decides
+with ``pes.lifecycle.decide``; acts (create, replace, relabel, status) and stops. Every write is
+idempotent (deterministic pod names, 409 on create is success, status patches carry the
+resourceVersion they were decided on), so a killed controller resumes where it left off.
+
+Contract with the job controller (which creates PEs, their ConfigMaps and host pools):
+- PE ``<job>-<peId>`` labelled ``streams.ibm.com/job`` and ``streams.ibm.com/generation``, owned by
+  the Job; its pods are created here, owned by the PE.
+- PE ConfigMap ``<job>-<peId>`` labelled ``app=streams``, annotated ``streams.ibm.com/contentId``
+  with the PE's content id, key ``aadl.xml``; HostPool ``<job>-<poolIndex>``.
+- PE status: ``launchCount``, ``podName``, ``nodeName``, ``phase`` are written here;
+  ``connectivity`` by the REST API, which also records a pod that has just started running
+  (``pes.lifecycle.started_status``); the controller waits ``report_grace`` for that report.
+- A PE deleted while its Job lives is recreated by the job controller; its launch count is
+  continued here: the last count is kept on the PE ConfigMap (annotation
+  ``streams.ibm.com/launch-count``), written when the deletion is seen.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from streams_k8s.api.contract import (
+    AADL_KEY,
+    APP_LABEL,
+    APP_VALUE,
+    CONTENT_ID_ANNOTATION,
+    GENERATION_LABEL,
+    JOB_LABEL,
+    LAUNCH_COUNT_ANNOTATION,
+    SVC_LABEL,
+    SVC_ZOMBIE,
+    pe_service_name,
+)
+from streams_k8s.api.host_pool import HostPool
+from streams_k8s.api.job import Job
+from streams_k8s.api.processing_element import ProcessingElement
+from streams_k8s.controller.children.pod import PeRuntimeSettings, build_pod, pod_name
+from streams_k8s.controller.kinds import HOSTPOOLS, JOBS, PES
+from streams_k8s.controller.pes.lifecycle import PENDING, Action, Decision, decide, pod_launch, status_fields
+from streams_k8s.controller.pes.pods_by_owner import PodsByOwner
+from streams_k8s.controller.placement.constraints import (
+    NodeInfo,
+    PlacedPe,
+    PlacementError,
+    PodPlacement,
+    plan_placement,
+)
+from streams_k8s.controller.placement.nodes import unprepared_nodes
+from streams_k8s.k8s.controller import Requeue, generation_changed
+from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.events import EventRecorder
+from streams_k8s.k8s.kinds import CONFIGMAPS, NODES, PODS
+from streams_k8s.k8s.manager import Manager
+from streams_k8s.k8s.objects import Object, ObjectKey, meta, object_key
+
+log = logging.getLogger(__name__)
+
+REDIS_CONFIG_ANNOTATION = "redisConfig"
+# Waiting on nodes being labelled/tainted for a pool: they carry no owner to map events back.
+NODE_WAIT = 0.5
+# How long a pod that started running waits for its PE's connectivity report to carry the record.
+REPORT_GRACE = 3.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Started:
+    pe_uid: str
+    launch: int
+    since: float  # monotonic time the pod was first seen running
+
+
+class PeController:
+    def __init__(
+        self,
+        manager: Manager,
+        settings: PeRuntimeSettings | None = None,
+        *,
+        workers: int = 8,
+        report_grace: float = REPORT_GRACE,
+    ) -> None:
+        self.settings = settings or PeRuntimeSettings()
+        self.report_grace = report_grace
+        self.client = manager.client
+        self.pes = manager.informer(PES)
+        self.jobs = manager.informer(JOBS)
+        self.hostpools = manager.informer(HOSTPOOLS)
+        self.configmaps = manager.informer(CONFIGMAPS, label_selector=f"{APP_LABEL}={APP_VALUE}")
+        self.pods = manager.informer(PODS, label_selector=f"{APP_LABEL}={APP_VALUE}")
+        self.nodes = manager.informer(NODES)
+        self.pods_by_owner = PodsByOwner(self.pods)
+        self.events: EventRecorder = manager.event_recorder("pe-controller")
+        # Launch counts of PEs seen deleted, until written onto their ConfigMap.
+        self._deleted_launches: dict[ObjectKey, tuple[str, int]] = {}
+        self._jobs_parsed: dict[ObjectKey, tuple[str, Job]] = {}  # by key, dropped when the Job goes
+        # PEs whose pod was seen running and is not recorded yet (waiting for a connectivity report).
+        self._started: dict[ObjectKey, _Started] = {}
+        self.pes.add_handler(self._on_pe_event)
+        self.jobs.add_handler(self._on_job_event)
+        self.pes.store.index_label(JOB_LABEL)
+
+        self.controller = manager.controller("pes", self.reconcile, workers=workers)
+        self.controller.watch(self.pes)
+        self.controller.owns(self.pods, ProcessingElement.kind_name)
+        self.controller.watch(self.configmaps)  # a PE ConfigMap has the PE's name
+        self.controller.watch(self.hostpools, self._pes_of_job)
+        self.controller.watch(self.jobs, self._pes_of_job, predicates=[generation_changed])
+
+    # --- mapping ---------------------------------------------------------------------------
+
+    def _pes_of_job(self, obj: Object) -> list[ObjectKey]:
+        m = meta(obj)
+        job = m.get("labels", {}).get(JOB_LABEL) if obj.get("kind") != Job.kind_name else m.get("name")
+        if not job:
+            return []
+        return [
+            object_key(pe) for pe in self.pes.store.select_by_labels({JOB_LABEL: job}, m.get("namespace"))
+        ]
+
+    def _on_pe_event(self, kind: str, old: Object | None, new: Object | None) -> None:
+        gone = old if kind == "delete" else None
+        if gone is not None:
+            launches = int((gone.get("status") or {}).get("launchCount") or 0)
+            if launches:
+                self._deleted_launches[object_key(gone)] = (str(meta(gone).get("uid")), launches)
+
+    def _on_job_event(self, kind: str, old: Object | None, new: Object | None) -> None:
+        if kind == "delete" and old is not None:
+            self._jobs_parsed.pop(object_key(old), None)
+
+    def retained(self) -> dict[str, int]:
+        """Entries kept per Job or PE, by cache (none once every Job and its PEs are gone)."""
+        return {
+            "parsed-jobs": len(self._jobs_parsed),
+            "started-pods": len(self._started),
+            "deleted-launch-counts": len(self._deleted_launches),
+            **self.pods_by_owner.retained(),
+        }
+
+    # --- reconcile -------------------------------------------------------------------------
+
+    async def reconcile(self, key: ObjectKey) -> Requeue | None:
+        obj = self.pes.store.get(key)
+        if obj is None:
+            self._started.pop(key, None)
+            await self._keep_launch_count(key)
+            return None
+        pe = ProcessingElement.from_wire(obj)
+        if pe.status is not None and pe.status.launch_count > 0:
+            self._deleted_launches.pop(key, None)  # the successor has launched: its status carries on
+        if pe.metadata.deletion_timestamp is not None:
+            return None  # its pods go with it (owner references)
+        job_name = pe.metadata.labels.get(JOB_LABEL)
+        job_obj = self.jobs.store.get(ObjectKey(key.namespace, job_name)) if job_name else None
+        if job_obj is None or meta(job_obj).get("deletionTimestamp"):
+            return None
+        job = self._job(job_obj)
+        pods = self.pods_by_owner.live_pe_pods(str(pe.metadata.uid))
+        placement, waiting_for = self._prerequisites(key, job, pe)
+        for _ in range(3):  # a relaunch is written first, then acted on with the new status
+            decision = decide(
+                pe,
+                pods,
+                previous_launches=self._previous_launches(key, pe),
+                ready=not waiting_for,
+                waiting_for=waiting_for,
+                ran_unrecorded=self._ran_unrecorded(key, pe),
+            )
+            await self._retire(decision)
+            if decision.action is Action.RELAUNCH:
+                await self.events.record(
+                    obj, "Normal", "Relaunching", f"{decision.reason}: launch {decision.launch}", "Relaunch"
+                )
+                pod = self._pod_name(job, pe, decision.launch)
+                pe = await self._write_status(
+                    pe, {"launchCount": decision.launch, "phase": PENDING, "nodeName": None, "podName": pod}
+                )
+                pods = [p for p in pods if pod_launch(p) >= decision.launch]
+                continue
+            if decision.started and (wait := self._report_wait(key, pe, decision)) > 0:
+                return Requeue(after=wait)
+            self._started.pop(key, None)
+            if decision.action is Action.CREATE and placement is not None:
+                await self._create_pod(job, pe, decision.launch, placement)
+            elif decision.action is Action.RECORD:
+                await self._write_status(pe, status_fields(decision))
+            elif decision.action is Action.WAIT and waiting_for == "nodes":
+                return Requeue(after=NODE_WAIT)
+            return None
+        return None
+
+    def _report_wait(self, key: ObjectKey, pe: ProcessingElement, decision: Decision) -> float:
+        """How much longer a started pod waits for the PE's connectivity report to record it."""
+        now = time.monotonic()
+        started = self._started.get(key)
+        if started is None or started.pe_uid != pe.metadata.uid or started.launch != decision.launch:
+            started = _Started(str(pe.metadata.uid), decision.launch, now)
+            self._started[key] = started
+        return started.since + self.report_grace - now
+
+    def _ran_unrecorded(self, key: ObjectKey, pe: ProcessingElement) -> int:
+        started = self._started.get(key)
+        return started.launch if started is not None and started.pe_uid == pe.metadata.uid else 0
+
+    def _job(self, obj: Object) -> Job:
+        key, version = object_key(obj), f"{meta(obj).get('uid')}/{meta(obj).get('resourceVersion')}"
+        cached = self._jobs_parsed.get(key)
+        if cached is None or cached[0] != version:
+            cached = (version, Job.from_wire(obj))
+            self._jobs_parsed[key] = cached
+        return cached[1]
+
+    @staticmethod
+    def _pod_name(job: Job, pe: ProcessingElement, launch: int) -> str:
+        return pod_name(str(job.metadata.name), pe.spec.id, str(pe.metadata.uid), launch)
+
+    def _prerequisites(
+        self, key: ObjectKey, job: Job, pe: ProcessingElement
+    ) -> tuple[PodPlacement | None, str]:
+        """The pod's placement once its ConfigMap (with the PE's content) is there, or what is
+        still missing ("" when nothing is)."""
+        namespace, job_name = key.namespace, str(job.metadata.name)
+        cm = self.configmaps.store.get(ObjectKey(namespace, pe_service_name(job_name, pe.spec.id)))
+        if cm is None:
+            return None, "ConfigMap"
+        content = meta(cm).get("annotations", {}).get(CONTENT_ID_ANNOTATION)
+        if AADL_KEY not in (cm.get("data") or {}) or (pe.spec.content_id and content != pe.spec.content_id):
+            return None, "ConfigMap"
+
+        location = pe.spec.placement.host_pool_location
+        pools = []
+        if location is not None:
+            pool = self.hostpools.store.get(ObjectKey(namespace, f"{job_name}-{location.pool_index}"))
+            if pool is None:
+                return None, "HostPool"
+            pools.append(HostPool.from_wire(pool).spec)
+        nodes = [NodeInfo.from_wire(n) for n in self.nodes.store.select()]
+        try:
+            plan = plan_placement(
+                namespace=namespace,
+                job=job_name,
+                pools=pools,
+                pes=[PlacedPe(pe.spec.id, pe.spec.placement)],
+                nodes=nodes,
+            )
+        except PlacementError as err:
+            log.info("PE %s: placement: %s", key, err)
+            return None, "placement"
+        if unprepared_nodes(plan, nodes):
+            return None, "nodes"
+        return plan.pods[pe.spec.id], ""
+
+    def _previous_launches(self, key: ObjectKey, pe: ProcessingElement) -> int:
+        remembered = self._deleted_launches.get(key)
+        from_memory = remembered[1] if remembered is not None and remembered[0] != pe.metadata.uid else 0
+        cm = self.configmaps.store.get(key)
+        value = meta(cm).get("annotations", {}).get(LAUNCH_COUNT_ANNOTATION, "") if cm is not None else ""
+        return max(from_memory, int(value) if str(value).isdecimal() else 0)
+
+    async def _keep_launch_count(self, key: ObjectKey) -> None:
+        """A PE was deleted: keep its launch count on its ConfigMap for the PE that replaces it."""
+        remembered = self._deleted_launches.get(key)
+        if remembered is None:
+            return
+        cm = self.configmaps.store.get(key)
+        current = meta(cm).get("annotations", {}).get(LAUNCH_COUNT_ANNOTATION, "") if cm is not None else ""
+        if cm is not None and not (str(current).isdecimal() and int(current) >= remembered[1]):
+            patch = {"metadata": {"annotations": {LAUNCH_COUNT_ANNOTATION: str(remembered[1])}}}
+            await self._tolerate_missing(self.client.patch(CONFIGMAPS, key.name, patch, key.namespace))
+        if cm is None:  # the job (which owns the ConfigMap) is gone: no successor will come
+            del self._deleted_launches[key]
+
+    async def _create_pod(
+        self, job: Job, pe: ProcessingElement, launch: int, placement: PodPlacement
+    ) -> None:
+        pod = build_pod(
+            job=job,
+            pe=pe,
+            generation=int(pe.metadata.labels.get(GENERATION_LABEL, "0") or 0),
+            launch_count=launch,
+            placement=placement,
+            settings=self.settings,
+            redis_config=job.metadata.annotations.get(REDIS_CONFIG_ANNOTATION),
+        )
+        await self.client.create_if_absent(PODS, pod)
+
+    async def _retire(self, decision: Decision) -> None:
+        for pod, zombie in decision.retire:
+            m = meta(pod)
+            if zombie:
+                patch = {"metadata": {"labels": {SVC_LABEL: SVC_ZOMBIE}}}
+                await self._tolerate_missing(self.client.patch(PODS, m["name"], patch, m["namespace"]))
+            else:
+                await self._tolerate_missing(
+                    self.client.delete(PODS, m["name"], m["namespace"], uid=m.get("uid"))
+                )
+
+    @staticmethod
+    async def _tolerate_missing(call: Any) -> None:
+        try:
+            await call
+        except ApiError as err:
+            if not (err.not_found or err.conflict):  # gone, or replaced by another (uid precondition)
+                raise
+
+    async def _write_status(self, pe: ProcessingElement, fields: dict[str, Any]) -> ProcessingElement:
+        """Merge-patch the PE status, conditional on the version the decision was made on."""
+        body = {"metadata": {"resourceVersion": pe.metadata.resource_version}, "status": fields}
+        written = await self.client.patch(
+            PES, str(pe.metadata.name), body, pe.metadata.namespace, subresource="status"
+        )
+        return ProcessingElement.from_wire(written)
+
+
+def setup(manager: Manager, settings: PeRuntimeSettings | None = None) -> PeController:
+    """Register the PE controller (``--controller streams_k8s.controller.pes.controller:setup``)."""
+    return PeController(manager, settings)

@@ -1,0 +1,103 @@
+"""Planning a Job: its spec checked, its bundle read, its plan made and its placement checked.
+
+The controller's façade over the application pipeline (`streams_k8s.app`): `validate_job` turns
+the user's manifest into a `Job` or one clear `SubmissionFailure` naming the field;
+`read_application` reads the bundle's ADL; `plan_job` runs the pipeline (ADL → topology → fusion
+→ PEs); `check_placement` refuses host constraints the cluster cannot satisfy. What the plan
+becomes in Kubernetes objects is `children.desired`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from streams_k8s.api.job import Job, job_name_problem
+from streams_k8s.app.adl import AdlError, parse_adl
+from streams_k8s.app.bundle import BundleError, read_bundle
+from streams_k8s.app.model import Application
+from streams_k8s.app.plan import PLANNING_ERRORS, Plan, plan_application
+from streams_k8s.controller.placement.constraints import (
+    NodeInfo,
+    PlacedPe,
+    PlacementError,
+    PlacementPlan,
+    plan_placement,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SubmissionFailure(Exception):
+    """Why a submission cannot go on: a condition (type, reason) and a message naming what to fix.
+
+    `retryable`: the cause may go away without a change to the Job (see `jobs.controller`).
+    """
+
+    condition: str
+    reason: str
+    message: str
+    retryable: bool = False
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def validate_job(obj: dict[str, Any]) -> Job:
+    """The Job model of a manifest, or `SubmissionFailure(Valid, ...)` naming the first bad field."""
+    name = str((obj.get("metadata") or {}).get("name") or "")
+    if (problem := job_name_problem(name)) is not None:  # the CRD refuses it too, once re-applied
+        raise SubmissionFailure("Valid", "InvalidName", f"metadata.name: {problem}")
+    try:
+        job = Job.from_wire(obj)
+    except ValidationError as err:
+        first = err.errors()[0]
+        location = ".".join(str(p) for p in first["loc"]) or "(object)"
+        message = str(first["msg"]).removeprefix("Value error, ")
+        more = f" (and {err.error_count() - 1} more problems)" if err.error_count() > 1 else ""
+        raise SubmissionFailure("Valid", "InvalidSpec", f"{location}: {message}{more}") from None
+    return job
+
+
+def read_application(path: str, what: str) -> Application:
+    """The parsed ADL of the bundle at ``path``; `SubmissionFailure(Planned, ...)` if unreadable."""
+    try:
+        return parse_adl(read_bundle(path).adl, what=what)
+    except (BundleError, AdlError, OSError) as err:
+        raise SubmissionFailure("Planned", "InvalidBundle", f"bundle {what}: {err}") from None
+
+
+def plan_job(job: Job, app: Application, *, job_id: int, nodes: int | None) -> Plan:
+    """The pipeline's plan of ``app`` for ``job``; `SubmissionFailure(Planned, ...)` if it cannot be."""
+    spec = job.spec
+    try:
+        plan = plan_application(
+            app,
+            spec.fusion,
+            job_name=str(job.metadata.name),
+            job_id=job_id,
+            submission_values=spec.submission_time_values,
+            widths=spec.parallel_regions,
+            resources=spec.processing_element.resources,
+            nodes=nodes,
+            threading=spec.threading_model,
+        )
+    except PLANNING_ERRORS as err:
+        raise SubmissionFailure("Planned", "PlanningFailed", str(err)) from None
+    return plan
+
+
+def check_placement(job: Job, plan: Plan, nodes: Iterable[NodeInfo]) -> PlacementPlan:
+    """Host placement on the cluster now; `SubmissionFailure(Planned, PlacementFailed)` if impossible."""
+    try:
+        return plan_placement(
+            namespace=str(job.metadata.namespace),
+            job=str(job.metadata.name),
+            pools=plan.host_pools,
+            pes=[PlacedPe(pe.id, pe.placement) for pe in plan.pes],
+            nodes=nodes,
+        )
+    except PlacementError as err:
+        raise SubmissionFailure("Planned", "PlacementFailed", str(err), err.depends_on_nodes) from None
