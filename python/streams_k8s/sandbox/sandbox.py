@@ -24,6 +24,7 @@ from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
 from streams_k8s.sandbox.errors import ApiError
 from streams_k8s.sandbox.faults import Faults
 from streams_k8s.sandbox.gc import GarbageCollector
+from streams_k8s.sandbox.http_bodies import json_response
 from streams_k8s.sandbox.kubeconfig import write_kubeconfig
 from streams_k8s.sandbox.nodes import NodeSpec, load_nodes, make_nodes
 from streams_k8s.sandbox.pe_runtime import (
@@ -37,7 +38,7 @@ from streams_k8s.sandbox.pod_streams import ContainerLogs
 from streams_k8s.sandbox.rbac import bootstrap as bootstrap_rbac
 from streams_k8s.sandbox.registry import CRD_KEY, Registry, clone
 from streams_k8s.sandbox.resources import ResourceType
-from streams_k8s.sandbox.server import ApiServer, RequestRecord, json_response
+from streams_k8s.sandbox.server import ApiServer, RequestRecord
 from streams_k8s.sandbox.store import WatchEvent
 from streams_k8s.sandbox.tls import TlsFiles, self_signed
 from streams_k8s.sandbox.worker import Worker
