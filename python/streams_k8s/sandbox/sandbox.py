@@ -21,6 +21,7 @@ from streams_k8s.api.crd import crd_manifest
 from streams_k8s.sandbox.cluster import SimulatedCluster
 from streams_k8s.sandbox.conformance import SchemaGuard, enabled_by_environment
 from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
+from streams_k8s.sandbox.crds import CRD_KEY
 from streams_k8s.sandbox.errors import ApiError
 from streams_k8s.sandbox.faults import Faults
 from streams_k8s.sandbox.gc import GarbageCollector
@@ -36,7 +37,7 @@ from streams_k8s.sandbox.pe_runtime import (
 from streams_k8s.sandbox.pod_security import PodSecurity
 from streams_k8s.sandbox.pod_streams import ContainerLogs
 from streams_k8s.sandbox.rbac import bootstrap as bootstrap_rbac
-from streams_k8s.sandbox.registry import CRD_KEY, Registry, clone
+from streams_k8s.sandbox.registry import Registry, clone
 from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.server import ApiServer, RequestRecord
 from streams_k8s.sandbox.store import WatchEvent
@@ -104,7 +105,7 @@ class Sandbox:
                     self.registry.unregister(rt.key)
         bootstrap_rbac(self.registry)
         self.pod_security = PodSecurity(self.registry)
-        self.registry.admission.append(self.pod_security)
+        self.registry.pipeline.plugins.append(self.pod_security)
         self.faults = Faults(self.registry)
         self.gc = GarbageCollector(self.registry)
         # What the simulated containers write (kubectl logs).

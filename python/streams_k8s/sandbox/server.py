@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from streams_k8s.sandbox import scale
 from streams_k8s.sandbox.admission import FieldValidation
 from streams_k8s.sandbox.admission.limits import MAX_REQUEST_BODY, request_too_large
 from streams_k8s.sandbox.authn import Authenticator, Identity
@@ -33,9 +34,10 @@ from streams_k8s.sandbox.http_bodies import (
 )
 from streams_k8s.sandbox.non_resource import serve_non_resource
 from streams_k8s.sandbox.openapi import OpenApi
+from streams_k8s.sandbox.patch import APPLY_PATCH
 from streams_k8s.sandbox.pod_streams import REFUSED, ContainerLogs, serve_pod_stream
 from streams_k8s.sandbox.rbac import Authorizer
-from streams_k8s.sandbox.registry import APPLY_PATCH, Registry
+from streams_k8s.sandbox.registry import Registry
 from streams_k8s.sandbox.request_info import RequestInfo, parse_path
 from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.table import include_object, table
@@ -186,7 +188,7 @@ class ApiServer:
     async def _get(self, call: _Call) -> web.StreamResponse:
         registry, rt, name = self.registry, call.rt, call.object_name
         if call.info.subresource == "scale":
-            return json_response(registry.get_scale(rt, call.ns, name))
+            return json_response(scale.get_scale(registry, rt, call.ns, name))
         obj = registry.get(rt, call.ns, name)
         if wants_table(call.request):
             meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
@@ -244,8 +246,10 @@ class ApiServer:
     async def _update(self, call: _Call) -> web.StreamResponse:
         request, rt, name, version = call.request, call.rt, call.object_name, call.version
         if call.info.subresource in _ACTION_SUBRESOURCES:
-            scale = decode_object(request, call.body)
-            return json_response(self.registry.update_scale(rt, version, call.ns, name, scale, call.dry_run))
+            wanted = decode_object(request, call.body)
+            return json_response(
+                scale.update_scale(self.registry, rt, version, call.ns, name, wanted, call.dry_run)
+            )
         fields = FieldValidation.from_query(request.query.get("fieldValidation"))
         data = decode_object(request, call.body, fields)
         sub = call.info.subresource
@@ -259,7 +263,7 @@ class ApiServer:
         if sub in _ACTION_SUBRESOURCES:
             patch = decode_patch(call.body)
             return json_response(
-                registry.patch_scale(rt, version, ns, name, content_type, patch, call.dry_run)
+                scale.patch_scale(registry, rt, version, ns, name, content_type, patch, call.dry_run)
             )
         fields = FieldValidation.from_query(request.query.get("fieldValidation"))
         if content_type == APPLY_PATCH:
