@@ -7,9 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from streams_k8s.sandbox import schema
 from streams_k8s.sandbox.clock import now
 from streams_k8s.sandbox.errors import cause, invalid
 from streams_k8s.sandbox.resources import ResourceType, ScaleSpec
+from streams_k8s.sandbox.store import ObjKey, clone
 
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
 
@@ -123,3 +125,12 @@ def type_from_crd(crd: dict[str, Any]) -> ResourceType:
         printer_columns=columns,
         storage_version=next((v["name"] for v in spec["versions"] if v.get("storage")), versions[0]["name"]),
     )
+
+
+def default_stored(objects: dict[ObjKey, dict[str, Any]], spec_schema: dict[str, Any]) -> None:
+    """A changed CRD schema's new defaults show on stored objects, as the API server defaults
+    what it reads from storage (no new resourceVersion, no watch event)."""
+    for key, obj in list(objects.items()):
+        defaulted = schema.apply_defaults(clone(obj), spec_schema)
+        if defaulted != obj:
+            objects[key] = defaulted

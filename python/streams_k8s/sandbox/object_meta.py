@@ -1,6 +1,7 @@
 """The metadata the API server owns: names generated from generateName, uid, creationTimestamp and
-generation set on create; on an update, the fields a client may not change kept from the stored
-object, and the checks that tie an update to it (name, resourceVersion, uid)."""
+generation set on create; on an update, the checks that tie it to the stored object (name,
+resourceVersion, uid) and what it may change (the server's metadata and, but through the status
+subresource, the status stay)."""
 
 from __future__ import annotations
 
@@ -60,15 +61,20 @@ def on_create(rt: ResourceType, obj: dict[str, Any]) -> None:
         obj.pop("status", None)
 
 
+def check_name(name: str, meta: dict[str, Any]) -> None:
+    """400 when the body names another object than the URL."""
+    if meta.get("name", name) != name:
+        raise bad_request(
+            f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})"
+        )
+
+
 def check_update(
     rt: ResourceType, name: str, meta: dict[str, Any], old_meta: dict[str, Any], require_rv: bool
 ) -> None:
     """An update names the stored object: the URL's name, its resourceVersion (required of custom
     resources unless `require_rv` is off, as for patches), its uid when given."""
-    if meta.get("name", name) != name:
-        raise bad_request(
-            f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})"
-        )
+    check_name(name, meta)
     rv = meta.get("resourceVersion")
     if rv:
         if rv != old_meta["resourceVersion"]:
@@ -87,6 +93,30 @@ def check_update(
             rt.group,
             f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: {old_meta['uid']}",
         )
+
+
+def scope_update(
+    rt: ResourceType, name: str, new: dict[str, Any], old: dict[str, Any], subresource: str | None
+) -> dict[str, Any]:
+    """The object an update stores, changed only where the write may change it: a status write
+    changes status (and records a status apply's managedFields); any other keeps the status of a kind
+    with a status subresource, and the server's metadata."""
+    meta, old_meta = new["metadata"], old["metadata"]
+    if subresource == "status":
+        new = {**old, "status": new.get("status")} if "status" in new else dict(old)
+        if new.get("status") is None:
+            new.pop("status", None)
+        new["metadata"] = dict(old_meta)
+        if "managedFields" in meta:  # a status apply records its ownership
+            new["metadata"]["managedFields"] = meta["managedFields"]
+        return new
+    if rt.status_subresource:
+        if "status" in old:
+            new["status"] = old["status"]
+        else:
+            new.pop("status", None)
+    new["metadata"] = merge_on_update(rt, name, meta, old_meta)
+    return new
 
 
 def merge_on_update(

@@ -8,33 +8,27 @@ stores a new dict), so readers and watch events can share them without copying.
 from __future__ import annotations
 
 import asyncio
-import base64
 from collections.abc import Iterator
 from typing import Any
 
 import orjson
 
-from streams_k8s.sandbox import admission, deletion, object_meta, schema, storage_views
+from streams_k8s.sandbox import deletion, object_meta, pagination, storage_views
 from streams_k8s.sandbox.admission import FieldValidation
 from streams_k8s.sandbox.admission.field_errors import go_map
 from streams_k8s.sandbox.apply import apply as server_side_apply
 from streams_k8s.sandbox.builtin_types import builtin_types
 from streams_k8s.sandbox.clock import now
 from streams_k8s.sandbox.conditions import set_condition
-from streams_k8s.sandbox.crds import CRD_KEY, type_from_crd
+from streams_k8s.sandbox.crds import CRD_KEY, default_stored, type_from_crd
 from streams_k8s.sandbox.errors import ApiError, already_exists, bad_request, not_found
 from streams_k8s.sandbox.patch import APPLY_PATCH, STRATEGIC_PATCH, apply_patch
 from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.selectors import FieldMatcher, LabelSelector, parse_field_selector
-from streams_k8s.sandbox.store import ObjKey, RowEncoder, Store, Watcher, WatchEvent, view
+from streams_k8s.sandbox.store import ObjKey, RowEncoder, Store, Watcher, WatchEvent, clone, view
 from streams_k8s.sandbox.write_pipeline import WritePipeline
 
 _SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-
-
-def clone(obj: Any) -> Any:
-    """A deep copy of a JSON value (fast: one orjson round trip)."""
-    return orjson.loads(orjson.dumps(obj))
 
 
 class Registry:
@@ -48,7 +42,10 @@ class Registry:
         # The simulated kubelet turns this on: bound pods then terminate gracefully.
         self.graceful_pods = False
         self.watch_opened = asyncio.Event()  # set whenever a watch opens
-        self.pipeline = WritePipeline(self.types)  # between a write's body and storage
+        # Between a write's body and storage; namespaces are looked up for their lifecycle.
+        self.pipeline = WritePipeline(
+            self.types, lambda ns: self.find(self.types[("", "namespaces")], None, ns)
+        )
         for rt in builtin_types():
             self.register(rt)
         for ns in _SYSTEM_NAMESPACES:
@@ -67,16 +64,7 @@ class Registry:
             self.served.setdefault((rt.group, version), {})[rt.plural] = rt
         coll = self.store.collection(rt)
         if old is not None and old.schemas != rt.schemas and rt.storage_version in rt.schemas:
-            self._default_stored(coll.objects, rt.schemas[rt.storage_version])
-
-    @staticmethod
-    def _default_stored(objects: dict[ObjKey, dict[str, Any]], spec_schema: dict[str, Any]) -> None:
-        """A changed CRD schema's new defaults show on stored objects, as the API server defaults
-        what it reads from storage (no new resourceVersion, no watch event)."""
-        for key, obj in list(objects.items()):
-            defaulted = schema.apply_defaults(clone(obj), spec_schema)
-            if defaulted != obj:
-                objects[key] = defaulted
+            default_stored(coll.objects, rt.schemas[rt.storage_version])
 
     def unregister(self, key: tuple[str, str]) -> None:
         rt = self.types.pop(key, None)
@@ -135,33 +123,11 @@ class Registry:
     ) -> tuple[list[dict[str, Any]], int, str | None, int | None]:
         """Matching objects sorted by namespace/name, the list RV, a continue token, remaining count."""
         coll = self.store.collection(rt)
-        list_rv = self.store.rv
-        start: ObjKey | None = None
+        list_rv, start = self.store.rv, None
         if continue_token:
-            list_rv, start = _decode_continue(continue_token)
-            if list_rv < coll.compacted_rv:
-                raise ApiError(
-                    410,
-                    "The provided continue parameter is too old to display a consistent "
-                    "list result. You can start a new list without the continue parameter.",
-                    reason="Expired",
-                )
-        keys = sorted(k for k in coll.objects if (ns is None or k[0] == ns) and (start is None or k > start))
-        out: list[dict[str, Any]] = []
-        last: ObjKey | None = None
-        remaining = 0
-        for key in keys:
-            obj = coll.objects[key]
-            if labels is not None and not labels.matches(obj["metadata"].get("labels")):
-                continue
-            if fields is not None and not fields(obj):
-                continue
-            if limit and len(out) >= limit:
-                remaining += 1
-                continue
-            out.append(obj)
-            last = key
-        token = _encode_continue(list_rv, last) if remaining and last is not None else None
+            list_rv, start = pagination.decode_continue(continue_token, coll.compacted_rv)
+        out, last, remaining = pagination.page(coll.objects, ns, labels, fields, limit, start)
+        token = pagination.encode_continue(list_rv, last) if remaining and last is not None else None
         return out, list_rv, token, (remaining if token else None)
 
     def output(self, rt: ResourceType, obj: dict[str, Any], version: str) -> dict[str, Any]:
@@ -189,7 +155,7 @@ class Registry:
         obj = self.pipeline.decode(rt, version, ns, body, fields)
         meta = obj["metadata"]
         if rt.namespaced:
-            self._check_namespace_open(ns or "")
+            self.pipeline.check_namespace_open(ns or "")
             meta["namespace"] = ns
         else:
             meta.pop("namespace", None)
@@ -207,19 +173,6 @@ class Registry:
         if rt.key == CRD_KEY:
             self.register(type_from_crd(obj))
         return self.output(rt, obj, version)
-
-    def _check_namespace_open(self, ns: str) -> None:
-        namespace = self.store.get(self.types[("", "namespaces")], ("", ns))
-        if namespace is None:
-            raise not_found("namespaces", ns)
-        if namespace["metadata"].get("deletionTimestamp"):
-            raise ApiError(
-                403,
-                f"unable to create new content in namespace {ns} because it is being terminated",
-                reason="Forbidden",
-                name=ns,
-                kind="namespaces",
-            )
 
     # -- update and patch -----------------------------------------------------------------------
 
@@ -240,20 +193,7 @@ class Registry:
         new = self.pipeline.mutate_update(rt, new, old, subresource)
         meta, old_meta = new["metadata"], old["metadata"]
         object_meta.check_update(rt, name, meta, old_meta, require_rv)
-        if subresource == "status":
-            new = {**old, "status": new.get("status")} if "status" in new else dict(old)
-            if new.get("status") is None:
-                new.pop("status", None)
-            new["metadata"] = dict(old_meta)
-            if "managedFields" in meta:  # a status apply records its ownership
-                new["metadata"]["managedFields"] = meta["managedFields"]
-        else:
-            if rt.status_subresource:
-                if "status" in old:
-                    new["status"] = old["status"]
-                else:
-                    new.pop("status", None)
-            new["metadata"] = object_meta.merge_on_update(rt, name, meta, old_meta)
+        new = object_meta.scope_update(rt, name, new, old, subresource)
         return self._write(rt, version, ns, name, new, old, dry_run, subresource)
 
     def _write(
@@ -325,20 +265,7 @@ class Registry:
         force: bool = False,
     ) -> dict[str, Any]:
         """Server-side apply of `config` by `manager`; creates the object when it does not exist."""
-        if not manager:
-            raise bad_request("PATCH with application/apply-patch+yaml requires the fieldManager parameter")
-        if not isinstance(config, dict):
-            raise bad_request("an apply configuration must be an object")
-        meta = config.get("metadata") or {}
-        if meta.get("name", name) != name:
-            raise bad_request(
-                f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})"
-            )
-        if config.get("apiVersion") != rt.api_version(version) or config.get("kind") != rt.kind:
-            raise bad_request(
-                f"an apply configuration needs apiVersion {rt.api_version(version)} and kind {rt.kind}"
-            )
-        admission.check_apply_config(rt, version, ns, name, config)
+        manager = self.pipeline.decode_apply(rt, version, ns, name, config, manager)
         live = self.find(rt, ns, name)
         status = subresource == "status"
         if live is None:
@@ -459,15 +386,3 @@ class Registry:
 
 def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
-
-
-def _encode_continue(rv: int, key: ObjKey) -> str:
-    return base64.urlsafe_b64encode(orjson.dumps({"rv": rv, "ns": key[0], "name": key[1]})).decode()
-
-
-def _decode_continue(token: str) -> tuple[int, ObjKey]:
-    try:
-        data = orjson.loads(base64.urlsafe_b64decode(token.encode()))
-        return int(data["rv"]), (str(data["ns"]), str(data["name"]))
-    except (ValueError, KeyError, TypeError):
-        raise bad_request(f"invalid continue token {token!r}") from None

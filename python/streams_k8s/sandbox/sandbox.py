@@ -37,10 +37,10 @@ from streams_k8s.sandbox.pe_runtime import (
 from streams_k8s.sandbox.pod_security import PodSecurity
 from streams_k8s.sandbox.pod_streams import ContainerLogs
 from streams_k8s.sandbox.rbac import bootstrap as bootstrap_rbac
-from streams_k8s.sandbox.registry import Registry, clone
+from streams_k8s.sandbox.registry import Registry
 from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.server import ApiServer, RequestRecord
-from streams_k8s.sandbox.store import WatchEvent
+from streams_k8s.sandbox.store import WatchEvent, clone
 from streams_k8s.sandbox.tls import TlsFiles, self_signed
 from streams_k8s.sandbox.worker import Worker
 

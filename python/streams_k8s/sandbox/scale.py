@@ -7,9 +7,10 @@ from typing import Any
 
 from streams_k8s.sandbox.errors import cause, conflict, invalid, not_found
 from streams_k8s.sandbox.patch import apply_patch
-from streams_k8s.sandbox.registry import Registry, clone
+from streams_k8s.sandbox.registry import Registry
 from streams_k8s.sandbox.resources import ResourceType, get_path, set_path
 from streams_k8s.sandbox.selectors import selector_to_string
+from streams_k8s.sandbox.store import clone
 
 
 def get_scale(registry: Registry, rt: ResourceType, ns: str | None, name: str) -> dict[str, Any]:

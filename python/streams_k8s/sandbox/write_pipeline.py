@@ -1,8 +1,9 @@
 """What the API server does with a written object between the request body and storage, as one
 pipeline the registry calls in order:
 
-1. `decode`: the body's shape (an object of the resource's apiVersion and kind, in the request's
-   namespace), then admission decoding (field types, unknown and duplicate fields);
+1. `decode` (`decode_apply` for an apply configuration): the body's shape (an object of the
+   resource's apiVersion and kind, in the request's namespace), then admission decoding (field
+   types, unknown and duplicate fields); on a create, `check_namespace_open`;
 2. `mutate_create` / `mutate_update`: defaults, a Service's cluster IP, conversion to the storage
    form of a view;
 3. `admit`: CRD preparation, the kind's validation rules, then the admission plugins (Pod Security).
@@ -16,11 +17,11 @@ import ipaddress
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from streams_k8s.sandbox import admission, defaults, storage_views
+from streams_k8s.sandbox import admission, defaults, object_meta, storage_views
 from streams_k8s.sandbox.admission import FieldValidation
 from streams_k8s.sandbox.admission.services import keep_allocated
 from streams_k8s.sandbox.crds import CRD_KEY, prepare_crd
-from streams_k8s.sandbox.errors import bad_request
+from streams_k8s.sandbox.errors import ApiError, bad_request, not_found
 from streams_k8s.sandbox.resources import ResourceType
 
 # An admission plugin (Pod Security): sees an object about to be stored (and the stored one on an
@@ -33,8 +34,11 @@ _SERVICES = ("", "services")
 class WritePipeline:
     """The steps of a write, with the state they keep: the Service IP range, the plugins."""
 
-    def __init__(self, types: Mapping[tuple[str, str], ResourceType]) -> None:
+    def __init__(
+        self, types: Mapping[tuple[str, str], ResourceType], namespace: Callable[[str], dict[str, Any] | None]
+    ) -> None:
         self.types = types  # served types: a CRD may not take a built-in's name
+        self._namespace = namespace  # the stored Namespace of a name, if any
         self.plugins: list[Admission] = []
         self._service_ips = ipaddress.ip_network("10.96.0.0/12").hosts()
         next(self._service_ips)  # 10.96.0.1 is the kubernetes service
@@ -46,6 +50,37 @@ class WritePipeline:
         obj = _check_body(rt, version, ns, body)
         admission.decode(rt, version, obj, fields)
         return obj
+
+    def decode_apply(
+        self, rt: ResourceType, version: str, ns: str | None, name: str, config: Any, manager: str | None
+    ) -> str:
+        """Check an apply configuration (an object of `rt` named as the URL, a field manager); the
+        manager."""
+        if not manager:
+            raise bad_request("PATCH with application/apply-patch+yaml requires the fieldManager parameter")
+        if not isinstance(config, dict):
+            raise bad_request("an apply configuration must be an object")
+        object_meta.check_name(name, config.get("metadata") or {})
+        if config.get("apiVersion") != rt.api_version(version) or config.get("kind") != rt.kind:
+            raise bad_request(
+                f"an apply configuration needs apiVersion {rt.api_version(version)} and kind {rt.kind}"
+            )
+        admission.check_apply_config(rt, version, ns, name, config)
+        return manager
+
+    def check_namespace_open(self, ns: str) -> None:
+        """The namespace lifecycle: nothing is created in a missing or terminating namespace."""
+        namespace = self._namespace(ns)
+        if namespace is None:
+            raise not_found("namespaces", ns)
+        if namespace["metadata"].get("deletionTimestamp"):
+            raise ApiError(
+                403,
+                f"unable to create new content in namespace {ns} because it is being terminated",
+                reason="Forbidden",
+                name=ns,
+                kind="namespaces",
+            )
 
     def mutate_create(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         defaults.on_create(rt.key, obj)
