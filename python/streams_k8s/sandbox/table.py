@@ -1,8 +1,8 @@
 """Server-side `Table` rendering (what `kubectl get` asks for), for lists, gets and watches.
 
-Columns are those kube-apiserver prints (`printer_columns`). Rows carry the object as `includeObject` asks (None, Metadata: the default, or
-Object). A watch sends the column definitions with its first event only, as the API server does;
-kubectl keeps using the ones it has.
+Columns are those kube-apiserver prints (`printer_columns`). Rows carry the object as
+`includeObject` asks (None, Metadata: the default, or Object). A watch sends the column definitions
+with its first event only, as the API server does; kubectl keeps using the ones it has.
 """
 
 from __future__ import annotations
