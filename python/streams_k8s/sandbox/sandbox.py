@@ -28,12 +28,8 @@ from streams_k8s.sandbox.gc import GarbageCollector
 from streams_k8s.sandbox.http_bodies import json_response
 from streams_k8s.sandbox.kubeconfig import write_kubeconfig
 from streams_k8s.sandbox.nodes import NodeSpec, load_nodes, make_nodes
-from streams_k8s.sandbox.pe_runtime import (
-    HttpConnectivityReporter,
-    Reporter,
-    RuntimeHooks,
-    SimulatedPeRuntime,
-)
+from streams_k8s.sandbox.pe_hooks import HttpConnectivityReporter, Reporter, RuntimeHooks
+from streams_k8s.sandbox.pe_runtime import SimulatedPeRuntime
 from streams_k8s.sandbox.pod_security import PodSecurity
 from streams_k8s.sandbox.pod_streams import ContainerLogs
 from streams_k8s.sandbox.rbac import bootstrap as bootstrap_rbac
