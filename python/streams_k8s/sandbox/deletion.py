@@ -9,6 +9,7 @@ from typing import Any
 
 from streams_k8s.sandbox.clock import stamp
 from streams_k8s.sandbox.errors import ApiError, cause, conflict, invalid
+from streams_k8s.sandbox.object_meta import check_uid
 from streams_k8s.sandbox.resources import ResourceType
 
 PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
@@ -29,13 +30,7 @@ def check_allowed(rt: ResourceType, obj: dict[str, Any], options: dict[str, Any]
             kind="namespaces",
         )
     pre = options.get("preconditions") or {}
-    if pre.get("uid") and pre["uid"] != meta["uid"]:
-        raise conflict(
-            rt.plural,
-            name,
-            rt.group,
-            f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta['uid']}",
-        )
+    check_uid(rt, name, pre.get("uid"), meta)
     if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
         raise conflict(
             rt.plural,

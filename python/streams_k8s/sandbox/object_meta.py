@@ -86,12 +86,17 @@ def check_update(
             [cause("metadata.resourceVersion", "Invalid value: 0x0: must be specified for an update")],
             rt.group,
         )
-    if meta.get("uid") and meta["uid"] != old_meta["uid"]:
+    check_uid(rt, name, meta.get("uid"), old_meta)
+
+
+def check_uid(rt: ResourceType, name: str, wanted: str | None, meta: dict[str, Any]) -> None:
+    """409 when a uid precondition (`wanted`) is not the stored object's."""
+    if wanted and wanted != meta["uid"]:
         raise conflict(
             rt.plural,
             name,
             rt.group,
-            f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: {old_meta['uid']}",
+            f"Precondition failed: UID in precondition: {wanted}, UID in object meta: {meta['uid']}",
         )
 
 
