@@ -42,10 +42,7 @@ class Registry:
         # The simulated kubelet turns this on: bound pods then terminate gracefully.
         self.graceful_pods = False
         self.watch_opened = asyncio.Event()  # set whenever a watch opens
-        # Between a write's body and storage; namespaces are looked up for their lifecycle.
-        self.pipeline = WritePipeline(
-            self.types, lambda ns: self.find(self.types[("", "namespaces")], None, ns)
-        )
+        self.pipeline = WritePipeline(self.types, self.store)  # between a write's body and storage
         for rt in builtin_types():
             self.register(rt)
         for ns in _SYSTEM_NAMESPACES:

@@ -23,22 +23,22 @@ from streams_k8s.sandbox.admission.services import keep_allocated
 from streams_k8s.sandbox.crds import CRD_KEY, prepare_crd
 from streams_k8s.sandbox.errors import ApiError, bad_request, not_found
 from streams_k8s.sandbox.resources import ResourceType
+from streams_k8s.sandbox.store import Store
 
 # An admission plugin (Pod Security): sees an object about to be stored (and the stored one on an
 # update); raises ApiError to refuse it.
 Admission = Callable[[ResourceType, dict[str, Any], dict[str, Any] | None], None]
 
 _SERVICES = ("", "services")
+_NAMESPACES = ("", "namespaces")
 
 
 class WritePipeline:
     """The steps of a write, with the state they keep: the Service IP range, the plugins."""
 
-    def __init__(
-        self, types: Mapping[tuple[str, str], ResourceType], namespace: Callable[[str], dict[str, Any] | None]
-    ) -> None:
+    def __init__(self, types: Mapping[tuple[str, str], ResourceType], store: Store) -> None:
         self.types = types  # served types: a CRD may not take a built-in's name
-        self._namespace = namespace  # the stored Namespace of a name, if any
+        self._store = store  # where namespaces are looked up for their lifecycle
         self.plugins: list[Admission] = []
         self._service_ips = ipaddress.ip_network("10.96.0.0/12").hosts()
         next(self._service_ips)  # 10.96.0.1 is the kubernetes service
@@ -70,7 +70,7 @@ class WritePipeline:
 
     def check_namespace_open(self, ns: str) -> None:
         """The namespace lifecycle: nothing is created in a missing or terminating namespace."""
-        namespace = self._namespace(ns)
+        namespace = self._store.get(self.types[_NAMESPACES], ("", ns))
         if namespace is None:
             raise not_found("namespaces", ns)
         if namespace["metadata"].get("deletionTimestamp"):
