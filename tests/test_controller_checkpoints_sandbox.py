@@ -46,6 +46,14 @@ class ConsistentJob:
     client: KubeClient
     sandbox: Sandbox
     name: str
+    coordinator: CoordinatorPod
+
+    async def restart_coordinator(self) -> None:
+        """The coordinator's pod is replaced: a new process starts from the persisted status."""
+        await self.coordinator.stop()
+        await PARTICIPANT.close()
+        self.coordinator = await CoordinatorPod(self.sandbox, dedicated(self.name)).start()
+        PARTICIPANT.connect(self.coordinator.url)
 
     async def job(self) -> Job:
         return Job.from_wire(await self.client.get(JOBS, self.name, "default"))
@@ -83,15 +91,14 @@ async def consistent_job(
     ):
         await client.create(JOBS, job_manifest("cj", bundle, **spec))
         await wait_for_phase(client, "cj", "Submitted", "Running")
-        coordinator = await CoordinatorPod(sandbox, dedicated("cj")).start()
+        job = ConsistentJob(client, sandbox, "cj", await CoordinatorPod(sandbox, dedicated("cj")).start())
         try:
-            PARTICIPANT.connect(coordinator.url)
-            job = ConsistentJob(client, sandbox, "cj")
+            PARTICIPANT.connect(job.coordinator.url)
             await wait_for_phase(client, "cj", "Running")
             await eventually_async(lambda: job.all_in("PROCESSING"), within=20)
             yield job
         finally:
-            await coordinator.stop()
+            await job.coordinator.stop()
             await PARTICIPANT.close()
             PARTICIPANT.seen.clear()
 
@@ -190,6 +197,35 @@ async def test_held_drains_take_no_periodic_checkpoint_until_released_and_histor
         await release_hold(job.client, await job.job())
         await eventually_async(lambda: checkpoints_beyond(held), within=10)
         assert (await job.statuses())[0]["drainsHeld"] is False
+
+
+@SANDBOX
+async def test_a_restarted_coordinator_keeps_the_hold_and_does_not_answer_a_request_twice(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    async with consistent_job(sandbox, monkeypatch, tmp_path, synthetic(tmp_path, regions=1)) as job:
+        name = (await job.regions())[0]["metadata"]["name"]
+        await job.client.patch(
+            CONSISTENT_REGIONS, name, {"spec": {"trigger": "periodic", "period": 0.05}}, "default"
+        )
+        outcome = await checkpoint_and_wait(job, "held", hold=True)
+        await eventually_async(lambda: _held(job), within=10)
+        drains = _drains(PARTICIPANT)
+        await job.restart_coordinator()
+        # Restarted, the region resets to the held checkpoint, then processes, still held.
+        await eventually_async(lambda: _reset_to(job, outcome.regions[0].seq_id), within=20)
+        await asyncio.sleep(1.0)  # twenty periods
+        status = (await job.statuses())[0]
+        assert status["state"] == "PROCESSING"
+        assert status["drainsHeld"] is True
+        assert status["lastCompletedSeqID"] == outcome.regions[0].seq_id
+        assert status["checkpointRequest"]["seqID"] == outcome.regions[0].seq_id
+        assert _drains(PARTICIPANT) == drains  # the new process triggered none: the request was answered
+
+
+async def _reset_to(job: ConsistentJob, seq_id: int | None) -> bool:
+    status = (await job.statuses())[0]
+    return status.get("lastCompletedReset") == seq_id and status.get("state") == "PROCESSING"
 
 
 async def _held(job: ConsistentJob) -> bool:
