@@ -22,16 +22,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
 import orjson
 import pytest
 
-from bench_cr_coordinator import PODS, pe_address, pe_pod
+from coordinator_rig import CoordinatorRig, start_rig
 from streams_k8s.api.job import Job
-from streams_k8s.consistent.fsm import Health, NotificationType
-from streams_k8s.consistent.rest import BASE_PATH
+from streams_k8s.consistent.fsm import NotificationType
 from streams_k8s.controller.checkpoints import checkpoint_outcome, request_checkpoint
-from streams_k8s.sandbox.pe_runtime import session_from
 
 REGIONS = 4
 PES_PER_REGION = 25
@@ -47,9 +44,7 @@ JOB = Job.model_validate(
 @dataclass
 class Rig:
     loop: asyncio.AbstractEventLoop
-    coordinator: Any  # streams_k8s.consistent.coordinator.Coordinator
-    sessions: list[aiohttp.ClientSession]  # one per PE, from its pod's address
-    base: str
+    rig: CoordinatorRig
     nonces: Iterator[int] = field(default_factory=itertools.count)
     drained: list[int] = field(default_factory=lambda: [0] * REGIONS)  # hints seen, per region
     reports: set[asyncio.Task[None]] = field(default_factory=set)
@@ -78,110 +73,31 @@ class InstantPes(asyncio.DatagramProtocol):
 
 
 async def _report(r: Rig, region: int, pe: int, seq: bytes) -> None:
-    async with r.sessions[pe].put(f"{r.base}/region/{region}/pe/{pe}/checkpoint", data=seq) as resp:
+    async with r.rig.sessions[pe].put(f"{r.rig.base}/region/{region}/pe/{pe}/checkpoint", data=seq) as resp:
         assert resp.status == 204, await resp.text()
 
 
-def region_object(index: int) -> dict[str, Any]:
-    pes = list(range(index * PES_PER_REGION, (index + 1) * PES_PER_REGION))
+def region_spec(index: int) -> dict[str, Any]:
     return {
-        "apiVersion": "streams.ibm.com/v1",
-        "kind": "ConsistentRegion",
-        "metadata": {
-            "name": f"bench-cr{index}",
-            "namespace": "default",
-            "labels": {"streams.ibm.com/job": "bench"},
-        },
-        "spec": {
-            "regionIndex": index,
-            "trigger": "periodic",
-            "period": 3600.0,  # only the requests drain
-            "drainTimeout": 60.0,
-            "pesInRegion": pes,
-            "operatorsToStartRegionMap": {f"op{index}": True},
-        },
+        "regionIndex": index,
+        "trigger": "periodic",
+        "period": 3600.0,  # only the requests drain
+        "drainTimeout": 60.0,
+        "pesInRegion": list(range(index * PES_PER_REGION, (index + 1) * PES_PER_REGION)),
+        "operatorsToStartRegionMap": {f"op{index}": True},
     }
 
 
 @pytest.fixture(scope="module")
 def rig() -> Iterator[Rig]:
-    from streams_k8s.consistent.coordinator import setup
-    from streams_k8s.consistent.coordinator_settings import CLIENT_BURST, CLIENT_QPS, CoordinatorSettings
-    from streams_k8s.consistent.kinds import CONSISTENT_REGIONS
-    from streams_k8s.k8s.manager import Manager
-    from streams_k8s.k8s.settings import RuntimeSettings
-    from streams_k8s.sandbox import Sandbox
-
     loop = asyncio.new_event_loop()
     holder: dict[str, Rig] = {}
-
-    async def start() -> tuple[Sandbox, Manager, asyncio.Task[int], asyncio.DatagramTransport]:
-        sandbox = await Sandbox(simulate=False, schema_guard=False).start()
-        transport, _ = await loop.create_datagram_endpoint(
-            lambda: InstantPes(holder), local_addr=("127.0.0.1", 0)
-        )
-        manager = Manager(
-            RuntimeSettings(
-                kubeconfig=str(sandbox.kubeconfig_path),
-                namespace="default",
-                bind_address="127.0.0.1",
-                health_port=0,
-                metrics_port=0,
-                leader_election=False,
-                qps=CLIENT_QPS,
-                burst=CLIENT_BURST,
-            )
-        )
-        await manager.connect()
-        settings = CoordinatorSettings(
-            job="bench",
-            namespace="default",
-            bind_address="127.0.0.1",
-            api_port=0,
-            udp_host="127.0.0.1",
-            udp_port=transport.get_extra_info("sockname")[1],
-            token_review=False,
-        )
-        coordinator = await setup(manager, settings)
-        for index in range(REGIONS):
-            await manager.client.create(CONSISTENT_REGIONS, region_object(index))
-        for pe in range(PES):  # never started (simulate=False); the PEs' PUTs leave from their addresses
-            pod = pe_pod(pe)
-            await manager.client.create(PODS, pod, "default")
-            await manager.client.patch(
-                PODS, pod["metadata"]["name"], {"status": pod["status"]}, "default", subresource="status"
-            )
-        task = asyncio.create_task(manager.run(handle_signals=False))
-        async with asyncio.timeout(10):
-            while not coordinator.jobs or len(coordinator.pods.store.select()) < PES:  # noqa: ASYNC110
-                await asyncio.sleep(0.01)
-        sessions = [session_from(pe_address(pe), aiohttp.ClientTimeout(total=30)) for pe in range(PES)]
-        r = holder["rig"] = Rig(
-            loop, coordinator, sessions, f"http://127.0.0.1:{coordinator.api_port}{BASE_PATH}"
-        )
-        coordinator.regions.add_handler(lambda kind, old, new: r.changed.set())
-        local = next(iter(coordinator.jobs.values())).loop
-        async with asyncio.timeout(10):
-            while len(local.regions) < REGIONS:  # noqa: ASYNC110
-                await asyncio.sleep(0.01)
-        for index in range(REGIONS):  # no PE objects: the regions are declared healthy directly
-            local.submit(index, Health(True, True))
-        await local.idle()
-        return sandbox, manager, task, transport
-
-    sandbox, manager, task, transport = loop.run_until_complete(start())
-    yield holder["rig"]
-
-    async def stop() -> None:
-        await holder["rig"].coordinator.close()
-        manager.stop()
-        await task
-        transport.close()
-        for session in holder["rig"].sessions:
-            await session.close()
-        await sandbox.stop()
-
-    loop.run_until_complete(stop())
+    regions = [region_spec(index) for index in range(REGIONS)]
+    started = loop.run_until_complete(start_rig(lambda: InstantPes(holder), regions, PES))
+    r = holder["rig"] = Rig(loop, started)
+    started.coordinator.regions.add_handler(lambda kind, old, new: r.changed.set())
+    yield r
+    loop.run_until_complete(started.stop())
     loop.close()
 
 
@@ -189,11 +105,11 @@ async def _checkpoint(r: Rig) -> int:
     """One request, until the informer's copy of every region records its answer; the lowest
     sequence id completed."""
     nonce = f"bench-{next(r.nonces)}"
-    await request_checkpoint(r.coordinator.manager.client, JOB, nonce, hold=False)
+    await request_checkpoint(r.rig.manager.client, JOB, nonce, hold=False)
     async with asyncio.timeout(20):
         while True:
             r.changed.clear()
-            outcome = checkpoint_outcome(r.coordinator.regions.store.select("default"), nonce)
+            outcome = checkpoint_outcome(r.rig.coordinator.regions.store.select("default"), nonce)
             if outcome.complete and len(outcome.regions) == REGIONS:
                 return min(a.seq_id or 0 for a in outcome.regions.values())
             await r.changed.wait()
