@@ -64,6 +64,13 @@ class ConsistentJob:
         )
         return sorted(items, key=lambda r: int(r["spec"]["regionIndex"]))
 
+    async def periodic(self, period: float) -> None:
+        """Make the first region periodic (the generated regions are operator-driven): it is
+        rebuilt from the new description, as the coordinator does on any such edit."""
+        name = (await self.regions())[0]["metadata"]["name"]
+        spec = {"trigger": "periodic", "period": period}
+        await self.client.patch(CONSISTENT_REGIONS, name, {"spec": spec}, "default")
+
     async def statuses(self) -> list[dict[str, Any]]:
         return [r.get("status") or {} for r in await self.regions()]
 
@@ -170,9 +177,7 @@ async def test_held_drains_take_no_periodic_checkpoint_until_released_and_histor
     sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     async with consistent_job(sandbox, monkeypatch, tmp_path, synthetic(tmp_path, regions=1)) as job:
-        name = (await job.regions())[0]["metadata"]["name"]
-        periodic = {"trigger": "periodic", "period": 0.05}
-        await job.client.patch(CONSISTENT_REGIONS, name, {"spec": periodic}, "default")
+        await job.periodic(0.05)
 
         async def checkpoints_beyond(seq_id: int) -> bool:
             return int((await job.statuses())[0].get("lastCompletedSeqID", 0)) > seq_id
@@ -204,10 +209,7 @@ async def test_a_restarted_coordinator_keeps_the_hold_and_does_not_answer_a_requ
     sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     async with consistent_job(sandbox, monkeypatch, tmp_path, synthetic(tmp_path, regions=1)) as job:
-        name = (await job.regions())[0]["metadata"]["name"]
-        await job.client.patch(
-            CONSISTENT_REGIONS, name, {"spec": {"trigger": "periodic", "period": 0.05}}, "default"
-        )
+        await job.periodic(0.05)
         outcome = await checkpoint_and_wait(job, "held", hold=True)
         await eventually_async(lambda: _held(job), within=10)
         drains = _drains(PARTICIPANT)
