@@ -31,6 +31,7 @@ from streams_k8s.controller.checkpoints import (
 )
 from streams_k8s.controller.kinds import CONSISTENT_REGIONS, JOBS
 from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.kinds import PODS
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
@@ -172,6 +173,12 @@ async def test_a_checkpoint_on_request_completes_a_new_sequence_id_in_every_regi
         await eventually_async(answered, within=20)
         # The region was not rebuilt by the spec edit: no reset happened.
         assert all(n.type != "triggerReset" for n in PARTICIPANT.seen)
+        # A malformed request is refused by the API server; the region runs on, untouched.
+        for bad in ({"checkpointRequest": ""}, {"startRequest": {"nonce": "x", "mode": "sideways"}}):
+            with pytest.raises(ApiError) as refused:
+                await job.client.patch(CONSISTENT_REGIONS, name, {"spec": bad}, "default")
+            assert refused.value.status == 422
+        assert (await job.statuses())[1]["state"] == "PROCESSING"
 
 
 @SANDBOX
