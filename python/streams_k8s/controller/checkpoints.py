@@ -15,7 +15,8 @@ The modes (``spec.upgradeMode``; ``upgrade_mode`` resolves the default):
   completed checkpoint, as after a coordinator restart;
 - ``checkpoint-first``: ``request_checkpoint(.., hold=True)`` before the first old pod is deleted;
   the upgrade goes on once ``checkpoint_outcome(..).complete``; the new PEs reset to that
-  checkpoint (the hold keeps the period from taking a newer one), then ``release_hold``.
+  checkpoint (the hold keeps the period from taking a newer one; an operator-driven region's
+  trigger operators may still take one, and the reset then goes to it), then ``release_hold``.
 
 A checkpoint that does not complete within ``spec.checkpointTimeoutSeconds`` (``overdue``) never
 turns the upgrade into a stateless one: the upgrade keeps waiting, with a condition naming the
