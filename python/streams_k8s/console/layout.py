@@ -81,6 +81,15 @@ def visible(op: OperatorNode, collapsed_regions: frozenset[str]) -> bool:
     return all(c.local == 0 or c.region not in collapsed_regions for c in op.channels)
 
 
+def parse_collapsed(regions: str, pes: str) -> Collapsed:
+    """The collapsed sets as the page asks for them: comma-separated aliases and PE ids.
+    Raises ValueError for a PE id that is not a number."""
+    return Collapsed(
+        frozenset(a for a in regions.split(",") if a),
+        frozenset(int(p) for p in pes.split(",") if p.strip()),
+    )
+
+
 def default_collapsed(graph: JobGraph) -> Collapsed:
     """Every parallel region wider than 1 collapsed, and every PE too for a big job."""
     regions = frozenset(r.alias for r in graph.regions if r.width > 1)

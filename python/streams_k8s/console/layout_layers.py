@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 SWEEPS = 4
-RANK_GAP = 60.0
+RANK_GAP = 110.0  # room for a stream's port labels
 NODE_GAP = 16.0
 
 

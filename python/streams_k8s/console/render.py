@@ -102,11 +102,11 @@ def _pe(pe_id: int, box: Box, layout: Layout, health: Health) -> str:
 def _region(graph: JobGraph, alias: str, box: Box, layout: Layout) -> str:
     width = next(r.width for r in graph.regions if r.alias == alias)
     collapsed = alias in layout.collapsed.regions
-    label = f"{alias} \N{MULTIPLICATION SIGN}{width}" if collapsed else f"{alias} (width {width})"
+    # Right-aligned above the box: the PE's title sits at the left of the same line.
+    label = _text(box.x + box.w - 4, box.y - 3, f"{alias} \N{MULTIPLICATION SIGN}{width}", "region-label")
     return (
         f'<g class="region" data-region="{_attr(alias)}" data-width="{width}" '
-        f'data-collapsed="{str(collapsed).lower()}">{_rect(box, 8)}'
-        f"{_text(box.x + 4, box.y - 4, label, 'region-label')}</g>"
+        f'data-collapsed="{str(collapsed).lower()}">{_rect(box, 8)}{label}</g>'
     )
 
 
