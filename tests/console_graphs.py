@@ -60,7 +60,7 @@ class Drawn:
 
 def drawn(svg: str | bytes) -> Drawn:
     root = etree.fromstring(svg.encode() if isinstance(svg, str) else svg)
-    groups = list(root.iter(f"{SVG}g"))
+    groups = [*root.iter(f"{SVG}g"), *root.iter(f"{SVG}path")]  # a bare route is a path
 
     def having(attr: str) -> list[dict[str, str]]:
         return [dict(g.attrib) for g in groups if attr in g.attrib]

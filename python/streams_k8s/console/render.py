@@ -35,6 +35,11 @@ def _short(name: str) -> str:
     return name if len(name) <= NAME_CHARS else "…" + name[-(NAME_CHARS - 1) :]
 
 
+def _head(text: str) -> str:
+    """The start of a long label (an import's subscription, an export's properties)."""
+    return text if len(text) <= NAME_CHARS else text[: NAME_CHARS - 1] + "…"
+
+
 def _rect(box: Box, rx: int = 0) -> str:
     return f'<rect x="{box.x:.0f}" y="{box.y:.0f}" width="{box.w:.0f}" height="{box.h:.0f}" rx="{rx}"/>'
 
@@ -88,14 +93,13 @@ def _pe(pe_id: int, box: Box, layout: Layout, health: Health) -> str:
     collapsed = pe_id in layout.collapsed.pes
     hidden = layout.hidden.get(pe_id, 0)
     title = f"PE {pe_id}"
-    body = ""
     if collapsed:
-        body = _text(box.x + 8, box.y + 40, f"{hidden} operator{'s' if hidden != 1 else ''}", "pe-count")
+        title += f": {hidden} operator{'s' if hidden != 1 else ''}"
     elif hidden:
         title += f" (+{hidden} in collapsed channels)"
     return (
         f'<g class="pe" data-pe="{pe_id}" data-health="{health}" data-collapsed="{str(collapsed).lower()}">'
-        f"{_rect(box, 6)}{_text(box.x + 8, box.y + 15, title, 'pe-title')}{body}</g>"
+        f"{_rect(box, 6)}{_text(box.x + 8, box.y + 15, title, 'pe-title')}</g>"
     )
 
 
@@ -116,14 +120,16 @@ def _channel(key: str, box: Box) -> str:
 
 
 def _route(route: Route) -> str:
+    """A path; in a group with its port labels when it stands for one stream between operators
+    (a big job's routes between collapsed PEs are bare paths: half the elements to draw)."""
     (x1, y1), (x2, y2) = route.start, route.end
     bend = max(40.0, abs(x2 - x1) / 2)
     path = f"M{x1:.0f},{y1:.0f} C{x1 + bend:.0f},{y1:.0f} {x2 - bend:.0f},{y2:.0f} {x2:.0f},{y2:.0f}"
-    label = _text((x1 + x2) / 2, (y1 + y2) / 2 - 4, route.label, "label") if route.label else ""
-    return (
-        f'<g class="edge" data-edge="{_attr(route.key)}" data-streams="{route.streams}">'
-        f'<path d="{path}" marker-end="url(#arrow)"/>{label}</g>'
-    )
+    tags = f'data-edge="{_attr(route.key)}" data-streams="{route.streams}"'
+    if not route.label:
+        return f'<path class="edge" {tags} d="{path}" marker-end="url(#arrow)"/>'
+    label = _text((x1 + x2) / 2, (y1 + y2) / 2 - 4, route.label, "label")
+    return f'<g class="edge" {tags}><path d="{path}" marker-end="url(#arrow)"/>{label}</g>'
 
 
 def _operator(op: OperatorNode, box: Box, health: Health) -> str:
@@ -141,6 +147,6 @@ def _external(graph: JobGraph, key: str, box: Box) -> str:
     arrow = "from" if stream.direction == "import" else "to"
     return (
         f'<g class="external" data-{stream.direction}="{_attr(stream.via)}">{_rect(box, 14)}'
-        f"{_text(box.x + 10, box.y + 19, f'{arrow} {stream.label}'[:30], 'external-label')}"
+        f"{_text(box.x + 10, box.y + 19, _head(f'{arrow} {stream.label}'), 'external-label')}"
         f"<title>{escape(stream.direction)} {escape(stream.via)}: {escape(stream.label)}</title></g>"
     )

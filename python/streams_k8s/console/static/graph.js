@@ -9,17 +9,21 @@
   const pes = new Map(data.pes.map((p) => [String(p.id), p]));
   const regions = new Map(data.regions.map((r) => [r.alias, r]));
   const layoutUrl = document.body.dataset.layoutUrl || "";
-  let view = null; // the SVG's viewBox: {x, y, w, h}
+  let view = null; // the part of the picture shown, in its own units: {x, y, w, h}
   let full = null; // the whole picture's box
   let selected = null; // [attribute, value] of the selection, kept across re-layouts
 
   function svg() { return host.querySelector("svg"); }
 
   function setView(v) {
-    view = v;
-    svg().setAttribute("viewBox", `${v.x} ${v.y} ${v.w} ${v.h}`);
+    // A CSS transform of the whole SVG, not a new viewBox: the browser moves and scales the
+    // drawn picture instead of drawing every element again, which keeps a big job fluid.
+    const s = Math.min(host.clientWidth / v.w, host.clientHeight / v.h);
+    view = { x: v.x, y: v.y, w: host.clientWidth / s, h: host.clientHeight / s };
+    svg().style.transform = `translate(${-(v.x - full.x) * s}px, ${-(v.y - full.y) * s}px) scale(${s})`;
     // Labels are unreadable when zoomed far out: hiding them keeps big graphs fluid.
-    svg().classList.toggle("far", v.w / host.clientWidth > 2.5);
+    svg().classList.toggle("far", s < 0.4);
+    svg().classList.toggle("very-far", s < 0.17);
   }
 
   function mount(markup) {
@@ -27,9 +31,6 @@
     const s = svg();
     const [x, y, w, h] = s.getAttribute("viewBox").split(" ").map(Number);
     full = { x, y, w, h };
-    s.removeAttribute("width");
-    s.removeAttribute("height");
-    s.setAttribute("preserveAspectRatio", "xMinYMin meet");
     setView(fitted());
     if (selected) reselect();
   }
@@ -77,7 +78,7 @@
     if (!hit) { select(null); return; }
     const kind = KINDS.find((k) => hit.hasAttribute(k));
     select(hit, kind);
-    const toggle = e.target.closest(".region-label, .pe-title, .pe-count");
+    const toggle = e.target.closest(".region-label, .pe-title");
     if (toggle && (kind === "data-region" || kind === "data-pe")) collapseToggle(kind, hit.getAttribute(kind));
   });
 
@@ -192,7 +193,7 @@
   document.getElementById("zoom-fit").onclick = () => setView({ ...full });
 
   mount(host.innerHTML);
-  window.streamsGraph = { setHealth, select: (kind, id) => {
+  window.streamsGraph = { setHealth, view: () => ({ ...view }), select: (kind, id) => {
     const el = svg().querySelector(`[${kind}="${CSS.escape(id)}"]`);
     if (el) select(el, kind);
   }, mount };
