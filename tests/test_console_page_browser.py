@@ -88,4 +88,10 @@ async def test_the_parallel_sample_selects_collapses_pans_and_zooms(tmp_path: Pa
         )
         panned = await tab.evaluate(VIEW)
         assert panned["x"] > zoomed["x"]  # dragged left: the view moved right
+        await tab.evaluate("window.streamsGraph.setHealth('pe:3', 'failed')")  # as the live page does
+        failed = await tab.evaluate(
+            "[...document.querySelectorAll('#graph [data-health=failed]')].map(e => e.dataset.pe)"
+        )
+        assert failed
+        assert set(failed) == {"3"}
         (tmp_path / "parallel.png").write_bytes(await tab.screenshot())  # an artefact, not committed
