@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -63,3 +66,21 @@ def test_a_bad_bundle_is_still_one_line_with_a_picture_asked_for(tmp_path: Path)
     assert result.exit_code == 1
     assert len(result.output.strip().splitlines()) == 1
     assert result.output.startswith("error: ")
+
+
+def test_the_picture_does_not_depend_on_string_hashing(tmp_path: Path) -> None:
+    """Same job, same picture across processes: nothing in the layout follows a set's order."""
+    spec = SyntheticSpec(chains=4, length=3, regions=2, width=3, colocate_pairs=True)
+    sab = write_sab(tmp_path / "app.sab", spec)
+    run = "from streams_k8s.cli import main; main()"
+    pictures = {
+        subprocess.run(
+            [sys.executable, "-c", run, "plan", str(sab), "-o", "svg"],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            check=True,
+            timeout=120,
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(pictures) == 1
