@@ -18,25 +18,23 @@ from streams_k8s.console.graph import JobGraph, graph_from_plan
 SVG = "{http://www.w3.org/2000/svg}"
 
 
-def real_plan(bundle: str, fusion: Fusion | None = None, widths: Sequence[tuple[str, int]] = ()) -> Plan:
-    app = parse_adl(real_adl(bundle))
+def _plan(adl: bytes, fusion: Fusion | None, widths: Sequence[tuple[str, int]]) -> Plan:
     return plan_application(
-        app,
+        parse_adl(adl),
         fusion or Fusion(),
         job_name="job",
         widths=[ParallelRegionWidth(alias=a, width=w) for a, w in widths],
     )
+
+
+def real_plan(bundle: str, fusion: Fusion | None = None, widths: Sequence[tuple[str, int]] = ()) -> Plan:
+    return _plan(real_adl(bundle), fusion, widths)
 
 
 def synthetic_plan(
     spec: SyntheticSpec, fusion: Fusion | None = None, widths: Sequence[tuple[str, int]] = ()
 ) -> Plan:
-    return plan_application(
-        parse_adl(synthetic_adl(spec)),
-        fusion or Fusion(),
-        job_name="job",
-        widths=[ParallelRegionWidth(alias=a, width=w) for a, w in widths],
-    )
+    return _plan(synthetic_adl(spec), fusion, widths)
 
 
 def synthetic_graph(
