@@ -104,7 +104,11 @@ def layout(graph: JobGraph, collapsed: Collapsed | None = None) -> Layout:
     shown = {op.id for op in graph.operators if visible(op, collapsed.regions)}
     members = {pe.id: [o for o in pe.operators if o in shown] for pe in graph.pes}
     blocks = [pe.id for pe in graph.pes if members[pe.id]]
-    inner = {b: _inner(graph, members[b]) for b in blocks if b not in collapsed.pes}
+    within: dict[int, list[tuple[int, int]]] = {}  # PE id → streams between its drawn operators
+    for st in graph.streams:
+        if st.src in shown and st.dst in shown and ops[st.src].pe == ops[st.dst].pe:
+            within.setdefault(ops[st.src].pe, []).append((st.src, st.dst))
+    inner = {b: _inner(members[b], within.get(b, [])) for b in blocks if b not in collapsed.pes}
     externals = list(dict.fromkeys(x.key for x in graph.external if x.operator in shown))
     node_of = {f"pe:{b}": i for i, b in enumerate(blocks)} | {
         key: len(blocks) + i for i, key in enumerate(externals)
@@ -114,7 +118,10 @@ def layout(graph: JobGraph, collapsed: Collapsed | None = None) -> Layout:
     links = _links(graph, ops, shown, collapsed.pes)
     edges = sorted({(node_of[a[1]], node_of[b[1]]) for a, b in links if a[1] != b[1]})
     placed = place(sizes, edges)
-    pes = {b: Box(p.x, p.y, *sizes[i]) for i, (b, p) in enumerate(zip(blocks, placed, strict=False))}
+    pes = {
+        b: Box(p.x, p.y, *sizes[i])
+        for i, (b, p) in enumerate(zip(blocks, placed[: len(blocks)], strict=True))
+    }
     operators = {
         o: Box(pes[b].x + PE_PAD + rel.x, pes[b].y + PE_HEAD + rel.y, rel.w, rel.h)
         for b, boxes in inner.items()
@@ -149,10 +156,10 @@ def layout(graph: JobGraph, collapsed: Collapsed | None = None) -> Layout:
     )
 
 
-def _inner(graph: JobGraph, members: list[int]) -> dict[int, Box]:
-    """Operator boxes inside one PE, relative to its content area."""
+def _inner(members: list[int], streams: list[tuple[int, int]]) -> dict[int, Box]:
+    """Operator boxes inside one PE (``streams`` between them), relative to its content area."""
     index = {o: i for i, o in enumerate(members)}
-    edges = [(index[s.src], index[s.dst]) for s in graph.streams if s.src in index and s.dst in index]
+    edges = [(index[a], index[b]) for a, b in streams]
     placed = place([OPERATOR_SIZE] * len(members), edges)
     return {o: Box(p.x, p.y, *OPERATOR_SIZE) for o, p in zip(members, placed, strict=True)}
 
