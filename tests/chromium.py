@@ -17,6 +17,7 @@ import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp
 import pytest
@@ -122,7 +123,7 @@ async def browser(width: int = 1400, height: int = 900) -> AsyncIterator[str]:
 async def page(address: str, url: str) -> AsyncIterator[Page]:
     """A new tab on ``url``, closed afterwards."""
     async with aiohttp.ClientSession() as session:
-        async with session.put(f"{address}/json/new?{url}") as response:
+        async with session.put(f"{address}/json/new?{quote(url, safe=':/')}") as response:
             target = await response.json(content_type=None)
         try:
             async with session.ws_connect(target["webSocketDebuggerUrl"], max_msg_size=0) as ws:

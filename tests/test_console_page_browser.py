@@ -47,6 +47,14 @@ async def test_the_pubsub_samples_render_with_their_pes_and_streams_to_other_job
             assert await _drawn(tab) == {"pes": 4, "operators": 4, "imports": 0, "exports": 3}
 
 
+async def test_a_link_selects_and_centres_a_pe(tmp_path: Path) -> None:
+    url = _page(tmp_path, "apps.parallel.Parallel.sab")
+    async with browser() as address, page(address, url + "#pe=4") as tab:
+        await _drawn(tab)
+        assert await tab.evaluate("document.querySelector('#graph .selected').dataset.pe") == "4"
+        assert "PE 4" in await tab.evaluate("document.getElementById('panel').innerText")
+
+
 async def test_the_parallel_sample_selects_collapses_pans_and_zooms(tmp_path: Path) -> None:
     url = _page(tmp_path, "apps.parallel.Parallel.sab", "--width", "Result.Region2=3")
     async with browser() as address, page(address, url) as tab:

@@ -92,15 +92,17 @@
     document.dispatchEvent(new CustomEvent("graph-select", { detail: { kind, id: el.getAttribute(kind) } }));
   }
 
-  function reselect() {
-    const [kind, value] = selected;
+  function focus(kind, value) {
+    // Select and centre an element by its data- attribute; false when it is not drawn.
     const el = svg().querySelector(`[${kind}="${CSS.escape(value)}"]`);
-    if (el) {
-      select(el, kind);
-      const b = el.getBBox();
-      setView({ ...view, x: b.x + b.width / 2 - view.w / 2, y: b.y + b.height / 2 - view.h / 2 });
-    }
+    if (!el) return false;
+    select(el, kind);
+    const b = el.getBBox();
+    setView({ ...view, x: b.x + b.width / 2 - view.w / 2, y: b.y + b.height / 2 - view.h / 2 });
+    return true;
   }
+
+  function reselect() { focus(...selected); }
 
   function esc(t) {
     return String(t).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
@@ -193,10 +195,10 @@
   document.getElementById("zoom-fit").onclick = () => setView({ ...full });
 
   mount(host.innerHTML);
-  window.streamsGraph = { setHealth, view: () => ({ ...view }), select: (kind, id) => {
-    const el = svg().querySelector(`[${kind}="${CSS.escape(id)}"]`);
-    if (el) select(el, kind);
-  }, mount };
+  // A link to one part of the picture: #pe=3, #operator=<name>, #region=<alias>.
+  const link = /^#(pe|operator|region)=(.+)$/.exec(location.hash);
+  if (link) focus(`data-${link[1]}`, decodeURIComponent(link[2]));
+  window.streamsGraph = { setHealth, view: () => ({ ...view }), focus, mount };
   requestAnimationFrame(() => requestAnimationFrame(() => {
     // First paint, for the benchmarks and browser tests: set once the graph has been drawn.
     document.body.dataset.drawnMs = String(Math.round(performance.now()));
