@@ -1,0 +1,1 @@
+"""The console: the job graph (model, layout, SVG, self-contained page) and the live web UI."""
