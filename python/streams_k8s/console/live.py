@@ -35,7 +35,7 @@ CONSISTENT_REGIONS = Resource.of(ConsistentRegion)
 NO_JOB = ""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # one per page: compared (and hashed) by identity
 class Subscription:
     """What changed since this subscriber last looked: (namespace, job) pairs, job "" for any."""
 

@@ -18,7 +18,7 @@ from aiohttp.typedefs import Handler
 
 from streams_k8s.console import views
 from streams_k8s.console.live import NO_JOB, LiveCluster
-from streams_k8s.console.live_plans import JobPlans
+from streams_k8s.console.live_plans import JobPlans, PlanJob
 from streams_k8s.console.live_snapshots import (
     Snapshot,
     events_snapshot,
@@ -29,10 +29,12 @@ from streams_k8s.console.live_snapshots import (
 from streams_k8s.console.server_access import TOKEN_COOKIE, AuthMode, Refused, Viewers
 from streams_k8s.console.server_push import stream
 from streams_k8s.k8s.http_errors import json_error, json_errors
+from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import ObjectKey
-from streams_k8s.k8s.reviews import Review
+from streams_k8s.k8s.reviews import AccessReviewer, Review, TokenReviewer
 
 _OPEN = ("/login", "/healthz")
+VIEWER: web.RequestKey[Review | None] = web.RequestKey("viewer")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +75,7 @@ class Console:
         if request.path in _OPEN or request.match_info.http_exception is not None:
             return await handler(request)
         try:
-            request["viewer"] = await self.viewers.viewer(request)
+            request[VIEWER] = await self.viewers.viewer(request)
         except Refused as refused:
             if request.path.startswith("/api/"):
                 headers = {"WWW-Authenticate": 'Bearer realm="streams-k8s console"'}
@@ -122,7 +124,7 @@ class Console:
 
     @staticmethod
     async def _snapshot(request: web.Request, view: _View) -> Snapshot:
-        snapshot = await view.compute(request["viewer"])
+        snapshot = await view.compute(request[VIEWER])
         if snapshot is None:
             raise web.HTTPNotFound(
                 text=f"{request.path.removeprefix('/api')} not found (or you may not see it)"
@@ -145,7 +147,7 @@ class Console:
 
     def _push(self, make: Callable[[web.Request], _View]) -> Handler:
         async def push(request: web.Request) -> web.StreamResponse:
-            view, viewer = make(request), request["viewer"]
+            view, viewer = make(request), request[VIEWER]
             return await stream(request, self.live, lambda: view.compute(viewer), view.relevant, views.panels)
 
         return push
@@ -175,3 +177,36 @@ class Console:
     async def _healthz(self, request: web.Request) -> web.StreamResponse:
         synced = self.live.synced()
         return web.json_response({"synced": synced}, status=200 if synced else 503)
+
+
+@dataclass
+class ConsoleServer:
+    """A started console: where it listens, and how to stop it."""
+
+    runner: web.AppRunner
+    port: int
+
+    async def stop(self) -> None:
+        await self.runner.cleanup()
+
+
+async def serve_console(
+    manager: Manager,
+    plan_job: PlanJob,
+    *,
+    host: str,
+    port: int,
+    auth: AuthMode,
+) -> ConsoleServer:
+    """Declare the console's informers on ``manager`` (shared with its controllers) and serve it.
+
+    Call before ``manager.run()`` so that the informers start with the others; the pages answer
+    from the caches as soon as they are synced (``/healthz`` says when)."""
+    client = manager.client
+    tokens = TokenReviewer(client) if auth is AuthMode.TOKEN else None
+    access = AccessReviewer(client) if auth is AuthMode.TOKEN else None
+    console = Console(LiveCluster(manager), JobPlans(plan_job), Viewers(auth, tokens, access))
+    runner = web.AppRunner(console.app(), access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, host, port).start()
+    return ConsoleServer(runner, int(runner.addresses[0][1]))

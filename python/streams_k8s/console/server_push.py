@@ -41,7 +41,8 @@ async def stream(
     try:
         first = await compute()
         if first is None:
-            raise web.HTTPNotFound(text="no such view (or you may not see it)")
+            what = request.path.removeprefix("/api/stream")
+            raise web.HTTPNotFound(text=f"{what} not found (or you may not see it)")
         response = web.StreamResponse(
             headers={
                 "Content-Type": "text/event-stream",
@@ -68,8 +69,10 @@ async def stream(
             if snapshot != last:
                 await response.write(_frame("snapshot", {"snapshot": snapshot, "panels": render(snapshot)}))
                 last = snapshot
+        with contextlib.suppress(ConnectionResetError):
+            await response.write_eof()
+    except ConnectionResetError:
+        pass  # the page closed: nothing to answer
     finally:
         live.unsubscribe(subscription)
-    with contextlib.suppress(ConnectionResetError):
-        await response.write_eof()
     return response
