@@ -125,6 +125,10 @@ def test_the_sdist_carries_the_license(tmp_path: Path) -> None:
         assert info is not None
         pkg_info = info.read().decode()
     assert "LICENSE" in names
+    # the console's page assets are package data: in the sdist, hence in every wheel built from it
+    assert {"graph.js", "graph.css", "page.css"} <= {
+        Path(n).name for n in names if n.startswith("python/streams_k8s/console/static/")
+    }
     assert "License-Expression: Apache-2.0" in pkg_info
     assert "License-File: LICENSE" in pkg_info
 

@@ -146,7 +146,13 @@ def _load(source: Path) -> tuple[bytes, Job | None]:
 )
 @click.option("--nodes", type=click.IntRange(min=1), help="Cluster node count (bounds automatic fusion).")
 @click.option("--diff", is_flag=True, help="Plan with the base widths, re-fuse with --width, print the diff.")
-@click.option("-o", "--output", type=click.Choice(["table", "json", "yaml"]), default="table")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["table", "json", "yaml", "html", "svg"]),
+    default="table",
+    help="html/svg: the job graph with its fusion, as one self-contained file (redirect it).",
+)
 def plan(
     source: Path,
     fusion_text: str | None,
@@ -186,7 +192,11 @@ def plan(
         _fail(err)
     for notice in result.notices:
         click.echo(f"notice: {notice}", err=True)
-    if output == "table":
+    if output in ("html", "svg"):
+        from streams_k8s.console.picture import plan_picture
+
+        click.echo(plan_picture(result, output), nl=False)
+    elif output == "table":
         _print_table(result)
     elif output == "json":
         _emit({"pes": _pe_rows(result), "nameTable": result.name_table}, output)
