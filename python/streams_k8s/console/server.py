@@ -18,7 +18,7 @@ from aiohttp.typedefs import Handler
 
 from streams_k8s.console import views
 from streams_k8s.console.live import NO_JOB, LiveCluster
-from streams_k8s.console.live_plans import JobPlans, PlanJob
+from streams_k8s.console.live_plans import JobPlans, PlanJob, PlanUnavailable, applied_widths
 from streams_k8s.console.live_snapshots import (
     Snapshot,
     events_snapshot,
@@ -62,6 +62,7 @@ class Console:
             app.router.add_get("/api" + path, data(view))
             app.router.add_get("/api/stream" + path, push(view))
         app.router.add_get("/", self._root)
+        app.router.add_get("/jobs/{namespace}/{name}/graph.svg", self._graph)
         app.router.add_get("/login", self._login_form)
         app.router.add_post("/login", self._login)
         app.router.add_post("/logout", self._logout)
@@ -153,6 +154,22 @@ class Console:
         return push
 
     # --- the graph, login, health ---------------------------------------------------------
+
+    async def _graph(self, request: web.Request) -> web.StreamResponse:
+        namespace, name = request.match_info["namespace"], request.match_info["name"]
+        snapshot = job_snapshot(self.live, namespace, name)
+        job = self.live.job(namespace, name)
+        if job is None or snapshot is None or not await self._visible(request[VIEWER], namespace):
+            raise web.HTTPNotFound(text=f"job {namespace}/{name} not found (or you may not see it)")
+        widths = applied_widths(self.live.of_job(self.live.parallel_regions, namespace, name))
+        try:
+            plan = await self.plans.plan(job, widths)
+        except PlanUnavailable as err:
+            return json_error(503, "PlanUnavailable", str(err))
+        svg = views.graph_svg(plan, snapshot["health"])
+        return web.Response(
+            text=svg, content_type="image/svg+xml", headers={"X-Graph-Version": snapshot["graph"]}
+        )
 
     async def _root(self, request: web.Request) -> web.StreamResponse:
         raise web.HTTPFound("/jobs")

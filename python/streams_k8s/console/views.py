@@ -14,7 +14,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
+from streams_k8s.app.plan import Plan
+from streams_k8s.console.graph import Health, graph_from_plan, pe_key
+from streams_k8s.console.layout import layout
 from streams_k8s.console.live_snapshots import Snapshot
+from streams_k8s.console.render import render_svg
 from streams_k8s.console.views_assets import SCRIPT, STYLE
 
 Row = Mapping[str, Any]
@@ -194,6 +198,12 @@ def panels(snapshot: Snapshot) -> dict[str, str]:
         "regions": _regions_panel(snapshot["parallelRegions"], snapshot["consistentRegions"]),
         "events": _events_panel(snapshot["events"]),
     }
+
+
+def graph_svg(plan: Plan, health: Mapping[str, str]) -> str:
+    """The job's graph (the planned picture) coloured by the live health of its PEs."""
+    graph = graph_from_plan(plan)
+    return render_svg(graph, layout(graph), {pe_key(int(pe)): Health(h) for pe, h in health.items()})
 
 
 def _title(snapshot: Snapshot) -> tuple[str, str]:
