@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import aiohttp
 from click.testing import CliRunner
 
 from operator_support import free_port
@@ -68,6 +69,15 @@ async def test_demo_keep_leaves_a_cluster_for_kubectl_shaped_by_the_flags(tmp_pa
             nodes, _ = await client.list_all(NODES)
         assert job["status"]["phase"] == "Running"
         assert sorted(n["metadata"]["labels"][ZONE] for n in nodes) == ["east", "east"]
+        # The console the demo printed serves the job while the cluster is kept.
+        url = next(line.split()[-1] for line in printed if line.startswith("console at "))
+        assert url.endswith("/jobs/default/demo")
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(url.replace("/jobs/", "/api/jobs/")) as answer,
+        ):
+            assert answer.status == 200
+            assert (await answer.json())["job"]["phase"] == "Running"
         process.send_signal(signal.SIGINT)
         assert await asyncio.wait_for(process.wait(), 30) == 0
     finally:

@@ -6,6 +6,7 @@ import click
 
 from streams_k8s import __version__
 from streams_k8s._native import __version__ as native_version
+from streams_k8s.cli.console import console
 from streams_k8s.cli.coordinator import coordinator
 from streams_k8s.cli.cr_replay import cr_replay
 from streams_k8s.cli.crds import crds
@@ -30,5 +31,6 @@ main.add_command(run)
 main.add_command(sandbox_command)
 main.add_command(plan)
 main.add_command(coordinator)
+main.add_command(console)
 
 __all__ = ["main"]

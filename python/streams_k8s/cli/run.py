@@ -8,9 +8,11 @@ Manager and declares its informers and controllers on it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import inspect
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -63,18 +65,39 @@ def _listen_help(setting: str) -> str:
     return f"{field.description} [{field.default}; ${prefix}{setting.upper()}]"
 
 
-async def _serve(settings: RuntimeSettings, setups: list[Setup]) -> int:
+async def _serve(settings: RuntimeSettings, setups: list[Setup], console: ConsoleFlags) -> int:
     manager = Manager(settings)
     client = await manager.connect()
-    try:
-        for setup in setups:
-            result = setup(manager)
-            if inspect.isawaitable(result):
-                await result
-    except BaseException:
-        await client.close()  # run() would close it; a failed setup never gets there
-        raise
-    return await manager.run()
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            for setup in setups:
+                result = setup(manager)
+                if inspect.isawaitable(result):
+                    await result
+            if console.port is not None:  # the same informers, served read-only
+                await _start_console(manager, stack, settings.bind_address, console)
+        except BaseException:
+            await client.close()  # run() would close it; a failed setup never gets there
+            raise
+        return await manager.run()
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+@dataclass(frozen=True)
+class ConsoleFlags:
+    port: int | None
+    auth: str
+
+
+async def _start_console(
+    manager: Manager, stack: contextlib.AsyncExitStack, host: str, flags: ConsoleFlags
+) -> None:
+    from streams_k8s.cli.console import start_console  # the console's modules only when asked for
+    from streams_k8s.controller.settings import OperatorSettings
+
+    cache = OperatorSettings.from_environment().bundle_cache_dir()  # the operator's: nothing fetched
+    assert flags.port is not None
+    await start_console(manager, stack, cache, host=host, port=flags.port, auth=flags.auth)
 
 
 @click.command(cls=OneLineErrors)
@@ -101,9 +124,24 @@ async def _serve(settings: RuntimeSettings, setups: list[Setup]) -> int:
     metavar="MODULE:FUNCTION",
     help=f"controller setup to run (repeatable) [entry points '{ENTRY_POINT_GROUP}']",
 )
+@click.option(
+    "--console-port",
+    type=click.IntRange(0, 65535),
+    envvar="STREAMS_K8S_CONSOLE_PORT",
+    help="also serve the read-only web console here [off; $STREAMS_K8S_CONSOLE_PORT]",
+)
+@click.option(
+    "--console-auth",
+    type=click.Choice(["token", "none"]),
+    default="token",
+    envvar="STREAMS_K8S_CONSOLE_AUTH",
+    show_default=True,
+    help="token: viewers log in with a bearer token (TokenReview + SubjectAccessReview); none: "
+    "anyone who reaches the port sees what the operator sees (behind kubectl port-forward)",
+)
 @click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]))
 @click.option("--log-format", type=click.Choice(["json", "text"]))
-def run(controllers: tuple[str, ...], **flags: Any) -> None:
+def run(controllers: tuple[str, ...], console_port: int | None, console_auth: str, **flags: Any) -> None:
     """Run the controllers until SIGTERM (settings also from STREAMS_K8S_* variables).
 
     The instance operator serves its REST API (--api-port) and bundle repository
@@ -124,7 +162,7 @@ def run(controllers: tuple[str, ...], **flags: Any) -> None:
         )
     configure_logging(settings.log_level, settings.log_format)
     try:
-        code = asyncio.run(_serve(settings, setups))
+        code = asyncio.run(_serve(settings, setups, ConsoleFlags(console_port, console_auth)))
     except Exception as exc:
         raise click.ClickException(f"cannot start: {exc}") from None
     raise SystemExit(code)

@@ -25,6 +25,7 @@ from rich.table import Table
 
 from streams_k8s.api.contract import JOB_LABEL, PE_LABEL, SVC_LABEL
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
+from streams_k8s.cli.console import start_console
 from streams_k8s.controller.kinds import JOBS, PES
 from streams_k8s.controller.operator import setup as operator_setup
 from streams_k8s.k8s.client import KubeClient
@@ -210,8 +211,13 @@ async def run_demo(
             manager = Manager(settings)
             await manager.connect()
             operator = await operator_setup(manager)
+            views = contextlib.AsyncExitStack()  # the console, served from the operator's informers
+            console_server = await start_console(
+                manager, views, Path(tmp) / "bundle-cache", host=host, port=0, auth="none"
+            )
             controller = asyncio.create_task(manager.run(handle_signals=False))
             try:
+                console.print(f"console at http://{host}:{console_server.port}/jobs/{NAMESPACE}/{JOB}")
                 if sandbox.pe_runtime is not None:  # the simulated PEs report to this operator
                     await sandbox.pe_runtime.report_to(f"http://127.0.0.1:{operator.api_port}")
                 await client.create(JOBS, _job(bundle))
@@ -232,4 +238,5 @@ async def run_demo(
                 with contextlib.suppress(asyncio.CancelledError):
                     await controller
                 await operator.stop()
+                await views.aclose()
     return running

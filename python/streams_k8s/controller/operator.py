@@ -51,7 +51,7 @@ OPERATOR_POD_SELECTOR = "app.kubernetes.io/name=streams-k8s-operator"
 OPERATOR_CONTAINER = "controller"  # deploy/deployment.yaml
 
 
-def _data_reader(client: KubeClient, resource: Resource) -> DataReader:
+def data_reader(client: KubeClient, resource: Resource) -> DataReader:
     async def read(namespace: str, name: str) -> Mapping[str, str]:
         try:
             obj = await client.get(resource, name, namespace)
@@ -139,8 +139,8 @@ async def setup(manager: Manager) -> InstanceOperator:
         return BundleFetcher(
             cache,
             session,
-            read_secret=_data_reader(client, SECRETS),
-            read_config_map=_data_reader(client, CONFIGMAPS),
+            read_secret=data_reader(client, SECRETS),
+            read_config_map=data_reader(client, CONFIGMAPS),
         )
 
     pod_name = operator.pod_name

@@ -61,7 +61,7 @@ class WriteTarget:
 TargetOf = Callable[[web.Request], WriteTarget | None]
 
 
-class _Verdicts:
+class Verdicts:
     """A small time-bounded cache of review answers."""
 
     def __init__(self, seconds: float) -> None:
@@ -105,7 +105,7 @@ def write_guard(
     cache_seconds: float = CACHE_SECONDS,
 ) -> Middleware:
     """The middleware. ``pods`` None trusts no pod; ``tokens`` or ``access`` None accepts no token."""
-    reviews, decisions = _Verdicts(cache_seconds), _Verdicts(cache_seconds)
+    reviews, decisions = Verdicts(cache_seconds), Verdicts(cache_seconds)
 
     async def authenticated(request: web.Request, header: str) -> Review | web.Response:
         scheme, _, token = header.partition(" ")
