@@ -229,7 +229,9 @@ async def test_compaction_evicts_through_the_callback_and_the_set_shrinks(deploy
         await deployment.create_consumer(name, 6)
     await deployment.until(lambda: deployment.all_placed(CAPACITY))
     used = {pod for p in (await deployment.placements()).values() for pod in p}
-    assert {"pool-3", "pool-4", "pool-5"} <= used
+    # 18 vreplicas at 4 per pod need pods 0-4: pool-3 and pool-4 were marked and are used again
+    # (pool-5 only if the autoscaler reached 6 before the placements fitted in 5).
+    assert {"pool-3", "pool-4"} <= used
     assert await deployment.marked() == set()
 
 
