@@ -26,6 +26,7 @@ from streams_k8s.controller.jobs.status import JobStatusView
 from streams_k8s.controller.placement.constraints import NodeInfo
 from streams_k8s.controller.planning import SubmissionFailure, check_placement, plan_job, read_application
 from streams_k8s.k8s.conditions import set_condition
+from streams_k8s.k8s.controller import stop_if_owner_deleted
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.objects import Object
 
@@ -163,6 +164,7 @@ class PlannedJobs(JobControllerBase):
 
         async def create(child: Desired) -> None:
             async with slots:
+                stop_if_owner_deleted(self.jobs.store, child.body)  # the Job deleted meanwhile: stop
                 try:
                     await self.client.create_if_absent(child.resource, child.body)
                 except ApiError as err:

@@ -52,7 +52,7 @@ from streams_k8s.controller.placement.constraints import (
     plan_placement,
 )
 from streams_k8s.controller.placement.nodes import unprepared_nodes
-from streams_k8s.k8s.controller import Requeue, generation_changed
+from streams_k8s.k8s.controller import Requeue, generation_changed, stop_if_deleted, stop_if_owner_deleted
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.events import EventRecorder
 from streams_k8s.k8s.kinds import CONFIGMAPS, NODES, PODS
@@ -287,6 +287,11 @@ class PeController:
             settings=self.settings,
             redis_config=job.metadata.annotations.get(REDIS_CONFIG_ANNOTATION),
         )
+        # Job or PE deleted while this reconcile ran: no pod for a job that is going away.
+        stop_if_deleted(
+            self.jobs.store, ObjectKey(str(job.metadata.namespace), str(job.metadata.name)), job.metadata.uid
+        )
+        stop_if_owner_deleted(self.pes.store, pod)
         await self.client.create_if_absent(PODS, pod)
 
     async def _retire(self, decision: Decision) -> None:
