@@ -49,4 +49,5 @@ async def test_a_job_deleted_mid_submission_gets_no_more_children(
     services, pes, pods = ([o["metadata"]["name"] for o in found] for found in later)
     # Only the creates already sent when the delete was seen may land; nothing of a later batch.
     assert len(services) <= CREATE_CONCURRENCY, services
-    assert pes == [] and pods == []
+    assert pes == []
+    assert pods == []
