@@ -4,7 +4,8 @@ Startup: connect, serve health/metrics, start every informer, wait for their cac
 leader, when leader election is on) start the controllers. Every long-running task is supervised:
 if one ends, liveness turns red and the manager shuts down with a failure exit code instead of
 running half-blind. Shutdown (SIGTERM/SIGINT or ``stop``): controllers finish in-flight reconciles,
-the Lease is released at once, then watches, servers and the client close.
+Events still pending get the same grace to be delivered, the Lease is released at once, then
+watches, servers and the client close.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class Manager:
         self._failure: str | None = None
         self._tasks: dict[asyncio.Task[Any], str] = {}
         self._controller_tasks: list[asyncio.Task[None]] = []
+        self._recorders: list[EventRecorder] = []
 
     @property
     def client(self) -> KubeClient:
@@ -110,7 +112,9 @@ class Manager:
         return controller
 
     def event_recorder(self, controller: str) -> EventRecorder:
-        return EventRecorder(self.client, controller, self.settings.identity)
+        recorder = EventRecorder(self.client, controller, self.settings.identity)
+        self._recorders.append(recorder)
+        return recorder
 
     # --- health ----------------------------------------------------------------------------
 
@@ -250,6 +254,7 @@ class Manager:
 
     async def _shutdown(self) -> None:
         await asyncio.gather(*(c.shutdown(self.settings.shutdown_grace) for c in self.controllers))
+        await asyncio.gather(*(r.close(self.settings.shutdown_grace) for r in self._recorders))
         if self.leader is not None and self.leader.is_leader:
             await self.leader.release()
         for task in self._tasks:

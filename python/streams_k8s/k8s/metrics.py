@@ -101,7 +101,7 @@ class RuntimeMetrics:
         )
         self.events_emitted = Counter(
             "streams_k8s_events_total",
-            "Kubernetes Events recorded, by outcome (created, aggregated, dropped, failed).",
+            "Kubernetes Events recorded, by outcome (created, aggregated, queued to retry, dropped, failed).",
             ["outcome"],
             registry=r,
         )

@@ -143,11 +143,9 @@ class RunningJobs(ResizingJobs):
         wait = self._counts_written.get(uid, -COUNTS_INTERVAL) + COUNTS_INTERVAL - time.monotonic()
         if phase == status.phase and wait > 0:
             return Requeue(wait)
-        written = await self._write_status(obj, wanted)
+        await self._write_status(obj, wanted)  # the Running Event: `controller.milestones`
         if self._cached(obj):
             self._counts_written[uid] = time.monotonic()
-        if phase != status.phase and phase == JobPhase.RUNNING:
-            await self.recorder.record(written, "Normal", "Running", f"all {expected} PE pods are ready")
         return None
 
 
