@@ -23,7 +23,7 @@ from streams_k8s.consistent.fsm import Health, NotificationType, Notify, RegionM
 from streams_k8s.consistent.local import LocalCoordinator
 from streams_k8s.consistent.rest import BASE_PATH, consistent_region_api
 from streams_k8s.k8s.client import Resource
-from streams_k8s.sandbox.pe_runtime import session_from
+from streams_k8s.sandbox.pe_identity import session_from
 
 PODS = Resource("", "v1", "pods", "Pod")
 
