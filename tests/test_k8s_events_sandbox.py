@@ -163,3 +163,19 @@ async def test_a_milestone_recorded_again_by_another_replica_stays_one_event(
     )
     events, _ = await client.list_all(CORE_EVENTS, "default")
     assert [e["reason"] for e in events] == ["SubmissionSucceeded"] * 2
+
+
+async def test_a_lost_answer_makes_no_second_event(
+    sandbox: Sandbox, client: KubeClient, subject: dict[str, Any]
+) -> None:
+    sandbox.faults.fail(500, 1, verb="create", resource="events", after_commit=True)
+    recorder = EventRecorder(client, "streams-controller", "replica-1")
+    recorder.delivery.first_delay = 0.05
+    await recorder.record(subject, "Normal", "Running", "all 3 PE pods are ready")
+
+    async def delivered() -> bool:
+        return recorder.delivery.pending == 0
+
+    await eventually_async(delivered, within=10)
+    events, _ = await client.list_all(CORE_EVENTS, "default")
+    assert [(e["reason"], e["count"]) for e in events] == [("Running", 1)]
