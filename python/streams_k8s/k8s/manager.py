@@ -71,6 +71,8 @@ class Manager:
                 request_timeout=s.request_timeout,
                 metrics=self.metrics,
             )
+            self._client.errors.window = s.api_error_window
+            self._client.errors.min_requests = s.api_error_min_requests
         return self._client
 
     def informer(
@@ -131,7 +133,20 @@ class Manager:
         return problems
 
     def readiness(self) -> list[str]:
+        s = self.settings
         problems = [f"cache {i.name} not synced" for i in self._informers.values() if not i.synced.is_set()]
+        problems += [
+            f"watch {i.name} silent for {i.age():.0f}s (budget {s.watch_ready_budget:.0f}s)"
+            for i in self._informers.values()
+            if i.synced.is_set() and i.age() > s.watch_ready_budget
+        ]
+        if self._client is not None:
+            requests, failures = self._client.errors.counts()
+            if self._client.errors.ratio() >= s.api_error_budget:
+                problems.append(
+                    f"API server failing: {failures} of {requests} requests in the last "
+                    f"{s.api_error_window:.0f}s got no usable answer (budget {s.api_error_budget:.0%})"
+                )
         if self.settings.ready_requires_leader and self.leader is not None and not self.leader.is_leader:
             problems.append("not the leader")
         if self._failure:
