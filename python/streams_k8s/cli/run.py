@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -66,15 +66,22 @@ def _listen_help(setting: str) -> str:
 async def _serve(settings: RuntimeSettings, setups: list[Setup]) -> int:
     manager = Manager(settings)
     client = await manager.connect()
+    stops: list[Callable[[], Awaitable[object]]] = []  # what a setup started besides the manager
     try:
         for setup in setups:
             result = setup(manager)
             if inspect.isawaitable(result):
-                await result
+                result = await result
+            if inspect.iscoroutinefunction(stop := getattr(result, "stop", None)):
+                stops.append(stop)
     except BaseException:
         await client.close()  # run() would close it; a failed setup never gets there
         raise
-    return await manager.run()
+    try:
+        return await manager.run()
+    finally:  # servers and HTTP sessions closed: a clean exit, no unclosed-session warnings
+        for stop in stops:
+            await stop()
 
 
 @click.command(cls=OneLineErrors)
