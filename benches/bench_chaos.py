@@ -26,6 +26,7 @@ import pytest
 
 import k8s_example
 from job_inventory import NS, Inventory, synthetic_job
+from k8s_support import eventually_async
 from operator_process import OperatorProcess, require_operator
 from streams_k8s.controller.kinds import JOBS
 from streams_k8s.k8s.client import KubeClient
@@ -39,12 +40,10 @@ OPERATOR_QPS = 500
 
 
 async def _until(check: Any, within: float, every: float = 0.1) -> float:
+    """Seconds until ``check`` holds."""
     started = time.monotonic()
-    async with asyncio.timeout(within):
-        while True:
-            if await check():
-                return time.monotonic() - started
-            await asyncio.sleep(every)
+    await eventually_async(check, within=within, every=every)
+    return time.monotonic() - started
 
 
 async def _running(client: KubeClient, name: str) -> bool:

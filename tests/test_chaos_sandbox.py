@@ -11,11 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import random
-import signal
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -25,6 +21,7 @@ import pytest
 from chaos_support import ChaosSize, PodMonitor
 from job_inventory import Inventory, synthetic_job
 from k8s_support import eventually_async
+from operator_process import OperatorProcess
 from operator_support import job_status, wait_for_phase
 from streams_k8s.api.contract import JOB_LABEL
 from streams_k8s.controller.jobs.status import JobStatusView
@@ -43,23 +40,6 @@ NS = "default"
 async def client(sandbox: Sandbox) -> AsyncIterator[KubeClient]:
     async with await KubeClient.connect(str(sandbox.kubeconfig_path)) as c:
         yield c
-
-
-def spawn(sandbox: Sandbox, cache: Path) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        "STREAMS_K8S_API_PORT": "0",
-        "STREAMS_K8S_REPOSITORY_PORT": "0",
-        "STREAMS_K8S_BUNDLE_CACHE": str(cache),
-        "STREAMS_K8S_BACKOFF_MAX": "1",
-    }
-    command = [
-        sys.executable, "-c", "from streams_k8s.cli import main; main()", "run",
-        "--kubeconfig", str(sandbox.kubeconfig_path), "--namespace", NS,
-        "--health-port", "0", "--metrics-port", "0", "--bind-address", "127.0.0.1",
-        "--no-leader-election", "--log-format", "text", "--log-level", "ERROR",
-    ]  # fmt: skip
-    return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def inject_api_faults(sandbox: Sandbox, size: ChaosSize, seed: int) -> None:
@@ -106,19 +86,19 @@ async def test_under_chaos_the_job_converges_with_every_invariant(
     inject_api_faults(sandbox, size, seed=16)
     job = await client.create(JOBS, synthetic_job("chaos", tmp_path, size.pes))
     ids: set[int] = set()
+    operator = OperatorProcess(sandbox.kubeconfig_path, tmp_path / "operator.log")
     try:
         for _ in range(size.kills):
-            process = spawn(sandbox, tmp_path / "cache")
+            operator.start()
             try:
                 await asyncio.sleep(rng.uniform(1.0, 4.0))
                 await disrupt(sandbox, client, rng, "chaos")
                 await asyncio.sleep(rng.uniform(0.0, 1.5))
             finally:
-                process.send_signal(signal.SIGKILL)
-                await asyncio.to_thread(process.wait)
+                await asyncio.to_thread(operator.kill)  # SIGKILL, anywhere
             if (found := (await job_status(client, "chaos")).get("id")) is not None:
                 ids.add(int(found))
-        process = spawn(sandbox, tmp_path / "cache")
+        operator.start()
         try:
             status = await wait_for_phase(client, "chaos", "Running", within=180)
             ids.add(int(status["id"]))
@@ -158,8 +138,7 @@ async def test_under_chaos_the_job_converges_with_every_invariant(
 
             await eventually_async(nothing_left, within=60)
         finally:
-            process.send_signal(signal.SIGTERM)
-            await asyncio.to_thread(process.wait)
+            await asyncio.to_thread(operator.stop)
     finally:
         sandbox.faults.clear()
         await monitor.stop()
