@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
+from k8s_support import eventually_async
 from streams_k8s.k8s.client import KubeClient, Resource
-from streams_k8s.k8s.events import CORE_EVENTS, EVENTS, EventRecorder
+from streams_k8s.k8s.event_delivery import CORE_EVENTS
+from streams_k8s.k8s.events import EVENTS, EventRecorder
 from streams_k8s.sandbox import Sandbox
 
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
@@ -111,3 +113,69 @@ async def test_events_are_recorded_where_events_k8s_io_is_not_served(
     ]
     assert events[0]["involvedObject"]["name"] == "subject"
     assert events[0]["source"] == {"component": "streams-controller"}
+
+
+async def test_an_event_the_api_server_did_not_take_is_delivered_later_once(
+    sandbox: Sandbox, client: KubeClient, subject: dict[str, Any]
+) -> None:
+    sandbox.faults.fail(500, 3, verb="create", resource="events")
+    recorder = EventRecorder(client, "streams-controller", "replica-1")
+    recorder.delivery.first_delay = 0.05
+    await recorder.record(subject, "Normal", "Running", "all 3 PE pods are ready")
+    await recorder.record(subject, "Normal", "Running", "all 3 PE pods are ready")  # counted meanwhile
+
+    async def delivered() -> bool:
+        return recorder.delivery.pending == 0
+
+    await eventually_async(delivered, within=10)
+    events, _ = await client.list_all(CORE_EVENTS, "default")
+    assert [(e["reason"], e["count"]) for e in events] == [("Running", 2)]
+    sample = client.metrics.registry.get_sample_value
+    assert sample("streams_k8s_events_total", {"outcome": "queued"}) == 1
+
+
+async def test_waiting_events_are_bounded_and_the_oldest_dropped_is_counted(
+    sandbox: Sandbox, client: KubeClient, subject: dict[str, Any]
+) -> None:
+    sandbox.faults.fail(503, None, verb="create", resource="events")
+    recorder = EventRecorder(client, "streams-controller", "replica-1")
+    recorder.delivery.limit = 2
+    for i in range(3):
+        await recorder.record(subject, "Normal", "Progress", f"step {i}")
+    assert recorder.delivery.pending == 2
+    assert client.metrics.registry.get_sample_value("streams_k8s_events_total", {"outcome": "dropped"}) == 1
+    sandbox.faults.clear()
+    assert await recorder.delivery.flush_once()
+    events, _ = await client.list_all(CORE_EVENTS, "default")
+    assert sorted(e["message"] for e in events) == ["step 1", "step 2"]
+    await recorder.close(1.0)
+
+
+async def test_a_milestone_recorded_again_by_another_replica_stays_one_event(
+    client: KubeClient, subject: dict[str, Any]
+) -> None:
+    for replica in ("replica-1", "replica-2"):
+        recorder = EventRecorder(client, "streams-controller", replica)
+        for _ in range(2):
+            await recorder.record_once(subject, "Normal", "SubmissionSucceeded", "3 PEs submitted", "1/1")
+    await EventRecorder(client, "streams-controller", "replica-1").record_once(
+        subject, "Normal", "SubmissionSucceeded", "3 PEs submitted", "1/2"
+    )
+    events, _ = await client.list_all(CORE_EVENTS, "default")
+    assert [e["reason"] for e in events] == ["SubmissionSucceeded"] * 2
+
+
+async def test_a_lost_answer_makes_no_second_event(
+    sandbox: Sandbox, client: KubeClient, subject: dict[str, Any]
+) -> None:
+    sandbox.faults.fail(500, 1, verb="create", resource="events", after_commit=True)
+    recorder = EventRecorder(client, "streams-controller", "replica-1")
+    recorder.delivery.first_delay = 0.05
+    await recorder.record(subject, "Normal", "Running", "all 3 PE pods are ready")
+
+    async def delivered() -> bool:
+        return recorder.delivery.pending == 0
+
+    await eventually_async(delivered, within=10)
+    events, _ = await client.list_all(CORE_EVENTS, "default")
+    assert [(e["reason"], e["count"]) for e in events] == [("Running", 1)]

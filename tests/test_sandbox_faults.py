@@ -110,6 +110,43 @@ async def test_expired_watch_gets_an_in_stream_410(sandbox: Sandbox) -> None:
         assert events[-1]["object"]["reason"] == "Expired"
 
 
+async def test_a_lost_answer_is_an_error_for_a_write_that_happened(
+    sandbox: Sandbox, sandbox_api: ApiClient
+) -> None:
+    core = CoreV1Api(sandbox_api)
+    sandbox.faults.fail(500, verb="create", resource="configmaps", after_commit=True)
+    with pytest.raises(ApiException) as caught:
+        await core.create_namespaced_config_map("default", cm("committed"))
+    assert caught.value.status == 500
+    assert (await core.read_namespaced_config_map("committed", "default")).data == {"k": "v"}
+    with pytest.raises(ApiException) as again:  # the client's retry meets its own write
+        await core.create_namespaced_config_map("default", cm("committed"))
+    assert again.value.status == 409
+
+
+async def test_random_failures_hit_about_their_share_and_repeat_with_the_seed(
+    sandbox: Sandbox, sandbox_api: ApiClient
+) -> None:
+    core = CoreV1Api(sandbox_api)
+
+    async def outcomes() -> list[int]:
+        found = []
+        for _ in range(200):
+            try:
+                await core.list_namespaced_config_map("default")
+                found.append(200)
+            except ApiException as err:
+                found.append(err.status)
+        return found
+
+    sandbox.faults.random.seed(7)
+    sandbox.faults.fail(503, None, verb="list", resource="configmaps", probability=0.3)
+    first = await outcomes()
+    assert 40 <= first.count(503) <= 80
+    sandbox.faults.random.seed(7)
+    assert await outcomes() == first
+
+
 async def test_http_control_endpoints(sandbox: Sandbox) -> None:
     async with aiohttp.ClientSession() as session:
         control = sandbox.url + "/_sandbox"
@@ -117,6 +154,14 @@ async def test_http_control_endpoints(sandbox: Sandbox) -> None:
             f"{control}/faults", json={"action": "fail", "status": 500, "verb": "list"}
         ) as r:
             assert r.status == 200
+        lost = {"action": "fail", "status": 500, "verb": "create", "afterCommit": True, "probability": 1}
+        async with session.post(f"{control}/faults", json=lost) as r:
+            assert r.status == 200
+        async with session.post(sandbox.url + CMS, json=cm("lost")) as r:
+            assert r.status == 500
+        assert (
+            sandbox.registry.find(sandbox.registry.types[("", "configmaps")], "default", "lost") is not None
+        )
         async with session.get(sandbox.url + CMS) as r:
             assert r.status == 500
             assert (await r.json())["reason"] == "InternalError"

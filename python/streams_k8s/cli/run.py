@@ -73,7 +73,11 @@ async def _serve(settings: RuntimeSettings, setups: list[Setup], console: Consol
             for setup in setups:
                 result = setup(manager)
                 if inspect.isawaitable(result):
-                    await result
+                    result = await result
+                if inspect.iscoroutinefunction(stop := getattr(result, "stop", None)):
+                    # what a setup started besides the manager, closed on the way out: a clean
+                    # exit, no unclosed-session warnings
+                    stack.push_async_callback(stop)
             if console.port is not None:  # the same informers, served read-only
                 await _start_console(manager, stack, settings.bind_address, console)
         except BaseException:

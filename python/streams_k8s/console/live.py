@@ -21,7 +21,7 @@ from streams_k8s.api import ConsistentRegion, Job, ParallelRegion, ProcessingEle
 from streams_k8s.api.contract import JOB_LABEL, STREAMS_SELECTOR
 from streams_k8s.console.live_state import event_time
 from streams_k8s.k8s.client import Resource
-from streams_k8s.k8s.events import CORE_EVENTS
+from streams_k8s.k8s.event_delivery import CORE_EVENTS
 from streams_k8s.k8s.informer import EventType, Handler, Informer
 from streams_k8s.k8s.kinds import PODS
 from streams_k8s.k8s.manager import Manager

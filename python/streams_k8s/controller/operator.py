@@ -28,6 +28,7 @@ from streams_k8s.controller.coordinators import (
     network_policies_served,
 )
 from streams_k8s.controller.jobs.controller import JobController
+from streams_k8s.controller.milestones import JobMilestones
 from streams_k8s.controller.pes.controller import PeController
 from streams_k8s.controller.placement.nodes import NodePlacementController
 from streams_k8s.controller.pubsub.api import SubscriptionApi
@@ -148,6 +149,7 @@ async def setup(manager: Manager) -> InstanceOperator:
     image = await own_image(client, pod_name, pod_namespace) if pod_name else None
     coordinators = CoordinatorObjectSettings(operator.coordinator_mode, operator.coordinator_image_or(image))
     jobs = JobController(manager, fetcher, coordinators.mode, operator.retry_delay)
+    JobMilestones(manager)
     CoordinatorObjectsController(
         manager, coordinators, network_policies=await network_policies_served(client)
     )

@@ -28,6 +28,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config import load_incluster_config, load_kube_config
 from pydantic import BaseModel
 
+from streams_k8s.k8s.api_errors import ApiErrorRate
 from streams_k8s.k8s.backoff import TokenBucket
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.metrics import RuntimeMetrics
@@ -167,6 +168,8 @@ class KubeClient:
         self._reload_lock = asyncio.Lock()
         self._reloaded_at = float("-inf")
         self.metrics = metrics if metrics is not None else RuntimeMetrics()
+        self.errors = ApiErrorRate()  # what readiness reads (`api_errors`)
+        self.metrics.api_error_ratio.set_function(self.errors.ratio)
 
     @classmethod
     async def connect(
@@ -256,6 +259,7 @@ class KubeClient:
                 finally:
                     self.metrics.api_latency.labels(verb, label).observe(time.monotonic() - started)
                     self.metrics.api_requests.labels(verb, label, str(status)).inc()
+                    self.errors.record(status)
             if 200 <= status < 300:
                 return orjson.loads(data) if data else {}
             error = _decode_error(status, data, headers)

@@ -20,6 +20,11 @@ def format_time(moment: datetime) -> str:
     return moment.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def parse_time(text: object) -> datetime | None:
+    """A Time as the API server writes it (`format_time`), None for none."""
+    return datetime.fromisoformat(str(text).replace("Z", "+00:00")) if text else None
+
+
 def find_condition(conditions: Iterable[ConditionDict] | None, type_: str) -> ConditionDict | None:
     for condition in conditions or ():
         if condition.get("type") == type_:

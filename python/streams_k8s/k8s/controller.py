@@ -3,7 +3,8 @@
 Level-triggered: ``reconcile(key)`` sees only the key, reads the cache, converges, and returns
 ``Requeue(after)`` or ``None`` (done). An exception retries the key with per-key exponential
 backoff under the global bucket; success forgets its failures. The queue guarantees one
-in-flight reconcile per key.
+in-flight reconcile per key. A reconcile whose object is being deleted under it stops at its
+next write (`stop_if_deleted` raises `Superseded`) and runs again at once, to see the deletion.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.metrics import RuntimeMetrics
 from streams_k8s.k8s.objects import Object, ObjectKey, meta, object_key
+from streams_k8s.k8s.store import Store
 from streams_k8s.k8s.workqueue import QueueShutDown, WorkQueue
 
 log = logging.getLogger(__name__)
@@ -29,6 +31,28 @@ class Requeue:
     """Reconcile this key again after ``after`` seconds (periodic checks, waiting on others)."""
 
     after: float
+
+
+class Superseded(Exception):
+    """The object a reconcile works for is being deleted (or was replaced): stop writing for it."""
+
+
+def stop_if_deleted(store: Store, key: ObjectKey, uid: str | None) -> None:
+    """Raise `Superseded` unless ``store`` holds ``key`` as incarnation ``uid``, not being deleted.
+
+    Called before each write of a long reconcile (a batch of children, a pod): a delete seen by the
+    cache meanwhile stops the creation of children the garbage collector would only remove again."""
+    current = store.get(key)
+    if current is None or meta(current).get("uid") != uid or meta(current).get("deletionTimestamp"):
+        raise Superseded(f"{key} is being deleted")
+
+
+def stop_if_owner_deleted(owners: Store, child: Object) -> None:
+    """`stop_if_deleted` for the controlling owner of ``child`` (about to be created), if any."""
+    for ref in meta(child).get("ownerReferences") or ():
+        if ref.get("controller"):
+            key = ObjectKey(str(meta(child).get("namespace") or ""), str(ref.get("name")))
+            stop_if_deleted(owners, key, ref.get("uid"))
 
 
 Reconciler = Callable[[ObjectKey], Awaitable[Requeue | None]]
@@ -185,6 +209,8 @@ class Controller:
                     result = await self._reconcile(key)
         except asyncio.CancelledError:
             raise
+        except Superseded:
+            result = Requeue(0.0)  # at once: the next reconcile sees the deletion
         except Exception as exc:
             self._m_errors.inc()
             self._m_result["error"].inc()

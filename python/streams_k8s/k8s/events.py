@@ -9,11 +9,15 @@ timestamps on create, so only a core/v1 write can carry them).
 The same (object, type, reason, action, note) repeated within ``window`` seconds updates the
 existing Event's count, lastTimestamp and series instead of creating another object, and a
 per-object token bucket (client-go's spam filter: burst 25, one more per 5 minutes) drops the
-excess. Recording never raises: Events are best-effort, conditions are the durable record.
+excess. Writes are delivered at least once (`event_delivery`: named before the first attempt,
+retried with backoff from a bounded queue). `record_once` records one occurrence of a milestone
+under a name derived from it, so recording it again (after a restart) leaves a single Event.
+Recording never raises: a write the API server refuses is logged and counted.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import secrets
 import time
@@ -25,11 +29,11 @@ from typing import Literal
 from streams_k8s.k8s.backoff import TokenBucket
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.event_delivery import EventDelivery
 from streams_k8s.k8s.objects import Object, meta
 
 log = logging.getLogger(__name__)
 
-CORE_EVENTS = Resource("", "v1", "events", "Event")
 # The same Events as the API server serves them to events.k8s.io/v1 readers.
 EVENTS = Resource("events.k8s.io", "v1", "events", "Event")
 EventKind = Literal["Normal", "Warning"]
@@ -86,6 +90,8 @@ class EventRecorder:
         self._seen: OrderedDict[tuple[str, ...], _Seen] = OrderedDict()
         self._buckets: OrderedDict[str, TokenBucket] = OrderedDict()
         self._m = client.metrics.events_emitted
+        self.delivery = EventDelivery(client, self._m)
+        self._once: OrderedDict[str, None] = OrderedDict()  # names of milestone Events recorded
 
     async def record(
         self,
@@ -128,6 +134,38 @@ class EventRecorder:
             self._m.labels("failed").inc()
             log.warning("could not record event %s on %s: %s", reason, subject, exc)
 
+    async def record_once(
+        self,
+        obj: Object,
+        kind: EventKind,
+        reason: str,
+        note: str,
+        occurrence: str,
+        at: datetime | None = None,
+        action: str = "Reconcile",
+    ) -> None:
+        """Record the milestone ``reason`` of ``obj`` once per ``occurrence`` (e.g. an attempt number):
+        named after both, so a second call (another replica, a restart) finds it there (409)."""
+        m = meta(obj)
+        digest = hashlib.sha256(f"{m.get('uid')}/{reason}/{occurrence}".encode()).hexdigest()[:16]
+        name = f"{m.get('name')}.{digest}"
+        if name in self._once:
+            return
+        try:
+            await self.delivery.create(self._body(obj, name, kind, reason, note[:_MAX_NOTE], action, {}, at))
+            self._m.labels("created").inc()
+        except (ApiError, ValueError) as exc:
+            self._m.labels("failed").inc()
+            log.warning("could not record event %s on %s: %s", reason, m.get("name"), exc)
+            return
+        self._once[name] = None
+        while len(self._once) > _MAX_CACHE:
+            self._once.popitem(last=False)
+
+    async def close(self, grace: float) -> None:
+        """Give Event writes still pending ``grace`` seconds to be delivered."""
+        await self.delivery.close(grace)
+
     def _allow(self, subject: str) -> bool:
         bucket = self._buckets.get(subject)
         if bucket is None:
@@ -141,9 +179,23 @@ class EventRecorder:
         self, obj: Object, kind: EventKind, reason: str, note: str, action: str, related: Object
     ) -> _Seen:
         m = meta(obj)
-        namespace = str(m.get("namespace") or "default")
         name = f"{m.get('name')}.{secrets.token_hex(8)}"
-        now = datetime.now(UTC)
+        await self.delivery.create(self._body(obj, name, kind, reason, note, action, related))
+        return _Seen(name, str(m.get("namespace") or "default"), 1, time.monotonic())
+
+    def _body(
+        self,
+        obj: Object,
+        name: str,
+        kind: EventKind,
+        reason: str,
+        note: str,
+        action: str,
+        related: Object,
+        at: datetime | None = None,
+    ) -> Object:
+        namespace = str(meta(obj).get("namespace") or "default")
+        now = at or datetime.now(UTC)
         body: Object = {
             "apiVersion": "v1",
             "kind": "Event",
@@ -162,8 +214,7 @@ class EventRecorder:
             "lastTimestamp": _time(now),
             "count": 1,
         }
-        await self.client.create(CORE_EVENTS, {k: v for k, v in body.items() if v is not None})
-        return _Seen(name, namespace, 1, time.monotonic())
+        return {k: v for k, v in body.items() if v is not None}
 
     async def _bump(self, seen: _Seen, now: float) -> bool:
         """Count one more occurrence on the existing Event; False if it no longer exists."""
@@ -174,12 +225,8 @@ class EventRecorder:
             "lastTimestamp": _time(moment),
             "series": {"count": count, "lastObservedTime": _micro_time(moment)},
         }
-        try:
-            await self.client.patch(CORE_EVENTS, seen.name, patch, seen.namespace)
-        except ApiError as exc:
-            if exc.not_found:  # expired (Events live about an hour) or deleted: start a new one
-                return False
-            raise
+        if not await self.delivery.patch(seen.namespace, seen.name, patch):
+            return False  # expired (Events live about an hour) or deleted: start a new one
         seen.count = count
         seen.last = now
         return True

@@ -3,8 +3,10 @@
 The state machine (kube-rs ``watcher``, client-go ``Reflector``): list every page and swap the
 store atomically, sending adds/updates for what changed and synthetic deletes for what vanished;
 then watch from that resourceVersion with bookmarks, tracking the RV of every event. A watch the
-server closes (``timeoutSeconds``) resumes from the last RV; a watch that sends nothing for the
-inactivity timeout is treated as stalled and reconnected; 410 Gone means relist. Failures back off
+server closes (``timeoutSeconds``, at most twice ``watch_timeout``) resumes from the last RV, and
+counts as a sign of life; a watch that sends nothing (no event, bookmark or end) for the
+inactivity timeout is stalled: it is cut and the cache relisted (what the stall hid is then
+reported as changes); 410 Gone means relist. Failures back off
 with jitter. ``run`` never returns: every failure is counted, logged and retried.
 """
 
@@ -55,8 +57,8 @@ class Informer:
         label_selector: str | None = None,
         field_selector: str | None = None,
         page_size: int = 500,
-        watch_timeout: float = 300.0,
-        inactivity_timeout: float = 70.0,
+        watch_timeout: float = 5.0,
+        inactivity_timeout: float = 15.0,
         connect_timeout: float = 10.0,
         backoff: Backoff | None = None,
         transform: Transform = prune_for_cache,
@@ -113,8 +115,9 @@ class Informer:
                 self.resource_version = ""
                 continue  # relist at once: the server told us exactly what to do
             except WatchStalled:
-                reason = "stalled"
-                self._error(reason, "no event for %.1fs; reconnecting", self.inactivity_timeout)
+                self._error("stalled", "no event for %.1fs; relisting", self.inactivity_timeout)
+                self.resource_version = ""
+                continue  # at once: the server is there, this stream was not
             except ApiError as exc:
                 if exc.gone:
                     self._error("gone", "410 from the server; relisting")
@@ -201,7 +204,10 @@ class Informer:
             if idle.expired():
                 raise WatchStalled from exc
             raise  # a connect timeout: a connection failure, not a stall
-        return received or time.monotonic() - started >= 1.0
+        healthy = received or time.monotonic() - started >= 1.0
+        if healthy:
+            self.last_activity = time.monotonic()  # ended as the server said it would: alive
+        return healthy
 
     def apply_chunk(self, data: bytes) -> bytes:
         """Apply every complete newline-delimited event in ``data``; return the incomplete rest."""

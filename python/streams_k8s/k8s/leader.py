@@ -1,10 +1,16 @@
 """Leader election on a coordination.k8s.io/v1 Lease (client-go's algorithm).
 
-A candidate takes the Lease when it is free (no holder) or expired; expiry is judged by when *we*
-last saw the record change, not by the holder's timestamps, so clock skew between nodes does not
-matter. The leader renews every ``retry_period``; if it cannot renew for ``renew_deadline`` it
-stops leading. Writes are conditional on resourceVersion, so two candidates never both win.
-Releasing clears the holder so a successor takes over at once instead of after the lease expires.
+A candidate takes the Lease when it is free (no holder) or expired; expiry is judged by our own
+clock, not the holder's timestamps, so clock skew between nodes does not matter: the holder
+renewed after the last read that still showed the previous record, so the lease runs out
+``leaseDurationSeconds`` after that read, and a candidate wakes at that moment rather than at its
+next poll. A killed leader's Lease is thus taken within ``lease_duration`` of its last renewal
+(safe: a leader that cannot renew stops leading after ``renew_deadline``, which is shorter by
+more than a poll). The leader renews every ``retry_period``; if it cannot renew for
+``renew_deadline`` it stops leading. Writes are conditional on resourceVersion, so two candidates
+never both win. Releasing clears the holder so a successor takes over at once instead of after
+the lease expires; every change of holder, a handover after a release too, counts in
+``leaseTransitions`` (as client-go counts them).
 """
 
 from __future__ import annotations
@@ -51,7 +57,9 @@ class LeaderElector:
         self.retry_period = retry_period
         self.leading = asyncio.Event()
         self._observed: tuple[str, str] | None = None  # (holder, renewTime) as last read
-        self._observed_at = 0.0
+        self._observed_at = 0.0  # the read before the one that first showed it: renewed after this
+        self._last_read = 0.0
+        self._expires_at = 0.0  # when another holder's lease runs out, by our clock
         metrics = metrics if metrics is not None else client.metrics
         self._m_leader = metrics.leader.labels(f"{namespace}/{name}")
         self._m_leader.set(0)
@@ -65,7 +73,8 @@ class LeaderElector:
         while True:
             if await self._try_acquire_or_renew():
                 break
-            await asyncio.sleep(self.retry_period * (1 + 0.2 * random.random()))
+            poll = self.retry_period * (1 + 0.2 * random.random())
+            await asyncio.sleep(max(0.0, min(poll, self._expires_at - time.monotonic())))
         self.leading.set()
         self._m_leader.set(1)
         log.info("became leader of lease %s/%s as %s", self.namespace, self.name, self.identity)
@@ -125,14 +134,17 @@ class LeaderElector:
         spec = lease.get("spec") or {}
         holder = spec.get("holderIdentity") or ""
         record = (holder, str(spec.get("renewTime") or ""))
-        if record != self._observed:
-            self._observed, self._observed_at = record, time.monotonic()
+        read_at, previous_read = time.monotonic(), self._last_read or time.monotonic()
+        self._last_read = read_at
+        if record != self._observed:  # renewed since our previous read (or first seen now)
+            self._observed, self._observed_at = record, previous_read
         duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
-        if holder and holder != self.identity and time.monotonic() < self._observed_at + duration:
+        self._expires_at = self._observed_at + duration
+        if holder and holder != self.identity and read_at < self._expires_at:
             return False  # someone else holds a live lease
-        if holder != self.identity:
+        if holder != self.identity:  # a new holder: after an expiry or a release alike
             spec["acquireTime"] = _micro_time(now)
-            spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + (1 if holder else 0)
+            spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
         spec.update(
             holderIdentity=self.identity,
             leaseDurationSeconds=max(1, round(self.lease_duration)),
@@ -172,4 +184,4 @@ class LeaderElector:
     def _remember(self, lease: Object) -> None:
         spec = lease.get("spec") or {}
         self._observed = (spec.get("holderIdentity") or "", str(spec.get("renewTime") or ""))
-        self._observed_at = time.monotonic()
+        self._observed_at = self._last_read = time.monotonic()

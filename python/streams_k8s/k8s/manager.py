@@ -4,7 +4,8 @@ Startup: connect, serve health/metrics, start every informer, wait for their cac
 leader, when leader election is on) start the controllers. Every long-running task is supervised:
 if one ends, liveness turns red and the manager shuts down with a failure exit code instead of
 running half-blind. Shutdown (SIGTERM/SIGINT or ``stop``): controllers finish in-flight reconciles,
-the Lease is released at once, then watches, servers and the client close.
+Events still pending get the same grace to be delivered, the Lease is released at once, then
+watches, servers and the client close.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class Manager:
         self._failure: str | None = None
         self._tasks: dict[asyncio.Task[Any], str] = {}
         self._controller_tasks: list[asyncio.Task[None]] = []
+        self._recorders: list[EventRecorder] = []
 
     @property
     def client(self) -> KubeClient:
@@ -69,6 +71,8 @@ class Manager:
                 request_timeout=s.request_timeout,
                 metrics=self.metrics,
             )
+            self._client.errors.window = s.api_error_window
+            self._client.errors.min_requests = s.api_error_min_requests
         return self._client
 
     def informer(
@@ -110,7 +114,9 @@ class Manager:
         return controller
 
     def event_recorder(self, controller: str) -> EventRecorder:
-        return EventRecorder(self.client, controller, self.settings.identity)
+        recorder = EventRecorder(self.client, controller, self.settings.identity)
+        self._recorders.append(recorder)
+        return recorder
 
     # --- health ----------------------------------------------------------------------------
 
@@ -127,7 +133,20 @@ class Manager:
         return problems
 
     def readiness(self) -> list[str]:
+        s = self.settings
         problems = [f"cache {i.name} not synced" for i in self._informers.values() if not i.synced.is_set()]
+        problems += [
+            f"watch {i.name} silent for {i.age():.0f}s (budget {s.watch_ready_budget:.0f}s)"
+            for i in self._informers.values()
+            if i.synced.is_set() and i.age() > s.watch_ready_budget
+        ]
+        if self._client is not None:
+            requests, failures = self._client.errors.counts()
+            if self._client.errors.ratio() >= s.api_error_budget:
+                problems.append(
+                    f"API server failing: {failures} of {requests} requests in the last "
+                    f"{s.api_error_window:.0f}s got no usable answer (budget {s.api_error_budget:.0%})"
+                )
         if self.settings.ready_requires_leader and self.leader is not None and not self.leader.is_leader:
             problems.append("not the leader")
         if self._failure:
@@ -250,6 +269,7 @@ class Manager:
 
     async def _shutdown(self) -> None:
         await asyncio.gather(*(c.shutdown(self.settings.shutdown_grace) for c in self.controllers))
+        await asyncio.gather(*(r.close(self.settings.shutdown_grace) for r in self._recorders))
         if self.leader is not None and self.leader.is_leader:
             await self.leader.release()
         for task in self._tasks:

@@ -72,9 +72,14 @@ class RuntimeMetrics:
             buckets=_LATENCY_BUCKETS,
             registry=r,
         )
+        self.api_error_ratio = Gauge(
+            "streams_k8s_api_error_ratio",
+            "Share of API requests that got no usable answer (none, 429, 5xx) over the last minute.",
+            registry=r,
+        )
         self.watch_last_event_age = Gauge(
             "streams_k8s_watch_last_event_age_seconds",
-            "Seconds since a watch last received an event, a bookmark or a list.",
+            "Seconds since a watch last received an event, a bookmark, a list or a clean end.",
             ["watch"],
             registry=r,
         )
@@ -101,7 +106,7 @@ class RuntimeMetrics:
         )
         self.events_emitted = Counter(
             "streams_k8s_events_total",
-            "Kubernetes Events recorded, by outcome (created, aggregated, dropped, failed).",
+            "Kubernetes Events recorded, by outcome (created, aggregated, queued to retry, dropped, failed).",
             ["outcome"],
             registry=r,
         )

@@ -52,11 +52,22 @@ class RuntimeSettings(BaseSettings):
     request_timeout: float = Field(30.0, gt=0)
 
     page_size: int = Field(500, ge=0)
-    watch_timeout: float = Field(
-        300.0, gt=0, description="minimum server timeoutSeconds (randomised up to 2x)"
+    # Freshness (README "Health"): the server ends each watch within 2x watch_timeout, so a watch
+    # silent for inactivity_timeout (events, bookmarks and that end all missing) is stalled: it is
+    # cut and the cache relisted. Readiness and liveness fail on a watch silent past their budgets.
+    watch_timeout: float = Field(5.0, gt=0, description="minimum server timeoutSeconds (randomised up to 2x)")
+    inactivity_timeout: float = Field(
+        15.0, gt=0, description="a watch silent this long is stalled: reconnect and relist"
     )
-    inactivity_timeout: float = Field(70.0, gt=0, description="reconnect a watch silent for this long")
-    watch_stale_budget: float = Field(150.0, gt=0, description="liveness fails when a watch is silent longer")
+    watch_ready_budget: float = Field(30.0, gt=0, description="readiness fails when a watch is silent longer")
+    watch_stale_budget: float = Field(90.0, gt=0, description="liveness fails when a watch is silent longer")
+    api_error_budget: float = Field(
+        0.2, gt=0, le=1, description="readiness fails when this share of API requests failed"
+    )
+    api_error_window: float = Field(60.0, gt=0, description="seconds over which API failures are counted")
+    api_error_min_requests: int = Field(
+        20, ge=1, description="requests in the window before the share counts"
+    )
     loop_lag_budget: float = Field(5.0, gt=0)
     backoff_initial: float = Field(0.8, gt=0)
     backoff_max: float = Field(30.0, gt=0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from streams_k8s.sandbox.disruption import POD_GC, TAINT_MANAGER, mark_disruption
 from streams_k8s.sandbox.endpoints import EndpointsController, EndpointSliceController, ServicePods
 from streams_k8s.sandbox.errors import ApiError
 from streams_k8s.sandbox.kubelet import Kubelet
@@ -65,6 +66,8 @@ class SimulatedCluster:
         pods = self.registry.types[PODS]
         for pod in list(self.registry.items(pods)):
             if pod["spec"].get("nodeName") == name:
+                m = pod["metadata"]
+                mark_disruption(self.registry, m["namespace"], m["name"], POD_GC, f"node {name} is gone")
                 self.registry.delete(
                     pods, pod["metadata"]["namespace"], pod["metadata"]["name"], {"gracePeriodSeconds": 0}
                 )
@@ -96,7 +99,9 @@ class SimulatedCluster:
                 if pod["spec"].get("nodeName") == name and not tolerates(
                     pod["spec"].get("tolerations") or [], taint
                 ):
-                    self.registry.delete(pods, pod["metadata"]["namespace"], pod["metadata"]["name"])
+                    m = pod["metadata"]
+                    mark_disruption(self.registry, m["namespace"], m["name"], TAINT_MANAGER, f"taint {key}")
+                    self.registry.delete(pods, m["namespace"], m["name"])
         return node
 
     def untaint(self, name: str, key: str) -> dict[str, Any]:

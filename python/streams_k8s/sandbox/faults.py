@@ -2,12 +2,19 @@
 
 Request rules match on verb, resource, namespace and name (None matches anything) and apply to
 the next `count` matching requests (None: until cleared). Watch faults act on the open watches.
+
+Two modes make the faults of a real network and API server: `probability` fails each matching
+request only at random (a seeded generator, `Faults(seed=...)`, so a run can be repeated), and
+`after_commit` carries a resource request out and then answers with the error instead of the
+result (a lost answer: the write happened, the client cannot know it).
 """
 
 from __future__ import annotations
 
+import random
+from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from streams_k8s.sandbox.errors import ApiError
 from streams_k8s.sandbox.registry import Registry
@@ -28,6 +35,8 @@ class RequestFault:
     retry_after: int | None = None
     message: str | None = None
     path: str | None = None
+    probability: float = 1.0  # of failing a matching request (the others pass untouched)
+    after_commit: bool = False  # carry the request out, then answer the error
 
     def matches(self, info: RequestInfo) -> bool:
         return (
@@ -52,12 +61,16 @@ class RequestFault:
         return ApiError(self.status, message, retry_after=self.retry_after)
 
 
+_Answer = TypeVar("_Answer")
+
+
 class Faults:
     """The fault-injection control of one sandbox."""
 
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, seed: int | None = None) -> None:
         self.registry = registry
         self.rules: list[RequestFault] = []
+        self.random = random.Random(seed)
 
     def fail(
         self,
@@ -71,12 +84,29 @@ class Faults:
         path: str | None = None,
         retry_after: int | None = None,
         message: str | None = None,
+        probability: float = 1.0,
+        after_commit: bool = False,
     ) -> RequestFault:
         """Answer the next `count` matching requests with `status` (409, 429 + Retry-After, 500, ...).
-        Discovery and other non-resource requests match on `path` (and verb "get")."""
+        Discovery and other non-resource requests match on `path` (and verb "get").
+        ``probability``: fail each matching request with this chance (`count` counts failures).
+        ``after_commit``: do what a resource request asks, then answer `status` (a lost answer)."""
         if status == 429 and retry_after is None:
             retry_after = 1
-        rule = RequestFault(status, 0.0, count, verb, resource, namespace, name, retry_after, message, path)
+        rule = RequestFault(
+            status,
+            0.0,
+            count,
+            verb,
+            resource,
+            namespace,
+            name,
+            retry_after,
+            message,
+            path,
+            probability,
+            after_commit,
+        )
         self.rules.append(rule)
         return rule
 
@@ -100,22 +130,34 @@ class Faults:
         self.rules.clear()
         self.resume_watches()
 
-    def take(self, info: RequestInfo) -> tuple[float, ApiError | None]:
-        """The latency and error to apply to one request (consuming counted rules)."""
+    def take(self, info: RequestInfo) -> tuple[float, ApiError | None, ApiError | None]:
+        """The latency, the error to answer instead of acting and the error to answer after acting
+        (`after_commit`), for one request (consuming counted rules)."""
         latency, error = 0.0, None
+        after = False
         for rule in list(self.rules):
             if not rule.matches(info):
                 continue
+            if rule.probability < 1.0 and self.random.random() >= rule.probability:
+                continue  # spared this time
             latency += rule.latency
             if error is None and rule.status is not None:
-                error = rule.error()
+                error, after = rule.error(), rule.after_commit
             if rule.count is not None:
                 rule.count -= 1
                 if rule.count <= 0:
                     self.rules.remove(rule)
             if error is not None:
                 break
-        return latency, error
+        return (latency, None, error) if after else (latency, error, None)
+
+    @staticmethod
+    async def answer(lost: ApiError | None, response: Awaitable[_Answer]) -> _Answer:
+        """``response``, carried out; then ``lost`` instead of it when the answer is to be lost."""
+        result = await response
+        if lost is not None:
+            raise lost
+        return result
 
     def _signal(self, action: str, resource: str | None) -> int:
         hit = 0
@@ -157,6 +199,8 @@ class Faults:
                 spec.get("count", 1),
                 retry_after=spec.get("retryAfter"),
                 message=spec.get("message"),
+                probability=float(spec.get("probability", 1.0)),
+                after_commit=bool(spec.get("afterCommit", False)),
                 **where,
             )
         elif action == "delay":

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from streams_k8s.sandbox import scale
+from streams_k8s.sandbox import disruption, scale
 from streams_k8s.sandbox.admission import FieldValidation
 from streams_k8s.sandbox.admission.limits import MAX_REQUEST_BODY, request_too_large
 from streams_k8s.sandbox.authn import Authenticator, Identity
@@ -157,7 +157,7 @@ class ApiServer:
         path = request.path.rstrip("/") or "/"
         if path.startswith("/_sandbox/") and self.control is not None:
             return await self.control(path.removeprefix("/_sandbox/"), request)
-        latency, error = self.faults.take(info or RequestInfo(request.method.lower(), path=path))
+        latency, error, lost = self.faults.take(info or RequestInfo(request.method.lower(), path=path))
         if latency:
             await asyncio.sleep(latency)
         if error is not None:
@@ -166,7 +166,7 @@ class ApiServer:
             return serve_non_resource(
                 path, request.headers.get("Accept", ""), self.registry, self.openapi, self.address
             )
-        return await self._resource(request, info, body)
+        return await self.faults.answer(lost, self._resource(request, info, body))
 
     async def _resource(self, request: web.Request, info: RequestInfo, body: bytes) -> web.StreamResponse:
         rt = self.registry.resolve(info.group, info.version, info.resource)
@@ -234,7 +234,7 @@ class ApiServer:
             if name is not None and sub == "binding":
                 return json_response(self._bind(call.ns, name, data), 201)
             if name is not None and sub == "eviction":
-                self.registry.delete(rt, call.ns, name, (data or {}).get("deleteOptions"))
+                disruption.evict(self.registry, rt, call.ns, name, (data or {}).get("deleteOptions"))
                 return json_response({**_SUCCESS, "code": 201}, 201)
             raise _not_allowed(f"{rt.plural}/{name}")
         fields = FieldValidation.from_query(request.query.get("fieldValidation"))

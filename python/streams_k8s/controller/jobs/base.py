@@ -189,9 +189,8 @@ class JobControllerBase:
             submission_attempts=attempts,
             next_attempt=next_attempt,
         )
-        written = await self._write_status(obj, status)
+        await self._write_status(obj, status)  # its Event: `controller.milestones`
         self._planned.pop(str(meta(obj).get("uid")), None)
-        await self.recorder.record(written, "Warning", "SubmissionFailed", f"{failure.reason}: {message}")
 
     def _owned(self, obj: Object, uid: str) -> list[Object]:
         m = meta(obj)

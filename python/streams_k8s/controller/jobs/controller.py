@@ -188,8 +188,7 @@ class JobController(RunningJobs):
         conditions = status.conditions
         set_condition(conditions, VALID, "True", "Validated", "the spec is valid", generation)
         status = status.with_(conditions=conditions)
-        written = await self._write_status(fresh, status)
-        await self.recorder.record(written, "Normal", "SubmissionStarted", f"submitting as job id {job_id}")
+        written = await self._write_status(fresh, status)  # its Event: `controller.milestones`
         return written, status_written(written, status)
 
     async def _submit_within(
@@ -200,11 +199,5 @@ class JobController(RunningJobs):
             return Requeue(CLEANUP_POLL)  # children of an earlier attempt are still going away
         await self._create_missing(planned.children, lambda child: True)
         status = status.with_(phase=JobPhase.SUBMITTED, message=submitted_message(len(planned.plan.pes)))
-        obj = await self._write_status(obj, status)
-        await self.recorder.record(
-            obj,
-            "Normal",
-            "SubmissionSucceeded",
-            f"created {len(planned.children)} objects for {len(planned.plan.pes)} PEs",
-        )
+        obj = await self._write_status(obj, status)  # its Event: `controller.milestones`
         return await self._maintain(obj, job, status_written(obj, status))

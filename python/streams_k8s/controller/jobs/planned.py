@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 
 from streams_k8s.api.contract import name_table_stamp
 from streams_k8s.api.job import Job
+from streams_k8s.controller.adoption import adopt_orphans
 from streams_k8s.controller.bundles.fetch import BundleChanged, BundleError
 from streams_k8s.controller.children.certificates import needs_transport_certificate, transport_certificate
 from streams_k8s.controller.children.desired import Desired, desired_objects
@@ -26,6 +27,7 @@ from streams_k8s.controller.jobs.status import JobStatusView
 from streams_k8s.controller.placement.constraints import NodeInfo
 from streams_k8s.controller.planning import SubmissionFailure, check_placement, plan_job, read_application
 from streams_k8s.k8s.conditions import set_condition
+from streams_k8s.k8s.controller import stop_if_owner_deleted
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.objects import Object
 
@@ -158,11 +160,13 @@ class PlannedJobs(JobControllerBase):
 
         A child the API server refuses for what it is (400, 413, 422) raises `SubmissionFailure`
         (`child_limits.refused`): trying it again would be refused again."""
+        await adopt_orphans(self.client, children, self.children)  # left by a Job of the same name
         missing = [c for c in children if self.children[c.resource].store.get(c.key) is None and wanted(c)]
         slots = asyncio.Semaphore(CREATE_CONCURRENCY)
 
         async def create(child: Desired) -> None:
             async with slots:
+                stop_if_owner_deleted(self.jobs.store, child.body)  # the Job deleted meanwhile: stop
                 try:
                     await self.client.create_if_absent(child.resource, child.body)
                 except ApiError as err:

@@ -17,6 +17,7 @@ from streams_k8s.controller.jobs.base import BUNDLE_FETCHED, PODS_READY
 from streams_k8s.controller.jobs.resizing import ResizingJobs
 from streams_k8s.controller.jobs.status import JobStatusView
 from streams_k8s.controller.kinds import PES
+from streams_k8s.controller.pes.degraded import DEGRADED, degraded_condition, running_pes
 from streams_k8s.controller.planning import SubmissionFailure
 from streams_k8s.k8s.conditions import set_condition
 from streams_k8s.k8s.controller import Requeue
@@ -120,7 +121,7 @@ class RunningJobs(ResizingJobs):
         pes = self.pes.store.select_by_labels({JOB_LABEL: name}, namespace)
         pods = self.pods.store.select_by_labels({JOB_LABEL: name, SVC_LABEL: SVC_PE}, namespace)
         expected = status.processing_elements or len(pes)
-        ready_pes = sum(1 for pe in pes if (pe.get("status") or {}).get("connectivity") == "Full")
+        ready_pes = running_pes(pes)
         # PEs with a ready pod: two launches of one PE briefly both ready still count once
         ready_pods = len({meta(pod)["labels"].get(PE_LABEL) for pod in pods if _pod_ready(pod)})
         conditions = status.conditions
@@ -133,6 +134,7 @@ class RunningJobs(ResizingJobs):
             f"{ready_pods}/{expected} PE pods ready",
             m.get("generation"),
         )
+        set_condition(conditions, DEGRADED, *degraded_condition(pes), m.get("generation"))
         phase = JobPhase.RUNNING if all_ready else JobPhase.SUBMITTED
         wanted = status.with_(
             conditions=conditions, phase=phase, processing_elements_ready=ready_pes, pods_ready=ready_pods
@@ -143,11 +145,9 @@ class RunningJobs(ResizingJobs):
         wait = self._counts_written.get(uid, -COUNTS_INTERVAL) + COUNTS_INTERVAL - time.monotonic()
         if phase == status.phase and wait > 0:
             return Requeue(wait)
-        written = await self._write_status(obj, wanted)
+        await self._write_status(obj, wanted)  # the Running Event: `controller.milestones`
         if self._cached(obj):
             self._counts_written[uid] = time.monotonic()
-        if phase != status.phase and phase == JobPhase.RUNNING:
-            await self.recorder.record(written, "Normal", "Running", f"all {expected} PE pods are ready")
         return None
 
 

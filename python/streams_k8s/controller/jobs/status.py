@@ -102,8 +102,9 @@ class JobStatusView:
 
     @property
     def conditions(self) -> list[ConditionDict]:
-        """A copy, to change with `k8s.conditions.set_condition` and write back with `with_`."""
-        return list(self._get("conditions") or [])
+        """A copy, to change with `k8s.conditions.set_condition` and write back with `with_` (each
+        condition copied too: `set_condition` changes one in place, never the cached object's)."""
+        return [dict(c) for c in self._get("conditions") or []]
 
     def condition(self, type_: str) -> ConditionDict | None:
         return find_condition(self._get("conditions"), type_)

@@ -42,7 +42,17 @@ from streams_k8s.api.job import Job
 from streams_k8s.api.processing_element import ProcessingElement
 from streams_k8s.controller.children.pod import PeRuntimeSettings, build_pod, pod_name
 from streams_k8s.controller.kinds import HOSTPOOLS, JOBS, PES
-from streams_k8s.controller.pes.lifecycle import PENDING, Action, Decision, decide, pod_launch, status_fields
+from streams_k8s.controller.pes.degraded import stopped_note
+from streams_k8s.controller.pes.disruption import disruption, node_disruption
+from streams_k8s.controller.pes.lifecycle import (
+    DELETED,
+    PENDING,
+    Action,
+    Decision,
+    decide,
+    pod_launch,
+    status_fields,
+)
 from streams_k8s.controller.pes.pods_by_owner import PodsByOwner
 from streams_k8s.controller.placement.constraints import (
     NodeInfo,
@@ -52,7 +62,7 @@ from streams_k8s.controller.placement.constraints import (
     plan_placement,
 )
 from streams_k8s.controller.placement.nodes import unprepared_nodes
-from streams_k8s.k8s.controller import Requeue, generation_changed
+from streams_k8s.k8s.controller import Requeue, generation_changed, stop_if_deleted, stop_if_owner_deleted
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.events import EventRecorder
 from streams_k8s.k8s.kinds import CONFIGMAPS, NODES, PODS
@@ -100,8 +110,11 @@ class PeController:
         self._jobs_parsed: dict[ObjectKey, tuple[str, Job]] = {}  # by key, dropped when the Job goes
         # PEs whose pod was seen running and is not recorded yet (waiting for a connectivity report).
         self._started: dict[ObjectKey, _Started] = {}
+        # Launches whose pod the cluster took (by PE uid): (launch, why), from the pod's last state.
+        self._taken: dict[str, tuple[int, str]] = {}
         self.pes.add_handler(self._on_pe_event)
         self.jobs.add_handler(self._on_job_event)
+        self.pods.add_handler(self._on_pod_event)
         self.pes.store.index_label(JOB_LABEL)
 
         self.controller = manager.controller("pes", self.reconcile, workers=workers)
@@ -125,9 +138,36 @@ class PeController:
     def _on_pe_event(self, kind: str, old: Object | None, new: Object | None) -> None:
         gone = old if kind == "delete" else None
         if gone is not None:
+            self._taken.pop(str(meta(gone).get("uid")), None)
             launches = int((gone.get("status") or {}).get("launchCount") or 0)
             if launches:
                 self._deleted_launches[object_key(gone)] = (str(meta(gone).get("uid")), launches)
+
+    def _on_pod_event(self, kind: str, old: Object | None, new: Object | None) -> None:
+        """Remember why the cluster took a PE pod, while the deleted pod can still say it."""
+        pod = old if kind == "delete" else new
+        if pod is None or (kind != "delete" and not meta(pod).get("deletionTimestamp")):
+            return
+        owner = next(
+            (r.get("uid") for r in meta(pod).get("ownerReferences") or () if r.get("controller")), None
+        )
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        node = self.nodes.store.get(ObjectKey("", node_name)) if node_name else None
+
+        if owner and (why := disruption(pod, node_name, node)) is not None:
+            self._taken[str(owner)] = (pod_launch(pod), why)
+
+    def _disrupted(self, pe: ProcessingElement) -> str | None:
+        """Why the cluster took the pod of the PE's current launch, if it did (`pes.disruption`)."""
+        launch = pe.status.launch_count if pe.status is not None else 0
+        taken = self._taken.get(str(pe.metadata.uid))
+        if taken is not None:
+            if taken[0] >= launch:  # the current launch (its run perhaps not recorded yet)
+                return taken[1]
+            del self._taken[str(pe.metadata.uid)]  # an earlier launch's: done with
+        node_name = pe.status.node_name if pe.status is not None else None
+        node = self.nodes.store.get(ObjectKey("", node_name)) if node_name else None
+        return node_disruption(node_name, node, [])
 
     def _on_job_event(self, kind: str, old: Object | None, new: Object | None) -> None:
         if kind == "delete" and old is not None:
@@ -138,6 +178,7 @@ class PeController:
         return {
             "parsed-jobs": len(self._jobs_parsed),
             "started-pods": len(self._started),
+            "taken-pods": len(self._taken),
             "deleted-launch-counts": len(self._deleted_launches),
             **self.pods_by_owner.retained(),
         }
@@ -170,6 +211,7 @@ class PeController:
                 ready=not waiting_for,
                 waiting_for=waiting_for,
                 ran_unrecorded=self._ran_unrecorded(key, pe),
+                disrupted=self._disrupted(pe),
             )
             await self._retire(decision)
             if decision.action is Action.RELAUNCH:
@@ -188,11 +230,18 @@ class PeController:
             if decision.action is Action.CREATE and placement is not None:
                 await self._create_pod(job, pe, decision.launch, placement)
             elif decision.action is Action.RECORD:
+                if decision.phase == DELETED:  # the Event first: a restart in between records it still
+                    await self._warn_stopped(job_obj, pe, decision.launch)
                 await self._write_status(pe, status_fields(decision))
             elif decision.action is Action.WAIT and waiting_for == "nodes":
                 return Requeue(after=NODE_WAIT)
             return None
         return None
+
+    async def _warn_stopped(self, job: Object, pe: ProcessingElement, launch: int) -> None:
+        """A Warning on the Job: this PE stays stopped after its pod's deletion, and how to start it."""
+        note = stopped_note(pe)
+        await self.events.record_once(job, "Warning", "PodDeleted", note, f"{pe.metadata.uid}/{launch}")
 
     def _report_wait(self, key: ObjectKey, pe: ProcessingElement, decision: Decision) -> float:
         """How much longer a started pod waits for the PE's connectivity report to record it."""
@@ -287,6 +336,11 @@ class PeController:
             settings=self.settings,
             redis_config=job.metadata.annotations.get(REDIS_CONFIG_ANNOTATION),
         )
+        # Job or PE deleted while this reconcile ran: no pod for a job that is going away.
+        stop_if_deleted(
+            self.jobs.store, ObjectKey(str(job.metadata.namespace), str(job.metadata.name)), job.metadata.uid
+        )
+        stop_if_owner_deleted(self.pes.store, pod)
         await self.client.create_if_absent(PODS, pod)
 
     async def _retire(self, decision: Decision) -> None:

@@ -13,7 +13,10 @@ Restart policies (seed §8.1), applied to the pod of the current launch only:
 |---|---|---|
 | failed | ``restartFailedPod`` (unset: the PE's SPL ``restartable``) | kept, PE phase Failed |
 | completed | ``restartCompletedPod`` | kept, PE phase Succeeded |
-| was deleted (not by us) | ``restartDeletedPod`` | no pod, PE phase Deleted |
+| was taken by the cluster (``pes.disruption``) | always (nobody asked to stop the PE) | |
+| was deleted (by a user) | ``restartDeletedPod`` | no pod, PE phase Deleted |
+| is gone, PE phase Deleted | ``restartDeletedPod`` set since (the way back) | |
+| failed, taken by the cluster | always | |
 | has another content id than the PE | always (the PE's code changed) | |
 
 A replaced pod that failed is kept for diagnosis, relabelled ``svc=zombie`` (it no longer counts
@@ -37,6 +40,7 @@ from typing import Any
 
 from streams_k8s.api.contract import CONTENT_ID_ANNOTATION, LAUNCH_COUNT_LABEL
 from streams_k8s.api.processing_element import ProcessingElement
+from streams_k8s.controller.pes.disruption import pod_disruption
 
 PENDING = "Pending"
 RUNNING = "Running"
@@ -110,6 +114,7 @@ def decide(
     ready: bool,
     waiting_for: str = "",
     ran_unrecorded: int = 0,
+    disrupted: str | None = None,
 ) -> Decision:
     """What to do next for ``pe`` given its live pods (``svc=pe``, owned by this PE incarnation).
 
@@ -117,6 +122,7 @@ def decide(
     ``ready``: the ConfigMap, host pool and nodes are in place for a new pod (else ``waiting_for``).
     ``ran_unrecorded``: the launch whose pod was seen running while its record waited for a
     connectivity report; it counts as recorded (a pod deleted meanwhile is a restart).
+    ``disrupted``: why the cluster took the current launch's pod (`pes.disruption`), if it did.
     """
     status = pe.status
     launch = status.launch_count if status is not None else 0
@@ -150,7 +156,13 @@ def decide(
                 return Decision(Action.WAIT, launch, waiting_for, retire=retire)
             return Decision(Action.CREATE, launch, "launch recorded", retire=retire)
         if phase == DELETED:
+            if pe.spec.restart_deleted_pod:  # set on the PE since: the way back for its user
+                return Decision(Action.RELAUNCH, launch + 1, "restartDeletedPod set", retire=retire)
             return Decision(Action.NONE, launch, retire=retire)
+        if disrupted:
+            return Decision(
+                Action.RELAUNCH, launch + 1, f"pod taken by the cluster ({disrupted})", retire=retire
+            )
         if pe.spec.restart_deleted_pod:
             return Decision(Action.RELAUNCH, launch + 1, "pod deleted", retire=retire)
         return Decision(Action.RECORD, launch, phase=DELETED, retire=retire)
@@ -159,7 +171,7 @@ def decide(
     content = (current.get("metadata") or {}).get("annotations", {}).get(CONTENT_ID_ANNOTATION)
     if pe.spec.content_id and content != pe.spec.content_id:
         return Decision(Action.RELAUNCH, launch + 1, "content changed", retire=retire)
-    if current_phase == FAILED and restarts_failed(pe):
+    if current_phase == FAILED and (restarts_failed(pe) or pod_disruption(current)):
         return Decision(Action.RELAUNCH, launch + 1, "pod failed", retire=retire)
     if current_phase == SUCCEEDED and pe.spec.restart_completed_pod:
         return Decision(Action.RELAUNCH, launch + 1, "pod completed", retire=retire)
