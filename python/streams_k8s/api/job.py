@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -197,14 +197,38 @@ class JobSpec(WireModel):
         None, description="Job-wide resources, divided among the job's PEs."
     )
     parallel_regions: list[ParallelRegionWidth] = Field(default_factory=list)
+    max_unavailable: Annotated[int, Field(ge=1)] | None = Field(
+        None,
+        description="PEs whose pods an edit replaces at once; unset: a quarter of the job's PEs (at least 1).",
+    )
 
 
 class JobPhase(StrEnum):
     SUBMITTING = "Submitting"
     SUBMITTED = "Submitted"
     RUNNING = "Running"
+    UPGRADING = "Upgrading"
+    SUSPENDING = "Suspending"
+    SUSPENDED = "Suspended"
+    ROLLING_BACK = "RollingBack"
+    ROLLED_BACK = "RolledBack"
     FAILED = "Failed"
     DELETING = "Deleting"
+
+
+class UpgradeRecord(WireModel):
+    """An edit being applied, written before any child is touched (write-ahead)."""
+
+    target_generation: Annotated[int, Field(ge=1)] = Field(description="The spec generation being applied.")
+    bundle_digest: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")] = Field(
+        description="sha256 of the bundle the target plan uses."
+    )
+    generation_id: Annotated[int, Field(ge=0)] = Field(description="The job generation the edit becomes.")
+    started: datetime
+    kept: list[int] = Field(default_factory=list, description="PE ids whose pods are not touched.")
+    replaced: list[int] = Field(default_factory=list, description="PE ids whose pods are replaced.")
+    added: list[int] = Field(default_factory=list)
+    removed: list[int] = Field(default_factory=list)
 
 
 class JobStatus(Status):
@@ -233,6 +257,15 @@ class JobStatus(Status):
     next_attempt: datetime | None = Field(
         None, description="When a failure that may go away on its own is retried; unset if it is not retried."
     )
+    applied_generation: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="The spec generation the running children follow."
+    )
+    applied_spec: dict[str, Any] | None = Field(
+        None,
+        description="The spec the running children follow (an edit that cannot be applied leaves it).",
+        json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
+    )
+    upgrade: UpgradeRecord | None = Field(None, description="The edit being applied, if any.")
 
 
 # A Service's name is a DNS-1035 label: a lower-case letter, then letters, digits and '-', ending
@@ -285,6 +318,15 @@ class Job(Resource[JobSpec, JobStatus]):
         PrinterColumn(name="Status", type="string", json_path=".status.phase"),
         PrinterColumn(name="PEs", type="integer", json_path=".status.processingElements"),
         PrinterColumn(name="Ready", type="integer", json_path=".status.processingElementsReady"),
+        PrinterColumn(
+            name="Applied",
+            type="integer",
+            json_path=".status.appliedGeneration",
+            description="The spec generation the running children follow.",
+        ),
+        PrinterColumn(
+            name="Generation", type="integer", json_path=".metadata.generation", description="The spec's."
+        ),
     )
 
     kind: Literal["Job"] = "Job"
