@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from streams_k8s.api.contract import CONTENT_ID_ANNOTATION, LAUNCH_COUNT_LABEL
+from streams_k8s.api.contract import CONTENT_ID_ANNOTATION, LAUNCH_COUNT_LABEL, POD_TEMPLATE_ANNOTATION
 from streams_k8s.api.processing_element import ProcessingElement
+from streams_k8s.controller.children.pod import pod_template_hash
 from streams_k8s.controller.pes.lifecycle import Action, decide, started_status
 
 
@@ -74,6 +75,19 @@ def test_content_change_relaunches_even_when_not_restartable() -> None:
         pe(1, "Running", restartable=False), [pod(1, content="old")], previous_launches=0, ready=True
     )
     assert (decision.action, decision.launch, decision.reason) == (Action.RELAUNCH, 2, "content changed")
+
+
+def test_a_pod_made_from_other_pe_settings_is_relaunched_one_without_the_record_is_kept() -> None:
+    """An edit of the PE's pod settings replaces its pod; a restart policy edit does not; a pod
+    made before pods carried the hash is adopted as it is."""
+    edited = pe(1, "Running", restartDeletedPod=False, runtimeTraceLevel="TRACE")
+    made = pod(1)
+    made["metadata"]["annotations"][POD_TEMPLATE_ANNOTATION] = pod_template_hash(pe().spec)
+    decision = decide(edited, [made], previous_launches=0, ready=True)
+    assert (decision.action, decision.launch, decision.reason) == (Action.RELAUNCH, 2, "pod template changed")
+    policy_only = pe(1, "Running", restartFailedPod=True, deleteFailedPod=False)
+    assert decide(policy_only, [made], previous_launches=0, ready=True).action is not Action.RELAUNCH
+    assert decide(edited, [pod(1)], previous_launches=0, ready=True).action is not Action.RELAUNCH
 
 
 def test_a_pod_that_starts_running_is_a_record_a_connectivity_report_can_carry() -> None:

@@ -18,6 +18,7 @@ from streams_k8s.api.job import JobPhase
 from streams_k8s.app.plan import Plan
 from streams_k8s.controller.bundles.fetch import BundleFetcher
 from streams_k8s.controller.children.desired import Desired
+from streams_k8s.controller.jobs.health import with_health
 from streams_k8s.controller.jobs.status import JobStatusView
 from streams_k8s.controller.kinds import (
     CONSISTENT_REGION_OPERATORS,
@@ -40,7 +41,7 @@ from streams_k8s.k8s.kinds import CONFIGMAPS, NODES, PODS, SERVICES
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import Object, ObjectKey, meta
 
-VALID, BUNDLE_FETCHED, PLANNED, PODS_READY = "Valid", "BundleFetched", "Planned", "PodsReady"
+VALID, BUNDLE_FETCHED, PLANNED = "Valid", "BundleFetched", "Planned"
 
 
 SUBMITTED = "Submitted"  # the condition a submission that timed out sets False
@@ -229,5 +230,6 @@ class JobControllerBase:
     async def _write_status(self, obj: Object, status: JobStatusView) -> Object:
         """Merge-patch the status, conditional on the resourceVersion it was computed from."""
         m = meta(obj)
+        status = with_health(status, int(m.get("generation") or 1))
         patch = {"metadata": {"resourceVersion": m.get("resourceVersion")}, "status": status.raw}
         return await self.client.patch(JOBS, str(m["name"]), patch, str(m["namespace"]), subresource="status")

@@ -199,7 +199,12 @@ class JobController(RunningJobs):
         if any(meta(child).get("deletionTimestamp") for child in self._owned(obj, uid)):
             return Requeue(CLEANUP_POLL)  # children of an earlier attempt are still going away
         await self._create_missing(planned.children, lambda child: True)
-        status = status.with_(phase=JobPhase.SUBMITTED, message=submitted_message(len(planned.plan.pes)))
+        status = status.with_(
+            phase=JobPhase.SUBMITTED,
+            message=submitted_message(len(planned.plan.pes)),
+            applied_generation=generation,
+            applied_spec=job.spec.to_wire(),
+        )
         obj = await self._write_status(obj, status)
         await self.recorder.record(
             obj,

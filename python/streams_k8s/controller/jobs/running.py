@@ -13,7 +13,8 @@ from streams_k8s.controller.bundles.fetch import BUNDLE_CHANGED
 from streams_k8s.controller.children.desired import Desired
 from streams_k8s.controller.children.limits import REFUSED, refused
 from streams_k8s.controller.children.services import service_update
-from streams_k8s.controller.jobs.base import BUNDLE_FETCHED, PODS_READY
+from streams_k8s.controller.jobs.base import BUNDLE_FETCHED
+from streams_k8s.controller.jobs.health import PODS_READY, with_health
 from streams_k8s.controller.jobs.resizing import ResizingJobs
 from streams_k8s.controller.jobs.status import JobStatusView
 from streams_k8s.controller.kinds import PES
@@ -137,6 +138,7 @@ class RunningJobs(ResizingJobs):
         wanted = status.with_(
             conditions=conditions, phase=phase, processing_elements_ready=ready_pes, pods_ready=ready_pods
         )
+        wanted = with_health(wanted, int(m.get("generation") or 1))
         if wanted == JobStatusView.of(obj):
             return None
         uid = str(m.get("uid"))

@@ -15,6 +15,7 @@ Restart policies (seed §8.1), applied to the pod of the current launch only:
 | completed | ``restartCompletedPod`` | kept, PE phase Succeeded |
 | was deleted (not by us) | ``restartDeletedPod`` | no pod, PE phase Deleted |
 | has another content id than the PE | always (the PE's code changed) | |
+| was made from other PE settings (`podTemplate` annotation) | always (the PE was edited) | |
 
 A replaced pod that failed is kept for diagnosis, relabelled ``svc=zombie`` (it no longer counts
 as the PE's pod), when ``deleteFailedPod`` is false; any other replaced pod is deleted.
@@ -35,8 +36,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from streams_k8s.api.contract import CONTENT_ID_ANNOTATION, LAUNCH_COUNT_LABEL
+from streams_k8s.api.contract import CONTENT_ID_ANNOTATION, LAUNCH_COUNT_LABEL, POD_TEMPLATE_ANNOTATION
 from streams_k8s.api.processing_element import ProcessingElement
+from streams_k8s.controller.children.pod import pod_template_hash
 
 PENDING = "Pending"
 RUNNING = "Running"
@@ -159,6 +161,9 @@ def decide(
     content = (current.get("metadata") or {}).get("annotations", {}).get(CONTENT_ID_ANNOTATION)
     if pe.spec.content_id and content != pe.spec.content_id:
         return Decision(Action.RELAUNCH, launch + 1, "content changed", retire=retire)
+    template = (current.get("metadata") or {}).get("annotations", {}).get(POD_TEMPLATE_ANNOTATION)
+    if template is not None and template != pod_template_hash(pe.spec):
+        return Decision(Action.RELAUNCH, launch + 1, "pod template changed", retire=retire)
     if current_phase == FAILED and restarts_failed(pe):
         return Decision(Action.RELAUNCH, launch + 1, "pod failed", retire=retire)
     if current_phase == SUCCEEDED and pe.spec.restart_completed_pod:
