@@ -199,7 +199,7 @@ class JobSpec(WireModel):
     parallel_regions: list[ParallelRegionWidth] = Field(default_factory=list)
     max_unavailable: Annotated[int, Field(ge=1)] | None = Field(
         None,
-        description="PEs whose pods an edit replaces at once; unset: a quarter of the job's PEs (at least 1).",
+        description="PEs whose pods an edit replaces at once; unset: a quarter of the PEs (at least 1).",
     )
 
 
@@ -220,6 +220,10 @@ class UpgradeRecord(WireModel):
     """An edit being applied, written before any child is touched (write-ahead)."""
 
     target_generation: Annotated[int, Field(ge=1)] = Field(description="The spec generation being applied.")
+    spec: dict[str, Any] = Field(
+        description="The spec being applied (a later edit waits for this one).",
+        json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
+    )
     bundle_digest: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")] = Field(
         description="sha256 of the bundle the target plan uses."
     )

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from streams_k8s.api.consistent_region import CoordinatorMode
-from streams_k8s.api.contract import APP_LABEL, APP_VALUE, JOB_LABEL
+from streams_k8s.api.contract import APP_LABEL, APP_VALUE, JOB_LABEL, TRANSPORT_CERT_KEY, TRANSPORT_KEY_KEY
 from streams_k8s.api.job import JobPhase
 from streams_k8s.app.plan import Plan
 from streams_k8s.controller.bundles.fetch import BundleFetcher
@@ -72,6 +73,12 @@ class KeptPlan:
     def base_widths(self) -> dict[str, int]:
         return {r.alias: r.width for r in self.plan.parallel_regions}
 
+    @property
+    def transport(self) -> tuple[str, str] | None:
+        """The job's transport certificate and key (kept across re-plans), if it has them."""
+        table = self.children[0].body["data"]  # the name table
+        return (table[TRANSPORT_CERT_KEY], table[TRANSPORT_KEY_KEY]) if TRANSPORT_CERT_KEY in table else None
+
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
@@ -129,6 +136,7 @@ class JobControllerBase:
         # Per Job, dropped when it goes (`retained` counts them).
         self._planned: dict[str, KeptPlan] = {}  # by Job uid
         self._counts_written: dict[str, float] = {}  # by Job uid: monotonic time of the last count write
+        self._targets: dict[str, tuple[int, Any]] = {}  # by Job uid: (generation, plan) of an edit applied
         self.jobs.add_handler(self._forget_deleted)
         self.controller = manager.controller("jobs", self.reconcile, workers=4)
         self.controller.watch(self.jobs)
@@ -149,6 +157,7 @@ class JobControllerBase:
 
     def _forget(self, uid: str) -> None:
         self._planned.pop(uid, None)
+        self._targets.pop(uid, None)
         self._counts_written.pop(uid, None)
 
     def _cached(self, obj: Object) -> bool:
@@ -159,7 +168,11 @@ class JobControllerBase:
 
     def retained(self) -> dict[str, int]:
         """Entries kept per Job, by cache (none once every Job is gone)."""
-        return {"plans": len(self._planned), "count-writes": len(self._counts_written)}
+        return {
+            "plans": len(self._planned),
+            "count-writes": len(self._counts_written),
+            "edits": len(self._targets),
+        }
 
     @staticmethod
     def _job_of(obj: Object) -> list[ObjectKey]:
@@ -233,3 +246,11 @@ class JobControllerBase:
         status = with_health(status, int(m.get("generation") or 1))
         patch = {"metadata": {"resourceVersion": m.get("resourceVersion")}, "status": status.raw}
         return await self.client.patch(JOBS, str(m["name"]), patch, str(m["namespace"]), subresource="status")
+
+
+def pod_ready(pod: Object) -> bool:
+    """The pod runs and is Ready (and is not going away)."""
+    status = pod.get("status") or {}
+    if status.get("phase") != "Running" or meta(pod).get("deletionTimestamp"):
+        return False
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())

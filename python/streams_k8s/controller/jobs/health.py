@@ -61,7 +61,9 @@ def with_health(status: JobStatusView, generation: int) -> JobStatusView:
     if phase is JobPhase.RUNNING and current and _pods_ready(status):
         set_condition(conditions, READY, "True", "Running", f"generation {generation} runs", generation)
     else:
-        set_condition(conditions, READY, "False", str(phase or "Pending"), _not_ready(status, generation), generation)
+        set_condition(
+            conditions, READY, "False", str(phase or "Pending"), _not_ready(status, generation), generation
+        )
     return status.with_(conditions=conditions)
 
 

@@ -13,10 +13,10 @@ from streams_k8s.controller.bundles.fetch import BUNDLE_CHANGED
 from streams_k8s.controller.children.desired import Desired
 from streams_k8s.controller.children.limits import REFUSED, refused
 from streams_k8s.controller.children.services import service_update
-from streams_k8s.controller.jobs.base import BUNDLE_FETCHED
+from streams_k8s.controller.jobs.base import BUNDLE_FETCHED, pod_ready
 from streams_k8s.controller.jobs.health import PODS_READY, with_health
-from streams_k8s.controller.jobs.resizing import ResizingJobs
 from streams_k8s.controller.jobs.status import JobStatusView
+from streams_k8s.controller.jobs.upgrading import ROLL_POLL, UpgradingJobs, applied_job
 from streams_k8s.controller.kinds import PES
 from streams_k8s.controller.planning import SubmissionFailure
 from streams_k8s.k8s.conditions import set_condition
@@ -27,7 +27,8 @@ from streams_k8s.k8s.objects import Object, meta
 
 log = logging.getLogger(__name__)
 
-SPEC_CHANGE_IGNORED = "spec changes after submission are not applied: delete and re-create the Job"
+# Phases the pod counts decide (the others belong to an edit, a suspension or a rollback).
+_COUNTED = frozenset({JobPhase.SUBMITTED, JobPhase.RUNNING})
 
 
 # Ready counts change with every PE coming up: while a job starts they are written at most this
@@ -36,21 +37,20 @@ SPEC_CHANGE_IGNORED = "spec changes after submission are not applied: delete and
 COUNTS_INTERVAL = 1.0
 
 
-class RunningJobs(ResizingJobs):
+class RunningJobs(UpgradingJobs):
     """Maintains submitted jobs."""
 
-    async def _maintain(self, obj: Object, job: Job, status: JobStatusView) -> Requeue | None:
-        """Recreate deleted children; keep PE/pod counts, PodsReady and the phase current."""
+    async def _maintain(self, obj: Object, job: Job | None, status: JobStatusView) -> Requeue | None:
+        """Apply an edit (`jobs.upgrading`); recreate deleted children of the applied spec; keep
+        PE/pod counts, PodsReady and the phase current. ``job``: the spec as edited, None when
+        it is not valid (the refusal is recorded)."""
         m = meta(obj)
-        uid, generation = str(m["uid"]), int(m.get("generation") or 1)
-        if (status.observed_generation or generation) != generation:
-            # The children follow the submitted spec; a re-plan from the edited one would mix two jobs.
-            if status.message != SPEC_CHANGE_IGNORED:
-                await self.recorder.record(obj, "Warning", "SpecChangeIgnored", SPEC_CHANGE_IGNORED)
-            return await self._update_counts(obj, status.with_(message=SPEC_CHANGE_IGNORED))
+        uid = str(m["uid"])
+        generation = status.applied_generation or int(m.get("generation") or 1)
+        running = applied_job(obj, status)
         changed_before = _reported_bundle_change(status)
         try:
-            planned, obj, status = await self._plan(obj, job, status, generation, uid)
+            planned, obj, status = await self._plan(obj, running, status, generation, uid)
         except SubmissionFailure as failure:
             if failure.reason == BUNDLE_CHANGED:
                 return await self._bundle_changed(obj, status, failure, generation)
@@ -62,9 +62,13 @@ class RunningJobs(ResizingJobs):
             )
             planned = None
         if planned is not None:
+            obj, status, upgrading = await self._follow_edit(obj, job, status, planned, running)
+            if upgrading or status.applied_generation != generation:
+                wait = await self._update_counts(obj, status)
+                return wait or Requeue(ROLL_POLL)
             if changed_before:  # the submitted content is back: the warning no longer holds
                 status = status.with_(message=submitted_message(len(planned.plan.pes)))
-            obj, status, plan, children = await self._follow_widths(obj, job, planned, status)
+            obj, status, plan, children = await self._follow_widths(obj, running, planned, status)
             restartable = {pe_service_name(str(m["name"]), pe.id): pe.restartable for pe in plan.pes}
             try:
                 recreated = await self._create_missing(
@@ -123,7 +127,7 @@ class RunningJobs(ResizingJobs):
         expected = status.processing_elements or len(pes)
         ready_pes = sum(1 for pe in pes if (pe.get("status") or {}).get("connectivity") == "Full")
         # PEs with a ready pod: two launches of one PE briefly both ready still count once
-        ready_pods = len({meta(pod)["labels"].get(PE_LABEL) for pod in pods if _pod_ready(pod)})
+        ready_pods = len({meta(pod)["labels"].get(PE_LABEL) for pod in pods if pod_ready(pod)})
         conditions = status.conditions
         all_ready = expected > 0 and ready_pods >= expected
         set_condition(
@@ -135,6 +139,8 @@ class RunningJobs(ResizingJobs):
             m.get("generation"),
         )
         phase = JobPhase.RUNNING if all_ready else JobPhase.SUBMITTED
+        if status.phase is not None and status.phase not in _COUNTED:
+            phase = status.phase
         wanted = status.with_(
             conditions=conditions, phase=phase, processing_elements_ready=ready_pes, pods_ready=ready_pods
         )
@@ -160,10 +166,3 @@ def submitted_message(pes: int) -> str:
 def _reported_bundle_change(status: JobStatusView) -> bool:
     fetched = status.condition(BUNDLE_FETCHED)
     return fetched is not None and fetched.get("reason") == BUNDLE_CHANGED
-
-
-def _pod_ready(pod: Object) -> bool:
-    status = pod.get("status") or {}
-    if status.get("phase") != "Running" or meta(pod).get("deletionTimestamp"):
-        return False
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())

@@ -146,16 +146,18 @@ async def apply(client: KubeClient, change: WidthChange) -> None:
             child = wanted[(resource, name)]
             await _write(child, client.create_if_absent(resource, child.body))
     for name in sorted(changed):
-        cm = wanted[(CONFIGMAPS, name)]
-        patch = {"metadata": _merge_meta(cm.body), "data": cm.body["data"]}
-        await _write(cm, client.patch(CONFIGMAPS, name, patch, namespace))
-        pe = wanted[(PES, name)]
-        patch = {"metadata": _merge_meta(pe.body), "spec": pe.body["spec"]}
-        await _write(pe, client.patch(PES, name, patch, namespace))
+        await patch_pe(client, wanted, namespace, name)
     for pe_id in diff.removed:
         for resource in (PES, SERVICES, CONFIGMAPS):
             await client.delete_if_present(resource, pe_service_name(job, pe_id), namespace)
-    await _follow_ports(client, wanted, namespace, job)
+    await follow_ports(client, wanted, namespace, job)
+    await write_name_table(client, wanted, namespace, job)
+    await follow_regions(client, wanted, namespace)
+
+
+async def write_name_table(
+    client: KubeClient, wanted: Mapping[tuple[Resource, str], Desired], namespace: str, job: str
+) -> None:
     table = wanted[(CONFIGMAPS, job)]
     await _write(
         table,
@@ -163,9 +165,27 @@ async def apply(client: KubeClient, change: WidthChange) -> None:
             CONFIGMAPS, job, {"data": {NAME_TABLE_KEY: table.body["data"][NAME_TABLE_KEY]}}, namespace
         ),
     )
+
+
+async def follow_regions(
+    client: KubeClient, wanted: Mapping[tuple[Resource, str], Desired], namespace: str
+) -> None:
+    """Each ConsistentRegion's PEs follow the fusion."""
     for (resource, name), child in wanted.items():
-        if resource == CONSISTENT_REGIONS:  # a region's PEs follow the fusion
+        if resource == CONSISTENT_REGIONS:
             await _write(child, client.patch(resource, name, {"spec": child.body["spec"]}, namespace))
+
+
+async def patch_pe(
+    client: KubeClient, wanted: Mapping[tuple[Resource, str], Desired], namespace: str, name: str
+) -> None:
+    """A PE's AADL ConfigMap, then the PE (so its next pod never starts on other content)."""
+    cm = wanted[(CONFIGMAPS, name)]
+    patch = {"metadata": _merge_meta(cm.body), "data": cm.body["data"]}
+    await _write(cm, client.patch(CONFIGMAPS, name, patch, namespace))
+    pe = wanted[(PES, name)]
+    patch = {"metadata": _merge_meta(pe.body), "spec": pe.body["spec"]}
+    await _write(pe, client.patch(PES, name, patch, namespace))
 
 
 # What the PE runtime edits through the REST API (`pubsub.api`): it belongs to the operators,
@@ -184,7 +204,7 @@ def _operators(resource: Resource, spec: dict[str, Any]) -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
-async def _follow_ports(
+async def follow_ports(
     client: KubeClient, wanted: Mapping[tuple[Resource, str], Desired], namespace: str, job: str
 ) -> None:
     """The job's Exports and Imports are those of the target plan's PE ports, keeping what the

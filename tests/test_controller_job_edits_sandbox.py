@@ -1,0 +1,152 @@
+"""Edits of a running Job applied through the sandbox: exactly the pods whose settings changed are
+replaced (by pod UID and launch count), controller-only settings restart nothing, an edit that
+cannot be applied changes nothing that runs, and the kstatus conditions tools wait on follow."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from k8s_support import eventually_async
+from kubectl_support import KUBECTL, MISSING, Kubectl
+from operator_support import condition, job_manifest, job_status, operator, wait_for_phase
+from streams_k8s.api.contract import JOB_LABEL, LAUNCH_COUNT_LABEL, PE_LABEL, SVC_LABEL
+from streams_k8s.app.synthetic import SyntheticSpec, write_sab
+from streams_k8s.controller.kinds import JOBS, PES
+from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.events import EVENTS
+from streams_k8s.k8s.kinds import PODS
+from streams_k8s.sandbox import Sandbox
+
+
+@pytest.fixture
+async def client(sandbox: Sandbox) -> AsyncIterator[KubeClient]:
+    async with await KubeClient.connect(str(sandbox.kubeconfig_path)) as c:
+        yield c
+
+
+async def pe_pods(client: KubeClient, job: str) -> dict[int, tuple[str, int]]:
+    """(pod uid, launch count) of each PE's pod, by PE id."""
+    items, _ = await client.list_all(PODS, "default", label_selector=f"{JOB_LABEL}={job},{SVC_LABEL}=pe")
+    return {
+        int(p["metadata"]["labels"][PE_LABEL]): (
+            p["metadata"]["uid"],
+            int(p["metadata"]["labels"][LAUNCH_COUNT_LABEL]),
+        )
+        for p in items
+        if not p["metadata"].get("deletionTimestamp")
+    }
+
+
+async def reasons(client: KubeClient, name: str) -> list[str]:
+    items, _ = await client.list_all(EVENTS, "default")
+    return [e["reason"] for e in items if e.get("regarding", {}).get("name") == name]
+
+
+async def applied(client: KubeClient, name: str, generation: int) -> dict[str, Any]:
+    """The status once ``generation`` runs with every pod ready."""
+    seen: dict[str, Any] = {}
+
+    async def reached() -> bool:
+        seen.clear()
+        seen.update(await job_status(client, name))
+        ready = next((c for c in seen.get("conditions") or () if c["type"] == "Ready"), {})
+        return seen.get("appliedGeneration") == generation and ready.get("status") == "True"
+
+    try:
+        await eventually_async(reached, within=60)
+    except TimeoutError:
+        raise AssertionError(f"generation {generation} of {name} never ran ready; status {seen}") from None
+    return seen
+
+
+@pytest.mark.sandbox(nodes=2)
+async def test_pod_setting_edits_replace_exactly_the_pods_they_change_a_batch_at_a_time(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=3, length=2))
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("edit", bundle, fusion={"manual": 3}, maxUnavailable=1))
+        status = await applied(client, "edit", 1)
+        assert condition(status, "Reconciling")["status"] == "False"
+        assert condition(status, "Stalled")["status"] == "False"
+        before = await pe_pods(client, "edit")
+        assert sorted(before) == [0, 1, 2]
+
+        # A pod setting of every PE: every pod replaced, launch count + 1, one PE at a time.
+        await client.patch(
+            JOBS, "edit", {"spec": {"processingElement": {"runtimeTraceLevel": "TRACE"}}}, "default"
+        )
+        upgrading = await wait_for_phase(client, "edit", "Upgrading")
+        assert upgrading["observedGeneration"] == 2
+        assert upgrading["upgrade"]["targetGeneration"] == 2
+        assert upgrading["upgrade"]["replaced"] == [0, 1, 2]
+        assert condition(upgrading, "Reconciling")["status"] == "True"
+        assert condition(upgrading, "Ready")["status"] == "False"
+        status = await applied(client, "edit", 2)
+        assert status["phase"] == "Running" and "upgrade" not in status
+        assert status["appliedSpec"]["processingElement"]["runtimeTraceLevel"] == "TRACE"
+        after = await pe_pods(client, "edit")
+        assert {i: after[i][1] for i in after} == {i: before[i][1] + 1 for i in before}
+        assert not {uid for uid, _ in after.values()} & {uid for uid, _ in before.values()}
+        for pe_id in after:
+            pe = await client.get(PES, f"edit-{pe_id}", "default")
+            assert pe["spec"]["runtimeTraceLevel"] == "TRACE"
+        assert {"UpgradeStarted", "UpgradeSucceeded"} <= set(await reasons(client, "edit"))
+
+        # A setting that steers only the controller: PE specs follow, no pod is replaced.
+        await client.patch(
+            JOBS, "edit", {"spec": {"processingElement": {"restartCompletedPod": True}}}, "default"
+        )
+        await applied(client, "edit", 3)
+        assert await pe_pods(client, "edit") == after
+        assert (await client.get(PES, "edit-0", "default"))["spec"]["restartCompletedPod"] is True
+
+        # An edit that cannot be applied: nothing that runs changes; Stalled says why.
+        await client.patch(
+            JOBS, "edit", {"spec": {"bundle": {"file": {"path": str(tmp_path / "gone.sab")}}}}, "default"
+        )
+
+        async def refused() -> bool:
+            found = await job_status(client, "edit")
+            stalled = next((c for c in found.get("conditions") or () if c["type"] == "Stalled"), {})
+            return found.get("observedGeneration") == 4 and stalled.get("status") == "True"
+
+        await eventually_async(refused, within=20)
+        status = await job_status(client, "edit")
+        assert (status["phase"], status["appliedGeneration"]) == ("Running", 3)
+        assert condition(status, "SpecApplied")["reason"] == "EditRefused"
+        assert "gone.sab" in condition(status, "Stalled")["message"]
+        assert "EditRefused" in await reasons(client, "edit")
+        assert await pe_pods(client, "edit") == after
+
+        # The next edit is applied (from the last valid spec's children).
+        await client.patch(JOBS, "edit", {"spec": {"bundle": {"file": {"path": str(bundle)}}}}, "default")
+        status = await applied(client, "edit", 5)
+        assert condition(status, "Stalled")["status"] == "False"
+        assert await pe_pods(client, "edit") == after
+
+
+@pytest.mark.skipif(KUBECTL is None, reason=MISSING)
+@pytest.mark.sandbox(nodes=1)
+async def test_kubectl_waits_for_an_edit_to_be_ready_and_shows_the_applied_generation(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=2, length=2))
+    kubectl = Kubectl(sandbox, tmp_path)
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("waited", bundle))
+        await kubectl.run("wait", "--for=condition=Ready", "stj/waited", "--timeout=60s")
+        await client.patch(
+            JOBS, "waited", {"spec": {"processingElement": {"appTraceLevel": "DEBUG"}}}, "default"
+        )
+        await kubectl.run("wait", "--for=condition=Ready", "stj/waited", "--timeout=60s")
+        status = await job_status(client, "waited")
+        assert status["appliedGeneration"] == 2
+        _, out, _ = await kubectl.run("get", "stj", "waited")
+        header, row = out.splitlines()
+        assert header.split()[:6] == ["NAME", "STATUS", "PES", "READY", "APPLIED", "GENERATION"]
+        assert row.split()[1] == "Running" and row.split()[4:6] == ["2", "2"]
