@@ -87,7 +87,8 @@ async def test_pod_setting_edits_replace_exactly_the_pods_they_change_a_batch_at
         assert condition(upgrading, "Reconciling")["status"] == "True"
         assert condition(upgrading, "Ready")["status"] == "False"
         status = await applied(client, "edit", 2)
-        assert status["phase"] == "Running" and "upgrade" not in status
+        assert status["phase"] == "Running"
+        assert "upgrade" not in status
         assert status["appliedSpec"]["processingElement"]["runtimeTraceLevel"] == "TRACE"
         after = await pe_pods(client, "edit")
         assert {i: after[i][1] for i in after} == {i: before[i][1] + 1 for i in before}
@@ -149,4 +150,5 @@ async def test_kubectl_waits_for_an_edit_to_be_ready_and_shows_the_applied_gener
         _, out, _ = await kubectl.run("get", "stj", "waited")
         header, row = out.splitlines()
         assert header.split()[:6] == ["NAME", "STATUS", "PES", "READY", "APPLIED", "GENERATION"]
-        assert row.split()[1] == "Running" and row.split()[4:6] == ["2", "2"]
+        assert row.split()[1] == "Running"
+        assert row.split()[4:6] == ["2", "2"]

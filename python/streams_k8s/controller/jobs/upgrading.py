@@ -187,7 +187,9 @@ class UpgradingJobs(ResizingJobs):
         generation, generation_id = generations
         path = str(fetched.path)
         app = read_application(path, job.spec.bundle.name)
-        plan = plan_job(job, app, job_id=int(status.id or 0), nodes=status.planned_nodes)
+        plan = plan_job(
+            job, app, job_id=int(status.id or 0), nodes=status.planned_nodes, ids_from=applied.plan
+        )
         check_placement(job, plan, schedulable_nodes(self.nodes.store.select()))
         transport = applied.transport
         if transport is None and needs_transport_certificate(job):
