@@ -14,7 +14,10 @@ from k8s_support import eventually_async
 from kubectl_support import KUBECTL, MISSING, Kubectl
 from operator_support import condition, job_manifest, job_status, operator, wait_for_phase
 from streams_k8s.api.contract import JOB_LABEL, LAUNCH_COUNT_LABEL, PE_LABEL, SVC_LABEL
+from streams_k8s.api.job import Job
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
+from streams_k8s.controller.jobs.upgrade_diff import preview as upgrade_preview
+from streams_k8s.controller.planning import read_application
 from streams_k8s.controller.kinds import JOBS, PES
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.events import EVENTS
@@ -84,6 +87,15 @@ async def test_pod_setting_edits_replace_exactly_the_pods_they_change_a_batch_at
         assert upgrading["observedGeneration"] == 2
         assert upgrading["upgrade"]["targetGeneration"] == 2
         assert upgrading["upgrade"]["replaced"] == [0, 1, 2]
+        # the offline preview of the same edit names the same PEs
+        old = job_manifest("edit", bundle, fusion={"manual": 3}, maxUnavailable=1)
+        new = {**old, "spec": {**old["spec"], "processingElement": {"runtimeTraceLevel": "TRACE"}}}
+        _, preview = upgrade_preview(
+            Job.model_validate(old), read_application(str(bundle), "app.sab"), Job.model_validate(new),
+            read_application(str(bundle), "app.sab"), job_id=upgrading["id"], nodes=upgrading["plannedNodes"],
+        )  # fmt: skip
+        assert sorted(preview.replaced) == upgrading["upgrade"]["replaced"]
+        assert (preview.kept, preview.added, preview.removed) == ([], [], [])
         assert condition(upgrading, "Reconciling")["status"] == "True"
         assert condition(upgrading, "Ready")["status"] == "False"
         status = await applied(client, "edit", 2)

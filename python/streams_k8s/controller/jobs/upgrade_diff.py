@@ -16,9 +16,11 @@ from typing import Any
 
 from streams_k8s.api.job import Job
 from streams_k8s.api.processing_element import ProcessingElementSpec
+from streams_k8s.app.model import Application
 from streams_k8s.app.plan import Plan
 from streams_k8s.controller.children.pod import pod_template_hash
 from streams_k8s.controller.children.processing_elements import pe_spec
+from streams_k8s.controller.planning import plan_job
 
 
 class Why(StrEnum):
@@ -111,3 +113,13 @@ def upgrade_diff(old_job: Job, old_plan: Plan, new_job: Job, new_plan: Plan) -> 
         else:
             diff.kept.append(pe_id)
     return diff
+
+
+def preview(
+    old_job: Job, old_app: Application, new_job: Job, new_app: Application, *, job_id: int, nodes: int | None
+) -> tuple[Plan, UpgradeDiff]:
+    """The plan of ``new_job`` as an edit of a job running ``old_job``, and what the edit does:
+    planned as the job controller plans an edit (PE ids kept from the running plan)."""
+    old_plan = plan_job(old_job, old_app, job_id=job_id, nodes=nodes)
+    new_plan = plan_job(new_job, new_app, job_id=job_id, nodes=nodes, ids_from=old_plan)
+    return new_plan, upgrade_diff(old_job, old_plan, new_job, new_plan)
