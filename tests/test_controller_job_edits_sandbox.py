@@ -17,8 +17,8 @@ from streams_k8s.api.contract import JOB_LABEL, LAUNCH_COUNT_LABEL, PE_LABEL, SV
 from streams_k8s.api.job import Job
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.controller.jobs.upgrade_diff import preview as upgrade_preview
-from streams_k8s.controller.planning import read_application
 from streams_k8s.controller.kinds import JOBS, PES
+from streams_k8s.controller.planning import read_application
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.events import EVENTS
 from streams_k8s.k8s.kinds import PODS
