@@ -183,6 +183,19 @@ class ParallelRegionWidth(WireModel):
     index: Annotated[int, Field(ge=0)] | None = None
 
 
+class UpgradeMode(StrEnum):
+    """What happens to consistent-region state when an edit replaces PEs (the README's table)."""
+
+    STATELESS = "stateless"  # the regions start clean (isCleanStart): no state is restored
+    LAST_CHECKPOINT = "last-checkpoint"  # every region resets to its last completed checkpoint
+    CHECKPOINT_FIRST = "checkpoint-first"  # checkpoint every region first, hold drains, reset to it
+
+
+class JobState(StrEnum):
+    RUNNING = "Running"
+    SUSPENDED = "Suspended"  # every PE pod removed; the job id, PEs and every other object kept
+
+
 class JobSpec(WireModel):
     bundle: Bundle
     fusion: Fusion = Field(default_factory=Fusion)
@@ -200,6 +213,30 @@ class JobSpec(WireModel):
     max_unavailable: Annotated[int, Field(ge=1)] | None = Field(
         None,
         description="PEs whose pods an edit replaces at once; unset: a quarter of the PEs (at least 1).",
+    )
+    upgrade_mode: UpgradeMode | None = Field(
+        None,
+        description="How consistent-region state crosses an upgrade or a suspend: stateless, last-checkpoint "
+        "or checkpoint-first. Default: last-checkpoint for a job with consistent regions, else stateless.",
+    )
+    checkpoint_timeout_seconds: Annotated[int, Field(gt=0)] = Field(
+        300,
+        description="checkpoint-first: how long the checkpoint may take. Past it the upgrade keeps waiting "
+        "with a condition saying which regions have not checkpointed; it never falls back to stateless.",
+    )
+    state: JobState = Field(
+        JobState.RUNNING, description="Running, or Suspended: every PE pod removed, everything else kept."
+    )
+    restart_nonce: str | None = Field(
+        None, description="Any change restarts every PE pod (launch count + 1)."
+    )
+    rollback: bool = Field(
+        True,
+        description="An edit not Running within submissionTimeOutInSeconds is undone: the last stable spec "
+        "is applied again (phase RolledBack). A rollback that fails too stops in Failed.",
+    )
+    stable_after_seconds: Annotated[int, Field(ge=0)] = Field(
+        60, description="How long a spec must run with every PE pod ready to become the last stable spec."
     )
 
 
@@ -233,6 +270,10 @@ class UpgradeRecord(WireModel):
     replaced: list[int] = Field(default_factory=list, description="PE ids whose pods are replaced.")
     added: list[int] = Field(default_factory=list)
     removed: list[int] = Field(default_factory=list)
+    checkpoint: str | None = Field(
+        None, description="checkpoint-first: the completed checkpoint the replaced PEs reset to."
+    )
+    rollback: bool = Field(False, description="This edit applies the last stable spec again.")
 
 
 class JobStatus(Status):
@@ -270,6 +311,12 @@ class JobStatus(Status):
         json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
     )
     upgrade: UpgradeRecord | None = Field(None, description="The edit being applied, if any.")
+    last_stable_spec: dict[str, Any] | None = Field(
+        None,
+        description="The last spec run with every PE pod ready for stableAfterSeconds (what rollbacks apply).",
+        json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
+    )
+    last_stable_generation: Annotated[int, Field(ge=1)] | None = None
 
 
 # A Service's name is a DNS-1035 label: a lower-case letter, then letters, digits and '-', ending

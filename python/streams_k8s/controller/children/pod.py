@@ -77,6 +77,7 @@ _NOT_IN_POD = frozenset(
         "restart_failed_pod",
         "restartable",
         "content_id",
+        "suspended",
     }
 )
 
