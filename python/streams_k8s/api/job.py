@@ -313,7 +313,7 @@ class JobStatus(Status):
     upgrade: UpgradeRecord | None = Field(None, description="The edit being applied, if any.")
     last_stable_spec: dict[str, Any] | None = Field(
         None,
-        description="The last spec run with every PE pod ready for stableAfterSeconds (what rollbacks apply).",
+        description="The last spec run with every PE pod ready for stableAfterSeconds (rollbacks apply it).",
         json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
     )
     last_stable_generation: Annotated[int, Field(ge=1)] | None = None
