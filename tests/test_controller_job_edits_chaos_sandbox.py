@@ -1,6 +1,7 @@
 """Chaos during an edit: the operator process is SIGKILLed at random points while an edit of a
 running job is applied, then restarted; the job converges to the edited spec with every PE on the
-new content and settings, one pod per PE, each replaced once (launch count + 1), and no orphan."""
+new content and settings, one pod per PE, each replaced once per edit (launch count + edits), and
+no orphan."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from streams_k8s.k8s.kinds import CONFIGMAPS, PODS
 from streams_k8s.sandbox import Sandbox
 
 KILLS = int(os.environ.get("STREAMS_K8S_CHAOS_KILLS", "12"))
-PES_WANTED = 24
+PES_WANTED = 48
 
 
 @pytest.fixture
@@ -43,6 +44,15 @@ async def launches(client: KubeClient) -> dict[int, list[int]]:
     return found
 
 
+async def version(client: KubeClient) -> str:
+    return str((await client.get(JOBS, "chaos", "default"))["metadata"]["resourceVersion"])
+
+
+async def progressed(client: KubeClient, seen: str, generation: int) -> bool:
+    """The Job changed since ``seen``, or ``generation`` runs (nothing more to write)."""
+    return await version(client) != seen or await settled(client, generation)
+
+
 async def settled(client: KubeClient, generation: int) -> bool:
     status = await job_status(client, "chaos")
     ready = next((c for c in status.get("conditions") or () if c["type"] == "Ready"), {})
@@ -54,7 +64,7 @@ async def test_killed_anywhere_during_an_edit_the_job_converges_to_it_without_du
     sandbox: Sandbox, client: KubeClient, tmp_path: Path
 ) -> None:
     require_operator()
-    bundle = write_sab(tmp_path / "chaos.sab", SyntheticSpec(chains=12, length=2))
+    bundle = write_sab(tmp_path / "chaos.sab", SyntheticSpec(chains=24, length=2))
     manifest = job_manifest("chaos", bundle, fusion={"manual": PES_WANTED}, maxUnavailable=1)
     rng = random.Random(20261124)
     with OperatorProcess(sandbox.kubeconfig_path, tmp_path / "operator.log") as operator:
@@ -62,20 +72,30 @@ async def test_killed_anywhere_during_an_edit_the_job_converges_to_it_without_du
         await eventually_async(lambda: settled(client, 1), within=120)
         before = await launches(client)
         assert sorted(before) == list(range(PES_WANTED))
-        edit = {"spec": {"processingElement": {"runtimeTraceLevel": "DEBUG"}}}
-        await client.patch(JOBS, "chaos", edit, "default")
-        mid_edit = 0
+        # Edits one after the other (each restarts every pod once), so that every kill lands in one.
+        edits, mid_edit = 0, 0
         for _ in range(KILLS):
-            await asyncio.sleep(rng.uniform(0.2, 2.5))  # startup takes about a second: anywhere
+            status = await job_status(client, "chaos")
+            if status.get("appliedGeneration") == 1 + edits:
+                edits += 1
+                edit = {
+                    "spec": {"restartNonce": str(edits), "processingElement": {"runtimeTraceLevel": "DEBUG"}}
+                }
+                await client.patch(JOBS, "chaos", edit, "default")
+            seen = await version(client)
+            # once this incarnation has written something (startup takes a second or more, longer
+            # under load), anywhere in what follows
+            await eventually_async(lambda: progressed(client, seen, 1 + edits), within=20)  # noqa: B023
+            await asyncio.sleep(rng.uniform(0.0, 0.4))
             operator.kill()
             mid_edit += "upgrade" in await job_status(client, "chaos")
             operator.start()
-        assert mid_edit >= KILLS // 2, f"only {mid_edit} kills came while the edit was applied"
-        await eventually_async(lambda: settled(client, 2), within=180)
+        assert mid_edit >= KILLS // 2, f"only {mid_edit} kills came while an edit was applied"
+        await eventually_async(lambda: settled(client, 1 + edits), within=180)
 
     after = await launches(client)
     assert {i: len(found) for i, found in after.items()} == dict.fromkeys(range(PES_WANTED), 1)
-    assert {i: found[0] for i, found in after.items()} == {i: found[0] + 1 for i, found in before.items()}
+    assert {i: found[0] for i, found in after.items()} == {i: found[0] + edits for i, found in before.items()}
     pes, _ = await client.list_all(PES, "default", label_selector=f"{JOB_LABEL}=chaos")
     assert {p["spec"]["runtimeTraceLevel"] for p in pes} == {"DEBUG"}
     assert len(pes) == PES_WANTED

@@ -120,3 +120,21 @@ def test_a_pod_deleted_while_its_run_waits_to_be_recorded_counts_as_a_launch() -
     # Without that memory the pod of launch 1 is simply created again.
     again = decide(pe(restartDeletedPod=True), [], previous_launches=0, ready=True)
     assert (again.action, again.launch) == (Action.CREATE, 1)
+
+
+def test_a_suspended_pe_has_its_pods_removed_and_is_relaunched_on_resume() -> None:
+    suspended = decide(pe(2, "Running", suspended=True), [pod(2)], previous_launches=0, ready=True)
+    assert (suspended.action, suspended.phase) == (Action.RECORD, "Suspended")
+    assert [p["metadata"]["name"] for p, _ in suspended.retire] == ["app-0-2"]
+    still = decide(pe(2, "Suspended", suspended=True), [], previous_launches=0, ready=True)
+    assert still.action is Action.NONE
+    resumed = decide(pe(2, "Suspended"), [], previous_launches=0, ready=True)
+    assert (resumed.action, resumed.launch, resumed.reason) == (Action.RELAUNCH, 3, "resumed")
+
+
+def test_a_restart_nonce_relaunches_the_pod() -> None:
+    made = pod(1)
+    made["metadata"]["annotations"][POD_TEMPLATE_ANNOTATION] = pod_template_hash(pe().spec)
+    for nonce in ({"restartNonce": "a"}, {"jobRestartNonce": "b"}):
+        decision = decide(pe(1, "Running", **nonce), [made], previous_launches=0, ready=True)
+        assert (decision.action, decision.launch) == (Action.RELAUNCH, 2), nonce

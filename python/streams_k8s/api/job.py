@@ -317,6 +317,7 @@ class JobStatus(Status):
         json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
     )
     last_stable_generation: Annotated[int, Field(ge=1)] | None = None
+    last_stable_bundle_digest: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")] | None = None
 
 
 # A Service's name is a DNS-1035 label: a lower-case letter, then letters, digits and '-', ending

@@ -74,7 +74,17 @@ from streams_k8s.k8s.controller import Requeue
 from streams_k8s.k8s.objects import Object, ObjectKey, meta
 
 # Phases of a submitted job: its children exist and are kept.
-_RUNNING = frozenset({JobPhase.SUBMITTED, JobPhase.RUNNING, JobPhase.UPGRADING})
+_RUNNING = frozenset(
+    {
+        JobPhase.SUBMITTED,
+        JobPhase.RUNNING,
+        JobPhase.UPGRADING,
+        JobPhase.SUSPENDING,
+        JobPhase.SUSPENDED,
+        JobPhase.ROLLING_BACK,
+        JobPhase.ROLLED_BACK,
+    }
+)
 
 
 def _failed_reason(status: JobStatusView) -> str:

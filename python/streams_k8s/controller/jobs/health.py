@@ -19,12 +19,21 @@ READY, RECONCILING, STALLED = "Ready", "Reconciling", "Stalled"
 # The condition an edit of a running job sets (`jobs.upgrading`): applied, being applied, or why not.
 SPEC_APPLIED = "SpecApplied"
 APPLIED, UPGRADING, EDIT_REFUSED, PAUSED = "Applied", "Upgrading", "EditRefused", "ReconciliationPaused"
+WAITING_FOR_CHECKPOINT, UPGRADE_TIMED_OUT, ROLLED_BACK = (
+    "WaitingForCheckpoint",
+    "UpgradeTimedOut",
+    "RolledBack",
+)
+# SpecApplied reasons for an edit that will not run without another edit.
+_STALLING = frozenset({EDIT_REFUSED, UPGRADE_TIMED_OUT, ROLLED_BACK})
 
 PODS_READY = "PodsReady"
 
 _WORKING = frozenset(
     {JobPhase.SUBMITTING, JobPhase.SUBMITTED, JobPhase.UPGRADING, JobPhase.SUSPENDING, JobPhase.ROLLING_BACK}
 )
+# Phases of a job whose children run (Ready once every pod is).
+_RUNS = frozenset({JobPhase.RUNNING, JobPhase.ROLLED_BACK})
 
 
 def _stalled(status: JobStatusView) -> tuple[str, str] | None:
@@ -32,8 +41,8 @@ def _stalled(status: JobStatusView) -> tuple[str, str] | None:
     if status.phase is JobPhase.FAILED:
         return "Failed", status.message or "the job failed"
     applied = status.condition(SPEC_APPLIED)
-    if applied is not None and applied.get("reason") == EDIT_REFUSED:
-        return EDIT_REFUSED, str(applied.get("message") or "")
+    if applied is not None and applied.get("reason") in _STALLING:
+        return str(applied["reason"]), str(applied.get("message") or "")
     return None
 
 
@@ -53,7 +62,7 @@ def with_health(status: JobStatusView, generation: int) -> JobStatusView:
         set_condition(conditions, STALLED, "True", stalled[0], stalled[1], generation)
     else:
         set_condition(conditions, STALLED, "False", "Progressing", "nothing blocks the job", generation)
-    working = phase in _WORKING or (phase is JobPhase.RUNNING and not (current and _pods_ready(status)))
+    working = phase in _WORKING or (phase in _RUNS and not (current and _pods_ready(status)))
     if stalled is None and not paused and working:
         set_condition(conditions, RECONCILING, "True", str(phase or "Pending"), _doing(status), generation)
     else:

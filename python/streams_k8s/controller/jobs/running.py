@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import datetime
 
 from streams_k8s.api.contract import JOB_LABEL, PE_LABEL, SVC_LABEL, SVC_PE, pe_service_name
 from streams_k8s.api.job import Job, JobPhase
@@ -13,8 +14,8 @@ from streams_k8s.controller.bundles.fetch import BUNDLE_CHANGED
 from streams_k8s.controller.children.desired import Desired
 from streams_k8s.controller.children.limits import REFUSED, refused
 from streams_k8s.controller.children.services import service_update
-from streams_k8s.controller.jobs.base import BUNDLE_FETCHED, pod_ready
-from streams_k8s.controller.jobs.health import PODS_READY, with_health
+from streams_k8s.controller.jobs.base import BUNDLE_FETCHED, pod_ready, status_written, utc_now
+from streams_k8s.controller.jobs.health import PODS_READY, READY, with_health
 from streams_k8s.controller.jobs.status import JobStatusView
 from streams_k8s.controller.jobs.upgrading import ROLL_POLL, UpgradingJobs, applied_job
 from streams_k8s.controller.kinds import PES
@@ -83,7 +84,34 @@ class RunningJobs(UpgradingJobs):
                     obj, "Normal", "ChildrenRecreated", f"recreated {recreated} deleted objects"
                 )
             await self._correct_services(children)
+            obj, status, wait = await self._record_stable(obj, status, running)
+            return await self._update_counts(obj, status) or wait
         return await self._update_counts(obj, status)
+
+    async def _record_stable(
+        self, obj: Object, status: JobStatusView, running: Job
+    ) -> tuple[Object, JobStatusView, Requeue | None]:
+        """The applied spec becomes the last stable one (what a rollback applies) once it has run
+        with every PE pod ready for ``stableAfterSeconds``."""
+        ready = status.condition(READY) or {}
+        if (
+            status.phase is not JobPhase.RUNNING
+            or ready.get("status") != "True"
+            or status.last_stable_generation == status.applied_generation
+            or status.applied_spec is None
+        ):
+            return obj, status, None
+        since = datetime.fromisoformat(str(ready.get("lastTransitionTime")).replace("Z", "+00:00"))
+        wait = running.spec.stable_after_seconds - (utc_now() - since).total_seconds()
+        if wait > 0:
+            return obj, status, Requeue(wait)
+        status = status.with_(
+            last_stable_spec=status.applied_spec,
+            last_stable_generation=int(status.applied_generation or 1),
+            last_stable_bundle_digest=str(status.bundle_digest),
+        )
+        written = await self._write_status(obj, status)
+        return written, status_written(written, status), None
 
     async def _correct_services(self, children: list[Desired]) -> None:
         """Give PE Services their planned selector and ports (`service_update`), conditionally on

@@ -42,6 +42,9 @@ class StatusChanges(TypedDict, total=False):
     applied_generation: int
     applied_spec: dict[str, Any]
     upgrade: UpgradeRecord | None
+    last_stable_spec: dict[str, Any]
+    last_stable_generation: int
+    last_stable_bundle_digest: str
 
 
 def _wire(value: object) -> object:
@@ -158,6 +161,20 @@ class JobStatusView:
     def applied_spec(self) -> dict[str, Any] | None:
         value = self._get("applied_spec")
         return dict(value) if value else None
+
+    @property
+    def last_stable_spec(self) -> dict[str, Any] | None:
+        value = self._get("last_stable_spec")
+        return dict(value) if value else None
+
+    @property
+    def last_stable_generation(self) -> int | None:
+        return _int(self._get("last_stable_generation"))
+
+    @property
+    def last_stable_bundle_digest(self) -> str | None:
+        value = self._get("last_stable_bundle_digest")
+        return str(value) if value is not None else None
 
     @property
     def upgrade(self) -> UpgradeRecord | None:

@@ -30,51 +30,32 @@ ReconciliationPaused) so several can be staged and applied at once.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 
 from streams_k8s.api.contract import (
-    CONTENT_ID_ANNOTATION,
-    JOB_LABEL,
-    PE_LABEL,
-    POD_TEMPLATE_ANNOTATION,
-    SVC_LABEL,
-    SVC_PE,
     name_table_stamp,
-    pe_service_name,
 )
-from streams_k8s.api.job import Job, JobPhase, UpgradeRecord
-from streams_k8s.api.processing_element import ProcessingElementSpec
+from streams_k8s.api.job import Job, JobPhase, JobState, UpgradeRecord
 from streams_k8s.controller.bundles.fetch import BundleError, FetchedBundle
 from streams_k8s.controller.children.certificates import needs_transport_certificate, transport_certificate
-from streams_k8s.controller.children.desired import Desired, desired_objects
+from streams_k8s.controller.children.desired import desired_objects
 from streams_k8s.controller.children.limits import check_children
-from streams_k8s.controller.children.pod import pod_template_hash
-from streams_k8s.controller.jobs import widths as widths_module
-from streams_k8s.controller.jobs.base import KeptPlan, pod_ready, status_written, utc_now
-from streams_k8s.controller.jobs.health import APPLIED, EDIT_REFUSED, PAUSED, SPEC_APPLIED, UPGRADING
+from streams_k8s.controller.jobs.base import KeptPlan, status_written, utc_now
+from streams_k8s.controller.jobs.health import EDIT_REFUSED, PAUSED, ROLLED_BACK, SPEC_APPLIED, UPGRADING
 from streams_k8s.controller.jobs.planned import bundle_failure, schedulable_nodes
-from streams_k8s.controller.jobs.resizing import ResizingJobs
+from streams_k8s.controller.jobs.rolling import RollingJobs, Target
 from streams_k8s.controller.jobs.status import JobStatusView
 from streams_k8s.controller.jobs.upgrade_diff import UpgradeDiff, upgrade_diff
-from streams_k8s.controller.kinds import PES
 from streams_k8s.controller.planning import SubmissionFailure, check_placement, plan_job, read_application
 from streams_k8s.k8s.conditions import set_condition
-from streams_k8s.k8s.kinds import CONFIGMAPS, SERVICES
-from streams_k8s.k8s.objects import Object, ObjectKey, meta
+from streams_k8s.k8s.objects import Object, meta
 
 PAUSE_ANNOTATION = "streams.ibm.com/pause-reconciliation"
 
+# SpecApplied reasons that settle an edit's generation: it is not tried again until the next edit.
+FINAL = frozenset({EDIT_REFUSED, ROLLED_BACK, "RollbackFailed"})
+
 # How soon to look again while replaced pods come up (their events also bring the job back).
 ROLL_POLL = 1.0
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """The plan of an edit being applied, and what it changes."""
-
-    job: Job
-    planned: KeptPlan
-    digest: str
 
 
 def applied_job(obj: Object, status: JobStatusView) -> Job:
@@ -86,14 +67,8 @@ def paused(obj: Object) -> bool:
     return (meta(obj).get("annotations") or {}).get(PAUSE_ANNOTATION) == "true"
 
 
-def batch_size(job: Job, pes: int) -> int:
-    return job.spec.max_unavailable or max(1, pes // 4)
-
-
-class UpgradingJobs(ResizingJobs):
+class UpgradingJobs(RollingJobs):
     """Applies edits of a running job (see the module docs)."""
-
-    _targets: dict[str, tuple[int, Target]]  # by Job uid: the edit applied (`base` makes it)
 
     async def _follow_edit(
         self, obj: Object, job: Job | None, status: JobStatusView, applied: KeptPlan, running: Job
@@ -108,13 +83,9 @@ class UpgradingJobs(ResizingJobs):
                 return obj, status, False
             if paused(obj):
                 return *await self._note_edit(obj, status, PAUSED, "reconciliation is paused"), False
-            refused = status.condition(SPEC_APPLIED)
-            if (
-                refused
-                and refused.get("reason") == EDIT_REFUSED
-                and refused.get("observedGeneration") == generation
-            ):
-                return obj, status, False
+            refused = status.condition(SPEC_APPLIED) or {}
+            if refused.get("reason") in FINAL and refused.get("observedGeneration") == generation:
+                return obj, status, False  # this generation will not run: the next edit may
             try:
                 target = await self._plan_target(obj, job, status, applied, running)
             except SubmissionFailure as failure:
@@ -124,29 +95,6 @@ class UpgradingJobs(ResizingJobs):
             assert record is not None
         obj, status = await self._roll(obj, status, record, applied)
         return obj, status, status.upgrade is not None
-
-    async def _note_edit(
-        self, obj: Object, status: JobStatusView, reason: str, message: str
-    ) -> tuple[Object, JobStatusView]:
-        generation = int(meta(obj).get("generation") or 1)
-        conditions = status.conditions
-        if not set_condition(conditions, SPEC_APPLIED, "False", reason, message, generation):
-            return obj, status
-        status = status.with_(conditions=conditions, observed_generation=generation)
-        written = await self._write_status(obj, status)
-        return written, status_written(written, status)
-
-    async def _refuse_edit(
-        self, obj: Object, status: JobStatusView, failure: SubmissionFailure
-    ) -> tuple[Object, JobStatusView]:
-        message = (
-            f"generation {meta(obj).get('generation')} is not applied: {failure.reason}: {failure.message}"
-        )
-        message += f"; the job keeps running generation {status.applied_generation}"
-        written, status = await self._note_edit(obj, status, EDIT_REFUSED, message)
-        if written is not obj:
-            await self.recorder.record(written, "Warning", "EditRefused", message)
-        return written, status
 
     async def _plan_target(
         self, obj: Object, job: Job, status: JobStatusView, applied: KeptPlan, running: Job
@@ -225,8 +173,9 @@ class UpgradingJobs(ResizingJobs):
         )
         conditions = status.conditions
         set_condition(conditions, SPEC_APPLIED, "False", UPGRADING, diff.summary(), generation)
+        phase = JobPhase.SUSPENDING if target.job.spec.state is JobState.SUSPENDED else JobPhase.UPGRADING
         status = status.with_(
-            phase=JobPhase.UPGRADING, upgrade=record, observed_generation=generation, conditions=conditions
+            phase=phase, upgrade=record, observed_generation=generation, conditions=conditions
         )
         written = await self._write_status(obj, status)
         self._targets[str(meta(obj)["uid"])] = (generation, target)
@@ -254,98 +203,25 @@ class UpgradingJobs(ResizingJobs):
             self._targets[uid] = (record.target_generation, target)
         return target
 
-    async def _roll(
-        self, obj: Object, status: JobStatusView, record: UpgradeRecord, applied: KeptPlan
+    async def _start_rollback(
+        self, obj: Object, status: JobStatusView, record: UpgradeRecord
     ) -> tuple[Object, JobStatusView]:
-        """Steps 2 to 4 (idempotent): bring the children to the target, a batch of PEs at a time."""
-        try:
-            target = await self._recorded_target(obj, status, record, applied)
-        except SubmissionFailure as failure:  # the recorded content is gone: the edit cannot finish
-            return await self._abandon(obj, status, failure)
-        m = meta(obj)
-        namespace, name = str(m["namespace"]), str(m["name"])
-        wanted = {(d.resource, d.name): d for d in target.planned.children}
-        await widths_module.write_name_table(self.client, wanted, namespace, name)
-        await self._create_missing(
-            target.planned.children, lambda c: c.resource != PES or _pe_id(c) in record.added
+        """Write ahead a rollback: the last stable spec becomes the target (`jobs.rolling`)."""
+        generation = int(meta(obj).get("generation") or 1)
+        rollback = UpgradeRecord(
+            target_generation=status.last_stable_generation or status.applied_generation or 1,
+            spec=status.last_stable_spec or {},
+            bundle_digest=str(status.last_stable_bundle_digest or status.bundle_digest),
+            generation_id=record.generation_id + 1,
+            started=utc_now(),
+            rollback=True,
         )
-        for pe_id in record.removed:
-            for resource in (PES, SERVICES, CONFIGMAPS):
-                await self.client.delete_if_present(resource, pe_service_name(name, pe_id), namespace)
-        await widths_module.follow_ports(self.client, wanted, namespace, name)
-        await widths_module.follow_regions(self.client, wanted, namespace)
-        specs = {d.name: d.body["spec"] for d in target.planned.children if d.resource == PES}
-        pending, in_flight = [], 0
-        for pe_name, spec in sorted(specs.items()):
-            current = self.pes.store.get(ObjectKey(namespace, pe_name))
-            if current is None:
-                in_flight += 1  # being created (added) or recreated
-            elif current.get("spec") != spec:
-                pending.append(pe_name)
-            elif not self._runs(namespace, name, ProcessingElementSpec.model_validate(spec)):
-                in_flight += 1
-        for pe_name in pending[: max(batch_size(target.job, len(specs)) - in_flight, 0)]:
-            await widths_module.patch_pe(self.client, wanted, namespace, pe_name)
-        if pending or in_flight:
-            return obj, status
-        return await self._commit(obj, status, record, target)
-
-    def _runs(self, namespace: str, job: str, spec: ProcessingElementSpec) -> bool:
-        """A ready pod of this PE runs its content with its settings."""
-        template = pod_template_hash(spec)
-        for pod in self.pods.store.select_by_labels(
-            {JOB_LABEL: job, SVC_LABEL: SVC_PE, PE_LABEL: str(spec.id)}, namespace
-        ):
-            annotations = meta(pod).get("annotations") or {}
-            if (
-                annotations.get(CONTENT_ID_ANNOTATION) == spec.content_id
-                and annotations.get(POD_TEMPLATE_ANNOTATION, template) == template
-                and pod_ready(pod)
-            ):
-                return True
-        return False
-
-    async def _commit(
-        self, obj: Object, status: JobStatusView, record: UpgradeRecord, target: Target
-    ) -> tuple[Object, JobStatusView]:
-        """Step 4: the target is what runs."""
-        generation = record.target_generation
         conditions = status.conditions
-        set_condition(conditions, SPEC_APPLIED, "True", APPLIED, f"generation {generation} runs", generation)
-        status = status.with_(
-            phase=JobPhase.RUNNING,
-            upgrade=None,
-            applied_generation=generation,
-            applied_spec=record.spec,
-            bundle_digest=record.bundle_digest,
-            generation_id=record.generation_id,
-            processing_elements=len(target.planned.plan.pes),
-            conditions=conditions,
-        )
+        message = f"generation {record.target_generation} did not reach Running: rolling back"
+        set_condition(conditions, SPEC_APPLIED, "False", ROLLED_BACK, message, generation)
+        status = status.with_(phase=JobPhase.ROLLING_BACK, upgrade=rollback, conditions=conditions)
         written = await self._write_status(obj, status)
-        uid = str(meta(obj)["uid"])
-        self._targets.pop(uid, None)
-        if self._cached(obj):
-            self._planned[uid] = target.planned
-        note = (
-            f"generation {generation} runs ({len(record.replaced)} PEs replaced, {len(record.added)} added, "
-            f"{len(record.removed)} removed)"
-        )
-        await self.recorder.record(written, "Normal", "UpgradeSucceeded", note)
         return written, status_written(written, status)
-
-    async def _abandon(
-        self, obj: Object, status: JobStatusView, failure: SubmissionFailure
-    ) -> tuple[Object, JobStatusView]:
-        """The recorded edit can no longer be planned: stop it where it is and say so."""
-        status = status.with_(upgrade=None, phase=JobPhase.RUNNING)
-        written = await self._write_status(obj, status)
-        self._targets.pop(str(meta(obj)["uid"]), None)
-        return await self._refuse_edit(written, status_written(written, status), failure)
-
-
-def _pe_id(child: Desired) -> int:
-    return int(child.body["spec"]["id"])
 
 
 def _started_note(generation: int, diff: UpgradeDiff) -> str:

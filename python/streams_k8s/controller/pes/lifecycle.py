@@ -17,6 +17,10 @@ Restart policies (seed §8.1), applied to the pod of the current launch only:
 | has another content id than the PE | always (the PE's code changed) | |
 | was made from other PE settings (`podTemplate` annotation) | always (the PE was edited) | |
 
+A suspended PE (``spec.suspended``, its job's ``spec.state: Suspended``) has every pod removed and
+phase ``Suspended``; once resumed it relaunches (launch count + 1). A change of ``restartNonce``
+(the PE's own, or the job's) changes the pod settings: the pod is relaunched.
+
 A replaced pod that failed is kept for diagnosis, relabelled ``svc=zombie`` (it no longer counts
 as the PE's pod), when ``deleteFailedPod`` is false; any other replaced pod is deleted.
 The first launch of a PE needs its ConfigMap (with the PE's content id), its host pool and the
@@ -46,6 +50,8 @@ SUCCEEDED = "Succeeded"
 FAILED = "Failed"
 # PE phase when its pod was deleted and the restart policy says to leave it so.
 DELETED = "Deleted"
+# PE phase while its job is suspended (``spec.suspended``): its pods are removed.
+SUSPENDED = "Suspended"
 
 # Pods of earlier launches to remove: (pod, keep as zombie).
 Retired = tuple[tuple[dict[str, Any], bool], ...]
@@ -127,6 +133,11 @@ def decide(
         launch, phase = ran_unrecorded, RUNNING
     by_launch = {pod_launch(p): p for p in pods}
 
+    if pe.spec.suspended:  # no pod while the job is suspended; resuming relaunches
+        retire = _retire(pods, pe)
+        if phase != SUSPENDED:
+            return Decision(Action.RECORD, launch, phase=SUSPENDED, retire=retire)
+        return Decision(Action.NONE, launch, retire=retire)
     if launch == 0:
         # Not yet recorded: adopt a pod created before a restart, else start after the predecessor.
         target = max(by_launch, default=previous_launches + 1)
@@ -151,6 +162,8 @@ def decide(
             if not ready:
                 return Decision(Action.WAIT, launch, waiting_for, retire=retire)
             return Decision(Action.CREATE, launch, "launch recorded", retire=retire)
+        if phase == SUSPENDED:
+            return Decision(Action.RELAUNCH, launch + 1, "resumed", retire=retire)
         if phase == DELETED:
             return Decision(Action.NONE, launch, retire=retire)
         if pe.spec.restart_deleted_pod:
