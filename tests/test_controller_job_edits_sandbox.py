@@ -4,6 +4,7 @@ cannot be applied changes nothing that runs, and the kstatus conditions tools wa
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from streams_k8s.controller.kinds import JOBS, PES
 from streams_k8s.controller.planning import read_application
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.events import EVENTS
-from streams_k8s.k8s.kinds import PODS
+from streams_k8s.k8s.kinds import CONFIGMAPS, NODES, PODS, SERVICES
 from streams_k8s.sandbox import Sandbox
 
 
@@ -164,3 +165,111 @@ async def test_kubectl_waits_for_an_edit_to_be_ready_and_shows_the_applied_gener
         assert header.split()[:6] == ["NAME", "STATUS", "PES", "READY", "APPLIED", "GENERATION"]
         assert row.split()[1] == "Running"
         assert row.split()[4:6] == ["2", "2"]
+
+
+async def children_kept(client: KubeClient, job: str) -> dict[str, list[str]]:
+    """Names of the job's PEs, ConfigMaps and Services."""
+    found = {}
+    for resource in (PES, CONFIGMAPS, SERVICES):
+        items, _ = await client.list_all(resource, "default", label_selector=f"{JOB_LABEL}={job}")
+        found[resource.plural] = sorted(i["metadata"]["name"] for i in items)
+    return found
+
+
+@pytest.mark.sandbox(nodes=1)
+async def test_suspend_removes_every_pod_keeps_the_rest_and_resume_and_nonces_relaunch(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=2, length=2))
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("pause", bundle, fusion={"manual": 2}))
+        status = await applied(client, "pause", 1)
+        job_id, kept, before = (
+            status["id"],
+            await children_kept(client, "pause"),
+            await pe_pods(client, "pause"),
+        )
+
+        await client.patch(JOBS, "pause", {"spec": {"state": "Suspended"}}, "default")
+        suspended = await wait_for_phase(client, "pause", "Suspended")
+        await eventually_async(lambda: _no_pods(client, "pause"), within=20)
+        assert (suspended["id"], suspended["appliedGeneration"]) == (job_id, 2)
+        assert condition(suspended, "Ready")["status"] == "False"
+        assert await children_kept(client, "pause") == kept
+        assert {(await client.get(PES, f"pause-{i}", "default"))["status"]["phase"] for i in before} == {
+            "Suspended"
+        }
+
+        await client.patch(JOBS, "pause", {"spec": {"state": "Running"}}, "default")
+        status = await applied(client, "pause", 3)
+        assert status["id"] == job_id
+        resumed = await pe_pods(client, "pause")
+        assert {i: n for i, (_, n) in resumed.items()} == {i: n + 1 for i, (_, n) in before.items()}
+
+        # The Job's restart nonce restarts every pod; a PE's own restarts that pod alone.
+        await client.patch(JOBS, "pause", {"spec": {"restartNonce": "one"}}, "default")
+        await applied(client, "pause", 4)
+        restarted = await pe_pods(client, "pause")
+        assert {i: n for i, (_, n) in restarted.items()} == {i: n + 1 for i, (_, n) in resumed.items()}
+        await client.patch(PES, "pause-0", {"spec": {"restartNonce": "just-me"}}, "default")
+
+        async def relaunched() -> bool:
+            return (await pe_pods(client, "pause")).get(0, ("", 0))[1] == restarted[0][1] + 1
+
+        await eventually_async(relaunched, within=20)
+        assert (await pe_pods(client, "pause"))[1] == restarted[1]
+
+
+async def _no_pods(client: KubeClient, job: str) -> bool:
+    items, _ = await client.list_all(PODS, "default", label_selector=f"{JOB_LABEL}={job},{SVC_LABEL}=pe")
+    return not items
+
+
+@pytest.mark.sandbox(nodes=1)
+async def test_an_edit_that_never_runs_is_rolled_back_and_a_failed_rollback_stops_in_failed(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=2, length=2))
+    spec = {"fusion": {"manual": 2}, "stableAfterSeconds": 0, "submissionTimeOutInSeconds": 4}
+    huge = {"spec": {"processingElement": {"resources": {"requests": {"cpu": "500"}}}}}  # fits no node
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("back", bundle, **spec))
+        await applied(client, "back", 1)
+
+        async def stable() -> bool:
+            return (await job_status(client, "back")).get("lastStableGeneration") == 1
+
+        await eventually_async(stable, within=20)
+        await client.patch(JOBS, "back", huge, "default")
+        status = await wait_for_phase(client, "back", "RolledBack", within=40)
+        assert status["appliedGeneration"] == 1
+        assert condition(status, "Stalled")["reason"] == "RolledBack"
+        assert "did not reach Running" in condition(status, "SpecApplied")["message"]
+        assert {"RollingBack", "RolledBack"} <= set(await reasons(client, "back"))
+        await eventually_async(lambda: _pods_ready(client, "back", 2), within=20)
+        assert (await client.get(PES, "back-0", "default"))["spec"]["resources"]["requests"]["cpu"] != "500"
+        assert (await job_status(client, "back"))["phase"] == "RolledBack"  # the edit is not retried
+
+        # The next edit fails the same way, and its rollback cannot run either (the node is full).
+        await client.patch(JOBS, "back", {"spec": {**huge["spec"], "restartNonce": "again"}}, "default")
+        await wait_for_phase(client, "back", "RollingBack", within=40)
+        await client.patch_status(NODES, "node-0", {"allocatable": {"cpu": "1m"}})
+        status = await wait_for_phase(client, "back", "Failed", within=40)
+        assert "the rollback did not reach Running" in status["message"]
+        assert "RollbackFailed" in await reasons(client, "back")
+        await asyncio.sleep(3)  # and it stays there: no second rollback
+        assert (await job_status(client, "back"))["phase"] == "Failed"
+        assert (await reasons(client, "back")).count("RollingBack") == 2
+
+
+async def _pods_ready(client: KubeClient, job: str, count: int) -> bool:
+    items, _ = await client.list_all(PODS, "default", label_selector=f"{JOB_LABEL}={job},{SVC_LABEL}=pe")
+    ready = [
+        p
+        for p in items
+        if any(
+            c["type"] == "Ready" and c["status"] == "True"
+            for c in (p.get("status") or {}).get("conditions") or ()
+        )
+    ]
+    return len(ready) == count

@@ -111,7 +111,7 @@ class JobStatusView:
     @property
     def conditions(self) -> list[ConditionDict]:
         """A copy, to change with `k8s.conditions.set_condition` and write back with `with_`."""
-        return list(self._get("conditions") or [])
+        return [dict(c) for c in self._get("conditions") or []]  # set_condition changes them in place
 
     def condition(self, type_: str) -> ConditionDict | None:
         return find_condition(self._get("conditions"), type_)
