@@ -144,7 +144,8 @@ class RollingJobs(ResizingJobs):
             for resource in (PES, SERVICES, CONFIGMAPS):
                 await self.client.delete_if_present(resource, pe_name, namespace)
         await widths_module.follow_ports(self.client, wanted, namespace, name)
-        await widths_module.follow_regions(self.client, wanted, namespace)
+        running = {(d.resource, d.name): d for d in applied.children}
+        await widths_module.follow_regions(self.client, wanted, namespace, running)
         quiet: list[str] = []
         disruptive: list[str] = []
         in_flight = 0
@@ -225,8 +226,21 @@ class RollingJobs(ResizingJobs):
                     return obj, status, record, False
                 note = outcome.summary()
             if not suspending:
-                pes = None if resuming else [int(n.rsplit("-", 1)[1]) for n in disruptive]
-                await request_start(self.client, target.job, mode, nonce, pes)
+                pes = None if resuming else {int(n.rsplit("-", 1)[1]) for n in disruptive}
+                told = [
+                    r
+                    for r in regions
+                    if pes is None or pes & set((r.get("spec") or {}).get("pesInRegion") or ())
+                ]
+                if any(((r.get("spec") or {}).get("startRequest") or {}).get("nonce") != nonce for r in told):
+                    await request_start(self.client, target.job, mode, nonce, pes)
+                if any(
+                    ((r.get("status") or {}).get("startRequest") or {}).get("nonce") != nonce for r in told
+                ):
+                    # the coordinator must hold the request before a PE goes, or it may miss the restart
+                    waiting = f"{len(told)} consistent regions taking on how to start"
+                    obj, status = await self._note_edit(obj, status, WAITING_FOR_CHECKPOINT, waiting)
+                    return obj, status, record, False
         record = record.model_copy(update={"checkpoint": note})
         written = await self._write_status(obj, status.with_(upgrade=record))
         return written, status_written(written, status.with_(upgrade=record)), record, True

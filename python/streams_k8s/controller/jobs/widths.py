@@ -168,11 +168,19 @@ async def write_name_table(
 
 
 async def follow_regions(
-    client: KubeClient, wanted: Mapping[tuple[Resource, str], Desired], namespace: str
+    client: KubeClient,
+    wanted: Mapping[tuple[Resource, str], Desired],
+    namespace: str,
+    planned_before: Mapping[tuple[Resource, str], Desired] | None = None,
 ) -> None:
-    """Each ConsistentRegion's PEs follow the fusion."""
+    """Each ConsistentRegion's PEs follow the fusion: its planned spec is written (only where it
+    differs from ``planned_before``, the plan that runs, when given: what the user or the
+    coordinator changed in a region the new plan leaves as it was is kept)."""
     for (resource, name), child in wanted.items():
-        if resource == CONSISTENT_REGIONS:
+        if resource != CONSISTENT_REGIONS:
+            continue
+        before = planned_before.get((resource, name)) if planned_before is not None else None
+        if before is None or before.body["spec"] != child.body["spec"]:
             await _write(child, client.patch(resource, name, {"spec": child.body["spec"]}, namespace))
 
 
