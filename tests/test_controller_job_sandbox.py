@@ -478,7 +478,13 @@ async def test_a_plan_changing_edit_after_submission_is_applied_across_a_restart
 
         await eventually_async(applied, within=30)
         found = await children(client, "edited")
-        assert sorted(p["metadata"]["name"] for p in found[PES]) == ["edited-0", "edited-1", "edited-2"]
+        assert len(found[PES]) == 3
+        operators = [op for pe in found[PES] for op in pe["spec"]["operators"]]
+        assert len(operators) == len(set(operators))  # each operator in one PE: none left behind
+        names = {p["metadata"]["name"] for p in found[PES]}
+        assert "edited-0" in names  # the PE whose operators stayed together kept its id
+        assert names < {m["metadata"]["name"] for m in found[CONFIGMAPS]}
+        assert names == {s["metadata"]["name"] for s in found[SERVICES]}
         assert {"UpgradeStarted", "UpgradeSucceeded"} <= {
             e["reason"] for e in await events_of(client, "edited")
         }
