@@ -66,3 +66,18 @@ def test_against_needs_two_job_manifests(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["plan", str(sab), "--against", str(old)])
     assert result.exit_code == 1
     assert "two Job manifests" in result.output
+
+
+def test_the_preview_names_the_upgrade_mode_and_the_operators_that_keep_their_state(tmp_path: Path) -> None:
+    sab = write_sab(tmp_path / "cr.sab", SyntheticSpec(chains=2, length=2, consistent_chains=2))
+    old = manifest(tmp_path, "old.yaml", sab)
+    new = manifest(tmp_path, "new.yaml", sab, processingElement={"appTraceLevel": "DEBUG"})
+    found = preview(new, old)
+    assert found["upgradeMode"] == "last-checkpoint"  # the default for a job with consistent regions
+    assert found["stateKept"] == ["C0_0", "C0_1", "C1_0", "C1_1"]
+    chosen = manifest(tmp_path, "first.yaml", sab, upgradeMode="checkpoint-first")
+    assert preview(chosen, old)["upgradeMode"] == "checkpoint-first"
+    plain = write_sab(tmp_path / "plain.sab", SyntheticSpec(chains=1, length=1))
+    assert preview(manifest(tmp_path, "p2.yaml", plain), manifest(tmp_path, "p1.yaml", plain))[
+        "upgradeMode"
+    ] == ("stateless")

@@ -244,7 +244,7 @@ def _emit_upgrade(source: Path, against: Path, nodes: int | None, output: str) -
         click.echo(f"{key:9} {' '.join(map(str, data[key])) or '-'}")
     for row in data["replaced"]:
         click.echo(f"replaced  {row['id']}: {', '.join(row['reasons'])}")
-    click.echo(f"state kept: {', '.join(data['stateKept']) or '-'}")
+    click.echo(f"state kept: {', '.join(data['stateKept']) or '-'} (upgradeMode {data['upgradeMode']})")
 
 
 def _fail(err: Exception) -> NoReturn:

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from streams_k8s.api.job import Job
+from streams_k8s.api.job import Job, UpgradeMode
 from streams_k8s.api.processing_element import ProcessingElementSpec
 from streams_k8s.app.model import Application
 from streams_k8s.app.plan import Plan
+from streams_k8s.controller.checkpoints import state_kept, upgrade_mode
 from streams_k8s.controller.children.pod import pod_template_hash
 from streams_k8s.controller.children.processing_elements import pe_spec
 from streams_k8s.controller.planning import plan_job
@@ -40,6 +41,7 @@ class UpgradeDiff:
     removed: list[int] = field(default_factory=list)
     # Operators in a consistent region in both plans (the same name and region): their state is kept.
     state_kept: list[str] = field(default_factory=list)
+    upgrade_mode: UpgradeMode = UpgradeMode.STATELESS  # how consistent-region state crosses the edit
 
     @property
     def touched(self) -> bool:
@@ -63,6 +65,7 @@ class UpgradeDiff:
             "added": self.added,
             "removed": self.removed,
             "stateKept": self.state_kept,
+            "upgradeMode": self.upgrade_mode.value,
             "summary": self.summary(),
         }
 
@@ -84,26 +87,16 @@ def _why(old: ProcessingElementSpec, new: ProcessingElementSpec) -> list[Why]:
     return reasons
 
 
-def _state_kept(old: Plan, new: Plan) -> list[str]:
-    def in_regions(plan: Plan) -> dict[str, frozenset[int]]:
-        found: dict[str, set[int]] = {}
-        for pe in plan.pes:
-            if pe.regions:
-                for operator in pe.operators:
-                    found.setdefault(operator, set()).update(pe.regions)
-        return {name: frozenset(regions) for name, regions in found.items()}
-
-    before, after = in_regions(old), in_regions(new)
-    return sorted(name for name, regions in after.items() if before.get(name) == regions)
-
-
 def upgrade_diff(old_job: Job, old_plan: Plan, new_job: Job, new_plan: Plan) -> UpgradeDiff:
     """What applying ``new_job`` (planned as ``new_plan``) to a job running ``old_job`` does."""
     old, new = pe_specs(old_job, old_plan), pe_specs(new_job, new_plan)
     diff = UpgradeDiff(
         added=sorted(set(new) - set(old)),
         removed=sorted(set(old) - set(new)),
-        state_kept=_state_kept(old_plan, new_plan),
+        state_kept=sorted(op for ops in state_kept(old_plan, new_plan).kept.values() for op in ops),
+        upgrade_mode=upgrade_mode(
+            new_job.spec, bool(old_plan.consistent_regions or new_plan.consistent_regions)
+        ),
     )
     for pe_id in sorted(set(new) & set(old)):
         if why := _why(old[pe_id], new[pe_id]):
