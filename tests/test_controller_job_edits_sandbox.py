@@ -14,15 +14,16 @@ import pytest
 from k8s_support import eventually_async
 from kubectl_support import KUBECTL, MISSING, Kubectl
 from operator_support import condition, job_manifest, job_status, operator, wait_for_phase
-from streams_k8s.api.contract import JOB_LABEL, LAUNCH_COUNT_LABEL, PE_LABEL, SVC_LABEL
+from streams_k8s.api.contract import JOB_LABEL, LAUNCH_COUNT_LABEL, NAME_TABLE_KEY, PE_LABEL, SVC_LABEL
 from streams_k8s.api.job import Job
-from streams_k8s.app.synthetic import SyntheticSpec, write_sab
+from streams_k8s.app.synthetic import Exported, SyntheticSpec, write_sab
 from streams_k8s.controller.jobs.upgrade_diff import preview as upgrade_preview
-from streams_k8s.controller.kinds import JOBS, PES
+from streams_k8s.controller.kinds import EXPORTS, JOBS, PES
 from streams_k8s.controller.planning import read_application
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.events import EVENTS
 from streams_k8s.k8s.kinds import CONFIGMAPS, NODES, PODS, SERVICES
+from streams_k8s.naming import NameTable
 from streams_k8s.sandbox import Sandbox
 
 
@@ -273,3 +274,59 @@ async def _pods_ready(client: KubeClient, job: str, count: int) -> bool:
         )
     ]
     return len(ready) == count
+
+
+@pytest.mark.sandbox(nodes=2)
+async def test_a_bundle_upgrade_keeps_pe_ids_replaces_only_changed_content_and_exports_follow(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """v2 of the application (the same bundle name, from another place) adds a chain (new
+    operators, a new Export) and drops v1's export: PEs whose operators and content stay keep their
+    ids and pods; the name table names every PE whose pod runs; the job's Exports are v2's."""
+    (tmp_path / "v1").mkdir()
+    (tmp_path / "v2").mkdir()
+    v1 = write_sab(
+        tmp_path / "v1" / "app.sab",
+        SyntheticSpec(chains=2, length=2, fan_in=False, exports=(Exported("old"),)),
+    )
+    v2 = write_sab(
+        tmp_path / "v2" / "app.sab",
+        SyntheticSpec(chains=3, length=2, fan_in=False, exports=(Exported(), Exported("new"))),
+    )
+    spec = {"fusion": {"legacy": True}}
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("up", v1, **spec))
+        await applied(client, "up", 1)
+        before, pes_before = await pe_pods(client, "up"), await pe_specs(client, "up")
+        old_manifest, new_manifest = job_manifest("up", v1, **spec), job_manifest("up", v2, **spec)
+        _, expected = upgrade_preview(
+            Job.model_validate(old_manifest), read_application(str(v1), "app.sab"),
+            Job.model_validate(new_manifest), read_application(str(v2), "app.sab"), job_id=0, nodes=2,
+        )  # fmt: skip
+        await client.patch(JOBS, "up", {"spec": {"bundle": new_manifest["spec"]["bundle"]}}, "default")
+        status = await applied(client, "up", 2)
+
+        after, pes_after = await pe_pods(client, "up"), await pe_specs(client, "up")
+        assert status["processingElements"] == len(pes_after)
+        assert sorted(pes_after) == sorted(
+            [*expected.kept, *expected.updated, *expected.replaced, *expected.added]
+        )
+        assert expected.added
+        assert expected.kept  # the chain v2 leaves alone
+        for pe_id in expected.kept:
+            assert pes_after[pe_id]["operators"] == pes_before[pe_id]["operators"]
+            assert after[pe_id] == before[pe_id]  # same pod: same uid, same launch
+        for pe_id in expected.replaced:
+            assert after[pe_id][1] == before[pe_id][1] + 1
+        table = NameTable.parse((await client.get(CONFIGMAPS, "up", "default"))["data"][NAME_TABLE_KEY])
+        receiving = {i for i, pe in pes_after.items() if pe.get("inputPorts")}
+        assert {label.pe_id for label in table.values()} == receiving  # every PE with an input port
+        exports, _ = await client.list_all(EXPORTS, "default", label_selector=f"{JOB_LABEL}=up")
+        names = {e["spec"]["stream"].get("name") for e in exports}
+        assert "new" in names
+        assert "old" not in names
+
+
+async def pe_specs(client: KubeClient, job: str) -> dict[int, dict[str, Any]]:
+    items, _ = await client.list_all(PES, "default", label_selector=f"{JOB_LABEL}={job}")
+    return {int(p["spec"]["id"]): p["spec"] for p in items}

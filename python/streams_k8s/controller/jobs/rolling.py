@@ -143,8 +143,8 @@ class RollingJobs(ResizingJobs):
         for pe_name in sorted(set(live) - {n for r, n in wanted if r == PES}):
             for resource in (PES, SERVICES, CONFIGMAPS):
                 await self.client.delete_if_present(resource, pe_name, namespace)
-        await widths_module.follow_ports(self.client, wanted, namespace, name)
         running = {(d.resource, d.name): d for d in applied.children}
+        await widths_module.follow_ports(self.client, wanted, namespace, name, running)
         await widths_module.follow_regions(self.client, wanted, namespace, running)
         quiet: list[str] = []
         disruptive: list[str] = []

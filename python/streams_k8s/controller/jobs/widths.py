@@ -213,19 +213,31 @@ def _operators(resource: Resource, spec: dict[str, Any]) -> tuple[str, ...]:
 
 
 async def follow_ports(
-    client: KubeClient, wanted: Mapping[tuple[Resource, str], Desired], namespace: str, job: str
+    client: KubeClient,
+    wanted: Mapping[tuple[Resource, str], Desired],
+    namespace: str,
+    job: str,
+    planned_before: Mapping[tuple[Resource, str], Desired] | None = None,
 ) -> None:
     """The job's Exports and Imports are those of the target plan's PE ports, keeping what the
-    runtime edited (export properties, import subscriptions and filters)."""
+    runtime edited (export properties, import subscriptions and filters), unless the application
+    itself changed it (given ``planned_before``, the plan that runs: an upgraded bundle's own)."""
     for resource, editable in _EDITABLE.items():
         items, _ = await client.list_all(resource, namespace, label_selector=f"{JOB_LABEL}={job}")
         existing = {str(meta(o)["name"]): o for o in items}
         edited = {_operators(resource, o["spec"]): o["spec"][editable] for o in items}
+        before = {
+            _operators(resource, d.body["spec"]): d.body["spec"][editable]
+            for (kind, _), d in (planned_before or {}).items()
+            if kind == resource
+        }
         for (kind, name), child in wanted.items():
             if kind != resource:
                 continue
             spec = dict(child.body["spec"])
-            spec[editable] = edited.get(_operators(resource, spec), spec[editable])
+            operators = _operators(resource, spec)
+            if planned_before is None or before.get(operators) == spec[editable]:
+                spec[editable] = edited.get(operators, spec[editable])
             current = existing.pop(name, None)
             if current is None:
                 await _write(child, client.create_if_absent(resource, {**child.body, "spec": spec}))
