@@ -54,7 +54,7 @@ from streams_k8s.controller.kinds import PES
 from streams_k8s.controller.planning import SubmissionFailure
 from streams_k8s.k8s.conditions import set_condition
 from streams_k8s.k8s.kinds import CONFIGMAPS, SERVICES
-from streams_k8s.k8s.objects import Object, meta
+from streams_k8s.k8s.objects import Object, ObjectKey, meta
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +135,9 @@ class RollingJobs(ResizingJobs):
         m = meta(obj)
         namespace, name = str(m["namespace"]), str(m["name"])
         wanted = {(d.resource, d.name): d for d in target.planned.children}
-        await widths_module.write_name_table(self.client, wanted, namespace, name)
+        table = self.configmaps.store.get(ObjectKey(namespace, name))
+        if table is None or table.get("data") != wanted[(CONFIGMAPS, name)].body["data"]:
+            await widths_module.write_name_table(self.client, wanted, namespace, name)
         await self._create_missing(target.planned.children, lambda c: True)
         live = {
             str(meta(pe)["name"]): pe for pe in self.pes.store.select_by_labels({JOB_LABEL: name}, namespace)
@@ -148,6 +150,7 @@ class RollingJobs(ResizingJobs):
         await widths_module.follow_regions(self.client, wanted, namespace, running)
         quiet: list[str] = []
         disruptive: list[str] = []
+        content: set[str] = set()  # PEs whose code changes: their ConfigMap first
         in_flight = 0
         for child in sorted(_pes_of(target), key=lambda c: int(c.body["spec"]["id"])):
             pe_name = child.name
@@ -158,10 +161,12 @@ class RollingJobs(ResizingJobs):
             elif _comparable(current["spec"]) != child.body["spec"]:
                 now = ProcessingElementSpec.model_validate(current["spec"])
                 (disruptive if _disruptive(now, spec) else quiet).append(pe_name)
+                if now.content_id != spec.content_id:
+                    content.add(pe_name)
             elif not self._settled(namespace, name, spec):
                 in_flight += 1
         for pe_name in quiet:
-            await widths_module.patch_pe(self.client, wanted, namespace, pe_name)
+            await widths_module.patch_pe(self.client, wanted, namespace, pe_name, pe_name in content)
         if (in_flight or disruptive) and _overdue(record, target):
             obj, status, stop = await self._timed_out(obj, status, record)
             if stop:
@@ -171,7 +176,7 @@ class RollingJobs(ResizingJobs):
             if not ready:
                 return obj, status
         for pe_name in disruptive[: max(batch_size(target.job, len(live)) - in_flight, 0)]:
-            await widths_module.patch_pe(self.client, wanted, namespace, pe_name)
+            await widths_module.patch_pe(self.client, wanted, namespace, pe_name, pe_name in content)
         if quiet or disruptive or in_flight:
             return obj, status
         return await self._commit(obj, status, record, target)

@@ -185,12 +185,18 @@ async def follow_regions(
 
 
 async def patch_pe(
-    client: KubeClient, wanted: Mapping[tuple[Resource, str], Desired], namespace: str, name: str
+    client: KubeClient,
+    wanted: Mapping[tuple[Resource, str], Desired],
+    namespace: str,
+    name: str,
+    content: bool = True,
 ) -> None:
-    """A PE's AADL ConfigMap, then the PE (so its next pod never starts on other content)."""
-    cm = wanted[(CONFIGMAPS, name)]
-    patch = {"metadata": _merge_meta(cm.body), "data": cm.body["data"]}
-    await _write(cm, client.patch(CONFIGMAPS, name, patch, namespace))
+    """A PE's AADL ConfigMap (when its ``content`` changed), then the PE (so its next pod never
+    starts on other content)."""
+    if content:
+        cm = wanted[(CONFIGMAPS, name)]
+        patch = {"metadata": _merge_meta(cm.body), "data": cm.body["data"]}
+        await _write(cm, client.patch(CONFIGMAPS, name, patch, namespace))
     pe = wanted[(PES, name)]
     patch = {"metadata": _merge_meta(pe.body), "spec": pe.body["spec"]}
     await _write(pe, client.patch(PES, name, patch, namespace))
