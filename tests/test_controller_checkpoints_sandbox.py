@@ -31,6 +31,7 @@ from streams_k8s.controller.checkpoints import (
 )
 from streams_k8s.controller.kinds import CONSISTENT_REGIONS, JOBS
 from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.kinds import PODS
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
@@ -150,11 +151,13 @@ async def test_a_checkpoint_on_request_completes_a_new_sequence_id_in_every_regi
             assert (entry["kind"], entry["seqID"]) == ("checkpoint", seq_id)
             assert entry["duration"] == entry["completion"] - entry["start"] >= 0
             assert status["checkpointRequested"] is False
-        # The same nonce again is the same request: nothing new is drained.
-        await request_checkpoint(job.client, await job.job(), "first", hold=False)
-        assert [s["lastCompletedSeqID"] for s in await job.statuses()] == [
-            s["lastCompletedSeqID"] for s in statuses
-        ]
+        # The same nonce again is the same request: not even written, nothing new is drained.
+        regions = await job.regions()
+        await request_checkpoint(job.client, await job.job(), "first", hold=False, regions=regions)
+        generations = [r["metadata"]["generation"] for r in regions]
+        assert [r["metadata"]["generation"] for r in await job.regions()] == generations
+        completed = [s["lastCompletedSeqID"] for s in statuses]
+        assert [s["lastCompletedSeqID"] for s in await job.statuses()] == completed
         # With kubectl alone: a new nonce on one region's spec.
         name = (await job.regions())[1]["metadata"]["name"]
         await job.client.patch(
@@ -170,6 +173,12 @@ async def test_a_checkpoint_on_request_completes_a_new_sequence_id_in_every_regi
         await eventually_async(answered, within=20)
         # The region was not rebuilt by the spec edit: no reset happened.
         assert all(n.type != "triggerReset" for n in PARTICIPANT.seen)
+        # A malformed request is refused by the API server; the region runs on, untouched.
+        for bad in ({"checkpointRequest": ""}, {"startRequest": {"nonce": "x", "mode": "sideways"}}):
+            with pytest.raises(ApiError) as refused:
+                await job.client.patch(CONSISTENT_REGIONS, name, {"spec": bad}, "default")
+            assert refused.value.status == 422
+        assert (await job.statuses())[1]["state"] == "PROCESSING"
 
 
 @SANDBOX
@@ -202,6 +211,11 @@ async def test_held_drains_take_no_periodic_checkpoint_until_released_and_histor
         await release_hold(job.client, await job.job())
         await eventually_async(lambda: checkpoints_beyond(held), within=10)
         assert (await job.statuses())[0]["drainsHeld"] is False
+        released = await job.regions()
+        assert "holdDrains" not in released[0]["spec"]
+        await release_hold(job.client, await job.job(), regions=released)  # again: nothing written
+        generation = released[0]["metadata"]["generation"]
+        assert (await job.regions())[0]["metadata"]["generation"] == generation
 
 
 @SANDBOX

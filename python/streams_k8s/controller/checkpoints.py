@@ -3,9 +3,10 @@ a job for a checkpoint (optionally holding the drains afterwards), read how far 
 release the hold, tell the regions how to start when their PEs are replaced, and say which
 operators keep their state across a plan change.
 
-Pure decisions plus the ConsistentRegion patches: nothing here waits. The job controller reads
-the regions from its informer store, calls these, and requeues until ``checkpoint_outcome`` says
-the checkpoint is complete (the coordinator answers through each region's status).
+Pure decisions plus the ConsistentRegion patches: nothing here waits. The job controller passes
+the job's regions from its informer store (``regions=``; without it they are listed), calls these
+again on every requeue (a region whose spec already says so is not written), and goes on once
+``checkpoint_outcome`` says the checkpoint is complete (each region's status answers).
 
 The modes (``spec.upgradeMode``; ``upgrade_mode`` resolves the default):
 
@@ -14,7 +15,8 @@ The modes (``spec.upgradeMode``; ``upgrade_mode`` resolves the default):
   completed checkpoint, as after a coordinator restart;
 - ``checkpoint-first``: ``request_checkpoint(.., hold=True)`` before the first old pod is deleted;
   the upgrade goes on once ``checkpoint_outcome(..).complete``; the new PEs reset to that
-  checkpoint (the hold keeps the period from taking a newer one), then ``release_hold``.
+  checkpoint (the hold keeps the period from taking a newer one; an operator-driven region's
+  trigger operators may still take one, and the reset then goes to it), then ``release_hold``.
 
 A checkpoint that does not complete within ``spec.checkpointTimeoutSeconds`` (``overdue``) never
 turns the upgrade into a stateless one: the upgrade keeps waiting, with a condition naming the
@@ -59,36 +61,46 @@ def upgrade_mode(spec: JobSpec, has_regions: bool) -> UpgradeMode:
 # ---- the patches ----
 
 
-async def _regions_of(client: KubeClient, job: Job) -> list[Object]:
-    items, _ = await client.list_all(
-        CONSISTENT_REGIONS, job.metadata.namespace, label_selector=f"{JOB_LABEL}={job.metadata.name}"
-    )
-    return items
+# The job's ConsistentRegion objects, e.g. from the job controller's informer store (read from the
+# API server when not given).
+Regions = Iterable[Object] | None
 
 
 async def _patch_all(
-    client: KubeClient, job: Job, spec: Mapping[str, object], pes: Collection[int] | None = None
+    client: KubeClient,
+    job: Job,
+    spec: Mapping[str, object],
+    regions: Regions,
+    pes: Collection[int] | None = None,
 ) -> None:
-    """Merge ``spec`` into each of the job's regions (those holding one of ``pes``, if given)."""
+    """Merge ``spec`` into each of the job's regions (those holding one of ``pes``, if given)
+    whose spec does not say so already: calling again on every requeue writes nothing."""
     namespace = job.metadata.namespace
-    for obj in await _regions_of(client, job):
-        region_pes = (obj.get("spec") or {}).get("pesInRegion") or ()
-        if pes is None or not set(pes).isdisjoint(region_pes):
+    if regions is None:
+        selector = f"{JOB_LABEL}={job.metadata.name}"
+        regions, _ = await client.list_all(CONSISTENT_REGIONS, namespace, label_selector=selector)
+    for obj in regions:
+        current = obj.get("spec") or {}
+        if pes is not None and set(pes).isdisjoint(current.get("pesInRegion") or ()):
+            continue
+        if any(current.get(field) != value for field, value in spec.items()):
             await client.patch(CONSISTENT_REGIONS, meta(obj)["name"], {"spec": dict(spec)}, namespace)
 
 
-async def request_checkpoint(client: KubeClient, job: Job, nonce: str, hold: bool) -> None:
+async def request_checkpoint(
+    client: KubeClient, job: Job, nonce: str, hold: bool, *, regions: Regions = None
+) -> None:
     """Ask every region of the job to drain and checkpoint now (``spec.checkpointRequest``); with
     ``hold``, the period triggers no new drain until ``release_hold``. Idempotent per nonce."""
     spec: dict[str, object] = {"checkpointRequest": nonce}
     if hold:
         spec["holdDrains"] = True
-    await _patch_all(client, job, spec)
+    await _patch_all(client, job, spec, regions)
 
 
-async def release_hold(client: KubeClient, job: Job) -> None:
+async def release_hold(client: KubeClient, job: Job, *, regions: Regions = None) -> None:
     """Let the period trigger drains again (removes ``spec.holdDrains``)."""
-    await _patch_all(client, job, {"holdDrains": None})
+    await _patch_all(client, job, {"holdDrains": None}, regions)
 
 
 def start_mode(mode: UpgradeMode) -> StartMode:
@@ -96,14 +108,20 @@ def start_mode(mode: UpgradeMode) -> StartMode:
 
 
 async def request_start(
-    client: KubeClient, job: Job, mode: UpgradeMode, nonce: str, pes: Collection[int] | None = None
+    client: KubeClient,
+    job: Job,
+    mode: UpgradeMode,
+    nonce: str,
+    pes: Collection[int] | None = None,
+    *,
+    regions: Regions = None,
 ) -> None:
     """Tell the regions how to start once their replaced PEs are healthy (``spec.startRequest``):
     reset to the last completed checkpoint (the held one after ``checkpoint-first``), or start
     clean (``stateless``). ``pes``: the PEs to be replaced; only regions holding one of them get
     the request (None: every region). Idempotent per nonce."""
     request = {"startRequest": {"nonce": nonce, "mode": start_mode(mode).value}}
-    await _patch_all(client, job, request, pes)
+    await _patch_all(client, job, request, regions, pes)
 
 
 # ---- what the regions say ----
