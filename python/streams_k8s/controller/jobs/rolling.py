@@ -217,8 +217,7 @@ class RollingJobs(ResizingJobs):
                 f"{mode.value}: regions told to {'start clean' if mode is UpgradeMode.STATELESS else 'reset'}"
             )
             if mode is UpgradeMode.CHECKPOINT_FIRST and not resuming:
-                if any((r.get("spec") or {}).get("checkpointRequest") != nonce for r in regions):
-                    await request_checkpoint(self.client, target.job, nonce, hold=True)
+                await request_checkpoint(self.client, target.job, nonce, hold=True, regions=regions)
                 outcome = checkpoint_outcome(regions, nonce)
                 if outcome.failed:
                     failure = SubmissionFailure(SPEC_APPLIED, "CheckpointFailed", outcome.summary())
@@ -237,8 +236,7 @@ class RollingJobs(ResizingJobs):
                     for r in regions
                     if pes is None or pes & set((r.get("spec") or {}).get("pesInRegion") or ())
                 ]
-                if any(((r.get("spec") or {}).get("startRequest") or {}).get("nonce") != nonce for r in told):
-                    await request_start(self.client, target.job, mode, nonce, pes)
+                await request_start(self.client, target.job, mode, nonce, pes, regions=regions)
                 if any(
                     ((r.get("status") or {}).get("startRequest") or {}).get("nonce") != nonce for r in told
                 ):
@@ -279,7 +277,10 @@ class RollingJobs(ResizingJobs):
             and upgrade_mode(target.job.spec, bool(target.planned.plan.consistent_regions))
             is UpgradeMode.CHECKPOINT_FIRST
         ):
-            await release_hold(self.client, target.job)
+            m = meta(obj)
+            labels, namespace = {JOB_LABEL: str(m["name"])}, str(m["namespace"])
+            regions = self.consistent_regions.store.select_by_labels(labels, namespace)
+            await release_hold(self.client, target.job, regions=regions)
         written = await self._write_status(obj, status)
         uid = str(meta(obj)["uid"])
         self._targets.pop(uid, None)
