@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from job_inventory import NS, synthetic_job
+from k8s_support import eventually_async
 from operator_process import OperatorProcess, free_port, require_operator
 from streams_k8s.api.contract import JOB_LABEL, LAUNCH_COUNT_LABEL, PE_LABEL, SVC_LABEL
 from streams_k8s.controller.kinds import JOBS, PES
@@ -38,15 +39,6 @@ OPERATOR_QPS = 500
 def _cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-async def _until(check: Any, within: float, every: float = 0.05) -> float:
-    started = time.monotonic()
-    async with asyncio.timeout(within):
-        while True:
-            if await check():
-                return time.monotonic() - started
-            await asyncio.sleep(every)
 
 
 async def _ready(client: KubeClient, generation: int) -> bool:
@@ -89,17 +81,17 @@ async def _rollout(pes: int, tmp: Path) -> dict[str, Any]:
             job = synthetic_job("roll", tmp, pes)
             started = time.monotonic()
             await client.create(JOBS, job)
-            await _until(lambda: _ready(client, 1), within=900, every=0.1)
+            await eventually_async(lambda: _ready(client, 1), within=900, every=0.1)
             submitted = time.monotonic() - started
-            await _until(lambda: _connected(client), within=300, every=0.5)
+            await eventually_async(lambda: _connected(client), within=300, every=0.5)
             before = await _launches(client)
             mark, cpu = len(sandbox.requests), _cpu_seconds(operator.process.pid)
             edit = {"spec": {"processingElement": {"runtimeTraceLevel": "DEBUG"}}}
             started = time.monotonic()
             await client.patch(JOBS, "roll", edit, NS)
-            await _until(lambda: _ready(client, 2), within=900, every=0.1)
+            await eventually_async(lambda: _ready(client, 2), within=900, every=0.1)
             rolled = time.monotonic() - started
-            await _until(lambda: _connected(client), within=300, every=0.5)
+            await eventually_async(lambda: _connected(client), within=300, every=0.5)
             cpu = _cpu_seconds(operator.process.pid) - cpu
             log = list(sandbox.requests)[mark:]
         finally:
