@@ -459,25 +459,35 @@ async def test_automatic_fusion_counts_the_schedulable_nodes_and_records_them(
 
 
 @pytest.mark.sandbox(nodes=1)
-async def test_a_spec_edit_after_submission_is_reported_not_applied(
+async def test_a_plan_changing_edit_after_submission_is_applied_across_a_restart(
     sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A fusion edit re-plans the job: the PEs follow the new plan (added, not duplicated), even
+    when the operator stops while the edit is applied."""
     bundle = sab(tmp_path, chains=2, length=2)
     async with operator(sandbox, monkeypatch, tmp_path / "cache"):
         await client.create(JOBS, job_manifest("edited", bundle, fusion={"manual": 2}))
-        await wait_for_phase(client, "edited", *SUBMITTED)
+        await wait_for_phase(client, "edited", "Running")
         await client.patch(JOBS, "edited", {"spec": {"fusion": {"manual": 3}}}, "default")
+        await wait_for_phase(client, "edited", "Upgrading", "Running")
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):  # resumed after a restart
 
-        async def reported() -> bool:
-            return "not applied" in str((await job_status(client, "edited")).get("message"))
+        async def applied() -> bool:
+            status = await job_status(client, "edited")
+            return status.get("appliedGeneration") == 2 and status.get("phase") == "Running"
 
-        await eventually_async(reported, within=10)
-        await client.delete(PES, "edited-1", "default")  # not recreated from the edited spec either...
-    async with operator(sandbox, monkeypatch, tmp_path / "cache"):  # ...even after a restart
-        await eventually_async(reported, within=10)
+        await eventually_async(applied, within=30)
         found = await children(client, "edited")
-        assert sorted(p["metadata"]["name"] for p in found[PES]) == ["edited-0"]
-        assert "SpecChangeIgnored" in {e["reason"] for e in await events_of(client, "edited")}
+        assert len(found[PES]) == 3
+        operators = [op for pe in found[PES] for op in pe["spec"]["operators"]]
+        assert len(operators) == len(set(operators))  # each operator in one PE: none left behind
+        names = {p["metadata"]["name"] for p in found[PES]}
+        assert "edited-0" in names  # the PE whose operators stayed together kept its id
+        assert names < {m["metadata"]["name"] for m in found[CONFIGMAPS]}
+        assert names == {s["metadata"]["name"] for s in found[SERVICES]}
+        assert {"UpgradeStarted", "UpgradeSucceeded"} <= {
+            e["reason"] for e in await events_of(client, "edited")
+        }
 
 
 @pytest.mark.sandbox(nodes=1)

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 from streams_k8s.api.job import JobPhase
 from streams_k8s.controller.jobs.status import JobStatusView
+from streams_k8s.k8s.conditions import set_condition
 
 WIRE = {
     "phase": "Failed",
@@ -54,3 +55,14 @@ def test_conditions_are_a_copy_to_change_and_write_back() -> None:
 
 def test_cleared_removes_every_field_in_a_merge_patch() -> None:
     assert JobStatusView(WIRE).cleared().raw == dict.fromkeys(WIRE)
+
+
+def test_conditions_changed_in_place_leave_the_view_read_unchanged() -> None:
+    """`set_condition` changes a condition in place: the object read (an informer's cache) must
+    not change with it, or a status compared with it would never be written."""
+    wire = {"conditions": [{"type": "Planned", "status": "False", "reason": "PlacementFailed"}]}
+    status = JobStatusView(wire)
+    conditions = status.conditions
+    set_condition(conditions, "Planned", "True", "Planned")
+    assert wire["conditions"][0]["status"] == "False"
+    assert status.condition("Planned") == {"type": "Planned", "status": "False", "reason": "PlacementFailed"}

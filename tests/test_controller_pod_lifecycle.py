@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from streams_k8s.api.contract import CONTENT_ID_ANNOTATION, LAUNCH_COUNT_LABEL
+from streams_k8s.api.contract import CONTENT_ID_ANNOTATION, LAUNCH_COUNT_LABEL, POD_TEMPLATE_ANNOTATION
 from streams_k8s.api.processing_element import ProcessingElement
+from streams_k8s.controller.children.pod import pod_template_hash
 from streams_k8s.controller.pes.lifecycle import Action, decide, started_status
 
 
@@ -76,6 +77,19 @@ def test_content_change_relaunches_even_when_not_restartable() -> None:
     assert (decision.action, decision.launch, decision.reason) == (Action.RELAUNCH, 2, "content changed")
 
 
+def test_a_pod_made_from_other_pe_settings_is_relaunched_one_without_the_record_is_kept() -> None:
+    """An edit of the PE's pod settings replaces its pod; a restart policy edit does not; a pod
+    made before pods carried the hash is adopted as it is."""
+    edited = pe(1, "Running", restartDeletedPod=False, runtimeTraceLevel="TRACE")
+    made = pod(1)
+    made["metadata"]["annotations"][POD_TEMPLATE_ANNOTATION] = pod_template_hash(pe().spec)
+    decision = decide(edited, [made], previous_launches=0, ready=True)
+    assert (decision.action, decision.launch, decision.reason) == (Action.RELAUNCH, 2, "pod template changed")
+    policy_only = pe(1, "Running", restartFailedPod=True, deleteFailedPod=False)
+    assert decide(policy_only, [made], previous_launches=0, ready=True).action is not Action.RELAUNCH
+    assert decide(edited, [pod(1)], previous_launches=0, ready=True).action is not Action.RELAUNCH
+
+
 def test_a_pod_that_starts_running_is_a_record_a_connectivity_report_can_carry() -> None:
     first = decide(pe(), [pod(1)], previous_launches=0, ready=True)
     relaunched = decide(pe(2, "Pending"), [pod(2)], previous_launches=0, ready=True)
@@ -106,3 +120,21 @@ def test_a_pod_deleted_while_its_run_waits_to_be_recorded_counts_as_a_launch() -
     # Without that memory the pod of launch 1 is simply created again.
     again = decide(pe(restartDeletedPod=True), [], previous_launches=0, ready=True)
     assert (again.action, again.launch) == (Action.CREATE, 1)
+
+
+def test_a_suspended_pe_has_its_pods_removed_and_is_relaunched_on_resume() -> None:
+    suspended = decide(pe(2, "Running", suspended=True), [pod(2)], previous_launches=0, ready=True)
+    assert (suspended.action, suspended.phase) == (Action.RECORD, "Suspended")
+    assert [p["metadata"]["name"] for p, _ in suspended.retire] == ["app-0-2"]
+    still = decide(pe(2, "Suspended", suspended=True), [], previous_launches=0, ready=True)
+    assert still.action is Action.NONE
+    resumed = decide(pe(2, "Suspended"), [], previous_launches=0, ready=True)
+    assert (resumed.action, resumed.launch, resumed.reason) == (Action.RELAUNCH, 3, "resumed")
+
+
+def test_a_restart_nonce_relaunches_the_pod() -> None:
+    made = pod(1)
+    made["metadata"]["annotations"][POD_TEMPLATE_ANNOTATION] = pod_template_hash(pe().spec)
+    for nonce in ({"restartNonce": "a"}, {"jobRestartNonce": "b"}):
+        decision = decide(pe(1, "Running", **nonce), [made], previous_launches=0, ready=True)
+        assert (decision.action, decision.launch) == (Action.RELAUNCH, 2), nonce

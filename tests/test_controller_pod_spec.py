@@ -11,7 +11,7 @@ from streams_k8s.api import Job, ProcessingElement
 from streams_k8s.api.base import ResourceRequirements
 from streams_k8s.api.processing_element import BuildType
 from streams_k8s.api.quantity import divide_quantity
-from streams_k8s.controller.children.pod import PeRuntimeSettings, build_pod, pod_name
+from streams_k8s.controller.children.pod import PeRuntimeSettings, build_pod, pod_name, pod_template_hash
 from streams_k8s.controller.children.resources import divide_resources
 from streams_k8s.controller.placement.constraints import PodPlacement
 
@@ -136,7 +136,8 @@ def test_pod_shape_security_probe_and_ports() -> None:
 
 
 def test_metadata_labels_annotations_and_owner() -> None:
-    metadata = pod(pe=make_pe(regions=[0]), generation=3, launch_count=4)["metadata"]
+    pe = make_pe(regions=[0])
+    metadata = pod(pe=pe, generation=3, launch_count=4)["metadata"]
     assert metadata["labels"] == {
         "app": "streams",
         "svc": "pe",
@@ -150,6 +151,7 @@ def test_metadata_labels_annotations_and_owner() -> None:
         "streams.ibm.com/applicationName": "apps.parallel::Parallel",
         "streams.ibm.com/applicationScope": "Default",
         "streams.ibm.com/contentId": "ab" * 32,
+        "streams.ibm.com/podTemplate": pod_template_hash(pe.spec),
     }
     assert metadata["ownerReferences"] == [
         {
@@ -290,3 +292,14 @@ def test_job_resources_are_shared_among_pes() -> None:
     assert share.requests == {"cpu": "1"}
     with pytest.raises(ValueError, match="leaves nothing for each"):
         divide_quantity("1m", 2000)
+
+
+def test_the_pod_template_hash_follows_pod_settings_not_restart_policies_or_code() -> None:
+    """An edit of a setting the pod is made of replaces the pod; restart policies steer only the
+    controller, and the code has its own content id."""
+    base = make_pe()
+    same = pod_template_hash(base.spec)
+    for change in ({"restart_failed_pod": True}, {"delete_failed_pod": False}, {"content_id": "cd" * 32}):
+        assert pod_template_hash(base.spec.model_copy(update=change)) == same, change
+    for change in ({"runtime_trace_level": "TRACE"}, {"allow_ptrace": True}, {"data_path": "/d"}):
+        assert pod_template_hash(base.spec.model_copy(update=change)) != same, change

@@ -36,6 +36,8 @@ APPLICATION_SCOPE_ANNOTATION: Final = "streams.ibm.com/applicationScope"
 CONTENT_ID_ANNOTATION: Final = "streams.ibm.com/contentId"  # sha256 of the PE's AADL
 # On a PE's ConfigMap: the launch count of a deleted PE, continued by the PE that replaces it.
 LAUNCH_COUNT_ANNOTATION: Final = LAUNCH_COUNT_LABEL
+# On a PE pod: the hash of the PE settings it was made from (an edit of them replaces the pod).
+POD_TEMPLATE_ANNOTATION: Final = "streams.ibm.com/podTemplate"
 
 
 def token_digest(token: str) -> str:

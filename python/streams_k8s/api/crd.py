@@ -77,7 +77,9 @@ def _structural(node: Any, defs: dict[str, Any]) -> Any:
     if ref is not None:
         node = {**defs[ref.rsplit("/", 1)[-1]], **node}
     node.pop("title", None)
-    if node.get("additionalProperties") is False:
+    if node.get("additionalProperties") is False or (
+        node.get("additionalProperties") is True and node.get("x-kubernetes-preserve-unknown-fields")
+    ):  # structural schemas say "any field" with the extension, not a boolean
         del node["additionalProperties"]
     if "const" in node:
         node["enum"] = [node.pop("const")]

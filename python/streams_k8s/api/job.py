@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -191,6 +191,11 @@ class UpgradeMode(StrEnum):
     CHECKPOINT_FIRST = "checkpoint-first"  # checkpoint every region first, hold drains, reset to it
 
 
+class JobState(StrEnum):
+    RUNNING = "Running"
+    SUSPENDED = "Suspended"  # every PE pod removed; the job id, PEs and every other object kept
+
+
 class JobSpec(WireModel):
     bundle: Bundle
     fusion: Fusion = Field(default_factory=Fusion)
@@ -205,6 +210,10 @@ class JobSpec(WireModel):
         None, description="Job-wide resources, divided among the job's PEs."
     )
     parallel_regions: list[ParallelRegionWidth] = Field(default_factory=list)
+    max_unavailable: Annotated[int, Field(ge=1)] | None = Field(
+        None,
+        description="PEs whose pods an edit replaces at once; unset: a quarter of the PEs (at least 1).",
+    )
     upgrade_mode: UpgradeMode | None = Field(
         None,
         description="How consistent-region state crosses an upgrade or a suspend: stateless, last-checkpoint "
@@ -215,14 +224,56 @@ class JobSpec(WireModel):
         description="checkpoint-first: how long the checkpoint may take. Past it the upgrade keeps waiting "
         "with a condition saying which regions have not checkpointed; it never falls back to stateless.",
     )
+    state: JobState = Field(
+        JobState.RUNNING, description="Running, or Suspended: every PE pod removed, everything else kept."
+    )
+    restart_nonce: str | None = Field(
+        None, description="Any change restarts every PE pod (launch count + 1)."
+    )
+    rollback: bool = Field(
+        True,
+        description="An edit not Running within submissionTimeOutInSeconds is undone: the last stable spec "
+        "is applied again (phase RolledBack). A rollback that fails too stops in Failed.",
+    )
+    stable_after_seconds: Annotated[int, Field(ge=0)] = Field(
+        60, description="How long a spec must run with every PE pod ready to become the last stable spec."
+    )
 
 
 class JobPhase(StrEnum):
     SUBMITTING = "Submitting"
     SUBMITTED = "Submitted"
     RUNNING = "Running"
+    UPGRADING = "Upgrading"
+    SUSPENDING = "Suspending"
+    SUSPENDED = "Suspended"
+    ROLLING_BACK = "RollingBack"
+    ROLLED_BACK = "RolledBack"
     FAILED = "Failed"
     DELETING = "Deleting"
+
+
+class UpgradeRecord(WireModel):
+    """An edit being applied, written before any child is touched (write-ahead)."""
+
+    target_generation: Annotated[int, Field(ge=1)] = Field(description="The spec generation being applied.")
+    spec: dict[str, Any] = Field(
+        description="The spec being applied (a later edit waits for this one).",
+        json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
+    )
+    bundle_digest: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")] = Field(
+        description="sha256 of the bundle the target plan uses."
+    )
+    generation_id: Annotated[int, Field(ge=0)] = Field(description="The job generation the edit becomes.")
+    started: datetime
+    kept: list[int] = Field(default_factory=list, description="PE ids whose pods are not touched.")
+    replaced: list[int] = Field(default_factory=list, description="PE ids whose pods are replaced.")
+    added: list[int] = Field(default_factory=list)
+    removed: list[int] = Field(default_factory=list)
+    checkpoint: str | None = Field(
+        None, description="checkpoint-first: the completed checkpoint the replaced PEs reset to."
+    )
+    rollback: bool = Field(False, description="This edit applies the last stable spec again.")
 
 
 class JobStatus(Status):
@@ -251,6 +302,22 @@ class JobStatus(Status):
     next_attempt: datetime | None = Field(
         None, description="When a failure that may go away on its own is retried; unset if it is not retried."
     )
+    applied_generation: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="The spec generation the running children follow."
+    )
+    applied_spec: dict[str, Any] | None = Field(
+        None,
+        description="The spec the running children follow (an edit that cannot be applied leaves it).",
+        json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
+    )
+    upgrade: UpgradeRecord | None = Field(None, description="The edit being applied, if any.")
+    last_stable_spec: dict[str, Any] | None = Field(
+        None,
+        description="The last spec run with every PE pod ready for stableAfterSeconds (rollbacks apply it).",
+        json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
+    )
+    last_stable_generation: Annotated[int, Field(ge=1)] | None = None
+    last_stable_bundle_digest: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")] | None = None
 
 
 # A Service's name is a DNS-1035 label: a lower-case letter, then letters, digits and '-', ending
@@ -303,6 +370,15 @@ class Job(Resource[JobSpec, JobStatus]):
         PrinterColumn(name="Status", type="string", json_path=".status.phase"),
         PrinterColumn(name="PEs", type="integer", json_path=".status.processingElements"),
         PrinterColumn(name="Ready", type="integer", json_path=".status.processingElementsReady"),
+        PrinterColumn(
+            name="Applied",
+            type="integer",
+            json_path=".status.appliedGeneration",
+            description="The spec generation the running children follow.",
+        ),
+        PrinterColumn(
+            name="Generation", type="integer", json_path=".metadata.generation", description="The spec's."
+        ),
     )
 
     kind: Literal["Job"] = "Job"

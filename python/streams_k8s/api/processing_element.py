@@ -163,6 +163,11 @@ class ProcessingElementSpec(ProcessingElementTemplate):
     restartable: bool = Field(
         True, description="SPL restartable flag of its operators; restartFailedPod's default."
     )
+    suspended: bool = Field(False, description="The job is suspended: the PE has no pod.")
+    restart_nonce: str | None = Field(
+        None, description="Any change restarts this PE's pod (launch count + 1)."
+    )
+    job_restart_nonce: str | None = Field(None, description="The Job's restartNonce (it restarts every PE).")
 
 
 class ProcessingElementStatus(Status):

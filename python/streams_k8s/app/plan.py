@@ -232,8 +232,11 @@ def plan_topology(
     resources: ResourceRequirements | None = None,
     nodes: int | None = None,
     previous: Plan | None = None,
+    ids_from: Plan | None = None,
 ) -> Plan:
-    """Fuse ``topo`` and build every PE with its ports and AADL."""
+    """Fuse ``topo`` and build every PE with its ports and AADL. ``previous``: an earlier plan of
+    the same topology to re-fuse from; ``ids_from``: a plan (of any application) whose PE ids
+    are kept for PEs of the same operators (an edited job's running plan)."""
     result = fuse_topology(
         topo,
         fusion,
@@ -245,7 +248,8 @@ def plan_topology(
         else None,
     )
     operator_sets = [[topo.nodes[n].name for n in pe] for pe in result.pes]
-    prev = {pe.id: pe.operators for pe in previous.pes} if previous else None
+    kept = previous or ids_from
+    prev = {pe.id: pe.operators for pe in kept.pes} if kept else None
     ids = assign_pe_ids(operator_sets, prev)
     pes = [
         PlannedPe(id=pe_id, index=i, nodes=nodes_, operators=ops)
@@ -296,8 +300,10 @@ def plan_application(
     resources: ResourceRequirements | None = None,
     nodes: int | None = None,
     threading: ThreadingModel | None = None,
+    ids_from: Plan | None = None,
 ) -> Plan:
-    """The whole pipeline from a parsed ADL: values, widths, topology, fusion, PEs."""
+    """The whole pipeline from a parsed ADL: values, widths, topology, fusion, PEs (``ids_from``:
+    see `plan_topology`)."""
     given = match_values(app, submission_values or {})
     values = resolve_values(app, submission_values or {})
     region_widths = resolve_widths(app, values, [WidthOverride(w.alias, w.width) for w in widths])
@@ -305,7 +311,9 @@ def plan_application(
     topo = build_topology(
         app, region_widths, given_values=given, default_threading=mode.value if mode else None
     )
-    return plan_topology(topo, fusion, job_name=job_name, job_id=job_id, resources=resources, nodes=nodes)
+    return plan_topology(
+        topo, fusion, job_name=job_name, job_id=job_id, resources=resources, nodes=nodes, ids_from=ids_from
+    )
 
 
 @dataclass(frozen=True, slots=True)

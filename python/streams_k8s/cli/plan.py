@@ -22,6 +22,8 @@ from streams_k8s.app.submission import SubmissionError
 from streams_k8s.app.topology import TopologyError
 from streams_k8s.controller.children.config_maps import name_table_config_map, pe_config_map
 from streams_k8s.controller.children.metadata import ChildMetadata
+from streams_k8s.controller.jobs.upgrade_diff import preview
+from streams_k8s.controller.planning import SubmissionFailure
 
 _ERRORS = (
     BundleError,
@@ -147,6 +149,11 @@ def _load(source: Path) -> tuple[bytes, Job | None]:
 @click.option("--nodes", type=click.IntRange(min=1), help="Cluster node count (bounds automatic fusion).")
 @click.option("--diff", is_flag=True, help="Plan with the base widths, re-fuse with --width, print the diff.")
 @click.option(
+    "--against",
+    type=click.Path(path_type=Path),
+    help="A Job manifest running now: show what applying SOURCE (a Job manifest) as its edit does.",
+)
+@click.option(
     "-o",
     "--output",
     type=click.Choice(["table", "json", "yaml", "html", "svg"]),
@@ -160,9 +167,13 @@ def plan(
     values: tuple[str, ...],
     nodes: int | None,
     diff: bool,
+    against: Path | None,
     output: str,
 ) -> None:
     """Show the PEs a bundle (.sab/.adl) or Job manifest becomes."""
+    if against is not None:
+        _emit_upgrade(source, against, nodes, output)
+        return
     try:
         adl, job = _load(source)
         app = parse_adl(adl, what=source.name)
@@ -216,6 +227,34 @@ def _emit_diff(plan: Plan, changes: PlanDiff, output: str) -> None:
             click.echo(f"{key:10} {' '.join(map(str, ids)) or '-'}")
     else:
         _emit({**data, "pes": _pe_rows(plan)}, output)
+
+
+def _emit_upgrade(source: Path, against: Path, nodes: int | None, output: str) -> None:
+    """What the job controller does when the Job ``against`` is edited into ``source``."""
+    try:
+        (new_adl, new_job), (old_adl, old_job) = _load(source), _load(against)
+        if new_job is None or old_job is None:
+            raise BundleError("--against compares two Job manifests (SOURCE and OLD)")
+        _, changes = preview(
+            old_job,
+            parse_adl(old_adl, what=against.name),
+            new_job,
+            parse_adl(new_adl, what=source.name),
+            job_id=0,
+            nodes=nodes,
+        )
+    except (*_ERRORS, SubmissionFailure) as err:
+        _fail(err)
+    data = changes.to_wire()
+    if output != "table":
+        _emit(data, output)
+        return
+    click.echo(data["summary"])
+    for key in ("kept", "updated", "added", "removed"):
+        click.echo(f"{key:9} {' '.join(map(str, data[key])) or '-'}")
+    for row in data["replaced"]:
+        click.echo(f"replaced  {row['id']}: {', '.join(row['reasons'])}")
+    click.echo(f"state kept: {', '.join(data['stateKept']) or '-'} (upgradeMode {data['upgradeMode']})")
 
 
 def _fail(err: Exception) -> NoReturn:

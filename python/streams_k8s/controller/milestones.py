@@ -8,10 +8,10 @@ good, is made up for on the next look at the Job, by any replica, after a restar
 
 | status says | Event | occurrence |
 |---|---|---|
-| `id` and `submissionStarted` | Normal SubmissionStarted | spec generation + attempt |
-| phase Submitted or Running | Normal SubmissionSucceeded | spec generation + attempt |
+| `id` and `submissionStarted` | Normal SubmissionStarted | submission start + attempt |
+| phase Submitted or later (Running, Upgrading, …) | Normal SubmissionSucceeded | submission start + attempt |
 | condition PodsReady True | Normal Running | the condition's lastTransitionTime |
-| phase Failed | Warning SubmissionFailed | spec generation + attempt + reason |
+| phase Failed | Warning SubmissionFailed | submission start + attempt + reason |
 
 Milestones older than `EVENT_TTL` (the API server's default Event lifetime) are not recorded
 again: their Events have expired as they should.
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from streams_k8s.api.job import JobPhase
-from streams_k8s.controller.jobs.base import PODS_READY
+from streams_k8s.controller.jobs.health import PODS_READY
 from streams_k8s.controller.jobs.status import JobStatusView
 from streams_k8s.controller.kinds import JOBS
 from streams_k8s.k8s.conditions import parse_time
@@ -46,13 +46,14 @@ class Milestone:
 
 def milestones(status: JobStatusView) -> list[Milestone]:
     """The milestones ``status`` records (see the module docs)."""
-    attempt = f"{status.observed_generation or 1}/{status.submission_attempts or 1}"
-    started = status.submission_started
+    started = status.submission_started  # set anew by every submission (first, retried, restarted)
+    # not the generation: an edit applied to a running job is an upgrade, not a new submission
+    attempt = f"{started.isoformat() if started else '-'}/{status.submission_attempts or 1}"
     found: list[Milestone] = []
     if status.id is not None and started is not None:
         note = f"submitting as job id {status.id}"
         found.append(Milestone("Normal", "SubmissionStarted", note, attempt, started))
-    if status.phase in (JobPhase.SUBMITTED, JobPhase.RUNNING):
+    if status.phase not in (None, JobPhase.SUBMITTING, JobPhase.FAILED, JobPhase.DELETING):
         note = status.message or f"{status.processing_elements or 0} PEs submitted"
         found.append(Milestone("Normal", "SubmissionSucceeded", note, attempt, started))
     ready = status.condition(PODS_READY)

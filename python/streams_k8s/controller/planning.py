@@ -69,8 +69,11 @@ def read_application(path: str, what: str) -> Application:
         raise SubmissionFailure("Planned", "InvalidBundle", f"bundle {what}: {err}") from None
 
 
-def plan_job(job: Job, app: Application, *, job_id: int, nodes: int | None) -> Plan:
-    """The pipeline's plan of ``app`` for ``job``; `SubmissionFailure(Planned, ...)` if it cannot be."""
+def plan_job(
+    job: Job, app: Application, *, job_id: int, nodes: int | None, ids_from: Plan | None = None
+) -> Plan:
+    """The pipeline's plan of ``app`` for ``job``; `SubmissionFailure(Planned, ...)` if it cannot be.
+    ``ids_from``: the running plan of an edited job, whose PE ids are kept where operators are."""
     spec = job.spec
     try:
         plan = plan_application(
@@ -83,6 +86,7 @@ def plan_job(job: Job, app: Application, *, job_id: int, nodes: int | None) -> P
             resources=spec.processing_element.resources,
             nodes=nodes,
             threading=spec.threading_model,
+            ids_from=ids_from,
         )
     except PLANNING_ERRORS as err:
         raise SubmissionFailure("Planned", "PlanningFailed", str(err)) from None

@@ -16,6 +16,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from streams_k8s.api.contract import (
     APP_LABEL,
     APP_PROPERTIES_DIR,
@@ -36,6 +38,7 @@ from streams_k8s.api.contract import (
     PE_CONFIG_DIR,
     PE_ID_ENV,
     PE_LABEL,
+    POD_TEMPLATE_ANNOTATION,
     RESTRICTED_PROPERTIES_DIR,
     SVC_LABEL,
     SVC_PE,
@@ -62,6 +65,28 @@ class PeRuntimeSettings:
     install_dir: str = "/usr/local/streams"
     data_path: str | None = None
     checkpoint_path: str | None = None
+
+
+# PE settings that steer only the controllers (restart policies) and the PE's code, which has its
+# own content id: the pod template is everything else.
+_NOT_IN_POD = frozenset(
+    {
+        "delete_failed_pod",
+        "restart_completed_pod",
+        "restart_deleted_pod",
+        "restart_failed_pod",
+        "restartable",
+        "content_id",
+        "suspended",
+    }
+)
+
+
+def pod_template_hash(spec: ProcessingElementSpec) -> str:
+    """A short hash of the PE settings its pods are made from: pods carry the one they were made
+    with, and a PE whose settings hash otherwise gets a new pod (``pes.lifecycle``)."""
+    fields = spec.model_dump(mode="json", exclude=set(_NOT_IN_POD))
+    return hashlib.sha256(orjson.dumps(fields, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
 
 
 def pod_name(job: str, pe_id: int, pe_uid: str, launch_count: int) -> str:
@@ -282,6 +307,7 @@ def _metadata(
     }
     if spec.content_id:
         annotations[CONTENT_ID_ANNOTATION] = spec.content_id
+    annotations[POD_TEMPLATE_ANNOTATION] = pod_template_hash(spec)
     return {
         "name": pod_name(job_name, spec.id, str(pe.metadata.uid), launch_count),
         "namespace": str(job.metadata.namespace),

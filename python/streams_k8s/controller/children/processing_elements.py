@@ -6,7 +6,7 @@ from typing import Any
 
 from streams_k8s.api.base import API_VERSION
 from streams_k8s.api.contract import CR_LABEL, pe_service_name
-from streams_k8s.api.job import Job
+from streams_k8s.api.job import Job, JobState
 from streams_k8s.api.processing_element import ProcessingElement, ProcessingElementSpec
 from streams_k8s.app.physical import PlannedPe
 from streams_k8s.controller.children.metadata import ChildMetadata, pe_labels
@@ -48,4 +48,6 @@ def pe_spec(job: Job, pe: PlannedPe, pes: int) -> ProcessingElementSpec:
         placement=pe.placement,
         input_ports=len(pe.inputs),
         restartable=pe.restartable,
+        suspended=job.spec.state is JobState.SUSPENDED,
+        job_restart_nonce=job.spec.restart_nonce,
     )

@@ -11,13 +11,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from streams_k8s.api.consistent_region import CoordinatorMode
-from streams_k8s.api.contract import APP_LABEL, APP_VALUE, JOB_LABEL
+from streams_k8s.api.contract import APP_LABEL, APP_VALUE, JOB_LABEL, TRANSPORT_CERT_KEY, TRANSPORT_KEY_KEY
 from streams_k8s.api.job import JobPhase
 from streams_k8s.app.plan import Plan
 from streams_k8s.controller.bundles.fetch import BundleFetcher
 from streams_k8s.controller.children.desired import Desired
+from streams_k8s.controller.jobs.health import with_health
 from streams_k8s.controller.jobs.status import JobStatusView
 from streams_k8s.controller.kinds import (
     CONSISTENT_REGION_OPERATORS,
@@ -40,7 +42,7 @@ from streams_k8s.k8s.kinds import CONFIGMAPS, NODES, PODS, SERVICES
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import Object, ObjectKey, meta
 
-VALID, BUNDLE_FETCHED, PLANNED, PODS_READY = "Valid", "BundleFetched", "Planned", "PodsReady"
+VALID, BUNDLE_FETCHED, PLANNED = "Valid", "BundleFetched", "Planned"
 
 
 SUBMITTED = "Submitted"  # the condition a submission that timed out sets False
@@ -70,6 +72,12 @@ class KeptPlan:
     @property
     def base_widths(self) -> dict[str, int]:
         return {r.alias: r.width for r in self.plan.parallel_regions}
+
+    @property
+    def transport(self) -> tuple[str, str] | None:
+        """The job's transport certificate and key (kept across re-plans), if it has them."""
+        table = self.children[0].body["data"]  # the name table
+        return (table[TRANSPORT_CERT_KEY], table[TRANSPORT_KEY_KEY]) if TRANSPORT_CERT_KEY in table else None
 
 
 def utc_now() -> datetime:
@@ -128,6 +136,7 @@ class JobControllerBase:
         # Per Job, dropped when it goes (`retained` counts them).
         self._planned: dict[str, KeptPlan] = {}  # by Job uid
         self._counts_written: dict[str, float] = {}  # by Job uid: monotonic time of the last count write
+        self._targets: dict[str, tuple[int, Any]] = {}  # by Job uid: (generation, plan) of an edit applied
         self.jobs.add_handler(self._forget_deleted)
         self.controller = manager.controller("jobs", self.reconcile, workers=4)
         self.controller.watch(self.jobs)
@@ -148,6 +157,7 @@ class JobControllerBase:
 
     def _forget(self, uid: str) -> None:
         self._planned.pop(uid, None)
+        self._targets.pop(uid, None)
         self._counts_written.pop(uid, None)
 
     def _cached(self, obj: Object) -> bool:
@@ -158,7 +168,11 @@ class JobControllerBase:
 
     def retained(self) -> dict[str, int]:
         """Entries kept per Job, by cache (none once every Job is gone)."""
-        return {"plans": len(self._planned), "count-writes": len(self._counts_written)}
+        return {
+            "plans": len(self._planned),
+            "count-writes": len(self._counts_written),
+            "edits": len(self._targets),
+        }
 
     @staticmethod
     def _job_of(obj: Object) -> list[ObjectKey]:
@@ -228,5 +242,14 @@ class JobControllerBase:
     async def _write_status(self, obj: Object, status: JobStatusView) -> Object:
         """Merge-patch the status, conditional on the resourceVersion it was computed from."""
         m = meta(obj)
+        status = with_health(status, int(m.get("generation") or 1))
         patch = {"metadata": {"resourceVersion": m.get("resourceVersion")}, "status": status.raw}
         return await self.client.patch(JOBS, str(m["name"]), patch, str(m["namespace"]), subresource="status")
+
+
+def pod_ready(pod: Object) -> bool:
+    """The pod runs and is Ready (and is not going away)."""
+    status = pod.get("status") or {}
+    if status.get("phase") != "Running" or meta(pod).get("deletionTimestamp"):
+        return False
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())

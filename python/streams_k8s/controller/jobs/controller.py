@@ -73,6 +73,19 @@ from streams_k8s.k8s.conditions import set_condition
 from streams_k8s.k8s.controller import Requeue
 from streams_k8s.k8s.objects import Object, ObjectKey, meta
 
+# Phases of a submitted job: its children exist and are kept.
+_RUNNING = frozenset(
+    {
+        JobPhase.SUBMITTED,
+        JobPhase.RUNNING,
+        JobPhase.UPGRADING,
+        JobPhase.SUSPENDING,
+        JobPhase.SUSPENDED,
+        JobPhase.ROLLING_BACK,
+        JobPhase.ROLLED_BACK,
+    }
+)
+
 
 def _failed_reason(status: JobStatusView) -> str:
     """The reason of the condition a failed attempt set False."""
@@ -102,6 +115,9 @@ class JobController(RunningJobs):
         try:
             job = validate_job(obj)
         except SubmissionFailure as failure:
+            if phase in _RUNNING and status.id is not None and status.applied_spec is not None:
+                obj, status = await self._refuse_edit(obj, status, failure)  # it keeps running
+                return await self._maintain(obj, None, status)
             if phase == JobPhase.FAILED and status.observed_generation == generation:
                 return await self._clean(obj, uid)
             await self._fail(obj, status, failure, generation)
@@ -126,7 +142,7 @@ class JobController(RunningJobs):
                 note = f"attempt {attempt}: starting again from a clean slate after {_failed_reason(status)}"
                 await self.recorder.record(obj, "Normal", "SubmissionRetrying", note)
             status, phase = JobStatusView.of(obj), JobPhase.SUBMITTING
-        if phase in (JobPhase.SUBMITTED, JobPhase.RUNNING) and status.id is not None:
+        if phase in _RUNNING and status.id is not None:
             return await self._maintain(obj, job, status)
         return await self._submit(obj, job, status, generation)
 
@@ -198,6 +214,11 @@ class JobController(RunningJobs):
         if any(meta(child).get("deletionTimestamp") for child in self._owned(obj, uid)):
             return Requeue(CLEANUP_POLL)  # children of an earlier attempt are still going away
         await self._create_missing(planned.children, lambda child: True)
-        status = status.with_(phase=JobPhase.SUBMITTED, message=submitted_message(len(planned.plan.pes)))
+        status = status.with_(
+            phase=JobPhase.SUBMITTED,
+            message=submitted_message(len(planned.plan.pes)),
+            applied_generation=generation,
+            applied_spec=job.spec.to_wire(),
+        )
         obj = await self._write_status(obj, status)  # its Event: `controller.milestones`
         return await self._maintain(obj, job, status_written(obj, status))

@@ -50,7 +50,7 @@ def schedulable_nodes(nodes: Iterable[Object]) -> list[NodeInfo]:
     ]
 
 
-def _bundle_failure(err: BundleError) -> SubmissionFailure:
+def bundle_failure(err: BundleError) -> SubmissionFailure:
     retryable = err.transient or isinstance(err, BundleChanged) or err.reason in _BUNDLE_REFERENCES_MISSING
     return SubmissionFailure(BUNDLE_FETCHED, err.reason, str(err), retryable)
 
@@ -71,14 +71,14 @@ class PlannedJobs(JobControllerBase):
         conditions = status.conditions
         fetcher = await self._bundle_fetcher()
         # The digest recorded for this spec; an edited spec (still submitting) fetches afresh.
-        pinned = status.bundle_digest if status.observed_generation == generation else None
+        pinned = status.bundle_digest if status.applied_generation == generation else None
         try:
             if pinned is None:
                 fetched = await fetcher.fetch(namespace, job.spec.bundle)
             else:
                 fetched = await fetcher.fetch_pinned(namespace, job.spec.bundle, pinned)
         except BundleError as err:
-            raise _bundle_failure(err) from None
+            raise bundle_failure(err) from None
         changed = set_condition(
             conditions,
             BUNDLE_FETCHED,

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from streams_k8s.api.contract import JOB_LABEL, TRANSPORT_CERT_KEY, TRANSPORT_KEY_KEY, name_table_stamp
+from streams_k8s.api.contract import JOB_LABEL, name_table_stamp
 from streams_k8s.api.job import Job
 from streams_k8s.app.plan import PLANNING_ERRORS, Plan, plan_at_widths
 from streams_k8s.controller.children.desired import Desired, desired_objects
@@ -30,17 +30,13 @@ class ResizingJobs(PlannedJobs):
         if key not in planned.resized:
             plan = plan_at_widths(planned.plan, widths)
             stamp = name_table_stamp(utc_now())
-            table = planned.children[0].body["data"]  # the name table: keep the job's transport pair
-            transport = (
-                (table[TRANSPORT_CERT_KEY], table[TRANSPORT_KEY_KEY]) if TRANSPORT_CERT_KEY in table else None
-            )
             children = desired_objects(
                 job,
                 uid,
                 plan,
                 generation=generation,
                 stamp=stamp,
-                transport=transport,
+                transport=planned.transport,
                 coordinator_mode=self.coordinator_mode,
             )
             planned.resized = {key: (plan, children)}  # only the current widths are worth keeping

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import datetime
 
 from streams_k8s.api.contract import JOB_LABEL, PE_LABEL, SVC_LABEL, SVC_PE, pe_service_name
 from streams_k8s.api.job import Job, JobPhase
@@ -13,9 +14,10 @@ from streams_k8s.controller.bundles.fetch import BUNDLE_CHANGED
 from streams_k8s.controller.children.desired import Desired
 from streams_k8s.controller.children.limits import REFUSED, refused
 from streams_k8s.controller.children.services import service_update
-from streams_k8s.controller.jobs.base import BUNDLE_FETCHED, PODS_READY
-from streams_k8s.controller.jobs.resizing import ResizingJobs
+from streams_k8s.controller.jobs.base import BUNDLE_FETCHED, pod_ready, status_written, utc_now
+from streams_k8s.controller.jobs.health import PODS_READY, READY, with_health
 from streams_k8s.controller.jobs.status import JobStatusView
+from streams_k8s.controller.jobs.upgrading import ROLL_POLL, UpgradingJobs, applied_job
 from streams_k8s.controller.kinds import PES
 from streams_k8s.controller.pes.degraded import DEGRADED, degraded_condition, running_pes
 from streams_k8s.controller.planning import SubmissionFailure
@@ -27,7 +29,8 @@ from streams_k8s.k8s.objects import Object, meta
 
 log = logging.getLogger(__name__)
 
-SPEC_CHANGE_IGNORED = "spec changes after submission are not applied: delete and re-create the Job"
+# Phases the pod counts decide (the others belong to an edit, a suspension or a rollback).
+_COUNTED = frozenset({JobPhase.SUBMITTED, JobPhase.RUNNING})
 
 
 # Ready counts change with every PE coming up: while a job starts they are written at most this
@@ -36,21 +39,20 @@ SPEC_CHANGE_IGNORED = "spec changes after submission are not applied: delete and
 COUNTS_INTERVAL = 1.0
 
 
-class RunningJobs(ResizingJobs):
+class RunningJobs(UpgradingJobs):
     """Maintains submitted jobs."""
 
-    async def _maintain(self, obj: Object, job: Job, status: JobStatusView) -> Requeue | None:
-        """Recreate deleted children; keep PE/pod counts, PodsReady and the phase current."""
+    async def _maintain(self, obj: Object, job: Job | None, status: JobStatusView) -> Requeue | None:
+        """Apply an edit (`jobs.upgrading`); recreate deleted children of the applied spec; keep
+        PE/pod counts, PodsReady and the phase current. ``job``: the spec as edited, None when
+        it is not valid (the refusal is recorded)."""
         m = meta(obj)
-        uid, generation = str(m["uid"]), int(m.get("generation") or 1)
-        if (status.observed_generation or generation) != generation:
-            # The children follow the submitted spec; a re-plan from the edited one would mix two jobs.
-            if status.message != SPEC_CHANGE_IGNORED:
-                await self.recorder.record(obj, "Warning", "SpecChangeIgnored", SPEC_CHANGE_IGNORED)
-            return await self._update_counts(obj, status.with_(message=SPEC_CHANGE_IGNORED))
+        uid = str(m["uid"])
+        generation = status.applied_generation or int(m.get("generation") or 1)
+        running = applied_job(obj, status)
         changed_before = _reported_bundle_change(status)
         try:
-            planned, obj, status = await self._plan(obj, job, status, generation, uid)
+            planned, obj, status = await self._plan(obj, running, status, generation, uid)
         except SubmissionFailure as failure:
             if failure.reason == BUNDLE_CHANGED:
                 return await self._bundle_changed(obj, status, failure, generation)
@@ -62,9 +64,13 @@ class RunningJobs(ResizingJobs):
             )
             planned = None
         if planned is not None:
+            obj, status, upgrading = await self._follow_edit(obj, job, status, planned, running)
+            if upgrading or status.applied_generation != generation:
+                wait = await self._update_counts(obj, status)
+                return wait or Requeue(ROLL_POLL)
             if changed_before:  # the submitted content is back: the warning no longer holds
                 status = status.with_(message=submitted_message(len(planned.plan.pes)))
-            obj, status, plan, children = await self._follow_widths(obj, job, planned, status)
+            obj, status, plan, children = await self._follow_widths(obj, running, planned, status)
             restartable = {pe_service_name(str(m["name"]), pe.id): pe.restartable for pe in plan.pes}
             try:
                 recreated = await self._create_missing(
@@ -79,7 +85,34 @@ class RunningJobs(ResizingJobs):
                     obj, "Normal", "ChildrenRecreated", f"recreated {recreated} deleted objects"
                 )
             await self._correct_services(children)
+            obj, status, wait = await self._record_stable(obj, status, running)
+            return await self._update_counts(obj, status) or wait
         return await self._update_counts(obj, status)
+
+    async def _record_stable(
+        self, obj: Object, status: JobStatusView, running: Job
+    ) -> tuple[Object, JobStatusView, Requeue | None]:
+        """The applied spec becomes the last stable one (what a rollback applies) once it has run
+        with every PE pod ready for ``stableAfterSeconds``."""
+        ready = status.condition(READY) or {}
+        if (
+            status.phase is not JobPhase.RUNNING
+            or ready.get("status") != "True"
+            or status.last_stable_generation == status.applied_generation
+            or status.applied_spec is None
+        ):
+            return obj, status, None
+        since = datetime.fromisoformat(str(ready.get("lastTransitionTime")).replace("Z", "+00:00"))
+        wait = running.spec.stable_after_seconds - (utc_now() - since).total_seconds()
+        if wait > 0:
+            return obj, status, Requeue(wait)
+        status = status.with_(
+            last_stable_spec=status.applied_spec,
+            last_stable_generation=int(status.applied_generation or 1),
+            last_stable_bundle_digest=str(status.bundle_digest),
+        )
+        written = await self._write_status(obj, status)
+        return written, status_written(written, status), None
 
     async def _correct_services(self, children: list[Desired]) -> None:
         """Give PE Services their planned selector and ports (`service_update`), conditionally on
@@ -123,7 +156,7 @@ class RunningJobs(ResizingJobs):
         expected = status.processing_elements or len(pes)
         ready_pes = running_pes(pes)
         # PEs with a ready pod: two launches of one PE briefly both ready still count once
-        ready_pods = len({meta(pod)["labels"].get(PE_LABEL) for pod in pods if _pod_ready(pod)})
+        ready_pods = len({meta(pod)["labels"].get(PE_LABEL) for pod in pods if pod_ready(pod)})
         conditions = status.conditions
         all_ready = expected > 0 and ready_pods >= expected
         set_condition(
@@ -136,9 +169,12 @@ class RunningJobs(ResizingJobs):
         )
         set_condition(conditions, DEGRADED, *degraded_condition(pes), m.get("generation"))
         phase = JobPhase.RUNNING if all_ready else JobPhase.SUBMITTED
+        if status.phase is not None and status.phase not in _COUNTED:
+            phase = status.phase
         wanted = status.with_(
             conditions=conditions, phase=phase, processing_elements_ready=ready_pes, pods_ready=ready_pods
         )
+        wanted = with_health(wanted, int(m.get("generation") or 1))
         if wanted == JobStatusView.of(obj):
             return None
         uid = str(m.get("uid"))
@@ -158,10 +194,3 @@ def submitted_message(pes: int) -> str:
 def _reported_bundle_change(status: JobStatusView) -> bool:
     fetched = status.condition(BUNDLE_FETCHED)
     return fetched is not None and fetched.get("reason") == BUNDLE_CHANGED
-
-
-def _pod_ready(pod: Object) -> bool:
-    status = pod.get("status") or {}
-    if status.get("phase") != "Running" or meta(pod).get("deletionTimestamp"):
-        return False
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, TypedDict, Unpack
 
-from streams_k8s.api.job import JobPhase, JobStatus
+from streams_k8s.api.job import JobPhase, JobStatus, UpgradeRecord
 from streams_k8s.k8s.conditions import ConditionDict, find_condition, format_time
 from streams_k8s.k8s.objects import Object
 
@@ -39,6 +39,12 @@ class StatusChanges(TypedDict, total=False):
     processing_elements: int
     processing_elements_ready: int
     pods_ready: int
+    applied_generation: int
+    applied_spec: dict[str, Any]
+    upgrade: UpgradeRecord | None
+    last_stable_spec: dict[str, Any]
+    last_stable_generation: int
+    last_stable_bundle_digest: str
 
 
 def _wire(value: object) -> object:
@@ -46,6 +52,8 @@ def _wire(value: object) -> object:
         return value.value
     if isinstance(value, datetime):
         return format_time(value)
+    if isinstance(value, UpgradeRecord):
+        return value.to_wire()
     return value
 
 
@@ -143,6 +151,36 @@ class JobStatusView:
     @property
     def processing_elements(self) -> int | None:
         return _int(self._get("processing_elements"))
+
+    @property
+    def applied_generation(self) -> int | None:
+        """The spec generation the children follow: a job submitted before it was recorded
+        follows the generation it was submitted at."""
+        return _int(self._get("applied_generation")) or self.observed_generation
+
+    @property
+    def applied_spec(self) -> dict[str, Any] | None:
+        value = self._get("applied_spec")
+        return dict(value) if value else None
+
+    @property
+    def last_stable_spec(self) -> dict[str, Any] | None:
+        value = self._get("last_stable_spec")
+        return dict(value) if value else None
+
+    @property
+    def last_stable_generation(self) -> int | None:
+        return _int(self._get("last_stable_generation"))
+
+    @property
+    def last_stable_bundle_digest(self) -> str | None:
+        value = self._get("last_stable_bundle_digest")
+        return str(value) if value is not None else None
+
+    @property
+    def upgrade(self) -> UpgradeRecord | None:
+        value = self._get("upgrade")
+        return UpgradeRecord.model_validate(value) if value else None
 
     # --- changed copies -------------------------------------------------------------------
 

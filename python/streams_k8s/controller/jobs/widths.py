@@ -146,16 +146,18 @@ async def apply(client: KubeClient, change: WidthChange) -> None:
             child = wanted[(resource, name)]
             await _write(child, client.create_if_absent(resource, child.body))
     for name in sorted(changed):
-        cm = wanted[(CONFIGMAPS, name)]
-        patch = {"metadata": _merge_meta(cm.body), "data": cm.body["data"]}
-        await _write(cm, client.patch(CONFIGMAPS, name, patch, namespace))
-        pe = wanted[(PES, name)]
-        patch = {"metadata": _merge_meta(pe.body), "spec": pe.body["spec"]}
-        await _write(pe, client.patch(PES, name, patch, namespace))
+        await patch_pe(client, wanted, namespace, name)
     for pe_id in diff.removed:
         for resource in (PES, SERVICES, CONFIGMAPS):
             await client.delete_if_present(resource, pe_service_name(job, pe_id), namespace)
-    await _follow_ports(client, wanted, namespace, job)
+    await follow_ports(client, wanted, namespace, job)
+    await write_name_table(client, wanted, namespace, job)
+    await follow_regions(client, wanted, namespace)
+
+
+async def write_name_table(
+    client: KubeClient, wanted: Mapping[tuple[Resource, str], Desired], namespace: str, job: str
+) -> None:
     table = wanted[(CONFIGMAPS, job)]
     await _write(
         table,
@@ -163,9 +165,41 @@ async def apply(client: KubeClient, change: WidthChange) -> None:
             CONFIGMAPS, job, {"data": {NAME_TABLE_KEY: table.body["data"][NAME_TABLE_KEY]}}, namespace
         ),
     )
+
+
+async def follow_regions(
+    client: KubeClient,
+    wanted: Mapping[tuple[Resource, str], Desired],
+    namespace: str,
+    planned_before: Mapping[tuple[Resource, str], Desired] | None = None,
+) -> None:
+    """Each ConsistentRegion's PEs follow the fusion: its planned spec is written (only where it
+    differs from ``planned_before``, the plan that runs, when given: what the user or the
+    coordinator changed in a region the new plan leaves as it was is kept)."""
     for (resource, name), child in wanted.items():
-        if resource == CONSISTENT_REGIONS:  # a region's PEs follow the fusion
+        if resource != CONSISTENT_REGIONS:
+            continue
+        before = planned_before.get((resource, name)) if planned_before is not None else None
+        if before is None or before.body["spec"] != child.body["spec"]:
             await _write(child, client.patch(resource, name, {"spec": child.body["spec"]}, namespace))
+
+
+async def patch_pe(
+    client: KubeClient,
+    wanted: Mapping[tuple[Resource, str], Desired],
+    namespace: str,
+    name: str,
+    content: bool = True,
+) -> None:
+    """A PE's AADL ConfigMap (when its ``content`` changed), then the PE (so its next pod never
+    starts on other content)."""
+    if content:
+        cm = wanted[(CONFIGMAPS, name)]
+        patch = {"metadata": _merge_meta(cm.body), "data": cm.body["data"]}
+        await _write(cm, client.patch(CONFIGMAPS, name, patch, namespace))
+    pe = wanted[(PES, name)]
+    patch = {"metadata": _merge_meta(pe.body), "spec": pe.body["spec"]}
+    await _write(pe, client.patch(PES, name, patch, namespace))
 
 
 # What the PE runtime edits through the REST API (`pubsub.api`): it belongs to the operators,
@@ -184,20 +218,32 @@ def _operators(resource: Resource, spec: dict[str, Any]) -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
-async def _follow_ports(
-    client: KubeClient, wanted: Mapping[tuple[Resource, str], Desired], namespace: str, job: str
+async def follow_ports(
+    client: KubeClient,
+    wanted: Mapping[tuple[Resource, str], Desired],
+    namespace: str,
+    job: str,
+    planned_before: Mapping[tuple[Resource, str], Desired] | None = None,
 ) -> None:
     """The job's Exports and Imports are those of the target plan's PE ports, keeping what the
-    runtime edited (export properties, import subscriptions and filters)."""
+    runtime edited (export properties, import subscriptions and filters), unless the application
+    itself changed it (given ``planned_before``, the plan that runs: an upgraded bundle's own)."""
     for resource, editable in _EDITABLE.items():
         items, _ = await client.list_all(resource, namespace, label_selector=f"{JOB_LABEL}={job}")
         existing = {str(meta(o)["name"]): o for o in items}
         edited = {_operators(resource, o["spec"]): o["spec"][editable] for o in items}
+        before = {
+            _operators(resource, d.body["spec"]): d.body["spec"][editable]
+            for (kind, _), d in (planned_before or {}).items()
+            if kind == resource
+        }
         for (kind, name), child in wanted.items():
             if kind != resource:
                 continue
             spec = dict(child.body["spec"])
-            spec[editable] = edited.get(_operators(resource, spec), spec[editable])
+            operators = _operators(resource, spec)
+            if planned_before is None or before.get(operators) == spec[editable]:
+                spec[editable] = edited.get(operators, spec[editable])
             current = existing.pop(name, None)
             if current is None:
                 await _write(child, client.create_if_absent(resource, {**child.body, "spec": spec}))

@@ -39,7 +39,7 @@ from streams_k8s.api.contract import (
 )
 from streams_k8s.api.host_pool import HostPool
 from streams_k8s.api.job import Job
-from streams_k8s.api.processing_element import ProcessingElement
+from streams_k8s.api.processing_element import Connectivity, ProcessingElement
 from streams_k8s.controller.children.pod import PeRuntimeSettings, build_pod, pod_name
 from streams_k8s.controller.kinds import HOSTPOOLS, JOBS, PES
 from streams_k8s.controller.pes.degraded import stopped_note
@@ -219,9 +219,9 @@ class PeController:
                     obj, "Normal", "Relaunching", f"{decision.reason}: launch {decision.launch}", "Relaunch"
                 )
                 pod = self._pod_name(job, pe, decision.launch)
-                pe = await self._write_status(
-                    pe, {"launchCount": decision.launch, "phase": PENDING, "nodeName": None, "podName": pod}
-                )
+                # The new launch has not connected yet: a consistent region sees the PE restart.
+                fields = {"launchCount": decision.launch, "phase": PENDING, "nodeName": None, "podName": pod}
+                pe = await self._write_status(pe, {**fields, "connectivity": Connectivity.NONE.value})
                 pods = [p for p in pods if pod_launch(p) >= decision.launch]
                 continue
             if decision.started and (wait := self._report_wait(key, pe, decision)) > 0:

@@ -18,6 +18,11 @@ Restart policies (seed §8.1), applied to the pod of the current launch only:
 | is gone, PE phase Deleted | ``restartDeletedPod`` set since (the way back) | |
 | failed, taken by the cluster | always | |
 | has another content id than the PE | always (the PE's code changed) | |
+| was made from other PE settings (`podTemplate` annotation) | always (the PE was edited) | |
+
+A suspended PE (``spec.suspended``, its job's ``spec.state: Suspended``) has every pod removed and
+phase ``Suspended``; once resumed it relaunches (launch count + 1). A change of ``restartNonce``
+(the PE's own, or the job's) changes the pod settings: the pod is relaunched.
 
 A replaced pod that failed is kept for diagnosis, relabelled ``svc=zombie`` (it no longer counts
 as the PE's pod), when ``deleteFailedPod`` is false; any other replaced pod is deleted.
@@ -38,8 +43,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from streams_k8s.api.contract import CONTENT_ID_ANNOTATION, LAUNCH_COUNT_LABEL
+from streams_k8s.api.contract import CONTENT_ID_ANNOTATION, LAUNCH_COUNT_LABEL, POD_TEMPLATE_ANNOTATION
 from streams_k8s.api.processing_element import ProcessingElement
+from streams_k8s.controller.children.pod import pod_template_hash
 from streams_k8s.controller.pes.disruption import pod_disruption
 
 PENDING = "Pending"
@@ -48,6 +54,8 @@ SUCCEEDED = "Succeeded"
 FAILED = "Failed"
 # PE phase when its pod was deleted and the restart policy says to leave it so.
 DELETED = "Deleted"
+# PE phase while its job is suspended (``spec.suspended``): its pods are removed.
+SUSPENDED = "Suspended"
 
 # Pods of earlier launches to remove: (pod, keep as zombie).
 Retired = tuple[tuple[dict[str, Any], bool], ...]
@@ -131,6 +139,11 @@ def decide(
         launch, phase = ran_unrecorded, RUNNING
     by_launch = {pod_launch(p): p for p in pods}
 
+    if pe.spec.suspended:  # no pod while the job is suspended; resuming relaunches
+        retire = _retire(pods, pe)
+        if phase != SUSPENDED:
+            return Decision(Action.RECORD, launch, phase=SUSPENDED, retire=retire)
+        return Decision(Action.NONE, launch, retire=retire)
     if launch == 0:
         # Not yet recorded: adopt a pod created before a restart, else start after the predecessor.
         target = max(by_launch, default=previous_launches + 1)
@@ -155,6 +168,8 @@ def decide(
             if not ready:
                 return Decision(Action.WAIT, launch, waiting_for, retire=retire)
             return Decision(Action.CREATE, launch, "launch recorded", retire=retire)
+        if phase == SUSPENDED:
+            return Decision(Action.RELAUNCH, launch + 1, "resumed", retire=retire)
         if phase == DELETED:
             if pe.spec.restart_deleted_pod:  # set on the PE since: the way back for its user
                 return Decision(Action.RELAUNCH, launch + 1, "restartDeletedPod set", retire=retire)
@@ -171,6 +186,9 @@ def decide(
     content = (current.get("metadata") or {}).get("annotations", {}).get(CONTENT_ID_ANNOTATION)
     if pe.spec.content_id and content != pe.spec.content_id:
         return Decision(Action.RELAUNCH, launch + 1, "content changed", retire=retire)
+    template = (current.get("metadata") or {}).get("annotations", {}).get(POD_TEMPLATE_ANNOTATION)
+    if template is not None and template != pod_template_hash(pe.spec):
+        return Decision(Action.RELAUNCH, launch + 1, "pod template changed", retire=retire)
     if current_phase == FAILED and (restarts_failed(pe) or pod_disruption(current)):
         return Decision(Action.RELAUNCH, launch + 1, "pod failed", retire=retire)
     if current_phase == SUCCEEDED and pe.spec.restart_completed_pod:

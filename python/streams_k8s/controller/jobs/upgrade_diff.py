@@ -1,0 +1,118 @@
+"""What an edit of a running job does, PE by PE: the one diff the job controller applies and
+`streams-k8s plan NEW --against OLD` shows before the edit is made.
+
+A PE of the new plan is *added* (a new id), *replaced* (its pod is made again: its code changed,
+its pod settings did, or its placement did; the reasons are listed), *updated* (only settings that
+steer the controllers changed: restart policies; its pod is kept) or *kept*. A PE of the old plan
+that the new one lacks is *removed*. PE settings are compared as the PE objects carry them
+(`children.processing_elements.pe_spec`) and pods as `children.pod.pod_template_hash` sees them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from streams_k8s.api.job import Job, UpgradeMode
+from streams_k8s.api.processing_element import ProcessingElementSpec
+from streams_k8s.app.model import Application
+from streams_k8s.app.plan import Plan
+from streams_k8s.controller.checkpoints import state_kept, upgrade_mode
+from streams_k8s.controller.children.pod import pod_template_hash
+from streams_k8s.controller.children.processing_elements import pe_spec
+from streams_k8s.controller.planning import plan_job
+
+
+class Why(StrEnum):
+    """Why a PE's pod is replaced."""
+
+    CONTENT = "content"
+    POD_TEMPLATE = "pod template"
+    PLACEMENT = "placement"
+
+
+@dataclass(frozen=True, slots=True)
+class UpgradeDiff:
+    kept: list[int] = field(default_factory=list)
+    updated: list[int] = field(default_factory=list)
+    replaced: dict[int, list[Why]] = field(default_factory=dict)
+    added: list[int] = field(default_factory=list)
+    removed: list[int] = field(default_factory=list)
+    # Operators in a consistent region in both plans (the same name and region): their state is kept.
+    state_kept: list[str] = field(default_factory=list)
+    upgrade_mode: UpgradeMode = UpgradeMode.STATELESS  # how consistent-region state crosses the edit
+
+    @property
+    def touched(self) -> bool:
+        return bool(self.updated or self.replaced or self.added or self.removed)
+
+    def summary(self) -> str:
+        """One line: what the edit does."""
+        return (
+            f"{len(self.replaced)} PEs replaced, {len(self.added)} added, {len(self.removed)} removed, "
+            f"{len(self.updated)} updated in place, {len(self.kept)} kept"
+        )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON form `plan --against -o json` prints."""
+        return {
+            "kept": self.kept,
+            "updated": self.updated,
+            "replaced": [
+                {"id": i, "reasons": [str(w) for w in why]} for i, why in sorted(self.replaced.items())
+            ],
+            "added": self.added,
+            "removed": self.removed,
+            "stateKept": self.state_kept,
+            "upgradeMode": self.upgrade_mode.value,
+            "summary": self.summary(),
+        }
+
+
+def pe_specs(job: Job, plan: Plan) -> dict[int, ProcessingElementSpec]:
+    """The spec of each PE object of the job's plan, by PE id."""
+    return {pe.id: pe_spec(job, pe, len(plan.pes)) for pe in plan.pes}
+
+
+def _why(old: ProcessingElementSpec, new: ProcessingElementSpec) -> list[Why]:
+    reasons = []
+    if old.content_id != new.content_id:
+        reasons.append(Why.CONTENT)
+    if old.placement != new.placement:
+        reasons.append(Why.PLACEMENT)
+    unplaced_old = old.model_copy(update={"placement": new.placement})
+    if pod_template_hash(unplaced_old) != pod_template_hash(new):
+        reasons.append(Why.POD_TEMPLATE)
+    return reasons
+
+
+def upgrade_diff(old_job: Job, old_plan: Plan, new_job: Job, new_plan: Plan) -> UpgradeDiff:
+    """What applying ``new_job`` (planned as ``new_plan``) to a job running ``old_job`` does."""
+    old, new = pe_specs(old_job, old_plan), pe_specs(new_job, new_plan)
+    diff = UpgradeDiff(
+        added=sorted(set(new) - set(old)),
+        removed=sorted(set(old) - set(new)),
+        state_kept=sorted(op for ops in state_kept(old_plan, new_plan).kept.values() for op in ops),
+        upgrade_mode=upgrade_mode(
+            new_job.spec, bool(old_plan.consistent_regions or new_plan.consistent_regions)
+        ),
+    )
+    for pe_id in sorted(set(new) & set(old)):
+        if why := _why(old[pe_id], new[pe_id]):
+            diff.replaced[pe_id] = why
+        elif old[pe_id] != new[pe_id]:
+            diff.updated.append(pe_id)
+        else:
+            diff.kept.append(pe_id)
+    return diff
+
+
+def preview(
+    old_job: Job, old_app: Application, new_job: Job, new_app: Application, *, job_id: int, nodes: int | None
+) -> tuple[Plan, UpgradeDiff]:
+    """The plan of ``new_job`` as an edit of a job running ``old_job``, and what the edit does:
+    planned as the job controller plans an edit (PE ids kept from the running plan)."""
+    old_plan = plan_job(old_job, old_app, job_id=job_id, nodes=nodes)
+    new_plan = plan_job(new_job, new_app, job_id=job_id, nodes=nodes, ids_from=old_plan)
+    return new_plan, upgrade_diff(old_job, old_plan, new_job, new_plan)

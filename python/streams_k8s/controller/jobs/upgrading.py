@@ -1,0 +1,231 @@
+"""Edits of a running job applied: re-plan, diff, write ahead, then replace only what changed.
+
+A running job's children follow ``status.appliedSpec`` (generation ``status.appliedGeneration``).
+When the spec's generation is another one, the edit is planned from the new spec (the bundle
+content recorded when the bundle is the same, else fetched per its pull policy) and diffed
+against the running plan (`jobs.upgrade_diff`). Then, in this order:
+
+1. write-ahead: ``status.upgrade`` records the target generation, its spec, its bundle digest,
+   the job generation it becomes and the PEs kept / replaced / added / removed; phase Upgrading,
+   condition SpecApplied=False (Upgrading) and an UpgradeStarted Event with the summary;
+2. the name table is rewritten, added PEs (ConfigMap, Service, PE) created, removed ones deleted,
+   PEs whose changed settings steer only the controllers patched; Exports, Imports and
+   ConsistentRegions follow;
+3. replaced PEs get their ConfigMap and PE spec, at most ``spec.maxUnavailable`` at a time (a
+   quarter of the job's PEs by default): the PE controller replaces each one's pod (launch count
+   + 1), and the next ones go once those pods are ready with the new content and settings;
+4. when every PE runs the target, ``appliedSpec``/``appliedGeneration``/``bundleDigest`` take the
+   target's, ``upgrade`` is removed and SpecApplied=True; an UpgradeSucceeded Event.
+
+A controller killed anywhere finds ``status.upgrade``, plans the same target from it and goes on:
+every step is idempotent, and a PE's ConfigMap is written before its spec, so no pod ever starts
+with one PE's old content and new settings or the reverse. An edit made while another is applied
+waits for it. An edit that cannot be applied (invalid, unplannable, unplaceable, objects the
+cluster would not accept) changes nothing that runs: SpecApplied=False (EditRefused), Stalled and
+a Warning Event say why, and the job keeps running its applied spec until the next edit. The
+annotation ``streams.ibm.com/pause-reconciliation: "true"`` holds edits back (SpecApplied=False,
+ReconciliationPaused) so several can be staged and applied at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from streams_k8s.api.contract import (
+    name_table_stamp,
+)
+from streams_k8s.api.job import Job, JobPhase, JobState, UpgradeRecord
+from streams_k8s.controller.bundles.fetch import BundleError, FetchedBundle
+from streams_k8s.controller.children.certificates import needs_transport_certificate, transport_certificate
+from streams_k8s.controller.children.desired import desired_objects
+from streams_k8s.controller.children.limits import check_children
+from streams_k8s.controller.jobs.base import KeptPlan, status_written, utc_now
+from streams_k8s.controller.jobs.health import EDIT_REFUSED, PAUSED, ROLLED_BACK, SPEC_APPLIED, UPGRADING
+from streams_k8s.controller.jobs.planned import bundle_failure, schedulable_nodes
+from streams_k8s.controller.jobs.rolling import RollingJobs, Target
+from streams_k8s.controller.jobs.status import JobStatusView
+from streams_k8s.controller.jobs.upgrade_diff import UpgradeDiff, upgrade_diff
+from streams_k8s.controller.planning import SubmissionFailure, check_placement, plan_job, read_application
+from streams_k8s.k8s.conditions import set_condition
+from streams_k8s.k8s.objects import Object, meta
+
+PAUSE_ANNOTATION = "streams.ibm.com/pause-reconciliation"
+
+# SpecApplied reasons that settle an edit's generation: it is not tried again until the next edit.
+FINAL = frozenset({EDIT_REFUSED, ROLLED_BACK, "RollbackFailed"})
+
+# How soon to look again while replaced pods come up (their events also bring the job back).
+ROLL_POLL = 1.0
+
+
+def applied_job(obj: Object, status: JobStatusView) -> Job:
+    """The Job as its children follow it: its metadata with the applied spec."""
+    return Job.from_wire({**obj, "spec": status.applied_spec or obj.get("spec")})
+
+
+def paused(obj: Object) -> bool:
+    return (meta(obj).get("annotations") or {}).get(PAUSE_ANNOTATION) == "true"
+
+
+class UpgradingJobs(RollingJobs):
+    """Applies edits of a running job (see the module docs)."""
+
+    async def _follow_edit(
+        self, obj: Object, job: Job | None, status: JobStatusView, applied: KeptPlan, running: Job
+    ) -> tuple[Object, JobStatusView, bool]:
+        """Start or continue applying an edit; (obj, status, whether an upgrade is under way).
+
+        ``job`` is the edited spec (None when it is not valid: that refusal is already recorded)."""
+        generation = int(meta(obj).get("generation") or 1)
+        record = status.upgrade
+        if record is None:
+            if job is None or status.applied_generation == generation:
+                return obj, status, False
+            if paused(obj):
+                return *await self._note_edit(obj, status, PAUSED, "reconciliation is paused"), False
+            refused = status.condition(SPEC_APPLIED) or {}
+            if refused.get("reason") in FINAL and refused.get("observedGeneration") == generation:
+                return obj, status, False  # this generation will not run: the next edit may
+            try:
+                target = await self._plan_target(obj, job, status, applied, running)
+            except SubmissionFailure as failure:
+                return *await self._refuse_edit(obj, status, failure), False
+            obj, status = await self._start(obj, status, running, applied, target)
+            record = status.upgrade
+            assert record is not None
+        obj, status = await self._roll(obj, status, record, applied)
+        return obj, status, status.upgrade is not None
+
+    async def _plan_target(
+        self, obj: Object, job: Job, status: JobStatusView, applied: KeptPlan, running: Job
+    ) -> Target:
+        """The edit's plan (nothing is written if it cannot be made, placed or accepted)."""
+        namespace = str(job.metadata.namespace)
+        fetcher = await self._bundle_fetcher()
+        try:
+            if running.spec.bundle == job.spec.bundle and status.bundle_digest:
+                fetched = await fetcher.fetch_pinned(namespace, job.spec.bundle, status.bundle_digest)
+            else:
+                fetched = await fetcher.fetch(namespace, job.spec.bundle)
+        except BundleError as err:
+            raise bundle_failure(err) from None
+        generation = int(meta(obj).get("generation") or 1)
+        generation_id = (status.generation_id or 0) + 1
+        return await asyncio.to_thread(
+            self._build_target,
+            job,
+            str(meta(obj)["uid"]),
+            fetched,
+            (generation, generation_id),
+            status,
+            applied,
+        )
+
+    def _build_target(
+        self,
+        job: Job,
+        uid: str,
+        fetched: FetchedBundle,
+        generations: tuple[int, int],
+        status: JobStatusView,
+        applied: KeptPlan,
+    ) -> Target:
+        """Plan, place, render and check the edit's children (CPU-bound: runs in a thread).
+        ``generations``: the spec generation and the job generation it becomes."""
+        generation, generation_id = generations
+        path = str(fetched.path)
+        app = read_application(path, job.spec.bundle.name)
+        plan = plan_job(
+            job, app, job_id=int(status.id or 0), nodes=status.planned_nodes, ids_from=applied.plan
+        )
+        check_placement(job, plan, schedulable_nodes(self.nodes.store.select()))
+        transport = applied.transport
+        if transport is None and needs_transport_certificate(job):
+            transport = transport_certificate(job.spec.transport_certificate_validity_in_days)
+        children = desired_objects(
+            job,
+            uid,
+            plan,
+            generation=generation_id,
+            stamp=name_table_stamp(utc_now()),
+            transport=transport if needs_transport_certificate(job) else None,
+            coordinator_mode=self.coordinator_mode,
+        )
+        check_children(children)
+        return Target(job, KeptPlan(generation, int(status.id or 0), plan, children), fetched.digest)
+
+    async def _start(
+        self, obj: Object, status: JobStatusView, running: Job, applied: KeptPlan, target: Target
+    ) -> tuple[Object, JobStatusView]:
+        """Step 1, the write-ahead record."""
+        generation = int(meta(obj).get("generation") or 1)
+        diff = upgrade_diff(running, applied.plan, target.job, target.planned.plan)
+        record = UpgradeRecord(
+            target_generation=generation,
+            spec=target.job.spec.to_wire(),
+            bundle_digest=target.digest,
+            generation_id=(status.generation_id or 0) + 1,
+            started=utc_now(),
+            kept=diff.kept,
+            replaced=sorted(diff.replaced),
+            added=diff.added,
+            removed=diff.removed,
+        )
+        conditions = status.conditions
+        set_condition(conditions, SPEC_APPLIED, "False", UPGRADING, diff.summary(), generation)
+        phase = JobPhase.SUSPENDING if target.job.spec.state is JobState.SUSPENDED else JobPhase.UPGRADING
+        status = status.with_(
+            phase=phase, upgrade=record, observed_generation=generation, conditions=conditions
+        )
+        written = await self._write_status(obj, status)
+        self._targets[str(meta(obj)["uid"])] = (generation, target)
+        await self.recorder.record(written, "Normal", "UpgradeStarted", _started_note(generation, diff))
+        return written, status_written(written, status)
+
+    async def _recorded_target(
+        self, obj: Object, status: JobStatusView, record: UpgradeRecord, applied: KeptPlan
+    ) -> Target:
+        uid = str(meta(obj)["uid"])
+        kept = self._targets.get(uid)
+        if kept is not None and kept[0] == record.target_generation:
+            return kept[1]
+        job = Job.from_wire({**obj, "spec": record.spec})
+        fetcher = await self._bundle_fetcher()
+        try:
+            fetched = await fetcher.fetch_pinned(
+                str(job.metadata.namespace), job.spec.bundle, record.bundle_digest
+            )
+        except BundleError as err:
+            raise bundle_failure(err) from None
+        generations = (record.target_generation, record.generation_id)
+        target = await asyncio.to_thread(self._build_target, job, uid, fetched, generations, status, applied)
+        if self._cached(obj):
+            self._targets[uid] = (record.target_generation, target)
+        return target
+
+    async def _start_rollback(
+        self, obj: Object, status: JobStatusView, record: UpgradeRecord
+    ) -> tuple[Object, JobStatusView]:
+        """Write ahead a rollback: the last stable spec becomes the target (`jobs.rolling`)."""
+        generation = int(meta(obj).get("generation") or 1)
+        rollback = UpgradeRecord(
+            target_generation=status.last_stable_generation or status.applied_generation or 1,
+            spec=status.last_stable_spec or {},
+            bundle_digest=str(status.last_stable_bundle_digest or status.bundle_digest),
+            generation_id=record.generation_id + 1,
+            started=utc_now(),
+            rollback=True,
+        )
+        conditions = status.conditions
+        message = f"generation {record.target_generation} did not reach Running: rolling back"
+        set_condition(conditions, SPEC_APPLIED, "False", ROLLED_BACK, message, generation)
+        status = status.with_(phase=JobPhase.ROLLING_BACK, upgrade=rollback, conditions=conditions)
+        written = await self._write_status(obj, status)
+        return written, status_written(written, status)
+
+
+def _started_note(generation: int, diff: UpgradeDiff) -> str:
+    replaced = ", ".join(f"{i} ({'/'.join(diff.replaced[i])})" for i in sorted(diff.replaced))
+    return f"applying generation {generation}: {diff.summary()}" + (
+        f"; replaced: {replaced}" if replaced else ""
+    )

@@ -1,0 +1,332 @@
+"""Edits of a running Job applied through the sandbox: exactly the pods whose settings changed are
+replaced (by pod UID and launch count), controller-only settings restart nothing, an edit that
+cannot be applied changes nothing that runs, and the kstatus conditions tools wait on follow."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from k8s_support import eventually_async
+from kubectl_support import KUBECTL, MISSING, Kubectl
+from operator_support import condition, job_manifest, job_status, operator, wait_for_phase
+from streams_k8s.api.contract import JOB_LABEL, LAUNCH_COUNT_LABEL, NAME_TABLE_KEY, PE_LABEL, SVC_LABEL
+from streams_k8s.api.job import Job
+from streams_k8s.app.synthetic import Exported, SyntheticSpec, write_sab
+from streams_k8s.controller.jobs.upgrade_diff import preview as upgrade_preview
+from streams_k8s.controller.kinds import EXPORTS, JOBS, PES
+from streams_k8s.controller.planning import read_application
+from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.events import EVENTS
+from streams_k8s.k8s.kinds import CONFIGMAPS, NODES, PODS, SERVICES
+from streams_k8s.naming import NameTable
+from streams_k8s.sandbox import Sandbox
+
+
+@pytest.fixture
+async def client(sandbox: Sandbox) -> AsyncIterator[KubeClient]:
+    async with await KubeClient.connect(str(sandbox.kubeconfig_path)) as c:
+        yield c
+
+
+async def pe_pods(client: KubeClient, job: str) -> dict[int, tuple[str, int]]:
+    """(pod uid, launch count) of each PE's pod, by PE id."""
+    items, _ = await client.list_all(PODS, "default", label_selector=f"{JOB_LABEL}={job},{SVC_LABEL}=pe")
+    return {
+        int(p["metadata"]["labels"][PE_LABEL]): (
+            p["metadata"]["uid"],
+            int(p["metadata"]["labels"][LAUNCH_COUNT_LABEL]),
+        )
+        for p in items
+        if not p["metadata"].get("deletionTimestamp")
+    }
+
+
+async def reasons(client: KubeClient, name: str) -> list[str]:
+    items, _ = await client.list_all(EVENTS, "default")
+    return [e["reason"] for e in items if e.get("regarding", {}).get("name") == name]
+
+
+async def applied(client: KubeClient, name: str, generation: int) -> dict[str, Any]:
+    """The status once ``generation`` runs with every pod ready."""
+    seen: dict[str, Any] = {}
+
+    async def reached() -> bool:
+        seen.clear()
+        seen.update(await job_status(client, name))
+        ready = next((c for c in seen.get("conditions") or () if c["type"] == "Ready"), {})
+        return seen.get("appliedGeneration") == generation and ready.get("status") == "True"
+
+    try:
+        await eventually_async(reached, within=60)
+    except TimeoutError:
+        raise AssertionError(f"generation {generation} of {name} never ran ready; status {seen}") from None
+    return seen
+
+
+@pytest.mark.sandbox(nodes=2)
+async def test_pod_setting_edits_replace_exactly_the_pods_they_change_a_batch_at_a_time(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=3, length=2))
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("edit", bundle, fusion={"manual": 3}, maxUnavailable=1))
+        status = await applied(client, "edit", 1)
+        assert condition(status, "Reconciling")["status"] == "False"
+        assert condition(status, "Stalled")["status"] == "False"
+        before = await pe_pods(client, "edit")
+        assert sorted(before) == [0, 1, 2]
+
+        # A pod setting of every PE: every pod replaced, launch count + 1, one PE at a time.
+        await client.patch(
+            JOBS, "edit", {"spec": {"processingElement": {"runtimeTraceLevel": "TRACE"}}}, "default"
+        )
+        upgrading = await wait_for_phase(client, "edit", "Upgrading")
+        assert upgrading["observedGeneration"] == 2
+        assert upgrading["upgrade"]["targetGeneration"] == 2
+        assert upgrading["upgrade"]["replaced"] == [0, 1, 2]
+        # the offline preview of the same edit names the same PEs
+        old = job_manifest("edit", bundle, fusion={"manual": 3}, maxUnavailable=1)
+        new = {**old, "spec": {**old["spec"], "processingElement": {"runtimeTraceLevel": "TRACE"}}}
+        _, preview = upgrade_preview(
+            Job.model_validate(old), read_application(str(bundle), "app.sab"), Job.model_validate(new),
+            read_application(str(bundle), "app.sab"), job_id=upgrading["id"], nodes=upgrading["plannedNodes"],
+        )  # fmt: skip
+        assert sorted(preview.replaced) == upgrading["upgrade"]["replaced"]
+        assert (preview.kept, preview.added, preview.removed) == ([], [], [])
+        assert condition(upgrading, "Reconciling")["status"] == "True"
+        assert condition(upgrading, "Ready")["status"] == "False"
+        status = await applied(client, "edit", 2)
+        assert status["phase"] == "Running"
+        assert "upgrade" not in status
+        assert status["appliedSpec"]["processingElement"]["runtimeTraceLevel"] == "TRACE"
+        after = await pe_pods(client, "edit")
+        assert {i: after[i][1] for i in after} == {i: before[i][1] + 1 for i in before}
+        assert not {uid for uid, _ in after.values()} & {uid for uid, _ in before.values()}
+        for pe_id in after:
+            pe = await client.get(PES, f"edit-{pe_id}", "default")
+            assert pe["spec"]["runtimeTraceLevel"] == "TRACE"
+        assert {"UpgradeStarted", "UpgradeSucceeded"} <= set(await reasons(client, "edit"))
+
+        # A setting that steers only the controller: PE specs follow, no pod is replaced.
+        await client.patch(
+            JOBS, "edit", {"spec": {"processingElement": {"restartCompletedPod": True}}}, "default"
+        )
+        await applied(client, "edit", 3)
+        assert await pe_pods(client, "edit") == after
+        assert (await client.get(PES, "edit-0", "default"))["spec"]["restartCompletedPod"] is True
+
+        # An edit that cannot be applied: nothing that runs changes; Stalled says why.
+        await client.patch(
+            JOBS, "edit", {"spec": {"bundle": {"file": {"path": str(tmp_path / "gone.sab")}}}}, "default"
+        )
+
+        async def refused() -> bool:
+            found = await job_status(client, "edit")
+            stalled = next((c for c in found.get("conditions") or () if c["type"] == "Stalled"), {})
+            return found.get("observedGeneration") == 4 and stalled.get("status") == "True"
+
+        await eventually_async(refused, within=20)
+        status = await job_status(client, "edit")
+        assert (status["phase"], status["appliedGeneration"]) == ("Running", 3)
+        assert condition(status, "SpecApplied")["reason"] == "EditRefused"
+        assert "gone.sab" in condition(status, "Stalled")["message"]
+        assert "EditRefused" in await reasons(client, "edit")
+        assert await pe_pods(client, "edit") == after
+
+        # The next edit is applied (from the last valid spec's children).
+        await client.patch(JOBS, "edit", {"spec": {"bundle": {"file": {"path": str(bundle)}}}}, "default")
+        status = await applied(client, "edit", 5)
+        assert condition(status, "Stalled")["status"] == "False"
+        assert await pe_pods(client, "edit") == after
+
+
+@pytest.mark.skipif(KUBECTL is None, reason=MISSING)
+@pytest.mark.sandbox(nodes=1)
+async def test_kubectl_waits_for_an_edit_to_be_ready_and_shows_the_applied_generation(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=2, length=2))
+    kubectl = Kubectl(sandbox, tmp_path)
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("waited", bundle))
+        await kubectl.run("wait", "--for=condition=Ready", "stj/waited", "--timeout=60s")
+        await client.patch(
+            JOBS, "waited", {"spec": {"processingElement": {"appTraceLevel": "DEBUG"}}}, "default"
+        )
+        await kubectl.run("wait", "--for=condition=Ready", "stj/waited", "--timeout=60s")
+        status = await job_status(client, "waited")
+        assert status["appliedGeneration"] == 2
+        _, out, _ = await kubectl.run("get", "stj", "waited")
+        header, row = out.splitlines()
+        assert header.split()[:6] == ["NAME", "STATUS", "PES", "READY", "APPLIED", "GENERATION"]
+        assert row.split()[1] == "Running"
+        assert row.split()[4:6] == ["2", "2"]
+
+
+async def children_kept(client: KubeClient, job: str) -> dict[str, list[str]]:
+    """Names of the job's PEs, ConfigMaps and Services."""
+    found = {}
+    for resource in (PES, CONFIGMAPS, SERVICES):
+        items, _ = await client.list_all(resource, "default", label_selector=f"{JOB_LABEL}={job}")
+        found[resource.plural] = sorted(i["metadata"]["name"] for i in items)
+    return found
+
+
+@pytest.mark.sandbox(nodes=1)
+async def test_suspend_removes_every_pod_keeps_the_rest_and_resume_and_nonces_relaunch(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=2, length=2))
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("pause", bundle, fusion={"manual": 2}))
+        status = await applied(client, "pause", 1)
+        job_id, kept, before = (
+            status["id"],
+            await children_kept(client, "pause"),
+            await pe_pods(client, "pause"),
+        )
+
+        await client.patch(JOBS, "pause", {"spec": {"state": "Suspended"}}, "default")
+        suspended = await wait_for_phase(client, "pause", "Suspended")
+        await eventually_async(lambda: _no_pods(client, "pause"), within=20)
+        assert (suspended["id"], suspended["appliedGeneration"]) == (job_id, 2)
+        assert condition(suspended, "Ready")["status"] == "False"
+        assert await children_kept(client, "pause") == kept
+        assert {(await client.get(PES, f"pause-{i}", "default"))["status"]["phase"] for i in before} == {
+            "Suspended"
+        }
+
+        await client.patch(JOBS, "pause", {"spec": {"state": "Running"}}, "default")
+        status = await applied(client, "pause", 3)
+        assert status["id"] == job_id
+        resumed = await pe_pods(client, "pause")
+        assert {i: n for i, (_, n) in resumed.items()} == {i: n + 1 for i, (_, n) in before.items()}
+
+        # The Job's restart nonce restarts every pod; a PE's own restarts that pod alone.
+        await client.patch(JOBS, "pause", {"spec": {"restartNonce": "one"}}, "default")
+        await applied(client, "pause", 4)
+        restarted = await pe_pods(client, "pause")
+        assert {i: n for i, (_, n) in restarted.items()} == {i: n + 1 for i, (_, n) in resumed.items()}
+        await client.patch(PES, "pause-0", {"spec": {"restartNonce": "just-me"}}, "default")
+
+        async def relaunched() -> bool:
+            return (await pe_pods(client, "pause")).get(0, ("", 0))[1] == restarted[0][1] + 1
+
+        await eventually_async(relaunched, within=20)
+        assert (await pe_pods(client, "pause"))[1] == restarted[1]
+
+
+async def _no_pods(client: KubeClient, job: str) -> bool:
+    items, _ = await client.list_all(PODS, "default", label_selector=f"{JOB_LABEL}={job},{SVC_LABEL}=pe")
+    return not items
+
+
+@pytest.mark.sandbox(nodes=1)
+async def test_an_edit_that_never_runs_is_rolled_back_and_a_failed_rollback_stops_in_failed(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=2, length=2))
+    spec = {"fusion": {"manual": 2}, "stableAfterSeconds": 0, "submissionTimeOutInSeconds": 4}
+    huge = {"spec": {"processingElement": {"resources": {"requests": {"cpu": "500"}}}}}  # fits no node
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("back", bundle, **spec))
+        await applied(client, "back", 1)
+
+        async def stable() -> bool:
+            return (await job_status(client, "back")).get("lastStableGeneration") == 1
+
+        await eventually_async(stable, within=20)
+        await client.patch(JOBS, "back", huge, "default")
+        status = await wait_for_phase(client, "back", "RolledBack", within=40)
+        assert status["appliedGeneration"] == 1
+        assert condition(status, "Stalled")["reason"] == "RolledBack"
+        assert "did not reach Running" in condition(status, "SpecApplied")["message"]
+        assert {"RollingBack", "RolledBack"} <= set(await reasons(client, "back"))
+        await eventually_async(lambda: _pods_ready(client, "back", 2), within=20)
+        assert (await client.get(PES, "back-0", "default"))["spec"]["resources"]["requests"]["cpu"] != "500"
+        assert (await job_status(client, "back"))["phase"] == "RolledBack"  # the edit is not retried
+
+        # The next edit fails the same way, and its rollback cannot run either (the node is full).
+        await client.patch(JOBS, "back", {"spec": {**huge["spec"], "restartNonce": "again"}}, "default")
+        await wait_for_phase(client, "back", "RollingBack", within=40)
+        await client.patch_status(NODES, "node-0", {"allocatable": {"cpu": "1m"}})
+        status = await wait_for_phase(client, "back", "Failed", within=40)
+        assert "the rollback did not reach Running" in status["message"]
+        assert "RollbackFailed" in await reasons(client, "back")
+        await asyncio.sleep(3)  # and it stays there: no second rollback
+        assert (await job_status(client, "back"))["phase"] == "Failed"
+        assert (await reasons(client, "back")).count("RollingBack") == 2
+
+
+async def _pods_ready(client: KubeClient, job: str, count: int) -> bool:
+    items, _ = await client.list_all(PODS, "default", label_selector=f"{JOB_LABEL}={job},{SVC_LABEL}=pe")
+    ready = [
+        p
+        for p in items
+        if any(
+            c["type"] == "Ready" and c["status"] == "True"
+            for c in (p.get("status") or {}).get("conditions") or ()
+        )
+    ]
+    return len(ready) == count
+
+
+@pytest.mark.sandbox(nodes=2)
+async def test_a_bundle_upgrade_keeps_pe_ids_replaces_only_changed_content_and_exports_follow(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """v2 of the application (the same bundle name, from another place) adds a chain (new
+    operators, a new Export) and drops v1's export: PEs whose operators and content stay keep their
+    ids and pods; the name table names every PE whose pod runs; the job's Exports are v2's."""
+    (tmp_path / "v1").mkdir()
+    (tmp_path / "v2").mkdir()
+    v1 = write_sab(
+        tmp_path / "v1" / "app.sab",
+        SyntheticSpec(chains=2, length=2, fan_in=False, exports=(Exported("old"),)),
+    )
+    v2 = write_sab(
+        tmp_path / "v2" / "app.sab",
+        SyntheticSpec(chains=3, length=2, fan_in=False, exports=(Exported(), Exported("new"))),
+    )
+    spec = {"fusion": {"legacy": True}}
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("up", v1, **spec))
+        await applied(client, "up", 1)
+        before, pes_before = await pe_pods(client, "up"), await pe_specs(client, "up")
+        old_manifest, new_manifest = job_manifest("up", v1, **spec), job_manifest("up", v2, **spec)
+        _, expected = upgrade_preview(
+            Job.model_validate(old_manifest), read_application(str(v1), "app.sab"),
+            Job.model_validate(new_manifest), read_application(str(v2), "app.sab"), job_id=0, nodes=2,
+        )  # fmt: skip
+        await client.patch(JOBS, "up", {"spec": {"bundle": new_manifest["spec"]["bundle"]}}, "default")
+        status = await applied(client, "up", 2)
+
+        after, pes_after = await pe_pods(client, "up"), await pe_specs(client, "up")
+        assert status["processingElements"] == len(pes_after)
+        assert sorted(pes_after) == sorted(
+            [*expected.kept, *expected.updated, *expected.replaced, *expected.added]
+        )
+        assert expected.added
+        assert expected.kept  # the chain v2 leaves alone
+        for pe_id in expected.kept:
+            assert pes_after[pe_id]["operators"] == pes_before[pe_id]["operators"]
+            assert after[pe_id] == before[pe_id]  # same pod: same uid, same launch
+        for pe_id in expected.replaced:
+            assert after[pe_id][1] == before[pe_id][1] + 1
+        table = NameTable.parse((await client.get(CONFIGMAPS, "up", "default"))["data"][NAME_TABLE_KEY])
+        receiving = {i for i, pe in pes_after.items() if pe.get("inputPorts")}
+        assert {label.pe_id for label in table.values()} == receiving  # every PE with an input port
+        exports, _ = await client.list_all(EXPORTS, "default", label_selector=f"{JOB_LABEL}=up")
+        names = {e["spec"]["stream"].get("name") for e in exports}
+        assert "new" in names
+        assert "old" not in names
+
+
+async def pe_specs(client: KubeClient, job: str) -> dict[int, dict[str, Any]]:
+    items, _ = await client.list_all(PES, "default", label_selector=f"{JOB_LABEL}={job}")
+    return {int(p["spec"]["id"]): p["spec"] for p in items}

@@ -1,0 +1,116 @@
+"""Upgrade modes end to end: an edit of a running job with consistent regions replaces its PEs,
+and the regions keep their state per ``spec.upgradeMode``: ``checkpoint-first`` checkpoints every
+region before the first old pod goes and resets the new PEs to it, ``last-checkpoint`` resets them
+to the last completed checkpoint, ``stateless`` starts them clean. The coordinator runs as its pod
+would and the simulated PE runtime answers drains and resets (`test_controller_checkpoints_sandbox`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from k8s_support import eventually_async
+from operator_support import job_status
+from streams_k8s.api.contract import JOB_LABEL, SVC_LABEL
+from streams_k8s.controller.kinds import JOBS
+from streams_k8s.k8s.events import EVENTS
+from streams_k8s.k8s.kinds import PODS
+from streams_k8s.sandbox import Sandbox
+from test_controller_checkpoints_sandbox import PARTICIPANT, SANDBOX, ConsistentJob, consistent_job, synthetic
+
+
+async def applied(job: ConsistentJob, generation: int) -> bool:
+    status = await job_status(job.client, job.name)
+    ready = next((c for c in status.get("conditions") or () if c["type"] == "Ready"), {})
+    return status.get("appliedGeneration") == generation and ready.get("status") == "True"
+
+
+async def edit(job: ConsistentJob) -> None:
+    trace = {"spec": {"processingElement": {"runtimeTraceLevel": "TRACE"}}}
+    await job.client.patch(JOBS, job.name, trace, "default")
+    await eventually_async(lambda: applied(job, 2), within=60)
+    await eventually_async(lambda: job.all_in("PROCESSING"), within=30)
+
+
+async def pod_creations(job: ConsistentJob) -> list[float]:
+    """Creation times of the job's PE pods (epoch seconds)."""
+    pods, _ = await job.client.list_all(
+        PODS, "default", label_selector=f"{JOB_LABEL}={job.name},{SVC_LABEL}=pe"
+    )
+    return [
+        datetime.fromisoformat(p["metadata"]["creationTimestamp"].replace("Z", "+00:00")).timestamp()
+        for p in pods
+    ]
+
+
+@SANDBOX
+async def test_checkpoint_first_checkpoints_before_the_first_pod_goes_and_resets_the_new_pes_to_it(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    bundle = synthetic(tmp_path, regions=2)
+    async with consistent_job(sandbox, monkeypatch, tmp_path, bundle, upgradeMode="checkpoint-first") as job:
+        before = [s.get("lastCompletedSeqID") for s in await job.statuses()]
+        await edit(job)
+
+        async def reset_to_the_checkpoint() -> bool:  # the new PEs reset to it
+            found = await job.statuses()
+            return all(
+                s.get("lastCompletedReset") == (s.get("checkpointRequest") or {}).get("seqID") for s in found
+            )
+
+        try:
+            await eventually_async(reset_to_the_checkpoint, within=30)
+        except TimeoutError:
+            print(
+                "STAT",
+                await job.statuses(),
+                [(r["spec"]) for r in await job.regions()],
+                await job_status(job.client, job.name),
+            )
+            raise
+        statuses = await job.statuses()
+        for was, status in zip(before, statuses, strict=True):
+            asked = status["checkpointRequest"]
+            assert asked["seqID"] is not None
+            assert asked["seqID"] > (was or 0)  # a new checkpoint, on the upgrade's request
+            # it completed before the first new pod was made (so before any old pod went)
+            assert asked["completed"] / 1000 <= min(await pod_creations(job)) + 1
+            assert not status.get("drainsHeld")  # released once the upgrade ran
+        resets = [n.message for n in PARTICIPANT.seen if n.type == "triggerReset"]
+        assert {m.split(";")[0] for m in resets} >= {
+            f"seqId={s['checkpointRequest']['seqID']}" for s in statuses
+        }
+        events, _ = await job.client.list_all(EVENTS, "default")
+        started = [e["note"] for e in events if e["reason"] == "UpgradeStarted"]
+        assert started
+        assert "replaced" in started[0]
+
+
+@SANDBOX
+@pytest.mark.parametrize(("mode", "resets"), [("last-checkpoint", True), ("stateless", False)])
+async def test_last_checkpoint_resets_the_new_pes_and_stateless_starts_them_clean(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, mode: str, resets: bool
+) -> None:
+    async with consistent_job(
+        sandbox, monkeypatch, tmp_path, synthetic(tmp_path, regions=1), upgradeMode=mode
+    ) as job:
+        await job.periodic(0.3)  # a completed checkpoint to reset to
+
+        async def checkpointed() -> bool:
+            return bool((await job.statuses())[0].get("lastCompletedSeqID"))
+
+        await eventually_async(checkpointed, within=20)
+        last = (await job.statuses())[0]["lastCompletedSeqID"]
+        heard = len(PARTICIPANT.seen)
+        await edit(job)
+
+        async def started() -> bool:
+            status = (await job.statuses())[0]
+            used = (status.get("lastCompletedReset") or -1) >= last if resets else status.get("cleanStart")
+            return bool(used) and status.get("state") == "PROCESSING"
+
+        await eventually_async(started, within=30)
+        resets_seen = [n for n in PARTICIPANT.seen[heard:] if n.type == "triggerReset"]
+        assert bool(resets_seen) is resets
