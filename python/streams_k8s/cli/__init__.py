@@ -13,7 +13,6 @@ import importlib
 from typing import NamedTuple
 
 import click
-from click.utils import make_default_short_help
 
 
 class LazyCommand(NamedTuple):
@@ -82,7 +81,7 @@ class LazyGroup(click.Group):
         # As click's own listing, without importing the commands: each summary cut to the width left.
         names = self.list_commands(ctx)
         limit = formatter.width - 6 - max(map(len, names))
-        rows = [(name, make_default_short_help(COMMANDS[name].summary, limit)) for name in names]
+        rows = [(n, click.Command(n, help=COMMANDS[n].summary).get_short_help_str(limit)) for n in names]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
