@@ -13,6 +13,7 @@ from functools import cache
 
 from lxml import etree
 
+from streams_k8s.app.collector import collector_paused
 from streams_k8s.app.model import (
     AdlConsistentRegion,
     AdlExport,
@@ -447,6 +448,7 @@ def _submission_time_values(app: etree._Element) -> tuple[SubmissionTimeValue, .
     )
 
 
+@collector_paused()
 def parse_adl(data: bytes, *, what: str = "ADL") -> Application:
     """Parse ADL bytes (untrusted) into an :class:`Application`. Raises AdlError."""
     try:
