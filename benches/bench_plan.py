@@ -13,6 +13,7 @@ Run: pytest benches/bench_plan.py --benchmark-enable -s
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -53,7 +54,7 @@ def _line(label: str, seconds: list[float]) -> str:
 
 
 def _load() -> str:
-    return "load average " + Path("/proc/loadavg").read_text().split()[0]
+    return f"load average {os.getloadavg()[0]:.2f}"
 
 
 def test_cli_start(benchmark: Any, tmp_path: Path) -> None:
