@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from bench_submission import OPERATOR_QPS, _listed, _sandbox, _until
 from job_inventory import NS, synthetic_job
-from operator_process import OperatorProcess, free_port, require_operator
+from operator_process import require_operator
+from operator_rig import operator_rig, until
 from streams_k8s.api.contract import JOB_LABEL
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.controller.kinds import JOBS, PARALLEL_REGIONS
@@ -73,7 +73,7 @@ async def _width_changes(client: KubeClient, changes: int) -> list[float]:
         regions[:] = (await client.list_all(PARALLEL_REGIONS, NS, label_selector=f"{JOB_LABEL}=resized"))[0]
         return len(regions) == 1
 
-    await _until(listed, within=300, every=0.2)
+    await until(listed, within=300, every=0.2)
     name = regions[0]["metadata"]["name"]
     latencies = []
     for i in range(changes):
@@ -85,45 +85,34 @@ async def _width_changes(client: KubeClient, changes: int) -> list[float]:
             status = (await client.get(PARALLEL_REGIONS, name, NS)).get("status") or {}
             return status.get("width") == width
 
-        await _until(reported, within=120, every=0.01)
+        await until(reported, within=120, every=0.01)
         latencies.append(time.monotonic() - started)
     return latencies
 
 
 async def _measure(tmp: Path, jobs: int, pes: int, changes: int) -> dict[str, Any]:
-    api_port = free_port()
-    async with (
-        _sandbox(jobs * pes + 10, api_port) as sandbox,
-        await KubeClient.connect(str(sandbox.kubeconfig_path)) as client,
-    ):
-        operator = OperatorProcess(
-            sandbox.kubeconfig_path, tmp / "operator.log", qps=OPERATOR_QPS, api_port=api_port
-        )
-        operator.start()
-        assert operator.process is not None
-        pid = operator.process.pid
-        try:
-            await _until(lambda: _listed(sandbox, "streamsjobs"), within=60)
-            await asyncio.sleep(1.0)
-            await client.create(JOBS, _resized_job(tmp))
-            await _until(lambda: _all_running(client, 1), within=120, every=0.2)
-            alone = await _width_changes(client, changes)
-            rss_before = _rss_mb(pid)
-            manifests = [synthetic_job(f"job-{i}", tmp, pes) for i in range(jobs)]
-            gate = asyncio.Semaphore(IN_FLIGHT)
+    async with operator_rig(jobs * pes + 10, tmp) as rig:
+        client, process = rig.client, rig.operator.process
+        assert process is not None
+        await client.create(JOBS, _resized_job(tmp))
+        await until(lambda: _all_running(client, 1), within=120, every=0.2)
+        alone = await _width_changes(client, changes)
+        rss_before = _rss_mb(process.pid)
+        manifests = [synthetic_job(f"job-{i}", tmp, pes) for i in range(jobs)]
+        gate = asyncio.Semaphore(IN_FLIGHT)
 
-            async def create(job: Object) -> None:
-                async with gate:
-                    await client.create(JOBS, job)
+        async def create(job: Object) -> None:
+            async with gate:
+                await client.create(JOBS, job)
 
-            started = time.monotonic()
-            await asyncio.gather(*(create(j) for j in manifests))
-            await _until(lambda: _all_running(client, jobs + 1), within=3600, every=1.0)
-            to_running = time.monotonic() - started
-            rss_held = _rss_mb(pid)
-            held = await _width_changes(client, changes)
-        finally:
-            usage = operator.stop()
+        started = time.monotonic()
+        await asyncio.gather(*(create(j) for j in manifests))
+        await until(lambda: _all_running(client, jobs + 1), within=3600, every=1.0)
+        to_running = time.monotonic() - started
+        rss_held = _rss_mb(process.pid)
+        held = await _width_changes(client, changes)
+    usage = rig.usage
+    assert usage is not None
 
     def quantiles(seconds: list[float]) -> dict[str, float]:
         ms = [s * 1000 for s in seconds]

@@ -26,9 +26,9 @@ from typing import Any
 import orjson
 import pytest
 
-from bench_submission import OPERATOR_QPS, _listed, _sandbox, _until
 from job_inventory import NS
-from operator_process import OperatorProcess, free_port, require_operator
+from operator_process import require_operator
+from operator_rig import operator_rig, until
 from streams_k8s.api.contract import JOB_LABEL, PE_LABEL, SVC_LABEL
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.controller.kinds import JOBS, PARALLEL_REGIONS, PES
@@ -73,34 +73,24 @@ async def _settled(client: KubeClient, region: str, width: int) -> bool:
 
 
 async def _measure(tmp: Path, spec: SyntheticSpec) -> dict[str, Any]:
-    api_port = free_port()
     pes_at_4 = spec.operators + spec.length * (spec.width - 1)
-    async with (
-        _sandbox(pes_at_4 * 2, api_port) as sandbox,
-        await KubeClient.connect(str(sandbox.kubeconfig_path)) as client,
-    ):
-        operator = OperatorProcess(
-            sandbox.kubeconfig_path, tmp / "operator.log", qps=OPERATOR_QPS, api_port=api_port
-        )
-        operator.start()
-        try:
-            await _until(lambda: _listed(sandbox, "streamsjobs"), within=60)
-            await asyncio.sleep(1.0)
-            started = time.monotonic()
-            await client.create(JOBS, _job(tmp, spec))
-            region = (await _until_region(client))["metadata"]["name"]
-            await _until(lambda: _settled(client, region, 4), within=900, every=0.5)
-            submission = time.monotonic() - started
-            before = {i: pe["spec"]["contentId"] for i, pe in (await _pes(client)).items()}
-            mark, wall = len(sandbox.requests), time.time()
-            started = time.monotonic()
-            await client.patch(PARALLEL_REGIONS, region, {"spec": {"replicas": 8}}, NS, subresource="scale")
-            await _until(lambda: _settled(client, region, 8), within=600, every=0.1)
-            elapsed = time.monotonic() - started
-            log = list(sandbox.requests)[mark:]
-            after = {i: pe["spec"]["contentId"] for i, pe in (await _pes(client)).items()}
-        finally:
-            usage = operator.stop()
+    async with operator_rig(pes_at_4 * 2, tmp) as rig:
+        sandbox, client = rig.sandbox, rig.client
+        started = time.monotonic()
+        await client.create(JOBS, _job(tmp, spec))
+        region = (await _until_region(client))["metadata"]["name"]
+        await until(lambda: _settled(client, region, 4), within=900, every=0.5)
+        submission = time.monotonic() - started
+        before = {i: pe["spec"]["contentId"] for i, pe in (await _pes(client)).items()}
+        mark, wall = len(sandbox.requests), time.time()
+        started = time.monotonic()
+        await client.patch(PARALLEL_REGIONS, region, {"spec": {"replicas": 8}}, NS, subresource="scale")
+        await until(lambda: _settled(client, region, 8), within=600, every=0.1)
+        elapsed = time.monotonic() - started
+        log = list(sandbox.requests)[mark:]
+        after = {i: pe["spec"]["contentId"] for i, pe in (await _pes(client)).items()}
+    usage = rig.usage
+    assert usage is not None
     pod_posts = [r for r in log if r.method == "POST" and r.path.endswith("/pods") and r.status == 201]
     created = Counter(orjson.loads(r.body)["metadata"]["labels"][PE_LABEL] for r in pod_posts)
     touched = {str(i) for i in after if before.get(i) != after[i]}
@@ -134,7 +124,7 @@ async def _until_region(client: KubeClient) -> Object:
         found[:] = (await client.list_all(PARALLEL_REGIONS, NS, label_selector=f"{JOB_LABEL}={JOB}"))[0]
         return len(found) == 1
 
-    await _until(listed, within=300, every=0.5)
+    await until(listed, within=300, every=0.5)
     return found[0]
 
 
