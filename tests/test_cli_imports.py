@@ -9,9 +9,10 @@ from pathlib import Path
 
 import click
 import pytest
+from click.testing import CliRunner
 
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
-from streams_k8s.cli import COMMANDS, main
+from streams_k8s.cli import COMMANDS, LazyGroup, main
 
 # The cluster client and its HTTP stack, the operator's settings and metrics, the sandbox: hundreds
 # of milliseconds that only the verbs talking to a cluster may pay.
@@ -96,3 +97,18 @@ def test_the_listing_says_what_each_verb_says_of_itself(verb: str) -> None:
     assert command is not None
     assert command.name == verb
     assert COMMANDS[verb].summary == command.get_short_help_str(limit=10_000)
+
+
+def test_a_verb_added_the_eager_way_still_runs_and_is_listed() -> None:
+    @click.command("extra")
+    def extra() -> None:
+        """An eagerly added verb."""
+        click.echo("ran extra")
+
+    group = LazyGroup(name="streams-k8s")
+    group.add_command(extra)
+    lines = CliRunner().invoke(group, ["--help"]).output.splitlines()
+    listing = {line.split()[0]: line for line in lines[lines.index("Commands:") + 1 :]}
+    assert listing["extra"].endswith(" An eagerly added verb.")
+    assert listing["plan"].endswith(" Show the PEs a bundle (.sab/.adl) or Job manifest becomes.")
+    assert CliRunner().invoke(group, ["extra"]).output == "ran extra\n"

@@ -64,15 +64,19 @@ COMMANDS: dict[str, LazyCommand] = {
 
 
 class LazyGroup(click.Group):
-    """A group whose verbs are imported on first use; ``--help`` lists them from `COMMANDS`."""
+    """A group whose verbs are imported on first use; ``--help`` lists them from `COMMANDS`.
+
+    A command added eagerly (``add_command``) is served too, so a verb registered the old way
+    still works; `tests/test_cli_imports.py` then says what its import costs ``--help``.
+    """
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMANDS)
+        return sorted(COMMANDS.keys() | self.commands.keys())
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         entry = COMMANDS.get(cmd_name)
         if entry is None:
-            return None
+            return self.commands.get(cmd_name)
         command = getattr(importlib.import_module(entry.module), entry.attribute)
         assert isinstance(command, click.Command)
         return command
@@ -81,9 +85,13 @@ class LazyGroup(click.Group):
         # As click's own listing, without importing the commands: each summary cut to the width left.
         names = self.list_commands(ctx)
         limit = formatter.width - 6 - max(map(len, names))
-        rows = [(n, click.Command(n, help=COMMANDS[n].summary).get_short_help_str(limit)) for n in names]
+        rows = [(name, self._summary(name).get_short_help_str(limit)) for name in names]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+    def _summary(self, name: str) -> click.Command:
+        entry = COMMANDS.get(name)
+        return click.Command(name, help=entry.summary) if entry else self.commands[name]
 
 
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -109,4 +117,4 @@ def main() -> None:
     """IBM Streams applications, run natively on Kubernetes."""
 
 
-__all__ = ["COMMANDS", "LazyCommand", "main"]
+__all__ = ["COMMANDS", "LazyCommand", "LazyGroup", "main"]
