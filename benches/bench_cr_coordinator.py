@@ -18,14 +18,11 @@ import orjson
 import pytest
 from aiohttp import web
 
+from coordinator_rig import CoordinatorRig, start_rig
 from streams_k8s.api.consistent_region import ConsistentRegionSpec, ConsistentRegionStatus
 from streams_k8s.consistent.fsm import Health, NotificationType, Notify, RegionMachine, TimerFired, TimerKind
 from streams_k8s.consistent.local import LocalCoordinator
 from streams_k8s.consistent.rest import BASE_PATH, consistent_region_api
-from streams_k8s.k8s.client import Resource
-from streams_k8s.sandbox.pe_runtime import session_from
-
-PODS = Resource("", "v1", "pods", "Pod")
 
 PES = 100
 PUTS = 2_000
@@ -172,9 +169,7 @@ def test_checkpoint_round_100_pes(benchmark: Any, rig: Rig) -> None:
 @dataclass
 class KubeRig:
     loop: asyncio.AbstractEventLoop
-    coordinator: Any  # streams_k8s.consistent.coordinator.Coordinator
-    sessions: list[aiohttp.ClientSession]  # one per PE, from its pod's address
-    base: str
+    rig: CoordinatorRig
     resumed: asyncio.Event = field(default_factory=asyncio.Event)
     resumed_seq: int = 0  # highest sequence id a resumeSubmission hint carried
     drained: int = 0
@@ -182,7 +177,15 @@ class KubeRig:
 
     @property
     def local(self) -> LocalCoordinator:
-        return next(iter(self.coordinator.jobs.values())).loop  # type: ignore[no-any-return]
+        return self.rig.local
+
+    @property
+    def sessions(self) -> list[aiohttp.ClientSession]:
+        return self.rig.sessions
+
+    @property
+    def base(self) -> str:
+        return self.rig.base
 
 
 class InstantPes(asyncio.DatagramProtocol):
@@ -207,22 +210,6 @@ class InstantPes(asyncio.DatagramProtocol):
                 r.resumed.set()
 
 
-def pe_address(pe: int) -> str:
-    return f"127.245.{pe // 250}.{pe % 250 + 1}"
-
-
-def pe_pod(pe: int) -> dict[str, Any]:
-    """A running PE pod of the benchmark's job, at its loopback address."""
-    labels = {"app": "streams", "svc": "pe", "streams.ibm.com/cr": "true", "streams.ibm.com/job": "bench"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": f"bench-{pe}", "labels": {**labels, "streams.ibm.com/pe": str(pe)}},
-        "spec": {"containers": [{"name": "pe", "image": "streams-runtime"}]},
-        "status": {"phase": "Running", "podIP": pe_address(pe), "podIPs": [{"ip": pe_address(pe)}]},
-    }
-
-
 async def _report_to(session: aiohttp.ClientSession, base: str, pe: int, seq: bytes) -> None:
     async with session.put(f"{base}/region/0/pe/{pe}/checkpoint", data=seq) as resp:
         assert resp.status == 204
@@ -230,92 +217,12 @@ async def _report_to(session: aiohttp.ClientSession, base: str, pe: int, seq: by
 
 @pytest.fixture(scope="module")
 def kube_rig() -> Iterator[KubeRig]:
-    from streams_k8s.consistent.coordinator import setup
-    from streams_k8s.consistent.coordinator_settings import CLIENT_BURST, CLIENT_QPS, CoordinatorSettings
-    from streams_k8s.consistent.kinds import CONSISTENT_REGIONS
-    from streams_k8s.k8s.manager import Manager
-    from streams_k8s.k8s.settings import RuntimeSettings
-    from streams_k8s.sandbox import Sandbox
-
     loop = asyncio.new_event_loop()
     holder: dict[str, KubeRig] = {}
-
-    async def start() -> tuple[Sandbox, Manager, asyncio.Task[int], asyncio.DatagramTransport]:
-        sandbox = await Sandbox(simulate=False, schema_guard=False).start()
-        transport, _ = await loop.create_datagram_endpoint(
-            lambda: InstantPes(holder), local_addr=("127.0.0.1", 0)
-        )
-        udp_port = transport.get_extra_info("sockname")[1]
-        manager = Manager(
-            RuntimeSettings(
-                kubeconfig=str(sandbox.kubeconfig_path),
-                namespace="default",
-                bind_address="127.0.0.1",
-                health_port=0,
-                metrics_port=0,
-                leader_election=False,
-                qps=CLIENT_QPS,  # as `streams-k8s coordinator` runs
-                burst=CLIENT_BURST,
-            )
-        )
-        await manager.connect()
-        settings = CoordinatorSettings(
-            job="bench",
-            namespace="default",
-            bind_address="127.0.0.1",
-            api_port=0,
-            udp_host="127.0.0.1",
-            udp_port=udp_port,
-            token_review=False,
-        )
-        coordinator = await setup(manager, settings)
-        spec = region().spec.to_wire()
-        await manager.client.create(
-            CONSISTENT_REGIONS,
-            {
-                "apiVersion": "streams.ibm.com/v1",
-                "kind": "ConsistentRegion",
-                "metadata": {
-                    "name": "bench-cr0",
-                    "namespace": "default",
-                    "labels": {"streams.ibm.com/job": "bench"},
-                },
-                "spec": spec,
-            },
-        )
-        # The PE pods (never started: simulate=False), at loopback addresses the PEs' PUTs leave
-        # from, as the coordinator admits writes only from the job's own PE pods.
-        for pe in range(PES):
-            pod = pe_pod(pe)
-            await manager.client.create(PODS, pod, "default")
-            status = {"status": pod["status"]}
-            await manager.client.patch(PODS, pod["metadata"]["name"], status, "default", subresource="status")
-        task = asyncio.create_task(manager.run(handle_signals=False))
-        async with asyncio.timeout(10):
-            while not coordinator.jobs or len(coordinator.pods.store.select()) < PES:  # noqa: ASYNC110
-                await asyncio.sleep(0.01)
-        sessions = [session_from(pe_address(pe), aiohttp.ClientTimeout(total=30)) for pe in range(PES)]
-        rig = holder["rig"] = KubeRig(
-            loop, coordinator, sessions, f"http://127.0.0.1:{coordinator.api_port}{BASE_PATH}"
-        )
-        # No PE objects here: the region is declared healthy directly, as its PEs would make it.
-        rig.local.submit(0, Health(True, True))
-        await rig.local.idle()
-        return sandbox, manager, task, transport
-
-    sandbox, manager, task, transport = loop.run_until_complete(start())
+    rig = loop.run_until_complete(start_rig(lambda: InstantPes(holder), [region().spec.to_wire()], PES))
+    holder["rig"] = KubeRig(loop, rig)
     yield holder["rig"]
-
-    async def stop() -> None:
-        await holder["rig"].coordinator.close()
-        manager.stop()
-        await task
-        transport.close()
-        for session in holder["rig"].sessions:
-            await session.close()
-        await sandbox.stop()
-
-    loop.run_until_complete(stop())
+    loop.run_until_complete(rig.stop())
     loop.close()
 
 
@@ -349,7 +256,8 @@ def test_sandbox_checkpoint_round_100_pes(benchmark: Any, kube_rig: KubeRig) -> 
     first = kube_rig.local.regions[0].snapshot()["lastCompletedSeqID"]
     benchmark.pedantic(lambda: kube_rig.loop.run_until_complete(_kube_round(kube_rig)), rounds=10)
     assert kube_rig.local.regions[0].snapshot()["lastCompletedSeqID"] > first
+    coordinator = kube_rig.rig.coordinator
     status = kube_rig.loop.run_until_complete(
-        kube_rig.coordinator.manager.client.get(kube_rig.coordinator.regions.resource, "bench-cr0", "default")
+        coordinator.manager.client.get(coordinator.regions.resource, "bench-cr0", "default")
     )["status"]
     assert status["lastCompletedSeqID"] == kube_rig.local.regions[0].snapshot()["lastCompletedSeqID"]

@@ -158,6 +158,29 @@ def test_a_restarted_coordinator_resets_on_first_health(tmp_path: Path) -> None:
     assert out[0]["notifications"] == [{"type": "triggerReset", "message": "seqId=0;resetAttempt=0"}]
 
 
+def test_checkpoint_now_hold_and_a_clean_start_replay(tmp_path: Path) -> None:
+    events = [
+        {"type": "health", "healthy": True, "cleanStart": True},
+        {"type": "holdDrains", "held": True},
+        {"type": "timer", "timer": "DrainPeriod", "timerSeqId": 0},
+        {"type": "checkpointNow"},
+        {"type": "checkpoint", "pe": 0, "seqId": 1},
+        {"type": "checkpoint", "pe": 1, "seqId": 1},
+        {"type": "start", "mode": "clean"},
+        {"type": "health", "healthy": False, "cleanStart": False},
+        {"type": "health", "healthy": True, "cleanStart": False},
+        {"type": "start", "mode": "sideways"},
+    ]
+    out = records(run(tmp_path, REGION, events))
+    assert out[2]["notifications"] == []  # held: the period drains nothing
+    assert out[3]["notifications"] == [{"type": "triggerDrain", "message": "seqId=1"}]
+    assert out[5]["lastCompletedSeqID"] == 1
+    assert out[5]["timers"] == []  # still held: no next period
+    assert (out[8]["state"], out[8]["notifications"]) == ("PROCESSING", [])  # clean: no reset
+    assert out[9]["error"] is not None
+    assert "mode" in out[9]["error"]
+
+
 @pytest.mark.parametrize(
     ("region", "message"),
     [

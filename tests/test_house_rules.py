@@ -3,17 +3,15 @@ without a one-line reason in its docstring (a line starting ``Long:``).
 
 Every module under ``python/streams_k8s/`` is parsed with ``ast``. A module's size is its line
 count; a function's (methods and nested functions included) runs from its ``def`` to its last
-line (decorators, such as a command's options, do not count). ``SANDBOX_ALLOWED`` names the
-sandbox modules and functions over the limits today, with their size: the sandbox's own issue
-shrinks them. An entry may not grow, and goes once it is within the limits, so the list only ever
-shrinks.
+line (decorators, such as a command's options, do not count). The rules hold for the whole
+package, with no allow-list.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -24,24 +22,6 @@ SOURCE = REPO / "python" / "streams_k8s"
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 80
 REASON = re.compile(r"^\s*Long: \S", re.MULTILINE)
-
-# Over the limits today, by module path (relative to the package) or `path:function`: the size
-# it may not exceed. To go when the sandbox helper of issue 13 has shrunk it.
-SANDBOX_ALLOWED: Mapping[str, int] = {
-    "sandbox/admission/decoding.py": 445,
-    "sandbox/admission/pods.py": 589,
-    "sandbox/openapi.py": 472,
-    "sandbox/pe_runtime.py": 556,
-    "sandbox/registry.py": 904,
-    "sandbox/registry.py:delete": 94,
-    "sandbox/resources.py": 433,
-    "sandbox/resources.py:builtin_types": 187,
-    "sandbox/sandbox.py": 436,
-    "sandbox/sandbox.py:__init__": 91,
-    "sandbox/server.py": 578,
-    "sandbox/server.py:_resource": 122,
-    "sandbox/table.py": 525,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,20 +69,8 @@ def package_oversized() -> list[Oversized]:
 
 
 def test_no_module_or_function_is_over_the_limits_without_a_reason() -> None:
-    found = [o for o in package_oversized() if o.where not in SANDBOX_ALLOWED]
+    found = package_oversized()
     assert not found, "over the size limits:\n" + "\n".join(map(str, found))
-
-
-def test_the_sandbox_allow_list_only_shrinks() -> None:
-    """An allowed entry may not grow, and goes once it is within the limits."""
-    sizes = {o.where: o.lines for o in package_oversized()}
-    grown = {
-        where: (sizes[where], most) for where, most in SANDBOX_ALLOWED.items() if sizes.get(where, 0) > most
-    }
-    assert not grown, f"grew beyond their allowed size: {grown}"
-    fixed = sorted(where for where in SANDBOX_ALLOWED if where not in sizes)
-    assert not fixed, f"within the limits now: remove from SANDBOX_ALLOWED: {fixed}"
-    assert all(where.startswith("sandbox/") for where in SANDBOX_ALLOWED)
 
 
 # ---- the checker finds what it must ----

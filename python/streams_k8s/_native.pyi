@@ -108,6 +108,15 @@ class CrEvent:
         """Raises ValueError for a name other than DrainPeriod, DrainTimeout, ResetTimeout."""
     @staticmethod
     def restarted() -> CrEvent: ...
+    @staticmethod
+    def checkpoint_now() -> CrEvent:
+        """Drain and checkpoint now (or as soon as the region is PROCESSING), outside the period."""
+    @staticmethod
+    def hold_drains(held: bool) -> CrEvent:
+        """Hold (or release) the drains the period triggers."""
+    @staticmethod
+    def start(clean: bool) -> CrEvent:
+        """PEs are about to be replaced: when next healthy, reset to the last checkpoint or start clean."""
     @property
     def name(self) -> str: ...
     def __eq__(self, value: object, /) -> bool: ...
@@ -175,6 +184,8 @@ class CrRegion:
     def state(self) -> str: ...
     @property
     def current_timer_seq_id(self) -> int: ...
+    @property
+    def drains_held(self) -> bool: ...
     def status(self) -> dict[str, typing.Any]:
         """The dynamic state keyed by the FSM's own names.
 
@@ -184,7 +195,7 @@ class CrRegion:
         last_consistent_state_time_ms, last_reset_time_ms, average_drain_time_ms,
         average_reset_time_ms, last_completed_drain_seq_id, last_completed_reset_seq_id,
         drain_start_time_ms, reset_start_time_ms (epoch ms or None for never), drain_times_ms and
-        reset_times_ms (the recent durations).
+        reset_times_ms (the recent durations), checkpoint_requested, drains_held, start_clean.
         """
     def gauges(self) -> list[float]: ...
     def step(self, event: CrEvent, now_ms: int) -> CrStep:

@@ -10,6 +10,7 @@
 //! a report that would downgrade or repeat a PE's completion is refused, and timers are
 //! only honoured in the state that armed them.
 
+mod requests;
 mod types;
 mod window;
 
@@ -119,6 +120,12 @@ pub struct Dynamic {
     pub last_completed_reset_seq_id: i64,
     pub drain_times_ms: Window,
     pub reset_times_ms: Window,
+    /// A checkpoint was asked for (`CheckpointNow`) and has not completed yet.
+    pub checkpoint_requested: bool,
+    /// No drain is triggered by the period while set (`HoldDrains`).
+    pub drains_held: bool,
+    /// The next start (`Start`) is clean: no reset when the region becomes healthy.
+    pub start_clean: bool,
 }
 
 impl Dynamic {
@@ -145,6 +152,9 @@ impl Dynamic {
             last_completed_reset_seq_id: -1,
             drain_times_ms: Window::default(),
             reset_times_ms: Window::default(),
+            checkpoint_requested: false,
+            drains_held: false,
+            start_clean: false,
         }
     }
 }
@@ -362,6 +372,18 @@ impl Step<'_> {
                 d.must_reset = true;
                 Ok(())
             }
+            Event::CheckpointNow => {
+                self.checkpoint_now();
+                Ok(())
+            }
+            Event::HoldDrains { held } => {
+                self.hold_drains(held);
+                Ok(())
+            }
+            Event::Start { clean } => {
+                self.start(clean);
+                Ok(())
+            }
         }
     }
 
@@ -430,10 +452,31 @@ impl Step<'_> {
 
     fn start_processing(&mut self) {
         self.d().state = State::Processing;
-        if self.periodic() {
+        if self.region.dynamic.checkpoint_requested {
+            self.trigger_drain();
+        } else {
+            self.arm_period();
+        }
+    }
+
+    /// The next periodic drain, unless drains are held.
+    fn arm_period(&mut self) {
+        if self.periodic() && !self.region.dynamic.drains_held {
             let period = self.region.config.period;
             self.arm(TimerKind::DrainPeriod, period);
         }
+    }
+
+    /// PROCESSING -> DRAINING with `currentSeqID`: tell every PE to drain and checkpoint.
+    fn trigger_drain(&mut self) {
+        let now = self.now_ms;
+        let d = self.d();
+        d.state = State::Draining;
+        d.drain_start_time_ms = now;
+        let seq_id = d.current_seq_id;
+        self.notify(Notification::TriggerDrain { seq_id });
+        let delay = self.region.config.drain_timeout;
+        self.arm(TimerKind::DrainTimeout, delay);
     }
 
     fn start_processing_or_reset(&mut self) {
@@ -482,6 +525,7 @@ impl Step<'_> {
             }
         };
         d.current_reset_attempt = 0;
+        d.checkpoint_requested = false;
         d.current_max_reset_attempts = max;
         d.pending_seq_id = d.current_seq_id;
         d.last_completed_drain_seq_id = d.last_completed_seq_id as i64;
@@ -525,13 +569,18 @@ impl Step<'_> {
             match state {
                 State::Started => {
                     let d = self.d();
-                    if !clean_start {
+                    if d.start_clean {
+                        // Asked for (`Start { clean }`): new PEs begin without a checkpoint.
+                        d.start_clean = false;
+                        d.clean_start = true;
+                        d.must_reset = false;
+                    } else if !clean_start {
                         d.must_reset = true;
                     }
                     d.healthy_first_time = true;
                     self.start_processing_or_reset();
                 }
-                State::Unhealthy => self.reset_region(),
+                State::Unhealthy => self.recover(),
                 // Recorded only; a region stuck at the maximum waits for a forced reset.
                 _ => {}
             }
@@ -746,16 +795,9 @@ impl Step<'_> {
         }
         let state = self.state();
         match (timer, state) {
-            (TimerKind::DrainPeriod, State::Processing) => {
-                let now = self.now_ms;
-                let d = self.d();
-                d.state = State::Draining;
-                d.drain_start_time_ms = now;
-                let seq_id = d.current_seq_id;
-                self.notify(Notification::TriggerDrain { seq_id });
-                let delay = self.region.config.drain_timeout;
-                self.arm(TimerKind::DrainTimeout, delay);
-            }
+            // A period armed before a hold: no drain (releasing the hold arms the next one).
+            (TimerKind::DrainPeriod, State::Processing) if self.region.dynamic.drains_held => {}
+            (TimerKind::DrainPeriod, State::Processing) => self.trigger_drain(),
             (TimerKind::DrainTimeout, State::Draining | State::CheckpointPending)
             | (TimerKind::ResetTimeout, State::Resetting) => self.reset_region(),
             _ => return Err(self.not_expected(event)),

@@ -823,3 +823,144 @@ fn invalid_regions_are_refused() {
         ]
     );
 }
+
+// ---- requests: checkpoint now, hold, start ----
+
+#[test]
+fn checkpoint_now_in_processing_drains_at_once_with_the_next_seq_id() {
+    let mut r = processing();
+    let before = r.dynamic().current_timer_seq_id;
+    let out = ok(&mut r, Event::CheckpointNow);
+    assert_eq!(state(&r), State::Draining);
+    assert_eq!(message(&out), ("triggerDrain", "seqId=1".into()));
+    assert!(out.cancel_timers);
+    assert_eq!(out.arm.unwrap().timer, TimerKind::DrainTimeout);
+    assert!(r.dynamic().current_timer_seq_id > before);
+    assert!(r.dynamic().checkpoint_requested);
+    ok(&mut r, ckpt(0, 1));
+    ok(&mut r, ckpt(1, 1));
+    assert_eq!(state(&r), State::Processing);
+    assert_eq!(r.dynamic().last_completed_seq_id, 1);
+    assert!(!r.dynamic().checkpoint_requested);
+}
+
+#[test]
+fn checkpoint_now_while_resetting_drains_once_the_reset_is_done() {
+    let mut r = resetting();
+    let out = ok(&mut r, Event::CheckpointNow);
+    assert_eq!(state(&r), State::Resetting);
+    assert!(out.notification.is_none());
+    let seq = r.dynamic().last_completed_seq_id;
+    let attempt = r.dynamic().current_reset_attempt - 1;
+    ok(&mut r, reset_done(0, seq, attempt));
+    let out = ok(&mut r, reset_done(1, seq, attempt));
+    assert_eq!(state(&r), State::Draining);
+    let current = r.dynamic().current_seq_id;
+    assert_eq!(message(&out), ("triggerDrain", format!("seqId={current}")));
+}
+
+#[test]
+fn a_failed_requested_drain_is_retried_after_the_reset() {
+    let mut r = processing();
+    ok(&mut r, Event::CheckpointNow);
+    let timer = r.dynamic().current_timer_seq_id;
+    ok(
+        &mut r,
+        Event::Timer {
+            timer: TimerKind::DrainTimeout,
+            timer_seq_id: timer,
+        },
+    );
+    assert_eq!(state(&r), State::Resetting);
+    assert!(r.dynamic().checkpoint_requested);
+}
+
+#[test]
+fn held_drains_ignore_the_period_until_released() {
+    let mut r = processing();
+    let out = ok(&mut r, Event::HoldDrains { held: true });
+    assert!(out.persist && out.arm.is_none());
+    let timer = r.dynamic().current_timer_seq_id;
+    let period = Event::Timer {
+        timer: TimerKind::DrainPeriod,
+        timer_seq_id: timer,
+    };
+    let out = ok(&mut r, period.clone());
+    assert_eq!(state(&r), State::Processing);
+    assert!(out.notification.is_none() && out.arm.is_none());
+    // An asked-for checkpoint still drains, and the period is not re-armed after it.
+    ok(&mut r, Event::CheckpointNow);
+    ok(&mut r, ckpt(0, 1));
+    let out = ok(&mut r, ckpt(1, 1));
+    assert_eq!(state(&r), State::Processing);
+    assert!(out.arm.is_none());
+    let out = ok(&mut r, Event::HoldDrains { held: false });
+    assert_eq!(out.arm.unwrap().timer, TimerKind::DrainPeriod);
+    // Holding again with the same value changes nothing.
+    let out = ok(&mut r, Event::HoldDrains { held: false });
+    assert!(!out.persist);
+}
+
+#[test]
+fn start_resets_to_the_last_checkpoint_once_the_replaced_pes_are_healthy() {
+    let mut r = processing();
+    ok(&mut r, Event::CheckpointNow);
+    ok(&mut r, ckpt(0, 1));
+    ok(&mut r, ckpt(1, 1));
+    let out = ok(&mut r, Event::Start { clean: false });
+    assert_eq!(state(&r), State::Processing);
+    assert!(!out.cancel_timers && out.notification.is_none());
+    ok(&mut r, UNHEALTHY);
+    let out = ok(&mut r, HEALTHY);
+    assert_eq!(state(&r), State::Resetting);
+    assert_eq!(
+        message(&out),
+        ("triggerReset", "seqId=1;resetAttempt=0".into())
+    );
+}
+
+#[test]
+fn a_clean_start_processes_without_a_reset_once_the_replaced_pes_are_healthy() {
+    let mut r = processing();
+    ok(&mut r, Event::Start { clean: true });
+    assert_eq!(state(&r), State::Processing);
+    ok(&mut r, UNHEALTHY);
+    let restarted_pes = Event::Health {
+        healthy: true,
+        clean_start: false,
+    };
+    let out = ok(&mut r, restarted_pes);
+    assert_eq!(state(&r), State::Processing);
+    assert!(out.notification.is_none());
+    assert!(r.dynamic().clean_start && !r.dynamic().start_clean);
+    assert_eq!(out.arm.unwrap().timer, TimerKind::DrainPeriod);
+    // The request is used up: the next failure resets as usual.
+    ok(&mut r, UNHEALTHY);
+    ok(&mut r, HEALTHY);
+    assert_eq!(state(&r), State::Resetting);
+}
+
+#[test]
+fn a_clean_start_in_started_ignores_the_launch_counts() {
+    let mut r = restored(State::Started, false);
+    ok(&mut r, Event::Start { clean: true });
+    let out = ok(
+        &mut r,
+        Event::Health {
+            healthy: true,
+            clean_start: false,
+        },
+    );
+    assert_eq!(state(&r), State::Processing);
+    assert!(out.notification.is_none());
+}
+
+#[test]
+fn start_gives_a_stuck_region_a_fresh_allowance() {
+    let mut r = max_reached();
+    ok(&mut r, Event::Start { clean: false });
+    assert_eq!(state(&r), State::Unhealthy);
+    let out = ok(&mut r, HEALTHY);
+    assert_eq!(state(&r), State::Resetting);
+    assert_eq!(message(&out).0, "triggerReset");
+}

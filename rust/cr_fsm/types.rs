@@ -147,6 +147,17 @@ pub enum Event {
     },
     /// The coordinator restarted: timers are gone and the region must be reset once healthy.
     Restarted,
+    /// A user or an upgrade asked for a checkpoint now, outside the period.
+    CheckpointNow,
+    /// Hold (or release) the drains the coordinator triggers itself.
+    HoldDrains {
+        held: bool,
+    },
+    /// The region's PEs are being replaced: when they are healthy, reset to the last completed
+    /// checkpoint, or (`clean`) start without one.
+    Start {
+        clean: bool,
+    },
 }
 
 impl Event {
@@ -160,6 +171,9 @@ impl Event {
             Event::Reset { .. } => "reset",
             Event::Timer { timer, .. } => timer.name(),
             Event::Restarted => "restarted",
+            Event::CheckpointNow => "checkpointNow",
+            Event::HoldDrains { .. } => "holdDrains",
+            Event::Start { .. } => "start",
         }
     }
 }

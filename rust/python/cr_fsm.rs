@@ -104,6 +104,21 @@ impl CrEvent {
         CrEvent(Event::Restarted)
     }
 
+    #[staticmethod]
+    fn checkpoint_now() -> Self {
+        CrEvent(Event::CheckpointNow)
+    }
+
+    #[staticmethod]
+    fn hold_drains(held: bool) -> Self {
+        CrEvent(Event::HoldDrains { held })
+    }
+
+    #[staticmethod]
+    fn start(clean: bool) -> Self {
+        CrEvent(Event::Start { clean })
+    }
+
     /// The event's name (`health`, `checkpoint`, ..., or the timer's name).
     #[getter]
     fn name(&self) -> &'static str {
@@ -286,6 +301,9 @@ fn restore_dynamic(config: &Config, status: &Bound<'_, PyDict>) -> PyResult<Dyna
         )?,
         drain_times_ms: get_window(status, "drain_times_ms")?,
         reset_times_ms: get_window(status, "reset_times_ms")?,
+        checkpoint_requested: get(status, "checkpoint_requested", init.checkpoint_requested)?,
+        drains_held: get(status, "drains_held", init.drains_held)?,
+        start_clean: get(status, "start_clean", init.start_clean)?,
     })
 }
 
@@ -382,6 +400,11 @@ impl CrRegion {
         self.0.dynamic().current_timer_seq_id
     }
 
+    #[getter]
+    fn drains_held(&self) -> bool {
+        self.0.dynamic().drains_held
+    }
+
     /// The dynamic state, keyed by the FSM's own names (epoch-ms times None for "never").
     fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = self.0.dynamic();
@@ -425,6 +448,9 @@ impl CrRegion {
         out.set_item("reset_start_time_ms", ms_or_none(d.reset_start_time_ms))?;
         out.set_item("drain_times_ms", drains)?;
         out.set_item("reset_times_ms", resets)?;
+        out.set_item("checkpoint_requested", d.checkpoint_requested)?;
+        out.set_item("drains_held", d.drains_held)?;
+        out.set_item("start_clean", d.start_clean)?;
         Ok(out)
     }
 

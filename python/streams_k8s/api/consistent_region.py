@@ -36,6 +36,21 @@ class PeCompletion(StrEnum):
 
 
 Seconds = Annotated[float, Field(gt=0)]
+Nonce = Annotated[str, Field(min_length=1, max_length=253)]
+# Entries kept in a region's status history (checkpoints and resets, newest last).
+HISTORY_LENGTH = 20
+
+
+class StartMode(StrEnum):
+    """How a region starts when its PEs are replaced (an upgrade, a resume)."""
+
+    RESET = "reset"  # to the last completed checkpoint, as after a coordinator restart
+    CLEAN = "clean"  # without a checkpoint (isCleanStart)
+
+
+class StartRequest(WireModel):
+    nonce: Nonce
+    mode: StartMode
 
 
 class ConsistentRegionSpec(WireModel):
@@ -52,6 +67,54 @@ class ConsistentRegionSpec(WireModel):
     pes_in_region: list[Annotated[int, Field(ge=0)]] = Field(default_factory=list)
     operators_to_start_region_map: dict[str, bool] = Field(default_factory=dict)
     operators_to_trigger_map: dict[str, bool] = Field(default_factory=dict)
+    # Requests (editing them never rebuilds the region): each new nonce is acted on once.
+    checkpoint_request: Nonce | None = Field(
+        None,
+        description="Set a new value to drain and checkpoint now, outside the period; "
+        "status.checkpointRequest records the sequence id that answered it.",
+    )
+    hold_drains: bool | None = Field(
+        None,
+        description="While true the coordinator triggers no periodic drain (asked-for checkpoints and "
+        "trigger operators still drain).",
+    )
+    start_request: StartRequest | None = Field(
+        None,
+        description="Set (a new nonce) when the region's PEs are being replaced: once they are healthy "
+        "the region resets to its last completed checkpoint (mode reset) or starts clean (mode clean).",
+    )
+
+
+class HistoryKind(StrEnum):
+    CHECKPOINT = "checkpoint"
+    RESET = "reset"
+
+
+class HistoryEntry(WireModel):
+    """One completed checkpoint or reset (times in epoch milliseconds)."""
+
+    kind: HistoryKind
+    seq_id: Annotated[int, Field(ge=0, alias="seqID")]
+    start: float
+    completion: float
+    duration: Annotated[float, Field(ge=0, description="Milliseconds.")]
+
+
+class CheckpointRequestStatus(WireModel):
+    """The last asked-for checkpoint: its nonce, when it was taken on, and what answered it."""
+
+    nonce: Nonce
+    requested: float = Field(description="Epoch milliseconds.")
+    seq_id: int | None = Field(None, ge=0, alias="seqID")
+    completed: float | None = Field(None, description="Epoch milliseconds.")
+
+
+class StartRequestStatus(WireModel):
+    """The last start request taken on."""
+
+    nonce: Nonce
+    mode: StartMode
+    requested: float = Field(description="Epoch milliseconds.")
 
 
 class ConsistentRegionStatus(Status):
@@ -85,6 +148,16 @@ class ConsistentRegionStatus(Status):
     recent_reset_times: list[float] = Field(
         default_factory=list, max_length=10, description="Durations of the last resets, milliseconds."
     )
+    checkpoint_requested: bool = Field(False, description="An asked-for checkpoint has not completed yet.")
+    drains_held: bool = Field(False, description="The period triggers no drain (spec.holdDrains).")
+    start_clean: bool = Field(False, description="The next start is clean (spec.startRequest mode clean).")
+    checkpoint_request: CheckpointRequestStatus | None = None
+    start_request: StartRequestStatus | None = None
+    history: list[HistoryEntry] = Field(
+        default_factory=list,
+        max_length=HISTORY_LENGTH,
+        description=f"The last {HISTORY_LENGTH} completed checkpoints and resets, oldest first.",
+    )
 
 
 class ConsistentRegion(Resource[ConsistentRegionSpec, ConsistentRegionStatus]):
@@ -97,6 +170,7 @@ class ConsistentRegion(Resource[ConsistentRegionSpec, ConsistentRegionStatus]):
         PrinterColumn(name="Index", type="integer", json_path=".spec.regionIndex"),
         PrinterColumn(name="State", type="string", json_path=".status.state"),
         PrinterColumn(name="Checkpoint", type="integer", json_path=".status.lastCompletedSeqID"),
+        PrinterColumn(name="Held", type="boolean", json_path=".status.drainsHeld"),
     )
 
     kind: Literal["ConsistentRegion"] = "ConsistentRegion"

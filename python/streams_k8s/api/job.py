@@ -183,6 +183,14 @@ class ParallelRegionWidth(WireModel):
     index: Annotated[int, Field(ge=0)] | None = None
 
 
+class UpgradeMode(StrEnum):
+    """What happens to consistent-region state when an edit replaces PEs (the README's table)."""
+
+    STATELESS = "stateless"  # the regions start clean (isCleanStart): no state is restored
+    LAST_CHECKPOINT = "last-checkpoint"  # every region resets to its last completed checkpoint
+    CHECKPOINT_FIRST = "checkpoint-first"  # checkpoint every region first, hold drains, reset to it
+
+
 class JobSpec(WireModel):
     bundle: Bundle
     fusion: Fusion = Field(default_factory=Fusion)
@@ -197,6 +205,16 @@ class JobSpec(WireModel):
         None, description="Job-wide resources, divided among the job's PEs."
     )
     parallel_regions: list[ParallelRegionWidth] = Field(default_factory=list)
+    upgrade_mode: UpgradeMode | None = Field(
+        None,
+        description="How consistent-region state crosses an upgrade or a suspend: stateless, last-checkpoint "
+        "or checkpoint-first. Default: last-checkpoint for a job with consistent regions, else stateless.",
+    )
+    checkpoint_timeout_seconds: Annotated[int, Field(gt=0)] = Field(
+        300,
+        description="checkpoint-first: how long the checkpoint may take. Past it the upgrade keeps waiting "
+        "with a condition saying which regions have not checkpointed; it never falls back to stateless.",
+    )
 
 
 class JobPhase(StrEnum):

@@ -14,16 +14,32 @@ CRD's status fields.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
-from streams_k8s._native import CrEvent, CrInvalidRegion, CrRegion, CrRejected, CrStep, cr_gauge_names
+from streams_k8s._native import CrInvalidRegion, CrRegion, CrRejected, CrStep, cr_gauge_names
 from streams_k8s.api.consistent_region import (
     ConsistentRegionSpec,
     ConsistentRegionStatus,
     RegionState,
 )
+from streams_k8s.consistent.fsm_events import (
+    BlockingCheckpointDone,
+    CheckpointDone,
+    CheckpointNow,
+    Drain,
+    Event,
+    Health,
+    HoldDrains,
+    Reset,
+    ResetDone,
+    Restarted,
+    Start,
+    TimerFired,
+    TimerKind,
+)
+from streams_k8s.consistent.records import RegionRecords
 
 GAUGE_NAMES: tuple[str, ...] = tuple(cr_gauge_names())
 
@@ -52,6 +68,9 @@ STATUS_FIELDS: Mapping[str, str] = {
     "reset_start_time_ms": "reset_start_time",
     "drain_times_ms": "recent_drain_times",
     "reset_times_ms": "recent_reset_times",
+    "checkpoint_requested": "checkpoint_requested",
+    "drains_held": "drains_held",
+    "start_clean": "start_clean",
 }
 
 
@@ -66,12 +85,6 @@ def _crd_names() -> dict[str, str]:
 _CRD_NAMES = _crd_names()
 
 
-class TimerKind(StrEnum):
-    DRAIN_PERIOD = "DrainPeriod"
-    DRAIN_TIMEOUT = "DrainTimeout"
-    RESET_TIMEOUT = "ResetTimeout"
-
-
 class NotificationType(StrEnum):
     """The `type` values the PE runtime understands."""
 
@@ -80,87 +93,6 @@ class NotificationType(StrEnum):
     RESUME_SUBMISSION = "resumeSubmission"
     DRAINED = "drained"
     RESET_FAILED = "resetFailed"
-
-
-# ---- events ----
-
-
-@dataclass(frozen=True, slots=True)
-class Health:
-    """The region's derived health changed (or was observed again)."""
-
-    healthy: bool
-    clean_start: bool = True
-
-    def to_native(self) -> CrEvent:
-        return CrEvent.health(self.healthy, self.clean_start)
-
-
-@dataclass(frozen=True, slots=True)
-class CheckpointDone:
-    pe: int
-    seq_id: int
-
-    def to_native(self) -> CrEvent:
-        return CrEvent.checkpoint(self.pe, self.seq_id)
-
-
-@dataclass(frozen=True, slots=True)
-class BlockingCheckpointDone:
-    pe: int
-    seq_id: int
-
-    def to_native(self) -> CrEvent:
-        return CrEvent.blocking_checkpoint(self.pe, self.seq_id)
-
-
-@dataclass(frozen=True, slots=True)
-class ResetDone:
-    pe: int
-    seq_id: int
-    reset_attempt: int
-
-    def to_native(self) -> CrEvent:
-        return CrEvent.reset_done(self.pe, self.seq_id, self.reset_attempt)
-
-
-@dataclass(frozen=True, slots=True)
-class Drain:
-    """A trigger operator started a drain (operator-driven regions)."""
-
-    operator: str
-    seq_id: int
-
-    def to_native(self) -> CrEvent:
-        return CrEvent.drain(self.operator, self.seq_id)
-
-
-@dataclass(frozen=True, slots=True)
-class Reset:
-    force: bool = False
-
-    def to_native(self) -> CrEvent:
-        return CrEvent.reset(self.force)
-
-
-@dataclass(frozen=True, slots=True)
-class TimerFired:
-    timer: TimerKind
-    timer_seq_id: int
-
-    def to_native(self) -> CrEvent:
-        return CrEvent.timer(self.timer.value, self.timer_seq_id)
-
-
-@dataclass(frozen=True, slots=True)
-class Restarted:
-    """The coordinator restarted: timers are lost and the region is reset once healthy."""
-
-    def to_native(self) -> CrEvent:
-        return CrEvent.restarted()
-
-
-Event = Health | CheckpointDone | BlockingCheckpointDone | ResetDone | Drain | Reset | TimerFired | Restarted
 
 
 # ---- actions ----
@@ -270,6 +202,7 @@ class RegionMachine:
         except OverflowError as err:
             raise InvalidRegion(f"region {spec.region_index}: a number is out of range ({err})") from None
         self.pes: tuple[int, ...] = tuple(self._native.pes)  # sorted, distinct
+        self.records = RegionRecords(self._base_status)
 
     @staticmethod
     def _build(spec: ConsistentRegionSpec, status: ConsistentRegionStatus | None) -> CrRegion:
@@ -298,10 +231,15 @@ class RegionMachine:
     def timer_seq_id(self) -> int:
         return self._native.current_timer_seq_id
 
+    @property
+    def drains_held(self) -> bool:
+        return self._native.drains_held
+
     def status(self) -> ConsistentRegionStatus:
         """The status to persist (conditions and observedGeneration carried over)."""
         wire: dict[str, Any] = self._base_status.to_wire()
         wire.update(self.snapshot())
+        wire.update(self.records.to_wire())
         return ConsistentRegionStatus.model_validate(wire)
 
     def snapshot(self) -> dict[str, Any]:
@@ -314,17 +252,36 @@ class RegionMachine:
     def step(self, event: Event, now_ms: int) -> StepResult:
         """Apply one event; raises EventRejected (and changes nothing) if it is refused."""
         try:
-            return _result(self._native.step(event.to_native(), now_ms))
+            result = _result(self._native.step(event.to_native(), now_ms))
         except CrRejected as err:
             raise EventRejected(err.kind, str(err)) from None
+        return self._record(event, result, now_ms)
+
+    def _record(self, event: Event, result: StepResult, now_ms: int) -> StepResult:
+        """Keep the requests taken on and the completed checkpoints and resets (`records`); a
+        request taken on is written even when the FSM's own state did not change."""
+        if result.gauges is not None:
+            self.records.observe(result.gauges, self.snapshot)
+        if isinstance(event, CheckpointNow):
+            self.records.checkpoint_asked(event.nonce, now_ms)
+        elif isinstance(event, Start):
+            self.records.start_asked(event.nonce, event.mode, now_ms)
+        else:
+            return result
+        return replace(result, persist=True)
 
     def step_many(self, events: Iterable[Event], now_ms: int) -> list[StepResult | EventRejected]:
         """Apply events in order at one instant; refusals are returned, not raised."""
+        events = list(events)
         batch = self._native.step_many([e.to_native() for e in events], now_ms)
         out: list[StepResult | EventRejected] = []
-        for i in range(len(batch)):
+        for event, i in zip(events, range(len(batch)), strict=True):
             step = batch[i]
-            out.append(_rejection(step) or _result(step))
+            rejection = _rejection(step)
+            if rejection is not None:
+                out.append(rejection)
+                continue
+            out.append(self._record(event, _result(step), now_ms))
         return out
 
     def copy(self) -> RegionMachine:
@@ -333,6 +290,7 @@ class RegionMachine:
         clone._base_status = self._base_status
         clone._native = self._native.copy()
         clone.pes = self.pes
+        clone.records = self.records.copy()
         return clone
 
 
@@ -340,3 +298,33 @@ def _native_status(status: ConsistentRegionStatus) -> dict[str, Any]:
     """The persisted status keyed by the native FSM's names (what ``CrRegion(status=...)`` takes)."""
     fields = status.model_dump(mode="json")
     return {native: fields[field] for native, field in STATUS_FIELDS.items()}
+
+
+# The events live in `fsm_events`; this module is their public face too.
+__all__ = [
+    "GAUGE_NAMES",
+    "STATUS_FIELDS",
+    "Action",
+    "ArmTimer",
+    "BlockingCheckpointDone",
+    "CancelTimers",
+    "CheckpointDone",
+    "CheckpointNow",
+    "ClearBoard",
+    "Drain",
+    "Event",
+    "EventRejected",
+    "Health",
+    "HoldDrains",
+    "InvalidRegion",
+    "NotificationType",
+    "Notify",
+    "RegionMachine",
+    "Reset",
+    "ResetDone",
+    "Restarted",
+    "Start",
+    "StepResult",
+    "TimerFired",
+    "TimerKind",
+]

@@ -1,6 +1,10 @@
 """The consistent regions of each job a coordinator runs: built from their ConsistentRegion CRs
 (and rebuilt when a spec changes; a region that cannot run refused with ``Accepted=False``), fed
 their health from the job's PEs and pods, and their FSM state persisted to the CR's status.
+
+The spec's requests (``checkpointRequest``, ``holdDrains``, ``startRequest``) are not part of the
+region's description: editing them never rebuilds it. Each new nonce becomes one FSM event; the
+status records the nonce taken on, so a restarted coordinator does not act on it twice.
 """
 
 from __future__ import annotations
@@ -15,12 +19,20 @@ from pydantic import ValidationError
 
 from streams_k8s.api.consistent_region import (
     ConsistentRegion,
+    ConsistentRegionSpec,
     ConsistentRegionStatus,
     RegionState,
 )
 from streams_k8s.api.processing_element import ProcessingElement
 from streams_k8s.consistent.coordinator_objects import job_of, pod_observation
-from streams_k8s.consistent.fsm import Health, InvalidRegion, RegionMachine
+from streams_k8s.consistent.fsm import (
+    CheckpointNow,
+    Health,
+    HoldDrains,
+    InvalidRegion,
+    RegionMachine,
+    Start,
+)
 from streams_k8s.consistent.health import region_health
 from streams_k8s.consistent.kinds import CONSISTENT_REGIONS
 from streams_k8s.consistent.local import LocalCoordinator
@@ -36,6 +48,13 @@ from streams_k8s.k8s.objects import Object, ObjectKey, meta
 log = logging.getLogger(__name__)
 
 ACCEPTED = "Accepted"
+# The spec fields that ask for something rather than describe the region.
+REQUEST_FIELDS = frozenset({"checkpoint_request", "hold_drains", "start_request"})
+
+
+def _description(spec: ConsistentRegionSpec) -> dict[str, Any]:
+    """What the region is built from: a change of it rebuilds (and resets) the region."""
+    return spec.model_dump(exclude=set(REQUEST_FIELDS))
 
 
 @dataclass
@@ -45,7 +64,10 @@ class JobRun:
     loop: LocalCoordinator
     task: asyncio.Task[None]
     restarted: bool  # its coordinator ran before: every region it takes on resets
-    built_from: dict[int, tuple[str, int]] = field(default_factory=dict)  # region -> (CR name, generation)
+    # region -> (CR name, its description)
+    built_from: dict[int, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    # region -> request -> what was submitted for it and not yet seen in the FSM's records
+    asked: dict[int, dict[str, object]] = field(default_factory=dict)
     health: dict[int, Health] = field(default_factory=dict)  # last health fed to each region
     push: UdpPush | None = None
 
@@ -92,7 +114,7 @@ class JobRegions:
     async def _sync_regions(self, key: ObjectKey, run: JobRun, crs: list[Object]) -> None:
         seen: set[int] = set()
         for obj in crs:
-            name, generation = meta(obj)["name"], int(meta(obj).get("generation") or 0)
+            name = meta(obj)["name"]
             try:
                 region = ConsistentRegion.from_wire(obj)
                 machine = RegionMachine(region.spec, region.status)
@@ -109,7 +131,9 @@ class JobRegions:
                 machine = RegionMachine(region.spec, region.status.model_copy(update={"conditions": kept}))
             index = region.spec.region_index
             seen.add(index)
-            if run.built_from.get(index) == (name, generation):
+            built = (name, _description(region.spec))
+            if run.built_from.get(index) == built:
+                self._take_requests(run, index, region.spec)
                 continue
             # New, or its spec changed (new generation): run it from its persisted state; a
             # region that was running when its spec changed resets, as after a restart.
@@ -120,13 +144,37 @@ class JobRegions:
             # A persisted state past STARTED also means a coordinator ran it before (even if the
             # ConsistentRegionOperator does not say so): its timers are gone, so it resets.
             ran_before = region.status is not None and region.status.state is not RegionState.STARTED
-            run.built_from[index] = (name, generation)
+            run.built_from[index] = built
             run.health.pop(index, None)
+            run.asked.pop(index, None)
             run.loop.add_region(machine, restarted=was_running or run.restarted or ran_before)
+            self._take_requests(run, index, region.spec)
         for index in set(run.loop.regions) - seen:
             run.loop.remove_region(index)
             run.built_from.pop(index, None)
             run.health.pop(index, None)
+            run.asked.pop(index, None)
+
+    @staticmethod
+    def _take_requests(run: JobRun, index: int, spec: ConsistentRegionSpec) -> None:
+        """Submit the spec's requests the region has not taken on yet (once per nonce)."""
+        records = run.loop.regions[index].records
+        asked = run.asked.setdefault(index, {})
+        nonce = spec.checkpoint_request
+        taken = records.checkpoint_request.nonce if records.checkpoint_request is not None else None
+        if nonce is not None and nonce not in (taken, asked.get("checkpoint")):
+            asked["checkpoint"] = nonce
+            run.loop.submit(index, CheckpointNow(nonce))
+        held = bool(spec.hold_drains)
+        if held != asked.get("hold", run.loop.regions[index].drains_held):
+            asked["hold"] = held
+            run.loop.submit(index, HoldDrains(held))
+        start = spec.start_request
+        taken = records.start_request.nonce if records.start_request is not None else None
+        if start is not None and start.nonce not in (taken, asked.get("start")):
+            asked["start"] = start.nonce
+            run.loop.submit(index, Start(start.nonce, start.mode))
+            run.health.pop(index, None)  # the region waits for its health again: feed it
 
     async def _refuse(self, obj: Object, err: Exception) -> None:
         """A region that cannot run: say why on the CR (condition ``Accepted=False`` and an

@@ -17,19 +17,22 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from streams_k8s.api.consistent_region import ConsistentRegionSpec, ConsistentRegionStatus
+from streams_k8s.api.consistent_region import ConsistentRegionSpec, ConsistentRegionStatus, StartMode
 from streams_k8s.consistent.fsm import (
     BlockingCheckpointDone,
     CheckpointDone,
+    CheckpointNow,
     Drain,
     Event,
     EventRejected,
     Health,
+    HoldDrains,
     InvalidRegion,
     RegionMachine,
     Reset,
     ResetDone,
     Restarted,
+    Start,
     StepResult,
     TimerFired,
     TimerKind,
@@ -94,12 +97,50 @@ class TimerLine(_Line):
     )
 
 
+class CheckpointNowLine(_Line):
+    type: Literal["checkpointNow"]
+    nonce: str = "replay"
+
+
+class HoldDrainsLine(_Line):
+    type: Literal["holdDrains"]
+    held: bool
+
+
+class StartLine(_Line):
+    type: Literal["start"]
+    mode: Literal["reset", "clean"]
+    nonce: str = "replay"
+
+
 EventLine = Annotated[
-    HealthLine | CheckpointLine | BlockingCheckpointLine | ResetDoneLine | DrainLine | ResetLine | TimerLine,
+    HealthLine
+    | CheckpointLine
+    | BlockingCheckpointLine
+    | ResetDoneLine
+    | DrainLine
+    | ResetLine
+    | TimerLine
+    | CheckpointNowLine
+    | HoldDrainsLine
+    | StartLine,
     Field(discriminator="type"),
 ]
 _EVENT_LINE: TypeAdapter[EventLine] = TypeAdapter(EventLine)
-_TAGS = frozenset(("health", "checkpoint", "blockingCheckpoint", "resetDone", "drain", "reset", "timer"))
+_TAGS = frozenset(
+    (
+        "health",
+        "checkpoint",
+        "blockingCheckpoint",
+        "resetDone",
+        "drain",
+        "reset",
+        "timer",
+        "checkpointNow",
+        "holdDrains",
+        "start",
+    )
+)
 
 
 def _one_line(err: ValidationError) -> str:
@@ -175,6 +216,12 @@ def parse_event(line: bytes | str, machine: RegionMachine) -> Event:
         case TimerLine():
             seq = machine.timer_seq_id if parsed.timer_seq_id is None else parsed.timer_seq_id
             return TimerFired(TimerKind(parsed.timer), seq)
+        case CheckpointNowLine():
+            return CheckpointNow(parsed.nonce)
+        case HoldDrainsLine():
+            return HoldDrains(parsed.held)
+        case StartLine():
+            return Start(parsed.nonce, StartMode(parsed.mode))
 
 
 def _record(machine: RegionMachine, result: StepResult | None, error: str | None) -> dict[str, Any]:

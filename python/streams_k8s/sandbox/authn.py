@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from streams_k8s.sandbox.clock import now, stamp
 from streams_k8s.sandbox.errors import ApiError, bad_request, cause, invalid, not_found
-from streams_k8s.sandbox.registry import Registry, now
+from streams_k8s.sandbox.registry import Registry
 
 ADMIN = "system:admin"
 SUPERUSERS = "system:masters"
@@ -73,7 +74,7 @@ def service_account_user(namespace: str, name: str) -> str:
 
 
 def _timestamp(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return stamp(datetime.fromtimestamp(seconds, UTC))
 
 
 class Authenticator:

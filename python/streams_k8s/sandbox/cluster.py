@@ -11,8 +11,9 @@ from streams_k8s.sandbox.errors import ApiError
 from streams_k8s.sandbox.kubelet import Kubelet
 from streams_k8s.sandbox.nodes import NodeSpec
 from streams_k8s.sandbox.pod_streams import ContainerLogs
-from streams_k8s.sandbox.registry import Registry, clone
+from streams_k8s.sandbox.registry import Registry
 from streams_k8s.sandbox.scheduler import Scheduler, tolerates
+from streams_k8s.sandbox.store import clone
 from streams_k8s.sandbox.worker import Worker
 from streams_k8s.sandbox.workloads import WorkloadControllers
 

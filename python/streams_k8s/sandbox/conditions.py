@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streams_k8s.sandbox.registry import now
+from streams_k8s.sandbox.clock import now
 
 
 def set_condition(

@@ -11,20 +11,7 @@ from typing import Any
 
 from streams_k8s.sandbox.errors import ApiError
 from streams_k8s.sandbox.registry import Registry
-
-
-@dataclass
-class RequestInfo:
-    """What a request addresses, as the API server's request-info resolver sees it."""
-
-    verb: str
-    group: str = ""
-    version: str = ""
-    resource: str = ""
-    subresource: str | None = None
-    namespace: str | None = None
-    name: str | None = None
-    path: str = ""
+from streams_k8s.sandbox.request_info import RequestInfo
 
 
 @dataclass

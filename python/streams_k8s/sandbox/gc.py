@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from streams_k8s.sandbox.errors import ApiError
-from streams_k8s.sandbox.registry import Registry, clone
+from streams_k8s.sandbox.registry import Registry
 from streams_k8s.sandbox.resources import ResourceType
-from streams_k8s.sandbox.store import WatchEvent
+from streams_k8s.sandbox.store import WatchEvent, clone
 from streams_k8s.sandbox.worker import Worker
 
 FOREGROUND = "foregroundDeletion"

@@ -13,12 +13,13 @@ import asyncio
 import ipaddress
 from typing import Any
 
+from streams_k8s.sandbox.clock import now
 from streams_k8s.sandbox.conditions import set_condition
 from streams_k8s.sandbox.errors import ApiError
 from streams_k8s.sandbox.pod_streams import ContainerLogs
-from streams_k8s.sandbox.registry import Registry, clone, now
+from streams_k8s.sandbox.registry import Registry
 from streams_k8s.sandbox.resources import ResourceType
-from streams_k8s.sandbox.store import WatchEvent
+from streams_k8s.sandbox.store import WatchEvent, clone
 from streams_k8s.sandbox.worker import Worker
 
 PODS = ("", "pods")

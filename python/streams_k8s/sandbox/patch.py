@@ -12,6 +12,11 @@ from typing import Any
 
 from streams_k8s.sandbox.errors import ApiError, bad_request
 
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+
 # List field name -> merge key, for strategic merge patch of built-in kinds.
 MERGE_KEYS = {
     "containers": "name",
@@ -30,6 +35,27 @@ MERGE_KEYS = {
 }
 # Lists of scalars merged as sets.
 _SET_LISTS = {"finalizers"}
+
+
+def apply_patch(content_type: str, current: dict[str, Any], patch: Any, strategic: bool) -> Any:
+    """`current` patched as the content type says (strategic merge only where `strategic`); 415
+    for another content type."""
+    if content_type == MERGE_PATCH:
+        if not isinstance(patch, dict):
+            raise bad_request("a merge patch must be a JSON object")
+        return merge_patch(current, patch)
+    if content_type == JSON_PATCH:
+        return json_patch(current, patch)
+    if content_type == STRATEGIC_PATCH and strategic:
+        if not isinstance(patch, dict):
+            raise bad_request("a strategic merge patch must be a JSON object")
+        return strategic_merge_patch(current, patch)
+    allowed = [JSON_PATCH, MERGE_PATCH] + ([STRATEGIC_PATCH] if strategic else [])
+    raise ApiError(
+        415,
+        "the body of the request was in an unknown format - accepted media types "
+        f"include: {', '.join(allowed)}",
+    )
 
 
 def merge_patch(target: Any, patch: Any) -> Any:

@@ -24,42 +24,31 @@ Calls leave from the pod's own address (`status.podIP`, a loopback address in th
 network), so a server that trusts PE pods by source address (the instance API's write guard)
 sees them as a cluster would show them.
 
-The reporter is pluggable (any async callable), and `RuntimeHooks` is where further behaviour
-attaches: the runtime calls `pe_started` / `pe_stopped`; `consistent_region.ConsistentRegionParticipant`
-is the hook that answers consistent-region drains and resets.
+The reporter is pluggable (any async callable), and `RuntimeHooks` (`pe_hooks`) is where further
+behaviour attaches: the runtime calls `pe_started` / `pe_stopped`;
+`consistent_region.ConsistentRegionParticipant` is the hook that answers consistent-region drains
+and resets.
 """
 
 from __future__ import annotations
 
-import functools
-import ipaddress
 import logging
-import socket
-from collections.abc import Awaitable, Callable, Hashable
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
-
-import aiohttp
-import orjson
+from typing import Any
 
 from streams_k8s.api.contract import (
     AADL_KEY,
-    APP_LABEL,
-    APP_VALUE,
     JOB_CONFIG_DIR,
     JOB_LABEL,
-    JOB_NAME_ENV,
     LAUNCH_COUNT_LABEL,
     NAME_TABLE_KEY,
     PE_CONFIG_DIR,
-    PE_ID_ENV,
     PE_LABEL,
     PE_PORT_BASE,
-    SVC_LABEL,
-    SVC_PE,
     pe_service_name,
 )
 from streams_k8s.sandbox.endpoints import ENDPOINT_SLICES, SERVICE_NAME_LABEL
+from streams_k8s.sandbox.pe_hooks import HttpConnectivityReporter, Reporter, RuntimeHooks
+from streams_k8s.sandbox.pe_identity import PeIdentity, identify, is_pe_pod
 from streams_k8s.sandbox.pe_wiring import (
     PePort,
     Wiring,
@@ -71,6 +60,16 @@ from streams_k8s.sandbox.pe_wiring import (
 from streams_k8s.sandbox.pod_streams import ContainerLogs
 from streams_k8s.sandbox.registry import Registry
 from streams_k8s.sandbox.resources import ResourceType
+from streams_k8s.sandbox.running_pe import (
+    NONE,
+    ConfigMapKey,
+    PeKey,
+    PodKey,
+    RunningPe,
+    ServiceKey,
+    connectivity,
+    file_under,
+)
 from streams_k8s.sandbox.store import WatchEvent
 from streams_k8s.sandbox.worker import Worker
 from streams_k8s.sandbox.workloads import is_ready
@@ -80,162 +79,6 @@ log = logging.getLogger(__name__)
 PODS = ("", "pods")
 SERVICES = ("", "services")
 CONFIGMAPS = ("", "configmaps")
-FULL, PARTIAL, NONE = "Full", "Partial", "None"
-
-PodKey = tuple[str, str]  # (namespace, pod name)
-ServiceKey = tuple[str, str]  # (namespace, service name)
-ConfigMapKey = tuple[str, str]  # (namespace, ConfigMap name)
-PeKey = tuple[str, str, str]  # (namespace, job, PE id)
-K = TypeVar("K", bound=Hashable)
-
-
-@dataclass(frozen=True)
-class PeIdentity:
-    namespace: str
-    pod: str
-    uid: str
-    job: str
-    pe: str
-    container: str = ""  # the runtime's container (the pod's first)
-    address: str = ""  # the pod's IP: where its calls come from
-
-
-@functools.cache
-def _bindable(address: str) -> bool:
-    """Whether connections can leave from ``address`` (all of 127.0.0.0/8 on Linux)."""
-    try:
-        if not ipaddress.ip_address(address).is_loopback:
-            return False
-        with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET) as probe:
-            probe.bind((address, 0))
-    except (ValueError, OSError):
-        return False
-    return True
-
-
-def session_from(address: str, timeout: aiohttp.ClientTimeout) -> aiohttp.ClientSession:
-    """An HTTP session whose connections leave from ``address`` when this host has it (the
-    sandbox's pod addresses are loopback ones), else from wherever the system picks."""
-    connector = aiohttp.TCPConnector(local_addr=(address, 0)) if _bindable(address) else None
-    return aiohttp.ClientSession(timeout=timeout, connector=connector)
-
-
-Reporter = Callable[[PeIdentity, str], Awaitable[None]]
-
-
-def pe_log(logs: ContainerLogs, pe: PeIdentity, text: str) -> None:
-    """A line the PE runtime writes to its container's log."""
-    if pe.container:
-        logs.write(pe.uid, pe.container, f"pe {pe.pe} (job {pe.job}): {text}")
-
-
-class RuntimeHooks:
-    """Extension point for behaviour beyond connectivity (consistent regions): override these."""
-
-    # Set by the runtime: where the hooks write what the PE would log.
-    logs: ContainerLogs | None = None
-
-    async def pe_started(self, pe: PeIdentity, pod: dict[str, Any]) -> None:
-        """The PE's pod is Running and Ready (connectivity is reported next)."""
-
-    async def pe_stopped(self, pe: PeIdentity) -> None:
-        """The PE's pod terminated or was deleted."""
-
-    async def close(self) -> None:
-        """The sandbox stops: release what the hooks hold."""
-
-    def log(self, pe: PeIdentity, text: str) -> None:
-        """A line in the PE container's log."""
-        if self.logs is not None:
-            pe_log(self.logs, pe, text)
-
-
-class HttpConnectivityReporter:
-    """Reports to the controller's REST API like the real runtime (PUT, JSON string body), from
-    the PE's pod address."""
-
-    def __init__(self, base_url: str, timeout: float = 2.0) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.timeout = aiohttp.ClientTimeout(total=timeout)
-
-    async def __call__(self, pe: PeIdentity, state: str) -> None:
-        url = f"{self.base_url.format(namespace=pe.namespace)}/api/state/job/{pe.job}/pe/{pe.pe}/connectivity"
-        body = orjson.dumps(state)
-        async with (
-            session_from(pe.address, self.timeout) as session,
-            session.put(url, data=body, headers={"Content-Type": "application/json"}) as response,
-        ):
-            if response.status >= 300:
-                raise RuntimeError(f"PUT {url} answered {response.status}: {(await response.text())[:200]}")
-
-    async def close(self) -> None:
-        """Nothing held between reports (each leaves from its own pod's address)."""
-
-
-def is_pe_pod(pod: dict[str, Any]) -> bool:
-    labels = pod["metadata"].get("labels") or {}
-    return labels.get(APP_LABEL) == APP_VALUE and labels.get(SVC_LABEL) == SVC_PE
-
-
-def identify(pod: dict[str, Any]) -> PeIdentity | None:
-    meta = pod["metadata"]
-    labels = meta.get("labels") or {}
-    containers = (pod.get("spec") or {}).get("containers") or [{}]
-    env = {e.get("name"): e.get("value") for e in containers[0].get("env") or [] if isinstance(e, dict)}
-    job = labels.get(JOB_LABEL) or env.get(JOB_NAME_ENV)
-    pe = labels.get(PE_LABEL) or env.get(PE_ID_ENV)
-    if not job or pe is None:
-        return None
-    container = str(containers[0].get("name") or "")
-    address = str((pod.get("status") or {}).get("podIP") or "")
-    return PeIdentity(meta["namespace"], meta["name"], meta["uid"], str(job), str(pe), container, address)
-
-
-def connectivity(links: list[bool]) -> str:
-    """The runtime's three-state summary of its connections."""
-    if all(links):
-        return FULL
-    return NONE if not any(links) else PARTIAL
-
-
-@dataclass(eq=False)
-class RunningPe:
-    """A started PE: what it read at start, what it depends on, what it resolved and reported."""
-
-    identity: PeIdentity
-    wiring: Wiring | None  # None: no AADL mounted, no static connections
-    table_map: str | None  # the name table's ConfigMap
-    services: set[ServiceKey] = field(default_factory=set)
-    senders: set[PeKey] = field(default_factory=set)
-    links: dict[str, str] = field(default_factory=dict)  # connection -> how it resolved (logged on change)
-    table_problem: str = ""
-    state: str | None = None
-    reported: str = NONE  # what the controller holds (its starting value)
-    reporting: bool = False
-    failing: bool = False
-
-    @property
-    def key(self) -> PodKey:
-        return (self.identity.namespace, self.identity.pod)
-
-    @property
-    def job_name(self) -> str:
-        return (self.wiring.job_name if self.wiring is not None else "") or self.identity.job
-
-    def log(self, logs: ContainerLogs, text: str) -> None:
-        pe_log(logs, self.identity, text)
-
-
-def _index(index: dict[K, set[str]], keys: set[K], old: set[K], uid: str) -> None:
-    """File `uid` under `keys` in a reverse index, removing it from the `old` ones."""
-    for key in old - keys:
-        bucket = index.get(key)
-        if bucket is not None:
-            bucket.discard(uid)
-            if not bucket:
-                del index[key]
-    for key in keys - old:
-        index.setdefault(key, set()).add(uid)
 
 
 class SimulatedPeRuntime:
@@ -331,11 +174,11 @@ class SimulatedPeRuntime:
         uid = pe.identity.uid
         if self._by_ip.get(pe.identity.address) == uid:
             del self._by_ip[pe.identity.address]
-        _index(self._by_pe, set(), {self._pe_key(pe)}, uid)
-        _index(self._on_service, set(), pe.services, uid)
-        _index(self._on_sender, set(), pe.senders, uid)
+        file_under(self._by_pe, set(), {self._pe_key(pe)}, uid)
+        file_under(self._on_service, set(), pe.services, uid)
+        file_under(self._on_sender, set(), pe.senders, uid)
         if pe.table_map is not None:
-            _index(self._on_table, set(), {(pe.identity.namespace, pe.table_map)}, uid)
+            file_under(self._on_table, set(), {(pe.identity.namespace, pe.table_map)}, uid)
         self._queue(self._on_sender.get(self._pe_key(pe)))
         self._queue(self._on_service.get(self._own_service(pe)))
 
@@ -410,9 +253,9 @@ class SimulatedPeRuntime:
         self.running[identity.uid] = pe
         if pe.identity.address:
             self._by_ip[pe.identity.address] = identity.uid
-        _index(self._by_pe, {self._pe_key(pe)}, set(), identity.uid)
+        file_under(self._by_pe, {self._pe_key(pe)}, set(), identity.uid)
         if pe.table_map is not None:
-            _index(self._on_table, {(ns, pe.table_map)}, set(), identity.uid)
+            file_under(self._on_table, {(ns, pe.table_map)}, set(), identity.uid)
         if wiring is None:
             pe.log(
                 self.logs, problem or f"started; no AADL mounted at {PE_CONFIG_DIR}: no static connections"
@@ -512,8 +355,8 @@ class SimulatedPeRuntime:
                 else:
                     links[name] = (True, "connected")
         uid = pe.identity.uid
-        _index(self._on_service, services, pe.services, uid)
-        _index(self._on_sender, senders, pe.senders, uid)
+        file_under(self._on_service, services, pe.services, uid)
+        file_under(self._on_sender, senders, pe.senders, uid)
         pe.services, pe.senders = services, senders
         return links
 

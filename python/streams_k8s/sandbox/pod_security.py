@@ -290,7 +290,7 @@ def violations(level: str, metadata: dict[str, Any], spec: dict[str, Any]) -> li
 
 @dataclass
 class PodSecurity:
-    """The admission step, registered on a Registry (``registry.admission``)."""
+    """The admission step, registered on a Registry (``registry.pipeline.plugins``)."""
 
     registry: Registry
     audit: list[tuple[str, str, str]] = field(default_factory=list)  # (namespace/name, level, violations)

@@ -27,7 +27,8 @@ from typing import Any
 
 from streams_k8s.sandbox.authn import AUTHENTICATED, SUPERUSERS, Identity, service_account_user
 from streams_k8s.sandbox.errors import bad_request, cause, invalid
-from streams_k8s.sandbox.registry import Registry, clone
+from streams_k8s.sandbox.registry import Registry
+from streams_k8s.sandbox.store import clone
 
 RBAC = "rbac.authorization.k8s.io"
 AUTHORIZATION = "authorization.k8s.io"

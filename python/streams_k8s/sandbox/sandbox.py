@@ -7,13 +7,11 @@ import asyncio
 import contextlib
 import logging
 import tempfile
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from functools import lru_cache
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import yaml
 from aiohttp import web
 
 from streams_k8s.api import KINDS
@@ -21,23 +19,20 @@ from streams_k8s.api.crd import crd_manifest
 from streams_k8s.sandbox.cluster import SimulatedCluster
 from streams_k8s.sandbox.conformance import SchemaGuard, enabled_by_environment
 from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
-from streams_k8s.sandbox.errors import ApiError
+from streams_k8s.sandbox.control import ControlEndpoints
+from streams_k8s.sandbox.crd_files import install_crd, install_crds
 from streams_k8s.sandbox.faults import Faults
 from streams_k8s.sandbox.gc import GarbageCollector
 from streams_k8s.sandbox.kubeconfig import write_kubeconfig
 from streams_k8s.sandbox.nodes import NodeSpec, load_nodes, make_nodes
-from streams_k8s.sandbox.pe_runtime import (
-    HttpConnectivityReporter,
-    Reporter,
-    RuntimeHooks,
-    SimulatedPeRuntime,
-)
+from streams_k8s.sandbox.pe_hooks import HttpConnectivityReporter, Reporter, RuntimeHooks
+from streams_k8s.sandbox.pe_runtime import SimulatedPeRuntime
 from streams_k8s.sandbox.pod_security import PodSecurity
 from streams_k8s.sandbox.pod_streams import ContainerLogs
 from streams_k8s.sandbox.rbac import bootstrap as bootstrap_rbac
-from streams_k8s.sandbox.registry import CRD_KEY, Registry, clone
+from streams_k8s.sandbox.registry import Registry
 from streams_k8s.sandbox.resources import ResourceType
-from streams_k8s.sandbox.server import ApiServer, RequestRecord, json_response
+from streams_k8s.sandbox.server import ApiServer, RequestRecord
 from streams_k8s.sandbox.store import WatchEvent
 from streams_k8s.sandbox.tls import TlsFiles, self_signed
 from streams_k8s.sandbox.worker import Worker
@@ -97,13 +92,10 @@ class Sandbox:
             self.schema_guard = SchemaGuard()
             self.registry.store.listeners.append(self.schema_guard)
         for group_version in disabled_apis:  # e.g. "events.k8s.io/v1", to emulate an older cluster
-            group, _, version = group_version.rpartition("/")
-            for rt in list(self.registry.types.values()):
-                if rt.group == group and version in rt.versions and group:
-                    self.registry.unregister(rt.key)
+            self._disable(group_version)
         bootstrap_rbac(self.registry)
         self.pod_security = PodSecurity(self.registry)
-        self.registry.admission.append(self.pod_security)
+        self.registry.pipeline.plugins.append(self.pod_security)
         self.faults = Faults(self.registry)
         self.gc = GarbageCollector(self.registry)
         # What the simulated containers write (kubectl logs).
@@ -116,7 +108,6 @@ class Sandbox:
             request_log_size=request_log_size,
             logs=self.logs,
         )
-        self.server.control = self._control
         self._kubeconfig_path = kubeconfig_path
         self.tls = tls or tls_cert is not None
         self._tls_files = TlsFiles(tls_cert, tls_key or tls_cert) if tls_cert is not None else None
@@ -129,23 +120,38 @@ class Sandbox:
         # CR operator's API when its address is known.
         self.consistent_regions: ConsistentRegionParticipant | None = None
         if simulate:
-            self.cluster = SimulatedCluster(
-                self.registry,
-                _node_specs(nodes, list(zones or [])),
-                start_delay=start_delay,
-                termination_delay=termination_delay,
-                logs=self.logs,
-            )
-            self.workers += self.cluster.workers
+            self._simulate_cluster(_node_specs(nodes, list(zones or [])), start_delay, termination_delay)
             if pe_runtime:
-                reporter = pe_reporter or (
-                    HttpConnectivityReporter(controller_url) if controller_url else None
-                )
-                if pe_hooks is None:
-                    self.consistent_regions = ConsistentRegionParticipant(consistent_region_url)
-                    pe_hooks = self.consistent_regions
-                self.pe_runtime = SimulatedPeRuntime(self.registry, reporter, hooks=pe_hooks, logs=self.logs)
-                self.workers.append(self.pe_runtime.worker)
+                self._simulate_pe_runtime(pe_reporter, controller_url, pe_hooks, consistent_region_url)
+        self.server.control = ControlEndpoints(self.faults, self.cluster, self.server, self.delete_behind)
+
+    def _simulate_cluster(self, nodes: list[NodeSpec], start_delay: float, termination_delay: float) -> None:
+        self.cluster = SimulatedCluster(
+            self.registry, nodes, start_delay=start_delay, termination_delay=termination_delay, logs=self.logs
+        )
+        self.workers += self.cluster.workers
+
+    def _simulate_pe_runtime(
+        self,
+        reporter: Reporter | None,
+        controller_url: str | None,
+        hooks: RuntimeHooks | None,
+        consistent_region_url: str | None,
+    ) -> None:
+        """The PE runtime reports to `reporter`, else to the controller at `controller_url`; its
+        hooks answer consistent-region notifications unless `hooks` replaces them."""
+        reporter = reporter or (HttpConnectivityReporter(controller_url) if controller_url else None)
+        if hooks is None:
+            self.consistent_regions = ConsistentRegionParticipant(consistent_region_url)
+            hooks = self.consistent_regions
+        self.pe_runtime = SimulatedPeRuntime(self.registry, reporter, hooks=hooks, logs=self.logs)
+        self.workers.append(self.pe_runtime.worker)
+
+    def _disable(self, group_version: str) -> None:
+        group, _, version = group_version.rpartition("/")
+        for rt in list(self.registry.types.values()):
+            if rt.group == group and version in rt.versions and group:
+                self.registry.unregister(rt.key)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -353,64 +359,11 @@ class Sandbox:
 
     def install_crd(self, crd: dict[str, Any]) -> None:
         """Create (or replace) a CustomResourceDefinition, as `kubectl apply` of its manifest would."""
-        crd = clone(crd)  # the registry keeps what it is given
-        rt = self.registry.types[CRD_KEY]
-        existing = self.registry.find(rt, None, crd["metadata"]["name"])
-        if existing is None:
-            self.registry.create(rt, "v1", None, crd)
-        else:
-            crd["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
-            self.registry.update(rt, "v1", None, crd["metadata"]["name"], crd)
+        install_crd(self.registry, crd)
 
     def install_crds(self, directory: Path) -> int:
         """Install every CRD in the YAML files of a directory; returns how many."""
-        if not directory.is_dir():
-            log.info("no CRD directory at %s: no custom resources installed from it", directory)
-            return 0
-        count = 0
-        for path in sorted(directory.glob("*.y*ml")):
-            try:
-                for doc in _crd_file(path, path.stat().st_mtime_ns):
-                    self.install_crd(doc)
-                    count += 1
-            except (ApiError, yaml.YAMLError) as err:
-                raise ValueError(f"{path}: {err}") from None
-        return count
-
-    async def _control(self, path: str, request: web.Request) -> web.StreamResponse:
-        """`/_sandbox/...`: the HTTP form of fault injection and assertions."""
-        if path == "faults" and request.method == "POST":
-            return json_response(self.faults.apply(await request.json()))
-        if path == "faults" and request.method == "DELETE":
-            self.faults.clear()
-            return json_response({"rules": 0})
-        if path == "cluster" and request.method == "POST" and self.cluster is not None:
-            return json_response(self.cluster.apply(await request.json()) or {})
-        if path == "delete" and request.method == "POST":
-            spec = await request.json()
-            self.delete_behind(
-                spec["resource"],
-                spec["name"],
-                spec.get("namespace"),
-                spec.get("group", ""),
-                bool(spec.get("force")),
-            )
-            return json_response({"deleted": spec["name"]})
-        if path == "requests" and request.method == "GET":
-            return json_response(
-                [
-                    {
-                        "time": r.time,
-                        "method": r.method,
-                        "path": r.path,
-                        "query": r.query,
-                        "status": r.status,
-                        "verb": r.info.verb if r.info else None,
-                    }
-                    for r in self.server.requests
-                ]
-            )
-        raise ApiError(404, f"unknown sandbox control endpoint /_sandbox/{path}")
+        return install_crds(self.registry, directory)
 
 
 def _node_specs(nodes: int | Sequence[NodeSpec] | Path, zones: list[str]) -> list[NodeSpec]:
@@ -419,18 +372,3 @@ def _node_specs(nodes: int | Sequence[NodeSpec] | Path, zones: list[str]) -> lis
     if isinstance(nodes, Path):
         return load_nodes(nodes, zones)
     return list(nodes)
-
-
-@lru_cache(maxsize=64)
-def _crd_file(path: Path, mtime_ns: int) -> tuple[dict[str, Any], ...]:
-    """The CRDs of a YAML file, parsed once per version of the file (sandboxes start often)."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return tuple(_crd_documents(yaml.load_all(path.read_text(), Loader=loader)))
-
-
-def _crd_documents(docs: Iterable[Any]) -> Iterable[dict[str, Any]]:
-    for doc in docs:
-        if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
-            yield doc
-        elif isinstance(doc, dict) and doc.get("kind") == "List":
-            yield from _crd_documents(doc.get("items") or [])

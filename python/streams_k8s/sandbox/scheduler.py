@@ -19,10 +19,10 @@ from typing import Any
 from streams_k8s.api.quantity import parse_quantity
 from streams_k8s.sandbox.conditions import set_condition
 from streams_k8s.sandbox.errors import ApiError
-from streams_k8s.sandbox.registry import Registry, clone
+from streams_k8s.sandbox.registry import Registry
 from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.selectors import selector_from_spec
-from streams_k8s.sandbox.store import WatchEvent
+from streams_k8s.sandbox.store import WatchEvent, clone
 from streams_k8s.sandbox.worker import Worker
 
 PODS = ("", "pods")

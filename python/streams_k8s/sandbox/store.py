@@ -22,6 +22,11 @@ _TRACKED_OBJECTS = 100_000
 MAX_WATCH_BACKLOG = 100_000
 
 
+def clone(obj: Any) -> Any:
+    """A deep copy of a JSON value (fast: one orjson round trip)."""
+    return orjson.loads(orjson.dumps(obj))
+
+
 Converter = Callable[[dict[str, Any]], dict[str, Any]]
 
 

@@ -17,10 +17,11 @@ from typing import Any
 
 import orjson
 
+from streams_k8s.sandbox.clock import now
 from streams_k8s.sandbox.errors import ApiError
-from streams_k8s.sandbox.registry import Registry, clone, now
+from streams_k8s.sandbox.registry import Registry
 from streams_k8s.sandbox.resources import ResourceType
-from streams_k8s.sandbox.store import WatchEvent
+from streams_k8s.sandbox.store import WatchEvent, clone
 from streams_k8s.sandbox.worker import Worker
 
 log = logging.getLogger(__name__)

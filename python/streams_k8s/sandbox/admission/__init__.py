@@ -26,14 +26,9 @@ from streams_k8s.sandbox.admission import (
     services,
     workloads,
 )
-from streams_k8s.sandbox.admission.decoding import (
-    FieldValidation,
-    check_apply_config,
-    decode,
-    parse_json,
-    parse_yaml,
-)
+from streams_k8s.sandbox.admission.decoding import check_apply_config, decode
 from streams_k8s.sandbox.admission.field_errors import FieldErrors
+from streams_k8s.sandbox.admission.field_validation import FieldValidation, parse_json, parse_yaml
 from streams_k8s.sandbox.errors import invalid
 from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.warnings import warn

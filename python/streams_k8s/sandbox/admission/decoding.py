@@ -8,23 +8,19 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import orjson
-import yaml
 
 from streams_k8s.api.quantity import parse_quantity
 from streams_k8s.sandbox import schema as structural
 from streams_k8s.sandbox.admission import builtin_schemas
-from streams_k8s.sandbox.admission.field_errors import FieldErrors, go_quote
-from streams_k8s.sandbox.errors import ApiError, bad_request, invalid
+from streams_k8s.sandbox.admission.field_errors import go_quote
+from streams_k8s.sandbox.admission.field_validation import FieldValidation, join_path
+from streams_k8s.sandbox.errors import ApiError
 from streams_k8s.sandbox.resources import ResourceType
-from streams_k8s.sandbox.warnings import warn
 
-STRICT, WARN, IGNORE = "Strict", "Warn", "Ignore"
 _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 _INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 _QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
@@ -32,115 +28,6 @@ _TIMES = ("io.k8s.apimachinery.pkg.apis.meta.v1.Time", "io.k8s.apimachinery.pkg.
 _QUANTITY_MSG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
-
-
-@dataclass
-class FieldValidation:
-    """One write request's `fieldValidation` directive, and the duplicate fields found while
-    parsing its body. Warnings go to the request's `Warning` headers (`sandbox.warnings`)."""
-
-    directive: str = WARN
-    # A PATCH (other than apply): errors are reported as an invalid `patch`, whose value is the
-    # patched object (JSON and merge patches) or the patch (strategic merge patches).
-    patch: str | None = None
-    duplicates: list[str] = field(default_factory=list)
-
-    @classmethod
-    def from_query(cls, value: str | None) -> FieldValidation:
-        directive = value or WARN
-        if directive not in (STRICT, WARN, IGNORE):
-            errors = FieldErrors()
-            errors.not_supported("fieldValidation", directive, ["", IGNORE, STRICT, WARN])
-            raise invalid("CreateOptions", "", errors, "meta.k8s.io")
-        return cls(directive)
-
-    def report(self, rt: ResourceType, version: str, problems: list[str]) -> None:
-        """Apply the directive to unknown/duplicate-field problems of the decoded object."""
-        if not problems or self.directive == IGNORE:
-            return
-        if self.directive == WARN:
-            for problem in problems:
-                warn(problem)
-            return
-        raise self.decode_error(rt, version, "strict decoding error: " + ", ".join(problems))
-
-    def decode_error(self, rt: ResourceType, version: str, why: str) -> ApiError:
-        """A body the kind cannot be decoded from: 400 for a create or update, 422 for a patch."""
-        if self.patch is not None:
-            errors = FieldErrors()
-            errors.invalid("patch", self.patch, why)
-            return invalid("", "", errors)
-        return bad_request(f'{rt.kind} in version "{version}" cannot be handled as a {rt.kind}: {why}')
-
-
-# -- parsing request bodies ---------------------------------------------------------------------
-
-
-def parse_json(body: bytes, fields: FieldValidation | None) -> Any:
-    """A JSON body; with field validation on, duplicate keys are noted (by path) for the directive."""
-    if fields is None or fields.directive == IGNORE:
-        return orjson.loads(body)
-    seen: dict[int, list[str]] = {}
-
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        dupes = []
-        for k, v in items:
-            if k in out:
-                dupes.append(k)
-            out[k] = v
-        if dupes:
-            seen[id(out)] = dupes
-        return out
-
-    parsed = json.loads(body, object_pairs_hook=pairs)
-    if seen:
-        fields.duplicates.extend(_duplicate_paths(parsed, seen, ""))
-    return parsed
-
-
-def _duplicate_paths(value: Any, seen: dict[int, list[str]], path: str) -> list[str]:
-    out = []
-    if isinstance(value, dict):
-        out += [f'duplicate field "{_join(path, k)}"' for k in seen.get(id(value), [])]
-        for k, v in value.items():
-            out += _duplicate_paths(v, seen, _join(path, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out += _duplicate_paths(v, seen, f"{path}[{i}]")
-    return out
-
-
-class _DuplicateKeyLoader(yaml.SafeLoader):
-    """Safe YAML that records keys set twice in a mapping (YAML otherwise keeps the last)."""
-
-    def __init__(self, stream: Any) -> None:
-        super().__init__(stream)
-        self.repeated: list[str] = []
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        keys = set()
-        for key_node, _ in node.value:
-            k = self.construct_object(key_node, deep=deep)
-            if k in keys:
-                self.repeated.append(f'line {key_node.start_mark.line + 1}: key "{k}" already set in map')
-            keys.add(k)
-        return super().construct_mapping(node, deep=deep)
-
-
-def parse_yaml(body: bytes, fields: FieldValidation | None) -> Any:
-    """A YAML body (server-side apply); repeated keys fail a Strict request, or warn."""
-    loader = _DuplicateKeyLoader(body)
-    try:
-        data = loader.get_single_data()
-    finally:
-        loader.dispose()
-    if loader.repeated and fields is not None and fields.directive != IGNORE:
-        why = "error converting YAML to JSON: yaml: unmarshal errors:\n  " + "\n  ".join(loader.repeated)
-        if fields.directive == STRICT:
-            raise bad_request(f"error strict decoding YAML: {why}")
-        warn(why)
-    return data
 
 
 # -- decoding built-in kinds ----------------------------------------------------------------------
@@ -194,10 +81,6 @@ def _merge_string_data(secret: dict[str, Any]) -> None:
         data = secret.setdefault("data", {})
         for k, v in string_data.items():
             data[k] = base64.b64encode(v.encode()).decode()
-
-
-def _join(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
 
 
 def _go_package_type(name: str) -> str:
@@ -268,9 +151,9 @@ class _Walk:
         props = schema.get("properties")
         extra = schema.get("additionalProperties")
         for k in list(value):
-            sub_path = _join(path, k)
+            sub_path = join_path(path, k)
             if props is not None and k in props:
-                value[k] = self.value(value[k], props[k], sub_path, _join(go_path, k), struct)
+                value[k] = self.value(value[k], props[k], sub_path, join_path(go_path, k), struct)
             elif isinstance(extra, dict):
                 value[k] = self.value(value[k], extra, sub_path, go_path, struct)
             elif props is not None:
@@ -308,7 +191,7 @@ class _Walk:
             extra = schema.get("additionalProperties")
             if isinstance(extra, dict):
                 for k in list(value):
-                    value[k] = self.value(value[k], extra, _join(path, k), go_path, struct)
+                    value[k] = self.value(value[k], extra, join_path(path, k), go_path, struct)
             elif "properties" in schema:
                 self.object(value, schema, path, go_path, struct)
             return value

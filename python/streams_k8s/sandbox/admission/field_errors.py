@@ -111,6 +111,15 @@ class FieldErrors(list[Cause]):
             )
         )
 
+    def one_of(self, path: str, value: str | None, allowed: list[str]) -> None:
+        """An optional choice: unset is fine, empty is missing, else one of `allowed`."""
+        if value is None:
+            return
+        if value == "":
+            self.required(path)
+        elif value not in allowed:
+            self.not_supported(path, value, allowed)
+
     def duplicate(self, path: str, value: Any) -> None:
         self.append(cause(path, f"Duplicate value: {go_value(value)}", "FieldValueDuplicate"))
 

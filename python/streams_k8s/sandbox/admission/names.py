@@ -49,6 +49,7 @@ _ONE_LETTER = re.compile("[a-z]")
 
 LABEL_MAX = 63
 SUBDOMAIN_MAX = 253
+MAX_INT32 = 2**31 - 1  # the largest int32 field value
 
 NameCheck = Callable[[str, bool], list[str]]
 """A kind's name rule: (name, is a generateName prefix) -> messages."""

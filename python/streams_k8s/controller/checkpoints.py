@@ -1,0 +1,253 @@
+"""The consistent-region side of upgrades and suspends, for the job controller: ask every region of
+a job for a checkpoint (optionally holding the drains afterwards), read how far the regions got,
+release the hold, tell the regions how to start when their PEs are replaced, and say which
+operators keep their state across a plan change.
+
+Pure decisions plus the ConsistentRegion patches: nothing here waits. The job controller passes
+the job's regions from its informer store (``regions=``; without it they are listed), calls these
+again on every requeue (a region whose spec already says so is not written), and goes on once
+``checkpoint_outcome`` says the checkpoint is complete (each region's status answers).
+
+The modes (``spec.upgradeMode``; ``upgrade_mode`` resolves the default):
+
+- ``stateless``: ``request_start(.., STATELESS, ..)``: the regions start clean (``isCleanStart``);
+- ``last-checkpoint``: replace the PEs, ``request_start``: every region resets to its last
+  completed checkpoint, as after a coordinator restart;
+- ``checkpoint-first``: ``request_checkpoint(.., hold=True)`` before the first old pod is deleted;
+  the upgrade goes on once ``checkpoint_outcome(..).complete``; the new PEs reset to that
+  checkpoint (the hold keeps the period from taking a newer one; an operator-driven region's
+  trigger operators may still take one, and the reset then goes to it), then ``release_hold``.
+
+A checkpoint that does not complete within ``spec.checkpointTimeoutSeconds`` (``overdue``) never
+turns the upgrade into a stateless one: the upgrade keeps waiting, with a condition naming the
+regions still pending (``CheckpointOutcome.summary``). A region that fails (it reached the
+maximum of reset attempts, or its coordinator refused it) makes the outcome ``failed``: the
+upgrade stops there, nothing replaced, and says why.
+
+Call ``request_start`` before the first old pod is deleted, naming the PEs that will be replaced:
+only their regions take the request on, and each uses it the next time it becomes healthy, i.e.
+once its replaced PEs run. (A region whose PEs are not replaced must not get it: it would use it at
+its next failure.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from pydantic import ValidationError
+
+from streams_k8s.api.consistent_region import ConsistentRegion, RegionState, StartMode
+from streams_k8s.api.contract import JOB_LABEL
+from streams_k8s.api.job import Job, JobSpec, UpgradeMode
+from streams_k8s.app.plan import Plan
+from streams_k8s.controller.kinds import CONSISTENT_REGIONS
+from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.objects import Object, meta
+
+# The coordinator's condition on a region it cannot run (`consistent.job_regions.ACCEPTED`).
+_ACCEPTED = "Accepted"
+
+
+def upgrade_mode(spec: JobSpec, has_regions: bool) -> UpgradeMode:
+    """The mode an edit of this job applies: the spec's, else last-checkpoint for a job with
+    consistent regions and stateless for one without."""
+    if spec.upgrade_mode is not None:
+        return spec.upgrade_mode
+    return UpgradeMode.LAST_CHECKPOINT if has_regions else UpgradeMode.STATELESS
+
+
+# ---- the patches ----
+
+
+# The job's ConsistentRegion objects, e.g. from the job controller's informer store (read from the
+# API server when not given).
+Regions = Iterable[Object] | None
+
+
+async def _patch_all(
+    client: KubeClient,
+    job: Job,
+    spec: Mapping[str, object],
+    regions: Regions,
+    pes: Collection[int] | None = None,
+) -> None:
+    """Merge ``spec`` into each of the job's regions (those holding one of ``pes``, if given)
+    whose spec does not say so already: calling again on every requeue writes nothing."""
+    namespace = job.metadata.namespace
+    if regions is None:
+        selector = f"{JOB_LABEL}={job.metadata.name}"
+        regions, _ = await client.list_all(CONSISTENT_REGIONS, namespace, label_selector=selector)
+    for obj in regions:
+        current = obj.get("spec") or {}
+        if pes is not None and set(pes).isdisjoint(current.get("pesInRegion") or ()):
+            continue
+        if any(current.get(field) != value for field, value in spec.items()):
+            await client.patch(CONSISTENT_REGIONS, meta(obj)["name"], {"spec": dict(spec)}, namespace)
+
+
+async def request_checkpoint(
+    client: KubeClient, job: Job, nonce: str, hold: bool, *, regions: Regions = None
+) -> None:
+    """Ask every region of the job to drain and checkpoint now (``spec.checkpointRequest``); with
+    ``hold``, the period triggers no new drain until ``release_hold``. Idempotent per nonce."""
+    spec: dict[str, object] = {"checkpointRequest": nonce}
+    if hold:
+        spec["holdDrains"] = True
+    await _patch_all(client, job, spec, regions)
+
+
+async def release_hold(client: KubeClient, job: Job, *, regions: Regions = None) -> None:
+    """Let the period trigger drains again (removes ``spec.holdDrains``)."""
+    await _patch_all(client, job, {"holdDrains": None}, regions)
+
+
+def start_mode(mode: UpgradeMode) -> StartMode:
+    return StartMode.CLEAN if mode is UpgradeMode.STATELESS else StartMode.RESET
+
+
+async def request_start(
+    client: KubeClient,
+    job: Job,
+    mode: UpgradeMode,
+    nonce: str,
+    pes: Collection[int] | None = None,
+    *,
+    regions: Regions = None,
+) -> None:
+    """Tell the regions how to start once their replaced PEs are healthy (``spec.startRequest``):
+    reset to the last completed checkpoint (the held one after ``checkpoint-first``), or start
+    clean (``stateless``). ``pes``: the PEs to be replaced; only regions holding one of them get
+    the request (None: every region). Idempotent per nonce."""
+    request = {"startRequest": {"nonce": nonce, "mode": start_mode(mode).value}}
+    await _patch_all(client, job, request, regions, pes)
+
+
+# ---- what the regions say ----
+
+
+class CheckpointState(StrEnum):
+    PENDING = "pending"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class RegionCheckpoint:
+    """One region's answer to a checkpoint request."""
+
+    name: str
+    state: CheckpointState
+    seq_id: int | None = None  # the completed checkpoint
+    requested_ms: float | None = None  # when the coordinator took the request on
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointOutcome:
+    """The answers of a job's regions to the checkpoint request ``nonce``, by region index."""
+
+    nonce: str
+    regions: Mapping[int, RegionCheckpoint] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        """Every region completed a checkpoint for the request (vacuously true without regions)."""
+        return all(r.state is CheckpointState.COMPLETED for r in self.regions.values())
+
+    @property
+    def failed(self) -> bool:
+        return any(r.state is CheckpointState.FAILED for r in self.regions.values())
+
+    def overdue(self, now_ms: float, timeout_seconds: float) -> bool:
+        """Not complete, and the earliest region took the request on more than the timeout ago."""
+        if self.complete:
+            return False
+        taken = [r.requested_ms for r in self.regions.values() if r.requested_ms is not None]
+        return bool(taken) and now_ms - min(taken) > timeout_seconds * 1000
+
+    def summary(self) -> str:
+        """One line for a condition or an Event: what is pending or failed, and why."""
+        if self.complete:
+            done = ", ".join(f"{r.name}@{r.seq_id}" for _, r in sorted(self.regions.items()))
+            return f"checkpoint {self.nonce} completed: {done or 'no consistent regions'}"
+        open_ = [r for _, r in sorted(self.regions.items()) if r.state is not CheckpointState.COMPLETED]
+        parts = [f"{r.name} {r.state.value}" + (f" ({r.reason})" if r.reason else "") for r in open_]
+        return f"checkpoint {self.nonce}: " + "; ".join(parts)
+
+
+def _region_checkpoint(obj: Object, nonce: str) -> tuple[int | None, RegionCheckpoint]:
+    name = str(meta(obj).get("name") or "")
+    try:
+        region = ConsistentRegion.from_wire(obj)
+    except ValidationError as err:
+        reason = f"the ConsistentRegion is malformed: {err.errors()[0]['msg']}"
+        return None, RegionCheckpoint(name, CheckpointState.FAILED, reason=reason)
+    index, status = region.spec.region_index, region.status
+    if region.spec.checkpoint_request != nonce:
+        return index, RegionCheckpoint(name, CheckpointState.PENDING, reason="request not written yet")
+    if status is None:
+        return index, RegionCheckpoint(name, CheckpointState.PENDING, reason="no coordinator status yet")
+    refused = next((c for c in status.conditions if c.type == _ACCEPTED and c.status == "False"), None)
+    if refused is not None:
+        return index, RegionCheckpoint(name, CheckpointState.FAILED, reason=refused.message or refused.reason)
+    request = status.checkpoint_request
+    if request is None or request.nonce != nonce:
+        return index, RegionCheckpoint(name, CheckpointState.PENDING, reason="not taken on yet")
+    if request.seq_id is not None:
+        return index, RegionCheckpoint(name, CheckpointState.COMPLETED, request.seq_id, request.requested)
+    since = request.requested
+    if status.state is RegionState.MAXIMUM_RESET_ATTEMPTS_REACHED:
+        reason = "the region reached its maximum of reset attempts (a forced reset is needed)"
+        return index, RegionCheckpoint(name, CheckpointState.FAILED, requested_ms=since, reason=reason)
+    reason = f"region {status.state.value}"
+    return index, RegionCheckpoint(name, CheckpointState.PENDING, requested_ms=since, reason=reason)
+
+
+def checkpoint_outcome(regions: Iterable[Object], nonce: str) -> CheckpointOutcome:
+    """Per region (the job's ConsistentRegion objects, e.g. from an informer store): pending,
+    completed with its sequence id, or failed with the reason."""
+    answers: dict[int, RegionCheckpoint] = {}
+    unknown = -1
+    for obj in regions:
+        index, answer = _region_checkpoint(obj, nonce)
+        if index is None:  # a malformed region has no index to key it by
+            index, unknown = unknown, unknown - 1
+        answers[index] = answer
+    return CheckpointOutcome(nonce, answers)
+
+
+# ---- state across a plan change ----
+
+
+@dataclass(frozen=True, slots=True)
+class StateKept:
+    """Which operators of consistent regions keep their state across a plan change."""
+
+    kept: Mapping[int, tuple[str, ...]]  # region index -> operators in that region in both plans
+    lost: tuple[str, ...]  # in a region before, not in the same region after: their state is not restored
+    new: tuple[str, ...]  # in a region after only: they start without state
+
+
+def _region_operators(plan: Plan) -> dict[str, int]:
+    """Operator name -> index of the consistent region it belongs to."""
+    return {
+        operator: region.region_index
+        for region in plan.consistent_regions
+        for operator in region.operators_to_start_region_map
+    }
+
+
+def state_kept(old_plan: Plan, new_plan: Plan) -> StateKept:
+    """An operator keeps its state when it has the same name and the same region in both plans."""
+    old, new = _region_operators(old_plan), _region_operators(new_plan)
+    kept: dict[int, list[str]] = {}
+    for operator, index in sorted(new.items()):
+        if old.get(operator) == index:
+            kept.setdefault(index, []).append(operator)
+    return StateKept(
+        kept={index: tuple(ops) for index, ops in sorted(kept.items())},
+        lost=tuple(sorted(op for op, index in old.items() if new.get(op) != index)),
+        new=tuple(sorted(op for op, index in new.items() if old.get(op) != index)),
+    )
