@@ -1,4 +1,4 @@
-"""Submission benchmark (issue 6): a generated job of 10, 100 and 1,000 PEs, create Job → Running.
+"""Submission benchmark (issue 6): a generated job of 10 to 10,000 PEs, create Job → Running.
 
 The instance operator runs as its own process (`streams-k8s run`), the sandbox in this one, so
 the operator's CPU seconds and peak RSS are its own (kernel rusage; startup included). Figures:
@@ -24,74 +24,45 @@ from typing import Any
 import pytest
 
 from job_inventory import NS, Inventory, synthetic_job
-from operator_process import OperatorProcess, free_port, require_operator
+from operator_process import require_operator
+from operator_rig import OPERATOR_QPS, operator_rig, sized_sandbox, until
 from streams_k8s.controller.kinds import HOSTPOOLS, JOBS, PES
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.kinds import CONFIGMAPS, PODS, SERVICES
 from streams_k8s.k8s.objects import Object
-from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.server import RequestRecord
 
 WRITES = {"POST", "PUT", "PATCH", "DELETE"}
-REQUEST_LOG = 1_000_000  # the sandbox keeps 10,000 by default: too few for 1,000 PEs
 FLOOR_IN_FLIGHT = 32
-OPERATOR_QPS = 500  # client rate of both the operator and the floor script
-
-
-def _sandbox(pes: int, api_port: int | None = None) -> Sandbox:
-    nodes = max(3, -(-pes // 80))  # 110 pods and 8 CPUs per node; PEs request 100m
-    url = f"http://127.0.0.1:{api_port}" if api_port else None  # PEs report connectivity there
-    return Sandbox(nodes=nodes, zones=["zone-a", "zone-b"], controller_url=url, request_log_size=REQUEST_LOG)
-
-
-async def _until(check: Any, within: float, every: float = 0.05) -> float:
-    started = time.monotonic()
-    async with asyncio.timeout(within):
-        while True:
-            if await check():
-                return time.monotonic() - started
-            await asyncio.sleep(every)
 
 
 async def _ours(pes: int, tmp: Path) -> tuple[dict[str, Any], list[tuple[Resource, Object]]]:
-    api_port = free_port()
-    async with (
-        _sandbox(pes, api_port) as sandbox,
-        await KubeClient.connect(str(sandbox.kubeconfig_path)) as client,
-    ):
-        operator = OperatorProcess(
-            sandbox.kubeconfig_path, tmp / "operator.log", qps=OPERATOR_QPS, api_port=api_port
-        )
-        operator.start()
-        try:
-            # Started once it has listed Jobs; then give the caches a moment to sync.
-            await _until(lambda: _listed(sandbox, "streamsjobs"), within=60)
-            await asyncio.sleep(1.0)
-            mark = len(sandbox.requests)
-            job = synthetic_job("bench", tmp, pes)
-            started, wall = time.monotonic(), time.time()
-            await client.create(JOBS, job)
+    async with operator_rig(pes, tmp) as rig:
+        sandbox, client = rig.sandbox, rig.client
+        mark = len(sandbox.requests)
+        job = synthetic_job("bench", tmp, pes)
+        started, wall = time.monotonic(), time.time()
+        await client.create(JOBS, job)
 
-            async def running() -> bool:
-                status = (await client.get(JOBS, "bench", NS)).get("status") or {}
-                if status.get("phase") == "Failed":
-                    raise AssertionError(f"job failed: {status}")
-                return status.get("phase") == "Running"
+        async def running() -> bool:
+            status = (await client.get(JOBS, "bench", NS)).get("status") or {}
+            if status.get("phase") == "Failed":
+                raise AssertionError(f"job failed: {status}")
+            return status.get("phase") == "Running"
 
-            await _until(running, within=600, every=0.1)
-            elapsed = time.monotonic() - started
+        await until(running, within=max(600, pes * 0.3), every=0.1)
+        elapsed = time.monotonic() - started
 
-            async def connected() -> bool:  # the PEs' connectivity reports are writes of a submission too
-                pes_now, _ = await client.list_all(PES, NS)
-                return all((pe.get("status") or {}).get("connectivity") == "Full" for pe in pes_now)
+        async def connected() -> bool:  # the PEs' connectivity reports are writes of a submission too
+            pes_now, _ = await client.list_all(PES, NS)
+            return all((pe.get("status") or {}).get("connectivity") == "Full" for pe in pes_now)
 
-            await _until(connected, within=300, every=0.5)
-            log = list(sandbox.requests)[mark:]
-            writes = sum(1 for r in log if r.method in WRITES) - 1
-            by_kind = Counter(_write_kind(r) for r in log if r.method in WRITES)
-            last_pod = max(r.time for r in log if r.method == "POST" and r.path.endswith("/pods")) - wall
-        finally:
-            usage = operator.stop()
+        await until(connected, within=max(300, pes * 0.1), every=0.5)
+        log = list(sandbox.requests)[mark:]
+        writes = sum(1 for r in log if r.method in WRITES) - 1
+        by_kind = Counter(_write_kind(r) for r in log if r.method in WRITES)
+        last_pod = max(r.time for r in log if r.method == "POST" and r.path.endswith("/pods")) - wall
+        usage = rig.stop()
         inventory = await Inventory.read(client, "bench")
         assert inventory.problems(pes) == []
         objects = [(CONFIGMAPS, o) for o in inventory.config_maps]
@@ -121,11 +92,6 @@ def _write_kind(record: RequestRecord) -> str:
     return f"{record.method} {target}"
 
 
-async def _listed(sandbox: Sandbox, plural: str) -> bool:
-    """The operator has listed ``plural`` (a watch is logged only when it ends)."""
-    return any(r.method == "GET" and r.path.endswith(f"/{plural}") for r in list(sandbox.requests))
-
-
 def _bare(obj: Object) -> Object:
     """The object as a script would write it: name, labels, annotations, content; nothing else."""
     m = obj["metadata"]
@@ -145,7 +111,7 @@ def _bare(obj: Object) -> Object:
 
 async def _floor(pes: int, objects: list[tuple[Resource, Object]]) -> dict[str, Any]:
     async with (
-        _sandbox(pes) as sandbox,
+        sized_sandbox(pes) as sandbox,
         await KubeClient.connect(
             str(sandbox.kubeconfig_path), qps=OPERATOR_QPS, burst=OPERATOR_QPS
         ) as client,
@@ -165,7 +131,7 @@ async def _floor(pes: int, objects: list[tuple[Resource, Object]]) -> dict[str, 
             pods, _ = await client.list_all(PODS, NS, field_selector="status.phase=Running")
             return len(pods) >= pes
 
-        await _until(all_running, within=600, every=0.5)
+        await until(all_running, within=max(600, pes * 0.3), every=0.5)
         elapsed = time.monotonic() - started
         writes = sum(1 for r in list(sandbox.requests)[mark:] if r.method in WRITES)
     return {
@@ -175,11 +141,11 @@ async def _floor(pes: int, objects: list[tuple[Resource, Object]]) -> dict[str, 
     }
 
 
-@pytest.mark.parametrize("pes", [10, 100, 1000])
+@pytest.mark.parametrize("pes", [10, 100, 1000, 10_000])
 def test_submission(benchmark: Any, tmp_path: Path, pes: int) -> None:
     require_operator()
     if benchmark.disabled and pes > 10:
-        pytest.skip("the 100- and 1,000-PE submissions run only with --benchmark-enable")
+        pytest.skip("the 100- to 10,000-PE submissions run only with --benchmark-enable")
 
     def measure() -> dict[str, Any]:
         ours, objects = asyncio.run(_ours(pes, tmp_path))

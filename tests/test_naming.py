@@ -17,14 +17,12 @@ from hypothesis import strategies as st
 from streams_k8s.cli import main
 from streams_k8s.naming import (
     LabelError,
-    NameNotFound,
     NameTable,
     NameTableError,
     OperatorPortLabel,
     PePortLabel,
-    Resolver,
 )
-from streams_k8s.naming.resolver import fixed_job_name, rest_job_name_lookup
+from streams_k8s.naming.resolver import NameNotFound, Resolver, fixed_job_name, rest_job_name_lookup
 
 # The spec's example: job 7, three PEs.
 SPEC_TABLE = """\

@@ -9,9 +9,11 @@ Long: the ADL reader, one element type after another in the schema's order, read
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import cache
 
 from lxml import etree
 
+from streams_k8s.app.collector import collector_paused
 from streams_k8s.app.model import (
     AdlConsistentRegion,
     AdlExport,
@@ -62,10 +64,14 @@ def _local(el: etree._Element) -> str:
     return str(el.tag).rpartition("}")[2]
 
 
+@cache
+def _in_namespace_of(tag: str, name: str) -> str:
+    return tag[: tag.find("}") + 1] + name
+
+
 def _qualified(el: etree._Element, name: str) -> str:
     """``name`` in ``el``'s namespace: every element the parser reads is in the ADL's namespace."""
-    tag = str(el.tag)
-    return tag[: tag.find("}") + 1] + name
+    return _in_namespace_of(str(el.tag), name)
 
 
 def _children(el: etree._Element | None, name: str) -> Iterator[etree._Element]:
@@ -78,6 +84,20 @@ def _child(el: etree._Element | None, name: str) -> etree._Element | None:
     return next(el.iterchildren(_qualified(el, name)), None) if el is not None else None
 
 
+class _Kids:
+    """An element's children by name (the first of each), read in one pass: an operator asks for a
+    dozen of them, and a search of the children per name was most of the parse."""
+
+    def __init__(self, el: etree._Element) -> None:
+        self.tag = str(el.tag)
+        self.first: dict[str, etree._Element] = {}
+        for child in el:
+            self.first.setdefault(str(child.tag), child)
+
+    def __call__(self, name: str) -> etree._Element | None:
+        return self.first.get(_in_namespace_of(self.tag, name))
+
+
 def _req(el: etree._Element, attr: str) -> str:
     value = el.get(attr)
     if value is None:
@@ -88,6 +108,8 @@ def _req(el: etree._Element, attr: str) -> str:
 def _int(el: etree._Element, attr: str) -> int:
     """An index, size or count: every integer attribute of the ADL is an xs:unsignedLong."""
     raw = _req(el, attr)
+    if raw.isascii() and raw.isdigit():  # the common case, checked without building a message
+        return int(raw)
     where = f"line {el.sourceline}: <{_local(el)} {attr}='{raw}'>"
     try:
         value = int(raw)
@@ -232,13 +254,14 @@ def _unique_ports(el: etree._Element, ports: tuple[InputPort, ...] | tuple[Outpu
 
 
 def _operator(el: etree._Element, kind: OperatorKind, composite: int) -> Operator:
-    ckpt = _child(el, "checkpointing")
-    jvm = _child(el, "jvmArguments")
-    so = _child(el, "sharedObject")
-    tracing = _child(el, "tracing")
+    child = _Kids(el)
+    ckpt = child("checkpointing")
+    jvm = child("jvmArguments")
+    so = child("sharedObject")
+    tracing = child("tracing")
     period = ckpt.get("period") if ckpt is not None else None
-    inputs = tuple(_input_port(p) for p in _children(_child(el, "inputPorts"), "port"))
-    outputs = tuple(_output_port(p) for p in _children(_child(el, "outputPorts"), "port"))
+    inputs = tuple(_input_port(p) for p in _children(child("inputPorts"), "port"))
+    outputs = tuple(_output_port(p) for p in _children(child("outputPorts"), "port"))
     _unique_ports(el, inputs)
     _unique_ports(el, outputs)
     return Operator(
@@ -253,8 +276,8 @@ def _operator(el: etree._Element, kind: OperatorKind, composite: int) -> Operato
         relocatable=_bool(el, "relocatable", True),
         optimized=_bool(el, "optimized", True),
         single_threaded_on_outputs=_bool(el, "singleThreadedOnOutputs", True),
-        placement=_placement(_child(el, "resources")),
-        partitions=_partitions(_child(el, "partitions")),
+        placement=_placement(child("resources")),
+        partitions=_partitions(child("partitions")),
         checkpointing=(
             Checkpointing(_req(ckpt, "policy"), float(period) if period else None)
             if ckpt is not None
@@ -269,11 +292,9 @@ def _operator(el: etree._Element, kind: OperatorKind, composite: int) -> Operato
                 _opt_int(c, "submissionTimeValueIndex"),
                 c.get("defaultValue"),
             )
-            for c in _children(_child(el, "runtimeConstants"), "runtimeConstant")
+            for c in _children(child("runtimeConstants"), "runtimeConstant")
         ),
-        env_vars=tuple(
-            (_req(v, "name"), v.get("value", "")) for v in _children(_child(el, "envVars"), "envVar")
-        ),
+        env_vars=tuple((_req(v, "name"), v.get("value", "")) for v in _children(child("envVars"), "envVar")),
         wrapper=_text(_child(so, "wrapper")) or "none",
         shared_object_class=so.get("class", "") if so is not None else "",
         shared_object_uri=_text(_child(so, "uri")),
@@ -427,6 +448,7 @@ def _submission_time_values(app: etree._Element) -> tuple[SubmissionTimeValue, .
     )
 
 
+@collector_paused()
 def parse_adl(data: bytes, *, what: str = "ADL") -> Application:
     """Parse ADL bytes (untrusted) into an :class:`Application`. Raises AdlError."""
     try:

@@ -13,10 +13,8 @@ id (import/export-only ports last, ties by operator index and port).
 
 from __future__ import annotations
 
-import gc
 import hashlib
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from streams_k8s.api.base import ResourceRequirements
@@ -26,6 +24,7 @@ from streams_k8s.api.job import Fusion, ParallelRegionWidth, ThreadingModel
 from streams_k8s.api.parallel_region import ParallelRegionSpec
 from streams_k8s.api.processing_element import Placement, PoolLocation
 from streams_k8s.app.aadl import pe_aadl
+from streams_k8s.app.collector import collector_paused
 from streams_k8s.app.fusion import FusionConstraintError, FusionInputs, fuse_topology
 from streams_k8s.app.model import Application
 from streams_k8s.app.physical import PeInputPort, PeOutputPort, PlannedPe, PortIndex
@@ -289,6 +288,7 @@ def plan_topology(
     )
 
 
+@collector_paused()
 def plan_application(
     app: Application,
     fusion: Fusion,
@@ -334,12 +334,11 @@ def refuse_with_widths(
     """Re-fuse after width changes; node indices and PE ids are kept where operators survive.
 
     This is the time-sensitive path (a resize): only what the change touches is rebuilt and
-    re-rendered, and the cyclic garbage collector is paused meanwhile, because its full passes
-    over the previous plan's objects would cost more than the re-fusion (nothing here makes cycles).
+    re-rendered (with the collector paused, see `collector`).
     """
     topo = previous.topology
     new_widths = apply_overrides(topo.app, topo.widths, [WidthOverride(w.alias, w.width) for w in widths])
-    with _collector_paused():
+    with collector_paused():
         new_topo = build_topology(topo.app, new_widths, topo)
         plan = plan_topology(
             new_topo,
@@ -365,17 +364,6 @@ def plan_at_widths(base: Plan, widths: Mapping[str, int]) -> Plan:
 def _by_index(base: Plan, widths: Mapping[str, int]) -> dict[int, int]:
     index = {r.alias: r.index for r in base.parallel_regions}
     return {index[alias]: width for alias, width in widths.items() if alias in index}
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def diff_plans(before: Plan, after: Plan) -> PlanDiff:

@@ -10,8 +10,13 @@ import click
 import orjson
 
 from streams_k8s.api.contract import INSTANCE_API_PORT, JOB_CONFIG_DIR, NAME_TABLE_KEY
-from streams_k8s.naming import NameNotFound, Resolution, Resolver
-from streams_k8s.naming.resolver import fixed_job_name, rest_job_name_lookup
+from streams_k8s.naming.resolver import (
+    NameNotFound,
+    Resolution,
+    Resolver,
+    fixed_job_name,
+    rest_job_name_lookup,
+)
 
 
 async def _resolve(

@@ -163,24 +163,7 @@ def decide(
     stale = [p for n, p in by_launch.items() if n != launch]
     retire = _retire(stale, pe)
     if current is None:
-        if phase in (None, PENDING):
-            # Written ahead and not created yet (or gone before it started): create it.
-            if not ready:
-                return Decision(Action.WAIT, launch, waiting_for, retire=retire)
-            return Decision(Action.CREATE, launch, "launch recorded", retire=retire)
-        if phase == SUSPENDED:
-            return Decision(Action.RELAUNCH, launch + 1, "resumed", retire=retire)
-        if phase == DELETED:
-            if pe.spec.restart_deleted_pod:  # set on the PE since: the way back for its user
-                return Decision(Action.RELAUNCH, launch + 1, "restartDeletedPod set", retire=retire)
-            return Decision(Action.NONE, launch, retire=retire)
-        if disrupted:
-            return Decision(
-                Action.RELAUNCH, launch + 1, f"pod taken by the cluster ({disrupted})", retire=retire
-            )
-        if pe.spec.restart_deleted_pod:
-            return Decision(Action.RELAUNCH, launch + 1, "pod deleted", retire=retire)
-        return Decision(Action.RECORD, launch, phase=DELETED, retire=retire)
+        return _without_pod(pe, launch, phase, ready, waiting_for, disrupted, retire)
 
     current_phase = pod_phase(current)
     content = (current.get("metadata") or {}).get("annotations", {}).get(CONTENT_ID_ANNOTATION)
@@ -200,6 +183,34 @@ def decide(
     ) and not (current_phase == PENDING and phase == PENDING and not unschedulable(current)):
         return _record(launch, current, retire)
     return Decision(Action.NONE, launch, retire=retire)
+
+
+def _without_pod(
+    pe: ProcessingElement,
+    launch: int,
+    phase: str | None,
+    ready: bool,
+    waiting_for: str,
+    disrupted: str | None,
+    retire: Retired,
+) -> Decision:
+    """What to do for a recorded launch whose pod is not (or no longer) there."""
+    if phase in (None, PENDING):
+        # Written ahead and not created yet (or gone before it started): create it.
+        if not ready:
+            return Decision(Action.WAIT, launch, waiting_for, retire=retire)
+        return Decision(Action.CREATE, launch, "launch recorded", retire=retire)
+    if phase == SUSPENDED:
+        return Decision(Action.RELAUNCH, launch + 1, "resumed", retire=retire)
+    if phase == DELETED:
+        if pe.spec.restart_deleted_pod:  # set on the PE since: the way back for its user
+            return Decision(Action.RELAUNCH, launch + 1, "restartDeletedPod set", retire=retire)
+        return Decision(Action.NONE, launch, retire=retire)
+    if disrupted:
+        return Decision(Action.RELAUNCH, launch + 1, f"pod taken by the cluster ({disrupted})", retire=retire)
+    if pe.spec.restart_deleted_pod:
+        return Decision(Action.RELAUNCH, launch + 1, "pod deleted", retire=retire)
+    return Decision(Action.RECORD, launch, phase=DELETED, retire=retire)
 
 
 def _record(launch: int, current: dict[str, Any], retire: Retired) -> Decision:

@@ -1,0 +1,76 @@
+"""The rig of the benches that run the instance operator: a sandbox sized for the PEs, a client,
+and the operator as its own process (`streams-k8s run`), started and listing Jobs."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from operator_process import OperatorProcess, Usage, free_port
+from streams_k8s.k8s.client import KubeClient
+from streams_k8s.sandbox import Sandbox
+
+REQUEST_LOG = 1_000_000  # the sandbox keeps 10,000 by default: too few for 1,000 PEs
+OPERATOR_QPS = 500  # client rate of the operator (and of the benches' bare scripts)
+
+
+def sized_sandbox(pes: int, api_port: int | None = None) -> Sandbox:
+    nodes = max(3, -(-pes // 80))  # 110 pods and 8 CPUs per node; PEs request 100m
+    url = f"http://127.0.0.1:{api_port}" if api_port else None  # PEs report connectivity there
+    return Sandbox(nodes=nodes, zones=["zone-a", "zone-b"], controller_url=url, request_log_size=REQUEST_LOG)
+
+
+async def until(check: Any, within: float, every: float = 0.05) -> float:
+    """Seconds until ``await check()`` is true; TimeoutError after ``within``."""
+    started = time.monotonic()
+    async with asyncio.timeout(within):
+        while True:
+            if await check():
+                return time.monotonic() - started
+            await asyncio.sleep(every)
+
+
+async def listed(sandbox: Sandbox, plural: str) -> bool:
+    """The operator has listed ``plural`` (a watch is logged only when it ends)."""
+    return any(r.method == "GET" and r.path.endswith(f"/{plural}") for r in list(sandbox.requests))
+
+
+@dataclass
+class Rig:
+    sandbox: Sandbox
+    client: KubeClient
+    operator: OperatorProcess
+    usage: Usage | None = None  # the operator's CPU and peak RSS, once stopped
+
+    def stop(self) -> Usage:
+        """Stop the operator (once): the sandbox stays up, to read what it left."""
+        if self.usage is None:
+            self.usage = self.operator.stop()
+        return self.usage
+
+
+@asynccontextmanager
+async def operator_rig(pes: int, tmp: Path) -> AsyncIterator[Rig]:
+    """A sandbox for ``pes`` PEs with the operator running and its caches given a moment to sync;
+    the operator is stopped on the way out (or before, with `Rig.stop`)."""
+    api_port = free_port()
+    async with (
+        sized_sandbox(pes, api_port) as sandbox,
+        await KubeClient.connect(str(sandbox.kubeconfig_path)) as client,
+    ):
+        operator = OperatorProcess(
+            sandbox.kubeconfig_path, tmp / "operator.log", qps=OPERATOR_QPS, api_port=api_port
+        )
+        operator.start()
+        rig = Rig(sandbox, client, operator)
+        try:
+            await until(lambda: listed(sandbox, "streamsjobs"), within=60)
+            await asyncio.sleep(1.0)
+            yield rig
+        finally:
+            rig.stop()

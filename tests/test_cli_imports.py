@@ -1,0 +1,114 @@
+"""The CLI starts fast because it imports only what the verb run needs: held by the set of modules
+a fresh interpreter has loaded (a count and named heavy packages), never by timing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from streams_k8s.app.synthetic import SyntheticSpec, write_sab
+from streams_k8s.cli import COMMANDS, LazyGroup, main
+
+# The cluster client and its HTTP stack, the operator's settings and metrics, the sandbox: hundreds
+# of milliseconds that only the verbs talking to a cluster may pay.
+CLUSTER_SIDE = (
+    "kubernetes_asyncio",
+    "aiohttp",
+    "pydantic_settings",
+    "prometheus_client",
+    "kubernetes_validate",
+    "rich",
+    "streams_k8s.k8s",
+    "streams_k8s.sandbox",
+    "streams_k8s.consistent.coordinator",
+    "streams_k8s.controller.jobs",
+)
+# `--help` and `--version` list the verbs and nothing else: no models, no XML, no native core.
+HELP_FORBIDDEN = (
+    *CLUSTER_SIDE,
+    "pydantic",
+    "lxml",
+    "yaml",
+    "orjson",
+    "streams_k8s._native",
+    "streams_k8s.api",
+)
+# Modules `streams-k8s --help` may add to a bare interpreter (click and the stdlib it needs: 76 today).
+HELP_MODULES = 100
+
+
+def _loaded_after(*args: str) -> set[str]:
+    """The modules a fresh interpreter holds after running `streams-k8s ARGS` (exit status ignored)."""
+    script = (
+        "import sys\n"
+        "from streams_k8s.cli import main\n"
+        "try:\n"
+        f"    main({list(args)!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('\\n'.join(sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    return {line for line in done.stdout.splitlines() if line and " " not in line}
+
+
+def _bare() -> set[str]:
+    script = "import sys; print('\\n'.join(sys.modules))"
+    return set(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True).stdout.split())
+
+
+def _heavy(loaded: set[str], names: tuple[str, ...]) -> list[str]:
+    return sorted(n for n in names if any(m == n or m.startswith(n + ".") for m in loaded))
+
+
+def test_help_imports_click_only() -> None:
+    loaded = _loaded_after("--help")
+    assert _heavy(loaded, HELP_FORBIDDEN) == []
+    assert len(loaded - _bare()) <= HELP_MODULES, sorted(loaded - _bare())
+
+
+def test_version_reads_the_native_core_only() -> None:
+    loaded = _loaded_after("--version")
+    assert _heavy(loaded, HELP_FORBIDDEN) == ["streams_k8s._native"]
+
+
+def test_plan_imports_no_cluster_client(tmp_path: Path) -> None:
+    sab = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=2, length=3, regions=1))
+    loaded = _loaded_after("plan", str(sab), "-o", "yaml")
+    assert "streams_k8s.app.plan" in loaded  # it did plan
+    assert _heavy(loaded, CLUSTER_SIDE) == []
+
+
+@pytest.mark.parametrize("verb", ["crds", "cr-replay", "schedule"])
+def test_offline_verbs_import_no_cluster_client(verb: str) -> None:
+    loaded = _loaded_after(verb, "--help")
+    assert COMMANDS[verb].module in loaded
+    assert _heavy(loaded, CLUSTER_SIDE) == []
+
+
+@pytest.mark.parametrize("verb", sorted(COMMANDS))
+def test_the_listing_says_what_each_verb_says_of_itself(verb: str) -> None:
+    command = main.get_command(click.Context(main), verb)
+    assert command is not None
+    assert command.name == verb
+    assert COMMANDS[verb].summary == command.get_short_help_str(limit=10_000)
+
+
+def test_a_verb_added_the_eager_way_still_runs_and_is_listed() -> None:
+    @click.command("extra")
+    def extra() -> None:
+        """An eagerly added verb."""
+        click.echo("ran extra")
+
+    group = LazyGroup(name="streams-k8s")
+    group.add_command(extra)
+    lines = CliRunner().invoke(group, ["--help"]).output.splitlines()
+    listing = {line.split()[0]: line for line in lines[lines.index("Commands:") + 1 :]}
+    assert listing["extra"].endswith(" An eagerly added verb.")
+    assert listing["plan"].endswith(" Show the PEs a bundle (.sab/.adl) or Job manifest becomes.")
+    assert CliRunner().invoke(group, ["extra"]).output == "ran extra\n"
