@@ -9,7 +9,7 @@ import pytest
 
 from streams_k8s.api import Job, ProcessingElement
 from streams_k8s.api.base import ResourceRequirements
-from streams_k8s.api.processing_element import BuildType
+from streams_k8s.api.processing_element import BuildType, TraceLevel
 from streams_k8s.api.quantity import divide_quantity
 from streams_k8s.controller.children.pod import PeRuntimeSettings, build_pod, pod_name, pod_template_hash
 from streams_k8s.controller.children.resources import divide_resources
@@ -301,5 +301,5 @@ def test_the_pod_template_hash_follows_pod_settings_not_restart_policies_or_code
     same = pod_template_hash(base.spec)
     for change in ({"restart_failed_pod": True}, {"delete_failed_pod": False}, {"content_id": "cd" * 32}):
         assert pod_template_hash(base.spec.model_copy(update=change)) == same, change
-    for change in ({"runtime_trace_level": "TRACE"}, {"allow_ptrace": True}, {"data_path": "/d"}):
+    for change in ({"runtime_trace_level": TraceLevel.TRACE}, {"allow_ptrace": True}, {"data_path": "/d"}):
         assert pod_template_hash(base.spec.model_copy(update=change)) != same, change
