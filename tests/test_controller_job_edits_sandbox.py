@@ -18,7 +18,7 @@ from streams_k8s.api.contract import JOB_LABEL, LAUNCH_COUNT_LABEL, NAME_TABLE_K
 from streams_k8s.api.job import Job
 from streams_k8s.app.synthetic import Exported, SyntheticSpec, write_sab
 from streams_k8s.controller.jobs.upgrade_diff import preview as upgrade_preview
-from streams_k8s.controller.kinds import EXPORTS, JOBS, PES
+from streams_k8s.controller.kinds import EXPORTS, JOBS, PARALLEL_REGIONS, PES
 from streams_k8s.controller.planning import read_application
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.events import EVENTS
@@ -330,3 +330,67 @@ async def test_a_bundle_upgrade_keeps_pe_ids_replaces_only_changed_content_and_e
 async def pe_specs(client: KubeClient, job: str) -> dict[int, dict[str, Any]]:
     items, _ = await client.list_all(PES, "default", label_selector=f"{JOB_LABEL}={job}")
     return {int(p["spec"]["id"]): p["spec"] for p in items}
+
+
+async def region_widths(client: KubeClient, job: str) -> list[tuple[int, int | None]]:
+    """(spec.width, status.width) of the job's ParallelRegions."""
+    items, _ = await client.list_all(PARALLEL_REGIONS, "default", label_selector=f"{JOB_LABEL}={job}")
+    return [(r["spec"]["width"], (r.get("status") or {}).get("width")) for r in items]
+
+
+@pytest.mark.sandbox(nodes=2)
+async def test_a_resized_job_keeps_its_widths_through_an_edit_until_the_spec_changes_them(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=1, length=2, regions=1, width=2))
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("kept", bundle, fusion={"legacy": True}))
+        await applied(client, "kept", 1)
+        (region,) = (await client.list_all(PARALLEL_REGIONS, "default"))[0]
+        name, alias = region["metadata"]["name"], region["spec"]["alias"]
+        at_two = await pe_pods(client, "kept")
+
+        # `kubectl scale stpr/NAME --replicas=3`
+        await client.patch(PARALLEL_REGIONS, name, {"spec": {"replicas": 3}}, "default", subresource="scale")
+
+        async def resized() -> bool:
+            pods = await pe_pods(client, "kept")
+            return await region_widths(client, "kept") == [(3, 3)] and len(pods) > len(at_two)
+
+        await eventually_async(resized, within=30)
+
+        async def all_ready() -> bool:
+            return await _pods_ready(client, "kept", len(await pe_specs(client, "kept")))
+
+        await eventually_async(all_ready, within=30)
+        at_three, specs = await pe_pods(client, "kept"), await pe_specs(client, "kept")
+
+        # A pod-setting edit: every PE of the width applied replaced, none added or removed.
+        trace = {"spec": {"processingElement": {"runtimeTraceLevel": "TRACE"}}}
+        await client.patch(JOBS, "kept", trace, "default")
+        status = await applied(client, "kept", 2)
+        assert await region_widths(client, "kept") == [(3, 3)]
+        after = await pe_pods(client, "kept")
+        assert sorted(after) == sorted(at_three)
+        assert status["processingElements"] == len(at_three)
+        assert {i: n for i, (_, n) in after.items()} == {i: n + 1 for i, (_, n) in at_three.items()}
+        assert {i: s["operators"] for i, s in (await pe_specs(client, "kept")).items()} == {
+            i: s["operators"] for i, s in specs.items()
+        }
+        await asyncio.sleep(2)  # and the width stays applied (no resize back to the spec's)
+        assert await region_widths(client, "kept") == [(3, 3)]
+        assert await pe_pods(client, "kept") == after
+
+        # The spec's own width edit is what changes it: back to 2, the third channel's PEs go.
+        await client.patch(
+            JOBS, "kept", {"spec": {"parallelRegions": [{"alias": alias, "width": 2}]}}, "default"
+        )
+        status = await applied(client, "kept", 3)
+        assert await region_widths(client, "kept") == [(2, 2)]
+        narrowed = await pe_pods(client, "kept")
+        assert sorted(narrowed) == sorted(at_two)
+        assert status["processingElements"] == len(at_two)
+        kept = [i for i in narrowed if narrowed[i] == after[i]]
+        assert kept  # the channels that stay keep their pods
+        for i in set(narrowed) - set(kept):
+            assert narrowed[i][1] == after[i][1] + 1
