@@ -3,7 +3,9 @@
 A running job's children follow ``status.appliedSpec`` (generation ``status.appliedGeneration``).
 When the spec's generation is another one, the edit is planned from the new spec (the bundle
 content recorded when the bundle is the same, else fetched per its pull policy) and diffed
-against the running plan (`jobs.upgrade_diff`). Then, in this order:
+against the running plan: the applied spec's at the widths its ParallelRegions run at, which the
+edit keeps unless it changes a region's width itself (`jobs.upgrade_diff.plan_edit`). Then, in
+this order:
 
 1. write-ahead: ``status.upgrade`` records the target generation, its spec, its bundle digest,
    the job generation it becomes and the PEs kept / replaced / added / removed; phase Upgrading,
