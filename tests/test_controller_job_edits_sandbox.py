@@ -333,10 +333,14 @@ async def pe_specs(client: KubeClient, job: str) -> dict[int, dict[str, Any]]:
     return {int(p["spec"]["id"]): p["spec"] for p in items}
 
 
+async def regions_of(client: KubeClient, job: str) -> list[dict[str, Any]]:
+    items, _ = await client.list_all(PARALLEL_REGIONS, "default", label_selector=f"{JOB_LABEL}={job}")
+    return items
+
+
 async def region_widths(client: KubeClient, job: str) -> list[tuple[int, int | None]]:
     """(spec.width, status.width) of the job's ParallelRegions."""
-    items, _ = await client.list_all(PARALLEL_REGIONS, "default", label_selector=f"{JOB_LABEL}={job}")
-    return [(r["spec"]["width"], (r.get("status") or {}).get("width")) for r in items]
+    return [(r["spec"]["width"], (r.get("status") or {}).get("width")) for r in await regions_of(client, job)]
 
 
 @pytest.mark.sandbox(nodes=2)
@@ -472,7 +476,9 @@ async def test_plan_changing_edits_replace_exactly_the_pes_whose_content_changes
         assert sorted(w for w, _ in await region_widths(client, "replan")) == [2, 3]
 
         # parallelRegions (wins over the value): region 1 narrowed to 1, its second channel removed.
-        alias = sorted(await region_aliases(client, "replan"))[1]  # region 1's (width1)
+        alias = sorted(r["spec"]["alias"] for r in await regions_of(client, "replan"))[
+            1
+        ]  # region 1's (width1)
         narrower = {**wider, "spec": {**wider["spec"], "parallelRegions": [{"alias": alias, "width": 1}]}}
         diff = await edit_replaces_what_the_preview_says(client, bundle, wider, narrower, 3)
         assert diff.removed
@@ -496,8 +502,3 @@ async def test_plan_changing_edits_replace_exactly_the_pes_whose_content_changes
         assert len(diff.replaced) == 2
         assert (diff.added, diff.removed) == ([], [])
         assert all(why == [Why.CONTENT] for why in diff.replaced.values())
-
-
-async def region_aliases(client: KubeClient, job: str) -> list[str]:
-    items, _ = await client.list_all(PARALLEL_REGIONS, "default", label_selector=f"{JOB_LABEL}={job}")
-    return [r["spec"]["alias"] for r in items]
