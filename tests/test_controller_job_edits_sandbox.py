@@ -502,3 +502,31 @@ async def test_plan_changing_edits_replace_exactly_the_pes_whose_content_changes
         assert len(diff.replaced) == 2
         assert (diff.added, diff.removed) == ([], [])
         assert all(why == [Why.CONTENT] for why in diff.replaced.values())
+
+
+@pytest.mark.sandbox(nodes=2)
+async def test_pe_ids_an_edit_gave_survive_an_operator_restart(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A channel added by an edit gets the next PE id, which a fresh plan of the same spec numbers
+    otherwise: after a restart the operator plans the job from the PEs it runs, so the next edit
+    replaces each PE with its own operators."""
+    spec = SyntheticSpec(chains=2, length=2, regions=2, width_values=True, required_values=True)
+    bundle = write_sab(tmp_path / "app.sab", spec)
+    values = {"width0": "2", "width1": "2"}
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(
+            JOBS, job_manifest("ids", bundle, fusion={"legacy": True}, submissionTimeValues=values)
+        )
+        await applied(client, "ids", 1)
+        await client.patch(JOBS, "ids", {"spec": {"submissionTimeValues": {"width0": "3"}}}, "default")
+        await applied(client, "ids", 2)
+    operators = {i: s["operators"] for i, s in (await pe_specs(client, "ids")).items()}
+    pods = await pe_pods(client, "ids")
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        trace = {"spec": {"processingElement": {"runtimeTraceLevel": "TRACE"}}}
+        await client.patch(JOBS, "ids", trace, "default")
+        await applied(client, "ids", 3)
+        assert {i: s["operators"] for i, s in (await pe_specs(client, "ids")).items()} == operators
+        after = await pe_pods(client, "ids")
+        assert {i: n for i, (_, n) in after.items()} == {i: n + 1 for i, (_, n) in pods.items()}

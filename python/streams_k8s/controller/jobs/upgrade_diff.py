@@ -109,6 +109,11 @@ def upgrade_diff(old_job: Job, old_plan: Plan, new_job: Job, new_plan: Plan) -> 
     return diff
 
 
+def pe_operators(plan: Plan) -> dict[int, list[str]]:
+    """Operator names by PE id: what keeps PE ids across a re-plan."""
+    return {pe.id: pe.operators for pe in plan.pes}
+
+
 def plan_edit(
     job: Job,
     app: Application,
@@ -122,7 +127,8 @@ def plan_edit(
     are). A region resized since the running spec planned it at ``planned_widths`` keeps the width
     it runs at, unless the edit changes that region's width itself (its ``parallelRegions`` or the
     submission-time value the width comes from)."""
-    plan = plan_job(job, app, job_id=job_id, nodes=nodes, ids_from=running)
+    ids = pe_operators(running)
+    plan = plan_job(job, app, job_id=job_id, nodes=nodes, ids_from=ids)
     runs_at = {r.alias: r.width for r in running.parallel_regions}
     kept = [
         ParallelRegionWidth(alias=r.alias, width=runs_at[r.alias])
@@ -132,7 +138,7 @@ def plan_edit(
     if not kept:
         return plan
     spec = job.spec.model_copy(update={"parallel_regions": [*job.spec.parallel_regions, *kept]})
-    return plan_job(job.model_copy(update={"spec": spec}), app, job_id=job_id, nodes=nodes, ids_from=running)
+    return plan_job(job.model_copy(update={"spec": spec}), app, job_id=job_id, nodes=nodes, ids_from=ids)
 
 
 def preview(
