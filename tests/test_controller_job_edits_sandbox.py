@@ -17,8 +17,9 @@ from operator_support import condition, job_manifest, job_status, operator, wait
 from streams_k8s.api.contract import JOB_LABEL, LAUNCH_COUNT_LABEL, NAME_TABLE_KEY, PE_LABEL, SVC_LABEL
 from streams_k8s.api.job import Job
 from streams_k8s.app.synthetic import Exported, SyntheticSpec, write_sab
+from streams_k8s.controller.jobs.upgrade_diff import UpgradeDiff, Why
 from streams_k8s.controller.jobs.upgrade_diff import preview as upgrade_preview
-from streams_k8s.controller.kinds import EXPORTS, JOBS, PES
+from streams_k8s.controller.kinds import EXPORTS, JOBS, PARALLEL_REGIONS, PES
 from streams_k8s.controller.planning import read_application
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.events import EVENTS
@@ -330,3 +331,202 @@ async def test_a_bundle_upgrade_keeps_pe_ids_replaces_only_changed_content_and_e
 async def pe_specs(client: KubeClient, job: str) -> dict[int, dict[str, Any]]:
     items, _ = await client.list_all(PES, "default", label_selector=f"{JOB_LABEL}={job}")
     return {int(p["spec"]["id"]): p["spec"] for p in items}
+
+
+async def regions_of(client: KubeClient, job: str) -> list[dict[str, Any]]:
+    items, _ = await client.list_all(PARALLEL_REGIONS, "default", label_selector=f"{JOB_LABEL}={job}")
+    return items
+
+
+async def region_widths(client: KubeClient, job: str) -> list[tuple[int, int | None]]:
+    """(spec.width, status.width) of the job's ParallelRegions."""
+    return [(r["spec"]["width"], (r.get("status") or {}).get("width")) for r in await regions_of(client, job)]
+
+
+@pytest.mark.sandbox(nodes=2)
+async def test_a_resized_job_keeps_its_widths_through_an_edit_until_the_spec_changes_them(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=1, length=2, regions=1, width=2))
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("kept", bundle, fusion={"legacy": True}))
+        await applied(client, "kept", 1)
+        (region,) = (await client.list_all(PARALLEL_REGIONS, "default"))[0]
+        name, alias = region["metadata"]["name"], region["spec"]["alias"]
+        at_two = await pe_pods(client, "kept")
+
+        # `kubectl scale stpr/NAME --replicas=3`
+        await client.patch(PARALLEL_REGIONS, name, {"spec": {"replicas": 3}}, "default", subresource="scale")
+
+        async def resized() -> bool:
+            pods = await pe_pods(client, "kept")
+            return await region_widths(client, "kept") == [(3, 3)] and len(pods) > len(at_two)
+
+        await eventually_async(resized, within=30)
+
+        async def all_ready() -> bool:
+            return await _pods_ready(client, "kept", len(await pe_specs(client, "kept")))
+
+        await eventually_async(all_ready, within=30)
+        at_three, specs = await pe_pods(client, "kept"), await pe_specs(client, "kept")
+
+        # A pod-setting edit: every PE of the width applied replaced, none added or removed.
+        trace = {"spec": {"processingElement": {"runtimeTraceLevel": "TRACE"}}}
+        await client.patch(JOBS, "kept", trace, "default")
+        status = await applied(client, "kept", 2)
+        assert await region_widths(client, "kept") == [(3, 3)]
+        after = await pe_pods(client, "kept")
+        assert sorted(after) == sorted(at_three)
+        assert status["processingElements"] == len(at_three)
+        assert {i: n for i, (_, n) in after.items()} == {i: n + 1 for i, (_, n) in at_three.items()}
+        assert {i: s["operators"] for i, s in (await pe_specs(client, "kept")).items()} == {
+            i: s["operators"] for i, s in specs.items()
+        }
+        await asyncio.sleep(2)  # and the width stays applied (no resize back to the spec's)
+        assert await region_widths(client, "kept") == [(3, 3)]
+        assert await pe_pods(client, "kept") == after
+
+        # The spec's own width edit is what changes it: back to 2, the third channel's PEs go.
+        await client.patch(
+            JOBS, "kept", {"spec": {"parallelRegions": [{"alias": alias, "width": 2}]}}, "default"
+        )
+        status = await applied(client, "kept", 3)
+        assert await region_widths(client, "kept") == [(2, 2)]
+        narrowed = await pe_pods(client, "kept")
+        assert sorted(narrowed) == sorted(at_two)
+        assert status["processingElements"] == len(at_two)
+        kept = [i for i in narrowed if narrowed[i] == after[i]]
+        assert kept  # the channels that stay keep their pods
+        for i in set(narrowed) - set(kept):
+            assert narrowed[i][1] == after[i][1] + 1
+
+
+async def edit_replaces_what_the_preview_says(
+    client: KubeClient, bundle: Path, old: dict[str, Any], new: dict[str, Any], generation: int
+) -> UpgradeDiff:
+    """Apply the edit from manifest ``old`` to ``new`` on the running job; check, by pod UID and launch
+    count, that exactly the PEs the preview replaces are, and return the preview. PEs are matched by
+    their operators: PE ids depend on the job's history of edits, which the preview does not know."""
+    name = old["metadata"]["name"]
+    pods, specs, status = (
+        await pe_pods(client, name),
+        await pe_specs(client, name),
+        await job_status(client, name),
+    )
+    app = read_application(str(bundle), bundle.name)
+    plan, diff = upgrade_preview(
+        Job.model_validate(old),
+        app,
+        Job.model_validate(new),
+        app,
+        job_id=status["id"],
+        nodes=status["plannedNodes"],
+    )
+    operators = {pe.id: tuple(pe.operators) for pe in plan.pes}
+    kept = {operators[i] for i in [*diff.kept, *diff.updated]}
+    replaced, added = {operators[i] for i in diff.replaced}, {operators[i] for i in diff.added}
+    before = {tuple(s["operators"]): i for i, s in specs.items()}
+    await client.patch(JOBS, name, {"spec": new["spec"]}, "default")
+    status = await applied(client, name, generation)
+    after, specs_after = await pe_pods(client, name), await pe_specs(client, name)
+    now = {tuple(s["operators"]): i for i, s in specs_after.items()}
+    assert set(now) == kept | replaced | added
+    assert sorted(after) == sorted(specs_after)
+    assert status["processingElements"] == len(after)
+    assert len(set(before) - set(now)) == len(diff.removed)
+    for ops in kept:  # the same PE, the same pod
+        assert (now[ops], after[now[ops]]) == (before[ops], pods[before[ops]])
+        assert specs_after[now[ops]]["contentId"] == specs[before[ops]]["contentId"]
+    for ops in replaced:  # the same PE, a new pod
+        pe_id = now[ops]
+        assert pe_id == before[ops]
+        assert after[pe_id][0] != pods[pe_id][0]
+        assert after[pe_id][1] == pods[pe_id][1] + 1
+    for ops in added:
+        assert ops not in before
+        assert after[now[ops]][1] == 1
+    return diff
+
+
+@pytest.mark.sandbox(nodes=2)
+async def test_plan_changing_edits_replace_exactly_the_pes_whose_content_changes(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Edits of submission-time values, parallelRegions, fusion and threadingModel re-plan the running job:
+    PEs of operators whose content stays keep their pods, changed ones are replaced (launch + 1),
+    channels come and go, and the ParallelRegions follow."""
+    spec = SyntheticSpec(chains=2, length=2, regions=2, width_values=True, required_values=True)
+    bundle = write_sab(tmp_path / "app.sab", spec)
+    manifest = job_manifest(
+        "replan", bundle, fusion={"legacy": True}, submissionTimeValues={"width0": "2", "width1": "2"}
+    )
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, manifest)
+        await applied(client, "replan", 1)
+
+        # A width's submission-time value: region 0 gets a third channel; the rest is as it was.
+        wider = {
+            **manifest,
+            "spec": {**manifest["spec"], "submissionTimeValues": {"width0": "3", "width1": "2"}},
+        }
+        diff = await edit_replaces_what_the_preview_says(client, bundle, manifest, wider, 2)
+        assert diff.added
+        assert diff.kept
+        assert not diff.removed
+        assert sorted(w for w, _ in await region_widths(client, "replan")) == [2, 3]
+
+        # parallelRegions (wins over the value): region 1 narrowed to 1, its second channel removed.
+        alias = sorted(r["spec"]["alias"] for r in await regions_of(client, "replan"))[
+            1
+        ]  # region 1's (width1)
+        narrower = {**wider, "spec": {**wider["spec"], "parallelRegions": [{"alias": alias, "width": 1}]}}
+        diff = await edit_replaces_what_the_preview_says(client, bundle, wider, narrower, 3)
+        assert diff.removed
+        assert diff.kept
+        assert not diff.added
+        assert sorted(await region_widths(client, "replan")) == [(1, 1), (3, 3)]
+
+        # Fusion: the operators regrouped into two PEs (new operator sets: new PEs, the old ones go).
+        fused = {
+            **narrower,
+            "spec": {**narrower["spec"], "fusion": {"legacy": None, "manual": 2}},
+        }  # null: merge-patch removes it
+        diff = await edit_replaces_what_the_preview_says(client, bundle, narrower, fused, 4)
+        assert len(diff.added) == 2
+        assert len(diff.removed) == 8
+
+        # A dedicated thread for every operator (fused ones get injected threaded ports): every PE's
+        # content changes, each replaced, none added or removed.
+        threaded = {**fused, "spec": {**fused["spec"], "threadingModel": {"dedicated": True}}}
+        diff = await edit_replaces_what_the_preview_says(client, bundle, fused, threaded, 5)
+        assert len(diff.replaced) == 2
+        assert (diff.added, diff.removed) == ([], [])
+        assert all(why == [Why.CONTENT] for why in diff.replaced.values())
+
+
+@pytest.mark.sandbox(nodes=2)
+async def test_pe_ids_an_edit_gave_survive_an_operator_restart(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A channel added by an edit gets the next PE id, which a fresh plan of the same spec numbers
+    otherwise: after a restart the operator plans the job from the PEs it runs, so the next edit
+    replaces each PE with its own operators."""
+    spec = SyntheticSpec(chains=2, length=2, regions=2, width_values=True, required_values=True)
+    bundle = write_sab(tmp_path / "app.sab", spec)
+    values = {"width0": "2", "width1": "2"}
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(
+            JOBS, job_manifest("ids", bundle, fusion={"legacy": True}, submissionTimeValues=values)
+        )
+        await applied(client, "ids", 1)
+        await client.patch(JOBS, "ids", {"spec": {"submissionTimeValues": {"width0": "3"}}}, "default")
+        await applied(client, "ids", 2)
+    operators = {i: s["operators"] for i, s in (await pe_specs(client, "ids")).items()}
+    pods = await pe_pods(client, "ids")
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        trace = {"spec": {"processingElement": {"runtimeTraceLevel": "TRACE"}}}
+        await client.patch(JOBS, "ids", trace, "default")
+        await applied(client, "ids", 3)
+        assert {i: s["operators"] for i, s in (await pe_specs(client, "ids")).items()} == operators
+        after = await pe_pods(client, "ids")
+        assert {i: n for i, (_, n) in after.items()} == {i: n + 1 for i, (_, n) in pods.items()}

@@ -13,6 +13,7 @@ import pytest
 
 from k8s_support import eventually_async
 from operator_support import job_status
+from repo_paths import shared_testdata
 from streams_k8s.api.contract import JOB_LABEL, SVC_LABEL
 from streams_k8s.controller.kinds import JOBS
 from streams_k8s.k8s.events import EVENTS
@@ -46,10 +47,15 @@ async def pod_creations(job: ConsistentJob) -> list[float]:
 
 
 @SANDBOX
+@pytest.mark.parametrize("app", ["generated", "apps.consistent"])
 async def test_checkpoint_first_checkpoints_before_the_first_pod_goes_and_resets_the_new_pes_to_it(
-    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, app: str
 ) -> None:
-    bundle = synthetic(tmp_path, regions=2)
+    """With a generated application of two regions, and with the real ``apps.consistent`` bundle."""
+    if app == "generated":
+        bundle = synthetic(tmp_path, regions=2)
+    else:
+        bundle = shared_testdata("apps", "apps.consistent.ConsistentRegion.sab")
     async with consistent_job(sandbox, monkeypatch, tmp_path, bundle, upgradeMode="checkpoint-first") as job:
         before = [s.get("lastCompletedSeqID") for s in await job.statuses()]
         await edit(job)
@@ -60,16 +66,7 @@ async def test_checkpoint_first_checkpoints_before_the_first_pod_goes_and_resets
                 s.get("lastCompletedReset") == (s.get("checkpointRequest") or {}).get("seqID") for s in found
             )
 
-        try:
-            await eventually_async(reset_to_the_checkpoint, within=30)
-        except TimeoutError:
-            print(
-                "STAT",
-                await job.statuses(),
-                [(r["spec"]) for r in await job.regions()],
-                await job_status(job.client, job.name),
-            )
-            raise
+        await eventually_async(reset_to_the_checkpoint, within=30)
         statuses = await job.statuses()
         for was, status in zip(before, statuses, strict=True):
             asked = status["checkpointRequest"]

@@ -231,11 +231,12 @@ def plan_topology(
     resources: ResourceRequirements | None = None,
     nodes: int | None = None,
     previous: Plan | None = None,
-    ids_from: Plan | None = None,
+    ids_from: Mapping[int, Sequence[str]] | None = None,
 ) -> Plan:
     """Fuse ``topo`` and build every PE with its ports and AADL. ``previous``: an earlier plan of
-    the same topology to re-fuse from; ``ids_from``: a plan (of any application) whose PE ids
-    are kept for PEs of the same operators (an edited job's running plan)."""
+    the same topology to re-fuse from; ``ids_from``: operator names by PE id (of any application:
+    an edited job's running plan, or the PEs a job runs) whose ids are kept for PEs of the same
+    operators."""
     result = fuse_topology(
         topo,
         fusion,
@@ -247,8 +248,7 @@ def plan_topology(
         else None,
     )
     operator_sets = [[topo.nodes[n].name for n in pe] for pe in result.pes]
-    kept = previous or ids_from
-    prev = {pe.id: pe.operators for pe in kept.pes} if kept else None
+    prev = {pe.id: pe.operators for pe in previous.pes} if previous else ids_from
     ids = assign_pe_ids(operator_sets, prev)
     pes = [
         PlannedPe(id=pe_id, index=i, nodes=nodes_, operators=ops)
@@ -300,7 +300,7 @@ def plan_application(
     resources: ResourceRequirements | None = None,
     nodes: int | None = None,
     threading: ThreadingModel | None = None,
-    ids_from: Plan | None = None,
+    ids_from: Mapping[int, Sequence[str]] | None = None,
 ) -> Plan:
     """The whole pipeline from a parsed ADL: values, widths, topology, fusion, PEs (``ids_from``:
     see `plan_topology`)."""

@@ -9,7 +9,7 @@ becomes in Kubernetes objects is `children.desired`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,10 +70,15 @@ def read_application(path: str, what: str) -> Application:
 
 
 def plan_job(
-    job: Job, app: Application, *, job_id: int, nodes: int | None, ids_from: Plan | None = None
+    job: Job,
+    app: Application,
+    *,
+    job_id: int,
+    nodes: int | None,
+    ids_from: Mapping[int, Sequence[str]] | None = None,
 ) -> Plan:
     """The pipeline's plan of ``app`` for ``job``; `SubmissionFailure(Planned, ...)` if it cannot be.
-    ``ids_from``: the running plan of an edited job, whose PE ids are kept where operators are."""
+    ``ids_from``: operator names by PE id (the PEs a job runs), whose ids are kept where operators are."""
     spec = job.spec
     try:
         plan = plan_application(

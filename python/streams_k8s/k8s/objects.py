@@ -37,3 +37,14 @@ def prune_for_cache(obj: Object) -> Object:
     if isinstance(m, dict):
         m.pop("managedFields", None)
     return obj
+
+
+def merge_patch_to(current: Any, wanted: Any) -> Any:
+    """The JSON merge patch (RFC 7386) that makes ``current`` ``wanted``: keys ``wanted`` lacks are
+    removed (null) at every level, since a merge patch otherwise keeps them."""
+    if not (isinstance(current, dict) and isinstance(wanted, dict)):
+        return wanted
+    patch: dict[str, Any] = dict.fromkeys(k for k in current if k not in wanted)
+    for key, value in wanted.items():
+        patch[key] = merge_patch_to(current[key], value) if key in current else value
+    return patch

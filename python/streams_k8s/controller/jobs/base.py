@@ -40,7 +40,7 @@ from streams_k8s.k8s.events import EventRecorder
 from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.kinds import CONFIGMAPS, NODES, PODS, SERVICES
 from streams_k8s.k8s.manager import Manager
-from streams_k8s.k8s.objects import Object, ObjectKey, meta
+from streams_k8s.k8s.objects import Object, ObjectKey, merge_patch_to, meta
 
 VALID, BUNDLE_FETCHED, PLANNED = "Valid", "BundleFetched", "Planned"
 
@@ -240,10 +240,12 @@ class JobControllerBase:
         return Requeue(CLEANUP_POLL) if remaining else None
 
     async def _write_status(self, obj: Object, status: JobStatusView) -> Object:
-        """Merge-patch the status, conditional on the resourceVersion it was computed from."""
+        """Merge-patch the status, conditional on the resourceVersion it was computed from (what
+        the new status lacks is removed: an applied spec without a field the last one had)."""
         m = meta(obj)
         status = with_health(status, int(m.get("generation") or 1))
-        patch = {"metadata": {"resourceVersion": m.get("resourceVersion")}, "status": status.raw}
+        wanted = merge_patch_to(obj.get("status") or {}, status.raw)
+        patch = {"metadata": {"resourceVersion": m.get("resourceVersion")}, "status": wanted}
         return await self.client.patch(JOBS, str(m["name"]), patch, str(m["namespace"]), subresource="status")
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable
 
-from streams_k8s.api.contract import name_table_stamp
+from streams_k8s.api.contract import JOB_LABEL, name_table_stamp
 from streams_k8s.api.job import Job
 from streams_k8s.controller.adoption import adopt_orphans
 from streams_k8s.controller.bundles.fetch import BundleChanged, BundleError
@@ -29,7 +29,7 @@ from streams_k8s.controller.planning import SubmissionFailure, check_placement, 
 from streams_k8s.k8s.conditions import set_condition
 from streams_k8s.k8s.controller import stop_if_owner_deleted
 from streams_k8s.k8s.errors import ApiError
-from streams_k8s.k8s.objects import Object
+from streams_k8s.k8s.objects import Object, meta
 
 # Bundle failures that clear without a change to the Job: besides transient fetch errors, objects
 # the bundle source refers to that may be applied after the Job.
@@ -90,7 +90,14 @@ class PlannedJobs(JobControllerBase):
         nodes = schedulable_nodes(self.nodes.store.select())
         planned_nodes = status.planned_nodes or max(len(nodes), 1)
         planned = await asyncio.to_thread(
-            self._build, job, uid, str(fetched.path), job_id, planned_nodes, nodes, generation
+            self._build,
+            job,
+            uid,
+            str(fetched.path),
+            (job_id, generation),
+            planned_nodes,
+            nodes,
+            self._live_ids(job, uid),
         )
         changed |= set_condition(
             conditions,
@@ -128,14 +135,16 @@ class PlannedJobs(JobControllerBase):
         job: Job,
         uid: str,
         bundle_path: str,
-        job_id: int,
+        ids: tuple[int, int],
         planned_nodes: int,
         nodes: list[NodeInfo],
-        generation: int,
+        live: dict[int, list[str]],
     ) -> KeptPlan:
-        """Parse, plan, check placement and render the children (CPU-bound: runs in a thread)."""
+        """Parse, plan, check placement and render the children (CPU-bound: runs in a thread).
+        ``ids``: the job id and spec generation; ``live``: the operators of the job's PEs by id."""
+        job_id, generation = ids
         app = read_application(bundle_path, job.spec.bundle.name)
-        plan = plan_job(job, app, job_id=job_id, nodes=planned_nodes)
+        plan = plan_job(job, app, job_id=job_id, nodes=planned_nodes, ids_from=live or None)
         check_placement(job, plan, nodes)
         transport = (
             transport_certificate(job.spec.transport_certificate_validity_in_days)
@@ -154,6 +163,18 @@ class PlannedJobs(JobControllerBase):
         )
         check_children(children)  # before anything is written
         return KeptPlan(generation, job_id, plan, children)
+
+    def _live_ids(self, job: Job, uid: str) -> dict[int, list[str]]:
+        """The operators of each PE the job runs, by PE id: a plan made again (after a restart)
+        keeps the ids that earlier edits gave them, which a fresh plan need not."""
+        pes = self.pes.store.select_by_labels(
+            {JOB_LABEL: str(job.metadata.name)}, str(job.metadata.namespace)
+        )
+        return {
+            int(pe["spec"]["id"]): list(pe["spec"]["operators"])
+            for pe in pes
+            if any(ref.get("uid") == uid for ref in meta(pe).get("ownerReferences") or ())
+        }
 
     async def _create_missing(self, children: list[Desired], wanted: Callable[[Desired], bool]) -> int:
         """Create every child the caches lack (in order, a bounded batch at a time); 409 is success.

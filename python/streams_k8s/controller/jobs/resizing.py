@@ -42,6 +42,14 @@ class ResizingJobs(PlannedJobs):
             planned.resized = {key: (plan, children)}  # only the current widths are worth keeping
         return planned.resized[key]
 
+    def _running_widths(self, obj: Object, planned: KeptPlan) -> dict[str, int]:
+        """The widths the job's parallel regions run at (resized or as planned)."""
+        m = meta(obj)
+        regions = self.parallel_regions.store.select_by_labels(
+            {JOB_LABEL: str(m["name"])}, str(m["namespace"])
+        )
+        return widths_module.applied_widths(planned.base_widths, regions)
+
     async def _follow_widths(
         self, obj: Object, job: Job, planned: KeptPlan, status: JobStatusView
     ) -> tuple[Object, JobStatusView, Plan, list[Desired]]:
@@ -50,7 +58,7 @@ class ResizingJobs(PlannedJobs):
         namespace, name, uid = str(m["namespace"]), str(m["name"]), str(m["uid"])
         regions = self.parallel_regions.store.select_by_labels({JOB_LABEL: name}, namespace)
         wanted, recorded = widths_of(regions)
-        applied = {a: recorded.get(a) or w for a, w in planned.base_widths.items()}
+        applied = widths_module.applied_widths(planned.base_widths, regions)
         generation = status.generation_id or 0
         for region in regions:
             alias = str(region["spec"]["alias"])

@@ -30,6 +30,7 @@ from streams_k8s.api.contract import (
 )
 from streams_k8s.api.job import Job, JobPhase, JobState, UpgradeMode, UpgradeRecord
 from streams_k8s.api.processing_element import ProcessingElementSpec
+from streams_k8s.app.plan import Plan
 from streams_k8s.controller.checkpoints import (
     checkpoint_outcome,
     release_hold,
@@ -50,7 +51,7 @@ from streams_k8s.controller.jobs.health import (
 )
 from streams_k8s.controller.jobs.resizing import ResizingJobs
 from streams_k8s.controller.jobs.status import JobStatusView
-from streams_k8s.controller.kinds import PES
+from streams_k8s.controller.kinds import PARALLEL_REGIONS, PES
 from streams_k8s.controller.planning import SubmissionFailure
 from streams_k8s.k8s.conditions import set_condition
 from streams_k8s.k8s.kinds import CONFIGMAPS, SERVICES
@@ -64,6 +65,7 @@ class Target:
     job: Job
     planned: KeptPlan
     digest: str
+    running: Plan  # the plan the edit starts from: the applied spec's at the widths that run
 
 
 def batch_size(job: Job, pes: int) -> int:
@@ -281,6 +283,7 @@ class RollingJobs(ResizingJobs):
             labels, namespace = {JOB_LABEL: str(m["name"])}, str(m["namespace"])
             regions = self.consistent_regions.store.select_by_labels(labels, namespace)
             await release_hold(self.client, target.job, regions=regions)
+        await self._apply_widths(obj, target)
         written = await self._write_status(obj, status)
         uid = str(meta(obj)["uid"])
         self._targets.pop(uid, None)
@@ -295,6 +298,22 @@ class RollingJobs(ResizingJobs):
             written, "Normal", "RolledBack" if record.rollback else "UpgradeSucceeded", note
         )
         return written, status_written(written, status)
+
+    async def _apply_widths(self, obj: Object, target: Target) -> None:
+        """The job's ParallelRegions say the widths the target runs at: a resize the edit kept, or
+        the width the edit itself gave a region (its spec follows, so it is not resized back)."""
+        labels, namespace = {JOB_LABEL: str(meta(obj)["name"])}, str(meta(obj)["namespace"])
+        widths = {r.alias: r.width for r in target.planned.plan.parallel_regions}
+        for region in self.parallel_regions.store.select_by_labels(labels, namespace):
+            width = widths.get(str(region["spec"]["alias"]))
+            if width is None or (region.get("status") or {}).get("width") == width:
+                continue
+            if region["spec"]["width"] != width:
+                name = str(meta(region)["name"])
+                region = await self.client.patch(
+                    PARALLEL_REGIONS, name, {"spec": {"width": width}}, namespace
+                )
+            await widths_module.record_applied(self.client, region, width)
 
     async def _abandon(
         self, obj: Object, status: JobStatusView, failure: SubmissionFailure

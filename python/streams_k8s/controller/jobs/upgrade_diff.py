@@ -10,11 +10,12 @@ that the new one lacks is *removed*. PE settings are compared as the PE objects 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from streams_k8s.api.job import Job, UpgradeMode
+from streams_k8s.api.job import Job, ParallelRegionWidth, UpgradeMode
 from streams_k8s.api.processing_element import ProcessingElementSpec
 from streams_k8s.app.model import Application
 from streams_k8s.app.plan import Plan
@@ -108,11 +109,46 @@ def upgrade_diff(old_job: Job, old_plan: Plan, new_job: Job, new_plan: Plan) -> 
     return diff
 
 
+def pe_operators(plan: Plan) -> dict[int, list[str]]:
+    """Operator names by PE id: what keeps PE ids across a re-plan."""
+    return {pe.id: pe.operators for pe in plan.pes}
+
+
+def plan_edit(
+    job: Job,
+    app: Application,
+    *,
+    job_id: int,
+    nodes: int | None,
+    running: Plan,
+    planned_widths: Mapping[str, int],
+) -> Plan:
+    """The plan of ``job`` as an edit of a job running ``running`` (PE ids kept where operators
+    are). A region resized since the running spec planned it at ``planned_widths`` keeps the width
+    it runs at, unless the edit changes that region's width itself (its ``parallelRegions`` or the
+    submission-time value the width comes from)."""
+    ids = pe_operators(running)
+    plan = plan_job(job, app, job_id=job_id, nodes=nodes, ids_from=ids)
+    runs_at = {r.alias: r.width for r in running.parallel_regions}
+    kept = [
+        ParallelRegionWidth(alias=r.alias, width=runs_at[r.alias])
+        for r in plan.parallel_regions
+        if r.alias in runs_at and r.width == planned_widths.get(r.alias) != runs_at[r.alias]
+    ]
+    if not kept:
+        return plan
+    spec = job.spec.model_copy(update={"parallel_regions": [*job.spec.parallel_regions, *kept]})
+    return plan_job(job.model_copy(update={"spec": spec}), app, job_id=job_id, nodes=nodes, ids_from=ids)
+
+
 def preview(
     old_job: Job, old_app: Application, new_job: Job, new_app: Application, *, job_id: int, nodes: int | None
 ) -> tuple[Plan, UpgradeDiff]:
     """The plan of ``new_job`` as an edit of a job running ``old_job``, and what the edit does:
     planned as the job controller plans an edit (PE ids kept from the running plan)."""
     old_plan = plan_job(old_job, old_app, job_id=job_id, nodes=nodes)
-    new_plan = plan_job(new_job, new_app, job_id=job_id, nodes=nodes, ids_from=old_plan)
+    widths = {r.alias: r.width for r in old_plan.parallel_regions}
+    new_plan = plan_edit(
+        new_job, new_app, job_id=job_id, nodes=nodes, running=old_plan, planned_widths=widths
+    )
     return new_plan, upgrade_diff(old_job, old_plan, new_job, new_plan)

@@ -3,7 +3,9 @@
 A running job's children follow ``status.appliedSpec`` (generation ``status.appliedGeneration``).
 When the spec's generation is another one, the edit is planned from the new spec (the bundle
 content recorded when the bundle is the same, else fetched per its pull policy) and diffed
-against the running plan (`jobs.upgrade_diff`). Then, in this order:
+against the running plan: the applied spec's at the widths its ParallelRegions run at, which the
+edit keeps unless it changes a region's width itself (`jobs.upgrade_diff.plan_edit`). Then, in
+this order:
 
 1. write-ahead: ``status.upgrade`` records the target generation, its spec, its bundle digest,
    the job generation it becomes and the PEs kept / replaced / added / removed; phase Upgrading,
@@ -35,6 +37,7 @@ from streams_k8s.api.contract import (
     name_table_stamp,
 )
 from streams_k8s.api.job import Job, JobPhase, JobState, UpgradeRecord
+from streams_k8s.app.plan import plan_at_widths
 from streams_k8s.controller.bundles.fetch import BundleError, FetchedBundle
 from streams_k8s.controller.children.certificates import needs_transport_certificate, transport_certificate
 from streams_k8s.controller.children.desired import desired_objects
@@ -44,8 +47,8 @@ from streams_k8s.controller.jobs.health import EDIT_REFUSED, PAUSED, ROLLED_BACK
 from streams_k8s.controller.jobs.planned import bundle_failure, schedulable_nodes
 from streams_k8s.controller.jobs.rolling import RollingJobs, Target
 from streams_k8s.controller.jobs.status import JobStatusView
-from streams_k8s.controller.jobs.upgrade_diff import UpgradeDiff, upgrade_diff
-from streams_k8s.controller.planning import SubmissionFailure, check_placement, plan_job, read_application
+from streams_k8s.controller.jobs.upgrade_diff import UpgradeDiff, plan_edit, upgrade_diff
+from streams_k8s.controller.planning import SubmissionFailure, check_placement, read_application
 from streams_k8s.k8s.conditions import set_condition
 from streams_k8s.k8s.objects import Object, meta
 
@@ -119,6 +122,7 @@ class UpgradingJobs(RollingJobs):
             (generation, generation_id),
             status,
             applied,
+            self._running_widths(obj, applied),
         )
 
     def _build_target(
@@ -129,14 +133,22 @@ class UpgradingJobs(RollingJobs):
         generations: tuple[int, int],
         status: JobStatusView,
         applied: KeptPlan,
+        widths: dict[str, int],
     ) -> Target:
         """Plan, place, render and check the edit's children (CPU-bound: runs in a thread).
-        ``generations``: the spec generation and the job generation it becomes."""
+        ``generations``: the spec generation and the job generation it becomes; ``widths``: those
+        the job's parallel regions run at."""
         generation, generation_id = generations
         path = str(fetched.path)
         app = read_application(path, job.spec.bundle.name)
-        plan = plan_job(
-            job, app, job_id=int(status.id or 0), nodes=status.planned_nodes, ids_from=applied.plan
+        running = plan_at_widths(applied.plan, widths)
+        plan = plan_edit(
+            job,
+            app,
+            job_id=int(status.id or 0),
+            nodes=status.planned_nodes,
+            running=running,
+            planned_widths=applied.base_widths,
         )
         check_placement(job, plan, schedulable_nodes(self.nodes.store.select()))
         transport = applied.transport
@@ -152,14 +164,14 @@ class UpgradingJobs(RollingJobs):
             coordinator_mode=self.coordinator_mode,
         )
         check_children(children)
-        return Target(job, KeptPlan(generation, int(status.id or 0), plan, children), fetched.digest)
+        return Target(job, KeptPlan(generation, int(status.id or 0), plan, children), fetched.digest, running)
 
     async def _start(
         self, obj: Object, status: JobStatusView, running: Job, applied: KeptPlan, target: Target
     ) -> tuple[Object, JobStatusView]:
         """Step 1, the write-ahead record."""
         generation = int(meta(obj).get("generation") or 1)
-        diff = upgrade_diff(running, applied.plan, target.job, target.planned.plan)
+        diff = upgrade_diff(running, target.running, target.job, target.planned.plan)
         record = UpgradeRecord(
             target_generation=generation,
             spec=target.job.spec.to_wire(),
@@ -198,7 +210,10 @@ class UpgradingJobs(RollingJobs):
         except BundleError as err:
             raise bundle_failure(err) from None
         generations = (record.target_generation, record.generation_id)
-        target = await asyncio.to_thread(self._build_target, job, uid, fetched, generations, status, applied)
+        widths = self._running_widths(obj, applied)
+        target = await asyncio.to_thread(
+            self._build_target, job, uid, fetched, generations, status, applied, widths
+        )
         if self._cached(obj):
             self._targets[uid] = (record.target_generation, target)
         return target

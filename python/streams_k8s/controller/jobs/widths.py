@@ -52,6 +52,13 @@ def widths_of(regions: list[Object]) -> tuple[dict[str, int], dict[str, int | No
     return wanted, applied
 
 
+def applied_widths(base: Mapping[str, int], regions: list[Object]) -> dict[str, int]:
+    """The width each region of a plan at ``base`` widths runs at: its ParallelRegion's applied
+    width, the plan's until one is recorded."""
+    _, recorded = widths_of(regions)
+    return {alias: recorded.get(alias) or width for alias, width in base.items()}
+
+
 def _resized(region: Object, reason: str) -> dict[str, Any] | None:
     """The region's Resized=False condition with this reason, for its current spec."""
     generation = meta(region).get("generation")
