@@ -235,9 +235,8 @@ class PeController:
                 return Requeue(after=wait)
             self._started.pop(key, None)
             if decision.action is Action.CREATE and placement is not None:
-                if (
-                    pending := self.expected.creation_pending(key, str(pe.metadata.uid), decision.launch)
-                ) > 0:
+                uid = str(pe.metadata.uid)
+                if (pending := self.expected.creation_pending(key, uid, decision.launch)) > 0:
                     return Requeue(after=pending)  # created already; its event re-runs this PE sooner
                 await self._create_pod(job, pe, decision.launch, placement)
             elif decision.action is Action.RECORD:
@@ -368,11 +367,9 @@ class PeController:
                 await self._tolerate_missing(self.client.patch(PODS, m["name"], patch, m["namespace"]))
             else:
                 self.expected.deleting(pod)  # before the request: its event may come before the answer
-                deleted = False
+                call, deleted = self.client.delete(PODS, m["name"], m["namespace"], uid=m.get("uid")), False
                 try:
-                    deleted = await self._tolerate_missing(
-                        self.client.delete(PODS, m["name"], m["namespace"], uid=m.get("uid"))
-                    )
+                    deleted = await self._tolerate_missing(call)
                 finally:
                     if not deleted:  # no deletion of ours to wait for
                         self.expected.delete_failed(pod)
