@@ -22,6 +22,7 @@ from streams_k8s.k8s.controller import (
     labels_changed,
     owner_mapper,
 )
+from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.objects import ObjectKey
 
@@ -102,6 +103,73 @@ async def test_failures_retry_with_backoff_until_success() -> None:
     sample = controller.metrics.registry.get_sample_value
     assert sample("streams_k8s_reconcile_total", {"controller": "c", "result": "error"}) == 3
     assert sample("streams_k8s_reconcile_total", {"controller": "c", "result": "success"}) == 1
+
+
+def stale_write() -> ApiError:
+    return ApiError(409, "Conflict", "the object has been modified; please apply your changes")
+
+
+def slow_failure_limiter() -> RetryLimiter[ObjectKey]:
+    """Failures wait 2 s, 4 s, ...: any conflict that took the failure path would show."""
+    return RetryLimiter(ItemBackoff(base=2.0, maximum=30.0), TokenBucket(1000.0, 1000))
+
+
+async def test_conflicts_retry_promptly_and_are_no_failures() -> None:
+    """A write from a stale cache (409) retries within a second, not after the failure backoff."""
+    runs = 0
+
+    async def conflicts_four_times(key: ObjectKey) -> None:
+        nonlocal runs
+        runs += 1
+        if runs <= 4:
+            raise stale_write()
+
+    controller = Controller("c", conflicts_four_times, limiter=slow_failure_limiter())
+    key = ObjectKey("ns", "width-change")
+    controller.queue.add(key)
+    await run_until(controller, lambda: runs == 5)  # 10+20+40+80 ms; failures would take 2+4+8+16 s
+    assert controller.queue.retries(key) == 0
+    sample = controller.metrics.registry.get_sample_value
+    assert sample("streams_k8s_reconcile_total", {"controller": "c", "result": "conflict"}) == 4
+    assert sample("streams_k8s_reconcile_total", {"controller": "c", "result": "error"}) == 0
+    assert sample("streams_k8s_reconcile_total", {"controller": "c", "result": "success"}) == 1
+
+
+async def test_a_lasting_conflict_backs_off_without_a_hot_loop() -> None:
+    runs = 0
+
+    async def always_conflicts(key: ObjectKey) -> None:
+        nonlocal runs
+        runs += 1
+        raise stale_write()
+
+    controller = Controller("c", always_conflicts, limiter=slow_failure_limiter())
+    controller.queue.add(ObjectKey("ns", "j"))
+    task = asyncio.create_task(controller.run())
+    await asyncio.sleep(2.5)  # 10 ms doubling up to 1 s: 9 runs by 2.27 s, the next at 3.27 s
+    await controller.shutdown(grace=1.0)
+    await task
+    assert 5 <= runs <= 10
+
+
+async def test_already_exists_is_a_failure_not_a_conflict() -> None:
+    """A create refused because the name is taken may never clear: it takes the failure backoff."""
+    runs = 0
+
+    async def name_taken(key: ObjectKey) -> None:
+        nonlocal runs
+        runs += 1
+        raise ApiError(409, "AlreadyExists", 'pods "p" already exists')
+
+    controller = Controller("c", name_taken, limiter=slow_failure_limiter())
+    key = ObjectKey("ns", "j")
+    controller.queue.add(key)
+    task = asyncio.create_task(controller.run())
+    await asyncio.sleep(0.5)
+    await controller.shutdown(grace=1.0)
+    await task
+    assert runs == 1
+    assert controller.queue.retries(key) == 1
 
 
 async def test_requeue_after_runs_the_key_again() -> None:
@@ -215,6 +283,40 @@ async def test_watched_events_enqueue_owner_keys_through_predicates(client: Kube
     status_only = {**job, "metadata": {**job["metadata"], "resourceVersion": "3"}, "status": {"x": 1}}
     jobs.apply_event({"type": "MODIFIED", "object": status_only})
     assert len(controller.queue) == 0  # filtered by generation
+
+
+async def test_after_a_conflict_any_event_of_the_key_runs_it_again(client: KubeClient) -> None:
+    """The event that brings the cache up to date re-runs a conflicted key at once, even one the
+    predicates would filter (the status-only write that made the reconcile's write stale)."""
+    jobs = Informer(client, JOBS)
+    seen: list[str] = []
+
+    async def writes_from_cache(key: ObjectKey) -> None:
+        current = jobs.store.get(key)
+        assert current is not None
+        seen.append(current["metadata"]["resourceVersion"])
+        if current["metadata"]["resourceVersion"] == "1":
+            raise stale_write()
+
+    conflict_backoff = ItemBackoff[ObjectKey](base=30.0, maximum=30.0)  # only the event can re-run it
+    limiter = RetryLimiter(ItemBackoff(base=30.0), TokenBucket(1000.0, 1000), conflict_backoff)
+    controller = Controller("jobs", writes_from_cache, limiter=limiter)
+    controller.watch(jobs, predicates=[generation_changed])
+    job = {"metadata": {"name": "j", "namespace": "ns", "generation": 1, "resourceVersion": "1"}}
+    jobs.apply_event({"type": "ADDED", "object": job})
+    task = asyncio.create_task(controller.run())
+    try:
+        await eventually(lambda: seen == ["1"] and len(controller.queue) == 0)
+        status_only = {**job, "metadata": {**job["metadata"], "resourceVersion": "2"}, "status": {"x": 1}}
+        jobs.apply_event({"type": "MODIFIED", "object": status_only})
+        await eventually(lambda: seen == ["1", "2"])
+        other_status = {**job, "metadata": {**job["metadata"], "resourceVersion": "3"}, "status": {"x": 2}}
+        jobs.apply_event({"type": "MODIFIED", "object": other_status})
+        await asyncio.sleep(0.1)
+        assert seen == ["1", "2"]  # reconciled since: filtered again
+    finally:
+        await controller.shutdown(grace=1.0)
+        await task
 
 
 async def test_watching_a_filled_cache_enqueues_what_it_already_holds(client: KubeClient) -> None:

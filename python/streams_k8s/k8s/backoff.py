@@ -2,7 +2,8 @@
 
 Defaults follow kube-rs / client-go: watches back off 0.8 s up to 30 s and forget their failures
 after 120 s of health; queue keys retry from 5 ms up to 1,000 s; the global bucket allows 10/s
-with a burst of 100.
+with a burst of 100. A 409 Conflict (a write from a stale cache) is no failure: it retries from
+10 ms up to 1 s on its own count, so a slow cache never pushes a key into minutes of backoff.
 """
 
 from __future__ import annotations
@@ -115,17 +116,30 @@ class ItemBackoff(Generic[K]):
 
 
 class RetryLimiter(Generic[K]):
-    """Retry delay for a key: the larger of its own backoff and the global bucket's wait."""
+    """Retry delay for a key: the larger of its own backoff and the global bucket's wait.
 
-    def __init__(self, item: ItemBackoff[K] | None = None, bucket: TokenBucket | None = None) -> None:
+    Failures and conflicts back off separately: a conflict neither counts as a failure nor
+    inherits the failure backoff, and the bucket still bounds the retries of all keys together."""
+
+    def __init__(
+        self,
+        item: ItemBackoff[K] | None = None,
+        bucket: TokenBucket | None = None,
+        conflict: ItemBackoff[K] | None = None,
+    ) -> None:
         self.item: ItemBackoff[K] = item if item is not None else ItemBackoff()
         self.bucket = bucket if bucket is not None else TokenBucket(rate=10.0, burst=100)
+        self.conflict: ItemBackoff[K] = conflict if conflict is not None else ItemBackoff(0.01, 1.0)
 
     def when(self, key: K) -> float:
         return max(self.item.when(key), self.bucket.reserve())
+
+    def when_conflicted(self, key: K) -> float:
+        return max(self.conflict.when(key), self.bucket.reserve())
 
     def failures(self, key: K) -> int:
         return self.item.failures(key)
 
     def forget(self, key: K) -> None:
         self.item.forget(key)
+        self.conflict.forget(key)

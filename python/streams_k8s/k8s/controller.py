@@ -2,9 +2,12 @@
 
 Level-triggered: ``reconcile(key)`` sees only the key, reads the cache, converges, and returns
 ``Requeue(after)`` or ``None`` (done). An exception retries the key with per-key exponential
-backoff under the global bucket; success forgets its failures. The queue guarantees one
-in-flight reconcile per key. A reconcile whose object is being deleted under it stops at its
-next write (`stop_if_deleted` raises `Superseded`) and runs again at once, to see the deletion.
+backoff under the global bucket; success forgets its failures. A 409 Conflict is no failure (the
+cache was behind the server): the key runs again on the next event that maps to it, whatever the
+predicates say (the cache has caught up), or after a short conflict backoff, whichever is first.
+The queue guarantees one in-flight reconcile per key. A reconcile whose object is being deleted
+under it stops at its next write (`stop_if_deleted` raises `Superseded`) and runs again at once,
+to see the deletion.
 """
 
 from __future__ import annotations
@@ -128,23 +131,31 @@ class Controller:
         self.queue: WorkQueue[ObjectKey] = WorkQueue(name, limiter, self.metrics)
         self.informers: list[Informer] = []
         self._tasks: list[asyncio.Task[None]] = []
+        # Keys whose last reconcile met a 409: any event mapping to them means a fresher cache.
+        self._stale: set[ObjectKey] = set()
         self._m_duration = self.metrics.reconcile_duration.labels(name)
         self._m_errors = self.metrics.reconcile_errors.labels(name)
         self._m_result = {
-            r: self.metrics.reconcile_total.labels(name, r) for r in ("success", "requeue", "error")
+            r: self.metrics.reconcile_total.labels(name, r)
+            for r in ("success", "requeue", "conflict", "error")
         }
 
     def watch(
         self, informer: Informer, mapper: Mapper = own_key, predicates: Sequence[Predicate] = ()
     ) -> Controller:
         """Enqueue ``mapper(obj)`` for every event of ``informer`` that passes all ``predicates``."""
-        queue = self.queue
+        queue, stale = self.queue, self._stale
 
         def enqueue(old: Object | None, new: Object | None) -> None:
+            obj = new if new is not None else old
+            if obj is None:
+                return
             if all(p(old, new) for p in predicates):
-                obj = new if new is not None else old
-                if obj is not None:
-                    for key in mapper(obj):
+                for key in mapper(obj):
+                    queue.add(key)
+            elif stale:
+                for key in mapper(obj):
+                    if key in stale:
                         queue.add(key)
 
         informer.add_handler(lambda kind, old, new: enqueue(old, new))
@@ -201,6 +212,7 @@ class Controller:
 
     async def reconcile_once(self, key: ObjectKey) -> None:
         started = time.monotonic()
+        self._stale.discard(key)
         try:
             if self.timeout is None:
                 result = await self._reconcile(key)
@@ -211,24 +223,20 @@ class Controller:
             raise
         except Superseded:
             result = Requeue(0.0)  # at once: the next reconcile sees the deletion
+        except ApiError as exc:
+            if not exc.conflict or exc.already_exists:
+                self._failed(key, exc)
+                return
+            # A write from a stale cache: not a failure, and no reason to wait out a failure backoff.
+            log.info(
+                "controller %s: reconcile of %s: %s; again once the cache has caught up", self.name, key, exc
+            )
+            self._m_result["conflict"].inc()
+            self._stale.add(key)
+            self.queue.add_conflicted(key)
+            return
         except Exception as exc:
-            self._m_errors.inc()
-            self._m_result["error"].inc()
-            retry = self.queue.retries(key) + 1
-            extra = {"controller": self.name, "key": str(key), "retry": retry}
-            if isinstance(exc, ApiError):  # expected now and then (409 on a stale cache, throttling)
-                log.warning("controller %s: reconcile of %s: %s", self.name, key, exc, extra=extra)
-            elif isinstance(exc, TimeoutError) and self.timeout is not None:
-                log.warning(
-                    "controller %s: reconcile of %s took over %.0fs",
-                    self.name,
-                    key,
-                    self.timeout,
-                    extra=extra,
-                )
-            else:
-                log.exception("controller %s: reconcile of %s failed", self.name, key, extra=extra)
-            self.queue.add_rate_limited(key)
+            self._failed(key, exc)
             return
         finally:
             self._m_duration.observe(time.monotonic() - started)
@@ -238,3 +246,19 @@ class Controller:
         else:
             self._m_result["requeue"].inc()
             self.queue.add_after(key, result.after)
+
+    def _failed(self, key: ObjectKey, exc: Exception) -> None:
+        """Log a failed reconcile and retry its key after its failure backoff."""
+        self._m_errors.inc()
+        self._m_result["error"].inc()
+        retry = self.queue.retries(key) + 1
+        extra = {"controller": self.name, "key": str(key), "retry": retry}
+        if isinstance(exc, ApiError):  # expected now and then (AlreadyExists, throttling)
+            log.warning("controller %s: reconcile of %s: %s", self.name, key, exc, extra=extra)
+        elif isinstance(exc, TimeoutError) and self.timeout is not None:
+            log.warning(
+                "controller %s: reconcile of %s took over %.0fs", self.name, key, self.timeout, extra=extra
+            )
+        else:
+            log.exception("controller %s: reconcile of %s failed", self.name, key, extra=extra)
+        self.queue.add_rate_limited(key)

@@ -23,7 +23,7 @@ class RuntimeMetrics:
         r = self.registry
         self.reconcile_total = Counter(
             "streams_k8s_reconcile_total",
-            "Reconciles by controller and result (success, requeue, error).",
+            "Reconciles by controller and result (success, requeue, conflict, error).",
             ["controller", "result"],
             registry=r,
         )
@@ -48,7 +48,7 @@ class RuntimeMetrics:
         )
         self.queue_retries = Counter(
             "streams_k8s_workqueue_retries_total",
-            "Rate-limited re-adds after a failure.",
+            "Rate-limited re-adds after a failure or a conflict.",
             ["name"],
             registry=r,
         )

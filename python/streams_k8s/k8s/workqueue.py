@@ -85,6 +85,11 @@ class WorkQueue(Generic[K]):
         self._m_retries.inc()
         self.add_after(key, self.limiter.when(key))
 
+    def add_conflicted(self, key: K) -> None:
+        """Retry ``key`` after its short conflict backoff (a write of it met a newer version)."""
+        self._m_retries.inc()
+        self.add_after(key, self.limiter.when_conflicted(key))
+
     def forget(self, key: K) -> None:
         """Clear the failure history of ``key`` (it succeeded)."""
         self.limiter.forget(key)

@@ -44,6 +44,7 @@ from streams_k8s.controller.children.pod import PeRuntimeSettings, build_pod, po
 from streams_k8s.controller.kinds import HOSTPOOLS, JOBS, PES
 from streams_k8s.controller.pes.degraded import stopped_note
 from streams_k8s.controller.pes.disruption import disruption, node_disruption
+from streams_k8s.controller.pes.expected_pods import ExpectedPods
 from streams_k8s.controller.pes.lifecycle import (
     DELETED,
     PENDING,
@@ -104,6 +105,8 @@ class PeController:
         self.pods = manager.informer(PODS, label_selector=f"{APP_LABEL}={APP_VALUE}")
         self.nodes = manager.informer(NODES)
         self.pods_by_owner = PodsByOwner(self.pods)
+        self.expected = ExpectedPods()
+        self.pods.add_handler(self.expected.observe)
         self.events: EventRecorder = manager.event_recorder("pe-controller")
         # Launch counts of PEs seen deleted, until written onto their ConfigMap.
         self._deleted_launches: dict[ObjectKey, tuple[str, int]] = {}
@@ -181,6 +184,7 @@ class PeController:
             "taken-pods": len(self._taken),
             "deleted-launch-counts": len(self._deleted_launches),
             **self.pods_by_owner.retained(),
+            **self.expected.retained(),
         }
 
     # --- reconcile -------------------------------------------------------------------------
@@ -189,6 +193,7 @@ class PeController:
         obj = self.pes.store.get(key)
         if obj is None:
             self._started.pop(key, None)
+            self.expected.forget(key)
             await self._keep_launch_count(key)
             return None
         pe = ProcessingElement.from_wire(obj)
@@ -201,7 +206,7 @@ class PeController:
         if job_obj is None or meta(job_obj).get("deletionTimestamp"):
             return None
         job = self._job(job_obj)
-        pods = self.pods_by_owner.live_pe_pods(str(pe.metadata.uid))
+        pods = self.expected.without_deleted(self.pods_by_owner.live_pe_pods(str(pe.metadata.uid)))
         placement, waiting_for = self._prerequisites(key, job, pe)
         for _ in range(3):  # a relaunch is written first, then acted on with the new status
             decision = decide(
@@ -222,12 +227,17 @@ class PeController:
                 # The new launch has not connected yet: a consistent region sees the PE restart.
                 fields = {"launchCount": decision.launch, "phase": PENDING, "nodeName": None, "podName": pod}
                 pe = await self._write_status(pe, {**fields, "connectivity": Connectivity.NONE.value})
-                pods = [p for p in pods if pod_launch(p) >= decision.launch]
+                # The old launch's pod stays: the next decision retires it before creating the new one.
+                retired = {meta(p).get("uid") for p, _ in decision.retire}
+                pods = [p for p in pods if meta(p).get("uid") not in retired]
                 continue
             if decision.started and (wait := self._report_wait(key, pe, decision)) > 0:
                 return Requeue(after=wait)
             self._started.pop(key, None)
             if decision.action is Action.CREATE and placement is not None:
+                uid = str(pe.metadata.uid)
+                if (pending := self.expected.creation_pending(key, uid, decision.launch)) > 0:
+                    return Requeue(after=pending)  # created already; its event re-runs this PE sooner
                 await self._create_pod(job, pe, decision.launch, placement)
             elif decision.action is Action.RECORD:
                 if decision.phase == DELETED:  # the Event first: a restart in between records it still
@@ -341,7 +351,13 @@ class PeController:
             self.jobs.store, ObjectKey(str(job.metadata.namespace), str(job.metadata.name)), job.metadata.uid
         )
         stop_if_owner_deleted(self.pes.store, pod)
-        await self.client.create_if_absent(PODS, pod)
+        key = ObjectKey(str(pe.metadata.namespace), str(pe.metadata.name))
+        self.expected.creating(key, str(pe.metadata.uid), launch)
+        try:
+            await self.client.create_if_absent(PODS, pod)
+        except BaseException:
+            self.expected.forget(key)
+            raise
 
     async def _retire(self, decision: Decision) -> None:
         for pod, zombie in decision.retire:
@@ -350,17 +366,24 @@ class PeController:
                 patch = {"metadata": {"labels": {SVC_LABEL: SVC_ZOMBIE}}}
                 await self._tolerate_missing(self.client.patch(PODS, m["name"], patch, m["namespace"]))
             else:
-                await self._tolerate_missing(
-                    self.client.delete(PODS, m["name"], m["namespace"], uid=m.get("uid"))
-                )
+                self.expected.deleting(pod)  # before the request: its event may come before the answer
+                call, deleted = self.client.delete(PODS, m["name"], m["namespace"], uid=m.get("uid")), False
+                try:
+                    deleted = await self._tolerate_missing(call)
+                finally:
+                    if not deleted:  # no deletion of ours to wait for
+                        self.expected.delete_failed(pod)
 
     @staticmethod
-    async def _tolerate_missing(call: Any) -> None:
+    async def _tolerate_missing(call: Any) -> bool:
+        """Await ``call``; False when its object was gone already."""
         try:
             await call
         except ApiError as err:
             if not (err.not_found or err.conflict):  # gone, or replaced by another (uid precondition)
                 raise
+            return False
+        return True
 
     async def _write_status(self, pe: ProcessingElement, fields: dict[str, Any]) -> ProcessingElement:
         """Merge-patch the PE status, conditional on the version the decision was made on."""
