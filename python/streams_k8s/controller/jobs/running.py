@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import datetime
 
 from streams_k8s.api.contract import JOB_LABEL, PE_LABEL, SVC_LABEL, SVC_PE, pe_service_name
 from streams_k8s.api.job import Job, JobPhase
@@ -21,7 +20,7 @@ from streams_k8s.controller.jobs.upgrading import ROLL_POLL, UpgradingJobs, appl
 from streams_k8s.controller.kinds import PES
 from streams_k8s.controller.pes.degraded import DEGRADED, degraded_condition, running_pes
 from streams_k8s.controller.planning import SubmissionFailure
-from streams_k8s.k8s.conditions import set_condition
+from streams_k8s.k8s.conditions import parse_time, set_condition
 from streams_k8s.k8s.controller import Requeue
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.kinds import SERVICES
@@ -102,7 +101,7 @@ class RunningJobs(UpgradingJobs):
             or status.applied_spec is None
         ):
             return obj, status, None
-        since = datetime.fromisoformat(str(ready.get("lastTransitionTime")).replace("Z", "+00:00"))
+        since = parse_time(ready.get("lastTransitionTime")) or utc_now()
         wait = running.spec.stable_after_seconds - (utc_now() - since).total_seconds()
         if wait > 0:
             return obj, status, Requeue(wait)

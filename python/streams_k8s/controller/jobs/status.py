@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, TypedDict, Unpack
 
 from streams_k8s.api.job import JobPhase, JobStatus, UpgradeRecord
-from streams_k8s.k8s.conditions import ConditionDict, find_condition, format_time
+from streams_k8s.k8s.conditions import ConditionDict, find_condition, format_time, parse_time
 from streams_k8s.k8s.objects import Object
 
 # Field name → wire name ("generation_id" → "generationId"), from the model.
@@ -55,10 +55,6 @@ def _wire(value: object) -> object:
     if isinstance(value, UpgradeRecord):
         return value.to_wire()
     return value
-
-
-def _time(text: object) -> datetime | None:
-    return datetime.fromisoformat(str(text).replace("Z", "+00:00")) if text else None
 
 
 def _int(value: object) -> int | None:
@@ -124,7 +120,7 @@ class JobStatusView:
 
     @property
     def submission_started(self) -> datetime | None:
-        return _time(self._get("submission_started"))
+        return parse_time(self._get("submission_started"))
 
     @property
     def submission_attempts(self) -> int | None:
@@ -132,7 +128,7 @@ class JobStatusView:
 
     @property
     def next_attempt(self) -> datetime | None:
-        return _time(self._get("next_attempt"))
+        return parse_time(self._get("next_attempt"))
 
     @property
     def planned_nodes(self) -> int | None:
