@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from streams_k8s.sandbox.openapi_schemas import META, V2_REFS, V3_REFS, schema_name
+from streams_k8s.sandbox.admission.builtin_schemas import META
+from streams_k8s.sandbox.openapi_schemas import V2_REFS, V3_REFS, schema_name
 from streams_k8s.sandbox.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH
 from streams_k8s.sandbox.resources import ResourceType
 

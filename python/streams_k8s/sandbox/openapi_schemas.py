@@ -10,14 +10,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from streams_k8s.sandbox.admission import builtin_schemas
+from streams_k8s.sandbox.admission.builtin_schemas import INT_OR_STRING, META, OBJECT_META, QUANTITY
 from streams_k8s.sandbox.resources import ResourceType
 
-META = "io.k8s.apimachinery.pkg.apis.meta.v1."
-_OBJECT_META = META + "ObjectMeta"
 _LIST_META = META + "ListMeta"
-_COMMON = (META + "Status", META + "DeleteOptions", META + "Patch", _OBJECT_META, _LIST_META)
-_INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
-_QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+_COMMON = (META + "Status", META + "DeleteOptions", META + "Patch", OBJECT_META, _LIST_META)
 V3_REFS = "#/components/schemas/"
 V2_REFS = "#/definitions/"
 _DESCRIPTIONS = {
@@ -89,9 +86,9 @@ def _refs(value: Any) -> Iterable[str]:
 def _convert_definition(name: str, prefix: str) -> dict[str, Any]:
     schema = builtin_schemas.definitions()[name]
     description = schema.get("description")
-    if name == _INT_OR_STRING:
+    if name == INT_OR_STRING:
         out: dict[str, Any] = {"type": "string", "format": "int-or-string"}
-    elif name == _QUANTITY:
+    elif name == QUANTITY:
         out = {"type": "string"}
     else:
         out = _convert(schema, prefix, kind_root="x-kubernetes-group-version-kind" in schema)
@@ -145,7 +142,7 @@ def _custom_resource_schema(rt: ResourceType, version: str, prefix: str) -> dict
     properties = schema.setdefault("properties", {})
     properties["apiVersion"] = {"description": _DESCRIPTIONS["apiVersion"], "type": "string"}
     properties["kind"] = {"description": _DESCRIPTIONS["kind"], "type": "string"}
-    meta_ref = prefix + _OBJECT_META
+    meta_ref = prefix + OBJECT_META
     properties["metadata"] = (
         {"allOf": [{"$ref": meta_ref}], "description": _DESCRIPTIONS["metadata"]}
         if prefix == V3_REFS

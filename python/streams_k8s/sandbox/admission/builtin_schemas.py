@@ -17,6 +17,11 @@ import orjson
 from streams_k8s.sandbox.release import KUBERNETES_VERSION
 
 _DEFS_PREFIX = "#/$defs/"
+# Definitions both decoding and the OpenAPI documents treat apart from the rest.
+META = "io.k8s.apimachinery.pkg.apis.meta.v1."
+OBJECT_META = META + "ObjectMeta"
+INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 
 
 def _schema_dir(strict: bool) -> Any:

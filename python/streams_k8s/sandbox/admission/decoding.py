@@ -16,14 +16,12 @@ import orjson
 from streams_k8s.api.quantity import parse_quantity
 from streams_k8s.sandbox import schema as structural
 from streams_k8s.sandbox.admission import builtin_schemas
+from streams_k8s.sandbox.admission.builtin_schemas import INT_OR_STRING, OBJECT_META, QUANTITY
 from streams_k8s.sandbox.admission.field_errors import go_quote
 from streams_k8s.sandbox.admission.field_validation import FieldValidation, join_path
 from streams_k8s.sandbox.errors import ApiError
 from streams_k8s.sandbox.resources import ResourceType
 
-_OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
-_INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
-_QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _TIMES = ("io.k8s.apimachinery.pkg.apis.meta.v1.Time", "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime")
 _QUANTITY_MSG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 _INT32 = (-(2**31), 2**31 - 1)
@@ -56,9 +54,7 @@ def decode(rt: ResourceType, version: str, obj: dict[str, Any], fields: FieldVal
         walk = _Walk()
         meta = obj["metadata"]
         try:
-            walk.object(
-                meta, builtin_schemas.definitions()[_OBJECT_META], "metadata", "metadata", _OBJECT_META
-            )
+            walk.object(meta, builtin_schemas.definitions()[OBJECT_META], "metadata", "metadata", OBJECT_META)
         except _TypeError as err:
             raise (fields or FieldValidation()).decode_error(rt, version, str(err)) from None
         problems = walk.unknown
@@ -114,9 +110,9 @@ def _go_type(schema: dict[str, Any]) -> str:
     ref = schema.get("$ref")
     if ref is not None:
         name = builtin_schemas.ref_name(ref)
-        if name == _QUANTITY:
+        if name == QUANTITY:
             return "resource.Quantity"
-        if name == _INT_OR_STRING:
+        if name == INT_OR_STRING:
             return "intstr.IntOrString"
         target = builtin_schemas.definitions()[name]
         if "properties" not in target and _types(target) != ["object"]:
@@ -164,11 +160,11 @@ class _Walk:
         ref = schema.get("$ref")
         if ref is not None:
             name = builtin_schemas.ref_name(ref)
-            if name == _INT_OR_STRING:
+            if name == INT_OR_STRING:
                 if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
                     return value
                 raise _TypeError(f"json: cannot unmarshal {_json_kind(value)} into Go value of type int32")
-            if name == _QUANTITY:
+            if name == QUANTITY:
                 _check_quantity(value)
                 return value
             if name in _TIMES:
@@ -284,7 +280,7 @@ def check_apply_config(
     else:
         meta = body.pop("metadata", None)
         if meta is not None:
-            _undeclared(meta, builtin_schemas.definitions()[_OBJECT_META], ".metadata", found, builtin=True)
+            _undeclared(meta, builtin_schemas.definitions()[OBJECT_META], ".metadata", found, builtin=True)
         spec_schema = rt.schemas.get(version)
         if spec_schema is not None:
             _undeclared(body, spec_schema, "", found, builtin=False)
