@@ -48,6 +48,8 @@ def admitted(policy: dict[str, Any], labels: dict[str, str], port: int, namespac
     for rule in policy["spec"]["ingress"]:
         if not any(p["port"] == port for p in rule["ports"]):
             continue
+        if not rule.get("from"):  # no peers listed: every source
+            return True
         for peer in rule["from"]:
             namespaces = peer.get("namespaceSelector")
             in_namespace = (

@@ -225,5 +225,7 @@ def test_the_operator_network_policy_admits_only_what_needs_it(rendered: list[di
     assert not admitted(policy, {"app": "streams", "svc": "instance-operator"}, 6379)
     assert admitted(policy, {"app.kubernetes.io/name": "prometheus"}, 8080, namespace="monitoring")
     assert not admitted(policy, {"app.kubernetes.io/name": "prometheus"}, 10000, namespace="monitoring")
+    # The console authenticates each viewer (TokenReview), so any peer may reach it, e.g. an ingress.
+    assert admitted(policy, {"app.kubernetes.io/name": "ingress-nginx"}, 8090, namespace="ingress")
     egress = {(p["port"], p["protocol"]) for rule in policy["spec"]["egress"] for p in rule["ports"]}
     assert {(443, "TCP"), (6443, "TCP"), (53, "UDP"), (53, "TCP"), (10000, "UDP")} <= egress
