@@ -13,6 +13,7 @@
 mod elements;
 pub mod model;
 mod operator;
+mod prolog;
 mod sections;
 
 #[cfg(test)]
@@ -97,6 +98,8 @@ pub fn document(data: &[u8], max_bytes: usize) -> Result<Document<'_>, AdlError>
             err.valid_up_to()
         ))
     })?;
+    prolog::check(text)
+        .map_err(|reason| AdlError::document(format!("not well-formed XML: {reason}")))?;
     let options = ParsingOptions {
         allow_dtd: false,
         ..ParsingOptions::default()

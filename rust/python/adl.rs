@@ -350,7 +350,10 @@ impl<'py, 'a> Builder<'py, 'a> {
                     .into_any()
                     .unbind())
             })?,
-            wrapper: self.word_cow(&op.wrapper),
+            wrapper: match &op.wrapper {
+                Cow::Borrowed(w) => self.word(w),
+                Cow::Owned(w) => self.text(w),
+            },
             shared_object_class: self.text(op.shared_object_class),
             shared_object_uri: self.text(&op.shared_object_uri),
             tracing_level: op.tracing_level.map(|l| self.word(l)),
@@ -366,13 +369,6 @@ impl<'py, 'a> Builder<'py, 'a> {
                 .transpose()?,
         };
         Py::new(py, operator)
-    }
-
-    fn word_cow(&mut self, s: &'a Cow<'a, str>) -> Str {
-        match s {
-            Cow::Borrowed(s) => self.word(s),
-            Cow::Owned(s) => self.text(s),
-        }
     }
 
     fn composite_ports(&mut self, ports: &'a [model::CompositePort<'a>]) -> PyResult<Tuple> {

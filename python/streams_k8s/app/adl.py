@@ -22,7 +22,11 @@ def parse_adl(data: bytes, *, what: str = "ADL") -> Application:
     try:
         with collector_paused():
             return _native.parse_adl(
-                data, what=what, max_bytes=MAX_XML_BYTES, operator_kind=OperatorKind, splitter_kind=SplitterKind
+                data,
+                what=what,
+                max_bytes=MAX_XML_BYTES,
+                operator_kind=OperatorKind,
+                splitter_kind=SplitterKind,
             )
     except _native.AdlParseError as err:
         raise AdlError(str(err)) from None
