@@ -317,9 +317,16 @@ impl<'py, 'a> Builder<'py, 'a> {
             )?),
             None => None,
         };
+        let name = self.text(op.name);
+        // The compiler names an operator's class after the operator: one string for both.
+        let shared_object_class = if op.shared_object_class == op.name {
+            name.clone_ref(py)
+        } else {
+            self.text(op.shared_object_class)
+        };
         let operator = py_model::Operator {
             index: op.index,
-            name: self.text(op.name),
+            name,
             kind,
             definition_index: op.definition_index,
             composite: op.composite,
@@ -354,7 +361,7 @@ impl<'py, 'a> Builder<'py, 'a> {
                 Cow::Borrowed(w) => self.word(w),
                 Cow::Owned(w) => self.text(w),
             },
-            shared_object_class: self.text(op.shared_object_class),
+            shared_object_class,
             shared_object_uri: self.text(&op.shared_object_uri),
             tracing_level: op.tracing_level.map(|l| self.word(l)),
             import_spec: op
