@@ -3,6 +3,8 @@
 use pyo3::prelude::*;
 use pyo3::PyTypeInfo;
 
+mod adl;
+mod adl_model;
 mod cr_fsm;
 mod fusion;
 mod name_table;
@@ -34,5 +36,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     fusion::register(m)?;
     scheduler::register(m)?;
     cr_fsm::register(m)?;
+    adl::register(m)?;
     Ok(())
 }

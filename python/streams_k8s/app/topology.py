@@ -21,7 +21,7 @@ import itertools
 import math
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from streams_k8s.api.parallel_region import MAX_WIDTH
 from streams_k8s.app.model import (
@@ -383,10 +383,12 @@ class _ReplicaPools:
             if key not in self.replicas:
                 index = max(self.by_index) + 1
                 replicated = set(region.replicate_host_tags)
-                self.replicas[key] = replace(
-                    pool,
+                self.replicas[key] = AdlHostPool(
                     index=index,
                     name=f"{pool.name}_{region.index}_{channel.global_}",
+                    exclusive=pool.exclusive,
+                    size=pool.size,
+                    hosts=pool.hosts,
                     tags=tuple(f"{t}_{channel.global_}" if t in replicated else t for t in pool.tags),
                 )
                 self.by_index[index] = self.replicas[key]
@@ -440,17 +442,18 @@ def _replicate(
                 name=name,
                 operator=op,
                 channels=channels,
-                placement=replace(
-                    p,
+                placement=HostPlacement(
                     pool_index=pools.place(p.pool_index, chain, channels),
                     host=_substitute(p.host, channels) if p.host else None,
+                    inpool_index=p.inpool_index,
                     colocations=_sub_all(p.colocations, channels),
                     exlocations=_sub_all(p.exlocations, channels),
+                    isolation=p.isolation,
                 ),
-                partitions=replace(
-                    q,
+                partitions=Partitions(
                     colocations=_sub_all(q.colocations, channels),
                     exlocations=_sub_all(q.exlocations, channels),
+                    isolation=q.isolation,
                 ),
                 consistent_region=_consistent_region(op),
                 threading=_threading(app, op),
