@@ -3,6 +3,7 @@
 use pyo3::prelude::*;
 use pyo3::PyTypeInfo;
 
+mod aadl;
 mod cr_fsm;
 mod fusion;
 mod name_table;
@@ -34,5 +35,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     fusion::register(m)?;
     scheduler::register(m)?;
     cr_fsm::register(m)?;
+    aadl::register(m)?;
     Ok(())
 }
