@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 use super::input::{Edge, Job, Member, Node, Pe, PortIndex, RuntimeConstant, TupleType};
 use super::ports::pe_ports;
 use super::xml::{python_float_repr, Writer};
-use super::AadlError;
+use super::{AadlError, Text};
 
 const NAMESPACES: &str = " xmlns=\"http://www.ibm.com/xmlns/prod/streams/application/augmented\" \
     xmlns:a=\"http://www.ibm.com/xmlns/prod/streams/application\" \
@@ -16,21 +16,21 @@ const NAMESPACES: &str = " xmlns=\"http://www.ibm.com/xmlns/prod/streams/applica
     xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\"";
 
 /// What every PE of a job shares: lookups, and the fragments written the same in each.
-pub struct Shared<'a> {
-    pub job: &'a Job,
+pub struct Shared<'a, S> {
+    pub job: &'a Job<S>,
     /// `<a:libraries/>`, host pools and tuple types, serialised.
     context: String,
     /// custom metrics and the toolkit map, serialised.
     tail: String,
-    tuple_types: FxHashMap<i64, &'a TupleType>,
+    tuple_types: FxHashMap<i64, &'a TupleType<S>>,
     /// definition index → toolkit index (the first definition of an index, as `next()` finds it)
     toolkits: FxHashMap<i64, i64>,
     /// definition index → runtime type (the last one, as a dict comprehension keeps it)
     runtimes: FxHashMap<i64, &'a str>,
 }
 
-impl<'a> Shared<'a> {
-    pub fn new(job: &'a Job) -> Result<Self, AadlError> {
+impl<'a, S: Text> Shared<'a, S> {
+    pub fn new(job: &'a Job<S>) -> Result<Self, AadlError> {
         let app = &job.app;
         let mut tuple_types = FxHashMap::default();
         for tt in &app.tuple_types {
@@ -40,7 +40,7 @@ impl<'a> Shared<'a> {
         let mut runtimes = FxHashMap::default();
         for d in &app.definitions {
             toolkits.entry(d.index).or_insert(d.toolkit_index);
-            runtimes.insert(d.index, d.runtime_type.as_str());
+            runtimes.insert(d.index, &*d.runtime_type);
         }
         let mut shared = Shared {
             job,
@@ -137,7 +137,7 @@ pub fn pe_of(ports: &PortIndex, node: i64) -> Result<i64, AadlError> {
         .ok_or_else(|| AadlError::inconsistent(format!("node {node} is in no PE")))
 }
 
-pub fn render_pe(shared: &Shared<'_>, ports: &PortIndex, pe: &Pe) -> Result<String, AadlError> {
+pub fn render_pe<S: Text>(shared: &Shared<'_, S>, ports: &PortIndex, pe: &Pe<S>) -> Result<String, AadlError> {
     let job = shared.job;
     let app = &job.app;
     let ops = || pe.members.iter().map(|m| &m.node.operator);
@@ -174,14 +174,14 @@ pub fn render_pe(shared: &Shared<'_>, ports: &PortIndex, pe: &Pe) -> Result<Stri
         }
     }
     w.fragment(&shared.context);
-    let env: BTreeSet<&(String, String)> = ops().flat_map(|op| &op.env_vars).collect();
+    let env: BTreeSet<(&str, &str)> = ops().flat_map(|op| &op.env_vars).map(|(k, v)| (&**k, &**v)).collect();
     w.start("envVars");
     for (name, value) in env {
         w.start("a:envVar").attr("name", name)?.attr("value", value)?.end();
     }
     w.end();
     w.start("executable").attr("dynamicLoad", "true")?.attr("digest", "")?;
-    let wrapper = ops().map(|op| op.wrapper.as_str()).find(|w| *w != "none");
+    let wrapper = ops().map(|op| &*op.wrapper).find(|w| *w != "none");
     w.text_element("a:wrapper", wrapper.unwrap_or("none"))?;
     w.text_element("a:executableUri", "")?.text_element("a:arguments", "")?;
     w.start("a:dependencies").end().end();
@@ -209,7 +209,7 @@ pub fn render_pe(shared: &Shared<'_>, ports: &PortIndex, pe: &Pe) -> Result<Stri
     Ok(w.finish())
 }
 
-fn oper_instance(w: &mut Writer, shared: &Shared<'_>, ports: &PortIndex, member: &Member) -> Result<(), AadlError> {
+fn oper_instance<S: Text>(w: &mut Writer, shared: &Shared<'_, S>, ports: &PortIndex, member: &Member<S>) -> Result<(), AadlError> {
     let node = &member.node;
     let op = &node.operator;
     w.start("a:operInstance").int("index", node.index).attr("name", &node.name)?;
@@ -269,7 +269,7 @@ fn oper_instance(w: &mut Writer, shared: &Shared<'_>, ports: &PortIndex, member:
     Ok(())
 }
 
-fn resources(w: &mut Writer, node: &Node) -> Result<(), AadlError> {
+fn resources<S: Text>(w: &mut Writer, node: &Node<S>) -> Result<(), AadlError> {
     let pl = &node.placement;
     w.start("a:resources");
     if pl.isolation {
@@ -296,7 +296,7 @@ fn resources(w: &mut Writer, node: &Node) -> Result<(), AadlError> {
 }
 
 /// A constant backed by a submission-time value takes the value the user gave, as SPL.
-fn runtime_constant(w: &mut Writer, shared: &Shared<'_>, rc: &RuntimeConstant) -> Result<(), AadlError> {
+fn runtime_constant<S: Text>(w: &mut Writer, shared: &Shared<'_, S>, rc: &RuntimeConstant<S>) -> Result<(), AadlError> {
     w.start("a:runtimeConstant").attr("name", &rc.name)?;
     let mut value = &rc.value;
     if let Some(index) = rc.submission_time_value_index {
@@ -312,29 +312,42 @@ fn runtime_constant(w: &mut Writer, shared: &Shared<'_>, rc: &RuntimeConstant) -
     Ok(())
 }
 
-/// A connection element's attributes: (inter-PE, [(name, value)]).
-pub type Connection = (bool, Vec<(&'static str, i64)>);
+/// One `interPeConnection` / `intraPeConnection`: the operator port at the other end, the
+/// splitter channel it comes through (input ports only) and, between PEs, the PE input port.
+#[derive(Clone)]
+pub struct Connection {
+    pub inter: bool,
+    pub operator: i64,
+    /// `oportIndex` on input ports, `iportIndex` on output ports
+    pub port: (&'static str, i64),
+    pub channel: Option<(i64, i64)>,
+    pub pe_port: Option<i64>,
+}
 
 /// Inter-PE connections first, then intra-PE ones, as the schema orders them.
 pub fn connections<'c>(w: &mut Writer, conns: impl Iterator<Item = &'c Connection> + Clone) {
     for want_inter in [true, false] {
-        for (inter, attrs) in conns.clone().filter(|(inter, _)| *inter == want_inter) {
-            w.start(if *inter { "a:interPeConnection" } else { "a:intraPeConnection" });
-            for &(key, value) in attrs {
-                w.int(key, value);
+        for c in conns.clone().filter(|c| c.inter == want_inter) {
+            w.start(if c.inter { "a:interPeConnection" } else { "a:intraPeConnection" });
+            w.int("operInstanceIndex", c.operator).int(c.port.0, c.port.1);
+            if let Some((region, channel)) = c.channel {
+                w.int("splitterIndex", region).int("channelIndex", channel);
+            }
+            if let Some(pe_port) = c.pe_port {
+                w.int("pePortIndex", pe_port);
             }
             w.end();
         }
     }
 }
 
-fn sorted_by<K: Ord>(edges: &[Edge], key: impl Fn(&Edge) -> K) -> Vec<&Edge> {
-    let mut sorted: Vec<&Edge> = edges.iter().collect();
+fn sorted_by<S, K: Ord>(edges: &[Edge<S>], key: impl Fn(&Edge<S>) -> K) -> Vec<&Edge<S>> {
+    let mut sorted: Vec<&Edge<S>> = edges.iter().collect();
     sorted.sort_by_key(|e| key(e));
     sorted
 }
 
-fn input_ports(w: &mut Writer, shared: &Shared<'_>, ports: &PortIndex, member: &Member) -> Result<(), AadlError> {
+fn input_ports<S: Text>(w: &mut Writer, shared: &Shared<'_, S>, ports: &PortIndex, member: &Member<S>) -> Result<(), AadlError> {
     let node = &member.node;
     let threading = node.threading.as_deref().filter(|t| !t.is_empty());
     let dedicated = threading.or(shared.job.default_threading.as_deref()) == Some("dedicated");
@@ -342,15 +355,15 @@ fn input_ports(w: &mut Writer, shared: &Shared<'_>, ports: &PortIndex, member: &
     let mut incoming: FxHashMap<i64, Vec<(Connection, bool)>> = FxHashMap::default();
     for edge in sorted_by(&member.into, |e| (e.dst_port, e.src, e.src_port)) {
         let inter = pe_of(ports, edge.src)? != here;
-        let mut attrs = vec![("operInstanceIndex", edge.src), ("oportIndex", edge.src_port)];
-        if let Some((region, channel)) = edge.channel() {
-            attrs.extend([("splitterIndex", region), ("channelIndex", channel)]);
-        }
-        if inter {
-            attrs.push(("pePortIndex", input_port_id(ports, node.index, edge.dst_port)?));
-        }
+        let conn = Connection {
+            inter,
+            operator: edge.src,
+            port: ("oportIndex", edge.src_port),
+            channel: edge.channel(),
+            pe_port: inter.then(|| input_port_id(ports, node.index, edge.dst_port)).transpose()?,
+        };
         let split = edge.splitter.is_some();
-        incoming.entry(edge.dst_port).or_default().push(((inter, attrs), split));
+        incoming.entry(edge.dst_port).or_default().push((conn, split));
     }
     w.start("a:inputPorts");
     for port in &node.operator.input_ports {
@@ -363,11 +376,11 @@ fn input_ports(w: &mut Writer, shared: &Shared<'_>, ports: &PortIndex, member: &
         connections(w, conns.iter().map(|(c, _)| c));
         // intra-PE connections get a thread of their own where the runtime expects one: from a
         // parallel channel's splitter, or into an operator asking for a dedicated thread
-        let injected = conns.iter().any(|((inter, _), split)| !inter && (dedicated || *split));
+        let injected = conns.iter().any(|(c, split)| !c.inter && (dedicated || *split));
         if port.threaded_port.is_some() || injected {
             let tp = port.threaded_port.as_ref();
             w.start("a:threadedPort");
-            w.attr("congestionPolicy", tp.map_or("wait", |t| t.congestion_policy.as_str()))?;
+            w.attr("congestionPolicy", tp.map_or("wait", |t| &*t.congestion_policy))?;
             w.attr("singleThreadedOnInput", "true")?.flag("isInjected", tp.is_none());
             if let Some(size) = tp.and_then(|t| t.queue_size) {
                 w.int("queueSize", size);
@@ -380,7 +393,7 @@ fn input_ports(w: &mut Writer, shared: &Shared<'_>, ports: &PortIndex, member: &
     Ok(())
 }
 
-fn output_ports(w: &mut Writer, ports: &PortIndex, member: &Member) -> Result<(), AadlError> {
+fn output_ports<S: Text>(w: &mut Writer, ports: &PortIndex, member: &Member<S>) -> Result<(), AadlError> {
     let node = &member.node;
     let here = pe_of(ports, node.index)?;
     let edges = sorted_by(&member.from, |e| (e.src_port, e.dst, e.dst_port));
@@ -396,13 +409,16 @@ fn output_ports(w: &mut Writer, ports: &PortIndex, member: &Member) -> Result<()
         let mut split = Vec::new();
         for edge in edges.iter().filter(|e| e.src_port == port.index) {
             let inter = pe_of(ports, edge.dst)? != here;
-            let mut attrs = vec![("operInstanceIndex", edge.dst), ("iportIndex", edge.dst_port)];
-            if inter {
-                attrs.push(("pePortIndex", input_port_id(ports, edge.dst, edge.dst_port)?));
-            }
+            let conn = Connection {
+                inter,
+                operator: edge.dst,
+                port: ("iportIndex", edge.dst_port),
+                channel: None,
+                pe_port: inter.then(|| input_port_id(ports, edge.dst, edge.dst_port)).transpose()?,
+            };
             match &edge.splitter {
-                Some(use_) => split.push((use_.path.as_slice(), (inter, attrs))),
-                None => direct.push((inter, attrs)),
+                Some(use_) => split.push((use_.path.as_slice(), conn)),
+                None => direct.push(conn),
             }
         }
         connections(w, direct.iter());
@@ -413,18 +429,18 @@ fn output_ports(w: &mut Writer, ports: &PortIndex, member: &Member) -> Result<()
     Ok(())
 }
 
-type Split<'e> = (&'e [super::input::SplitterStep], Connection);
+type Split<'e, S> = (&'e [super::input::SplitterStep<S>], Connection);
 
 /// Splitters at `depth` of the paths, each channel holding its connections or deeper splitters.
 ///
 /// The schema lets a parallel channel hold one kind of content, so a channel with several kinds
 /// (inter-PE, intra-PE, nested splitters) is written as several channel elements with its index.
-fn splitters(w: &mut Writer, items: &[Split<'_>], depth: usize) -> Result<(), AadlError> {
-    let mut regions: std::collections::BTreeMap<(i64, &str, i64), std::collections::BTreeMap<i64, Vec<&Split<'_>>>> =
+fn splitters<S: Text>(w: &mut Writer, items: &[Split<'_, S>], depth: usize) -> Result<(), AadlError> {
+    let mut regions: std::collections::BTreeMap<(i64, &str, i64), std::collections::BTreeMap<i64, Vec<&Split<'_, S>>>> =
         Default::default();
     for item in items {
         let step = &item.0[depth];
-        let key = (step.region, step.kind.as_str(), step.iport);
+        let key = (step.region, &*step.kind, step.iport);
         regions.entry(key).or_default().entry(step.channel).or_default().push(item);
     }
     for ((region, kind, iport), channels) in regions {
@@ -434,7 +450,7 @@ fn splitters(w: &mut Writer, items: &[Split<'_>], depth: usize) -> Result<(), Aa
             for want_inter in [true, false] {
                 let mut here = sub
                     .iter()
-                    .filter(|(path, (inter, _))| path.len() == depth + 1 && *inter == want_inter)
+                    .filter(|(path, c)| path.len() == depth + 1 && c.inter == want_inter)
                     .map(|(_, conn)| conn)
                     .peekable();
                 if here.peek().is_some() {
@@ -443,7 +459,7 @@ fn splitters(w: &mut Writer, items: &[Split<'_>], depth: usize) -> Result<(), Aa
                     w.end();
                 }
             }
-            let deeper: Vec<Split<'_>> = sub
+            let deeper: Vec<Split<'_, S>> = sub
                 .iter()
                 .filter(|(path, _)| path.len() > depth + 1)
                 .map(|&item| item.clone())

@@ -18,6 +18,10 @@ mod tests;
 pub use input::*;
 pub use xml::python_float_repr;
 
+/// The strings of the input: `String`, or a borrowed Python string in the bindings.
+pub trait Text: std::ops::Deref<Target = str> + AsRef<str> {}
+impl<T: std::ops::Deref<Target = str> + AsRef<str>> Text for T {}
+
 /// Why a PE's AADL cannot be written.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AadlError {
@@ -57,7 +61,7 @@ impl std::fmt::Display for AadlError {
 impl std::error::Error for AadlError {}
 
 /// The AADL of each PE of `pes`, in order.
-pub fn render(job: &Job, ports: &PortIndex, pes: &[Pe]) -> Result<Vec<String>, AadlError> {
+pub fn render<S: Text>(job: &Job<S>, ports: &PortIndex, pes: &[Pe<S>]) -> Result<Vec<String>, AadlError> {
     let shared = document::Shared::new(job)?;
     pes.iter()
         .map(|pe| document::render_pe(&shared, ports, pe))

@@ -4,9 +4,9 @@
 use super::document::{input_port_id, Shared};
 use super::input::{Export, Pe, PortIndex};
 use super::xml::Writer;
-use super::AadlError;
+use super::{AadlError, Text};
 
-pub fn pe_ports(w: &mut Writer, shared: &Shared<'_>, ports: &PortIndex, pe: &Pe) -> Result<(), AadlError> {
+pub fn pe_ports<S: Text>(w: &mut Writer, shared: &Shared<'_, S>, ports: &PortIndex, pe: &Pe<S>) -> Result<(), AadlError> {
     let node = |index: i64| {
         pe.members
             .iter()
@@ -80,7 +80,7 @@ pub fn pe_ports(w: &mut Writer, shared: &Shared<'_>, ports: &PortIndex, pe: &Pe)
         shared.tuple_type(w, "tupleType", port.tuple_type_index)?;
         // the schema allows one exported stream per port
         if let Some((operator, spec)) = out.exports.first() {
-            exported_stream(w, operator, spec)?;
+            exported_stream(w, &**operator, spec)?;
         }
         w.start("staticConnections");
         let mut receivers: Vec<_> = out.receivers.iter().collect();
@@ -104,7 +104,7 @@ pub fn pe_ports(w: &mut Writer, shared: &Shared<'_>, ports: &PortIndex, pe: &Pe)
     Ok(())
 }
 
-fn exported_stream(w: &mut Writer, operator: &str, spec: &Export) -> Result<(), AadlError> {
+fn exported_stream<S: Text>(w: &mut Writer, operator: &str, spec: &Export<S>) -> Result<(), AadlError> {
     w.start("exportedStream").attr("exportOperName", operator)?;
     if let Some(name) = &spec.stream_name {
         w.attr("name", name)?;

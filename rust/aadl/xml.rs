@@ -9,61 +9,69 @@
 
 use super::AadlError;
 
-/// What each byte becomes in an attribute value (`Some`: replaced; `None`: copied), or an
-/// error for a byte that starts a character XML cannot hold.
-#[derive(Clone, Copy, PartialEq)]
-enum Byte {
-    Copy,
-    Replace(&'static str),
-    Refuse,
-    /// 0xEF: maybe U+FFFE or U+FFFF, which the two following bytes tell.
-    Check,
-}
+/// What a byte of a string needs: nothing (`COPY`, nearly all of them), an entity, or a look
+/// at the character it starts (refused C0 controls; 0xEF, which may start U+FFFE or U+FFFF).
+const COPY: u8 = 0;
+const ENTITY: u8 = 1;
+const CHECK: u8 = 2;
 
-const fn table(attribute: bool) -> [Byte; 256] {
-    let mut t = [Byte::Copy; 256];
+const fn classes(attribute: bool) -> [u8; 256] {
+    let mut t = [COPY; 256];
     let mut b = 0;
     while b < 0x20 {
-        t[b] = Byte::Refuse;
+        t[b] = CHECK;
         b += 1;
     }
-    t[b'&' as usize] = Byte::Replace("&amp;");
-    t[b'<' as usize] = Byte::Replace("&lt;");
-    t[b'>' as usize] = Byte::Replace("&gt;");
-    t[b'\r' as usize] = Byte::Replace("&#13;");
+    t[b'&' as usize] = ENTITY;
+    t[b'<' as usize] = ENTITY;
+    t[b'>' as usize] = ENTITY;
+    t[b'\r' as usize] = ENTITY;
     if attribute {
-        t[b'"' as usize] = Byte::Replace("&quot;");
-        t[b'\t' as usize] = Byte::Replace("&#9;");
-        t[b'\n' as usize] = Byte::Replace("&#10;");
+        t[b'"' as usize] = ENTITY;
+        t[b'\t' as usize] = ENTITY;
+        t[b'\n' as usize] = ENTITY;
     } else {
-        t[b'\t' as usize] = Byte::Copy;
-        t[b'\n' as usize] = Byte::Copy;
+        t[b'\t' as usize] = COPY;
+        t[b'\n' as usize] = COPY;
     }
-    t[0xEF] = Byte::Check;
+    t[0xEF] = CHECK;
     t
 }
 
-static ATTRIBUTE: [Byte; 256] = table(true);
-static TEXT: [Byte; 256] = table(false);
+static ATTRIBUTE: [u8; 256] = classes(true);
+static TEXT: [u8; 256] = classes(false);
 
-fn escape(out: &mut String, value: &str, rules: &[Byte; 256]) -> Result<(), AadlError> {
+fn entity(b: u8) -> &'static str {
+    match b {
+        b'&' => "&amp;",
+        b'<' => "&lt;",
+        b'>' => "&gt;",
+        b'"' => "&quot;",
+        b'\t' => "&#9;",
+        b'\n' => "&#10;",
+        _ => "&#13;",
+    }
+}
+
+fn escape(out: &mut String, value: &str, classes: &[u8; 256]) -> Result<(), AadlError> {
     let bytes = value.as_bytes();
+    let Some(first) = bytes.iter().position(|&b| classes[b as usize] != COPY) else {
+        out.push_str(value);
+        return Ok(());
+    };
     let mut copied = 0;
-    for (at, &b) in bytes.iter().enumerate() {
-        match rules[b as usize] {
-            Byte::Copy => {}
-            Byte::Replace(with) => {
+    for (at, &b) in bytes.iter().enumerate().skip(first) {
+        match classes[b as usize] {
+            COPY => {}
+            ENTITY => {
                 out.push_str(&value[copied..at]);
-                out.push_str(with);
+                out.push_str(entity(b));
                 copied = at + 1;
             }
-            Byte::Check => {
-                // U+FFFE and U+FFFF are EF BF BE and EF BF BF
-                if bytes.get(at + 1) == Some(&0xBF) && matches!(bytes.get(at + 2), Some(0xBE | 0xBF)) {
-                    return Err(AadlError::not_xml(value));
-                }
-            }
-            Byte::Refuse => return Err(AadlError::not_xml(value)),
+            // U+FFFE and U+FFFF are EF BF BE and EF BF BF; other 0xEF characters are fine
+            _ if b == 0xEF
+                && !(bytes.get(at + 1) == Some(&0xBF) && matches!(bytes.get(at + 2), Some(0xBE | 0xBF))) => {}
+            _ => return Err(AadlError::not_xml(value)),
         }
     }
     out.push_str(&value[copied..]);
@@ -117,11 +125,11 @@ impl Writer {
         self
     }
 
-    pub fn attr(&mut self, key: &str, value: &str) -> Result<&mut Self, AadlError> {
+    pub fn attr(&mut self, key: &str, value: impl AsRef<str>) -> Result<&mut Self, AadlError> {
         self.out.push(' ');
         self.out.push_str(key);
         self.out.push_str("=\"");
-        escape(&mut self.out, value, &ATTRIBUTE)?;
+        escape(&mut self.out, value.as_ref(), &ATTRIBUTE)?;
         self.out.push('"');
         Ok(self)
     }
@@ -158,14 +166,14 @@ impl Writer {
 
     /// Text content of the open element (set, even to "", it keeps the element from
     /// self-closing).
-    pub fn text(&mut self, text: &str) -> Result<&mut Self, AadlError> {
+    pub fn text(&mut self, text: impl AsRef<str>) -> Result<&mut Self, AadlError> {
         self.seal();
-        escape(&mut self.out, text, &TEXT)?;
+        escape(&mut self.out, text.as_ref(), &TEXT)?;
         Ok(self)
     }
 
     /// An element holding only `text`.
-    pub fn text_element(&mut self, name: &'static str, text: &str) -> Result<&mut Self, AadlError> {
+    pub fn text_element(&mut self, name: &'static str, text: impl AsRef<str>) -> Result<&mut Self, AadlError> {
         Ok(self.start(name).text(text)?.end())
     }
 

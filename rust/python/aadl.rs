@@ -5,6 +5,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedStr;
 use rustc_hash::FxHashMap;
 
 use super::error_with;
@@ -28,17 +29,20 @@ fn aadl_error(py: Python<'_>, error: aadl::AadlError) -> PyErr {
     }
 }
 
+/// Strings stay Python's: borrowed, not copied.
+type Str = PyBackedStr;
+
 /// One `PlannedPe` with its nodes (from `topology.nodes`) and their connections.
-fn pe(topology: &Bound<'_, PyAny>, nodes: &Bound<'_, PyAny>, planned: &Bound<'_, PyAny>) -> PyResult<Pe> {
+fn pe(topology: &Bound<'_, PyAny>, nodes: &Bound<'_, PyAny>, planned: &Bound<'_, PyAny>) -> PyResult<Pe<Str>> {
     let py = planned.py();
     let indices: Vec<i64> = planned.getattr(intern!(py, "nodes"))?.extract()?;
     let members = indices
         .into_iter()
         .map(|index| {
             Ok(Member {
-                node: nodes.get_item(index)?.extract::<Node>()?,
-                into: topology.call_method1(intern!(py, "edges_into"), (index,))?.extract::<Vec<Edge>>()?,
-                from: topology.call_method1(intern!(py, "edges_from"), (index,))?.extract::<Vec<Edge>>()?,
+                node: nodes.get_item(index)?.extract::<Node<Str>>()?,
+                into: topology.call_method1(intern!(py, "edges_into"), (index,))?.extract::<Vec<Edge<Str>>>()?,
+                from: topology.call_method1(intern!(py, "edges_from"), (index,))?.extract::<Vec<Edge<Str>>>()?,
             })
         })
         .collect::<PyResult<_>>()?;
@@ -46,8 +50,8 @@ fn pe(topology: &Bound<'_, PyAny>, nodes: &Bound<'_, PyAny>, planned: &Bound<'_,
         id: planned.getattr(intern!(py, "id"))?.extract()?,
         index: planned.getattr(intern!(py, "index"))?.extract()?,
         members,
-        inputs: planned.getattr(intern!(py, "inputs"))?.extract::<Vec<PeInput>>()?,
-        outputs: planned.getattr(intern!(py, "outputs"))?.extract::<Vec<PeOutput>>()?,
+        inputs: planned.getattr(intern!(py, "inputs"))?.extract::<Vec<PeInput<Str>>>()?,
+        outputs: planned.getattr(intern!(py, "outputs"))?.extract::<Vec<PeOutput<Str>>>()?,
     })
 }
 
@@ -59,15 +63,15 @@ fn render_aadl(
     topology: &Bound<'_, PyAny>,
     pes: Vec<Bound<'_, PyAny>>,
     ports: PortIndex,
-    job_name: String,
+    job_name: Str,
     job_id: i64,
-    given: FxHashMap<i64, String>,
+    given: FxHashMap<i64, Str>,
 ) -> PyResult<Vec<String>> {
     let job = Job {
         name: job_name,
         id: job_id,
-        app: topology.getattr(intern!(py, "app"))?.extract::<App>()?,
-        hostpools: topology.getattr(intern!(py, "hostpools"))?.extract::<Vec<HostPool>>()?,
+        app: topology.getattr(intern!(py, "app"))?.extract::<App<Str>>()?,
+        hostpools: topology.getattr(intern!(py, "hostpools"))?.extract::<Vec<HostPool<Str>>>()?,
         default_threading: topology.getattr(intern!(py, "default_threading"))?.extract()?,
         given,
     };
@@ -75,7 +79,7 @@ fn render_aadl(
     let pes = pes
         .iter()
         .map(|planned| pe(topology, &nodes, planned))
-        .collect::<PyResult<Vec<Pe>>>()?;
+        .collect::<PyResult<Vec<Pe<Str>>>>()?;
     py.detach(|| aadl::render(&job, &ports, &pes))
         .map_err(|error| aadl_error(py, error))
 }

@@ -56,6 +56,7 @@ def _signature(topo: Topology, pe: PlannedPe, ports: PortIndex) -> tuple[object,
     """Everything a PE's AADL depends on beyond the (immutable, shared) nodes and connections.
 
     Nodes are compared by identity: a rebuilt topology reuses the node objects it did not touch.
+    The host pools are listed in every PE's AADL, and a width change can add per-channel replicas.
     """
 
     def channel(e: Edge) -> tuple[int, int] | None:
@@ -64,6 +65,7 @@ def _signature(topo: Topology, pe: PlannedPe, ports: PortIndex) -> tuple[object,
     return (
         pe.id,
         pe.index,
+        topo.hostpools,
         tuple(id(topo.nodes[n]) for n in pe.nodes),
         tuple(
             (
