@@ -20,9 +20,14 @@ mod extract {
     /// sequence protocol's iterator object: most are empty or short, so that overhead dominated.
     pub fn seq<'py, T: FromPyObjectOwned<'py>>(obj: &Bound<'py, PyAny>) -> PyResult<Vec<T>> {
         if let Ok(tuple) = obj.cast::<PyTuple>() {
-            tuple.iter_borrowed().map(|item| item.extract().map_err(Into::into)).collect()
+            tuple
+                .iter_borrowed()
+                .map(|item| item.extract().map_err(Into::into))
+                .collect()
         } else if let Ok(list) = obj.cast::<PyList>() {
-            list.iter().map(|item| item.extract().map_err(Into::into)).collect()
+            list.iter()
+                .map(|item| item.extract().map_err(Into::into))
+                .collect()
         } else {
             obj.extract()
         }
@@ -356,6 +361,9 @@ pub struct PeOutput<S = String> {
     pub exports: Vec<(S, Export<S>)>,
 }
 
+/// An operator output port and the splitter channel it feeds, if any: (node, port, channel).
+pub type OutputKey = (i64, i64, Option<(i64, i64)>);
+
 /// `PortIndex`: where every node and PE port ended up.
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "python", derive(FromPyObject))]
@@ -365,7 +373,7 @@ pub struct PortIndex {
     /// (node, port) → (PE id, PE port id)
     pub inputs: FxHashMap<(i64, i64), (i64, i64)>,
     /// (node, port, channel) → (PE id, PE port id)
-    pub outputs: FxHashMap<(i64, i64, Option<(i64, i64)>), (i64, i64)>,
+    pub outputs: FxHashMap<OutputKey, (i64, i64)>,
 }
 
 /// A node of the PE with the connections into and out of it (the topology's edge index).

@@ -61,7 +61,11 @@ impl std::fmt::Display for AadlError {
 impl std::error::Error for AadlError {}
 
 /// The AADL of each PE of `pes`, in order.
-pub fn render<S: Text>(job: &Job<S>, ports: &PortIndex, pes: &[Pe<S>]) -> Result<Vec<String>, AadlError> {
+pub fn render<S: Text>(
+    job: &Job<S>,
+    ports: &PortIndex,
+    pes: &[Pe<S>],
+) -> Result<Vec<String>, AadlError> {
     let shared = document::Shared::new(job)?;
     pes.iter()
         .map(|pe| document::render_pe(&shared, ports, pe))

@@ -70,7 +70,8 @@ fn escape(out: &mut String, value: &str, classes: &[u8; 256]) -> Result<(), Aadl
             }
             // U+FFFE and U+FFFF are EF BF BE and EF BF BF; other 0xEF characters are fine
             _ if b == 0xEF
-                && !(bytes.get(at + 1) == Some(&0xBF) && matches!(bytes.get(at + 2), Some(0xBE | 0xBF))) => {}
+                && !(bytes.get(at + 1) == Some(&0xBF)
+                    && matches!(bytes.get(at + 2), Some(0xBE | 0xBF))) => {}
             _ => return Err(AadlError::not_xml(value)),
         }
     }
@@ -146,7 +147,8 @@ impl Writer {
     pub fn flag(&mut self, key: &str, value: bool) -> &mut Self {
         self.out.push(' ');
         self.out.push_str(key);
-        self.out.push_str(if value { "=\"true\"" } else { "=\"false\"" });
+        self.out
+            .push_str(if value { "=\"true\"" } else { "=\"false\"" });
         self
     }
 
@@ -173,7 +175,11 @@ impl Writer {
     }
 
     /// An element holding only `text`.
-    pub fn text_element(&mut self, name: &'static str, text: impl AsRef<str>) -> Result<&mut Self, AadlError> {
+    pub fn text_element(
+        &mut self,
+        name: &'static str,
+        text: impl AsRef<str>,
+    ) -> Result<&mut Self, AadlError> {
         Ok(self.start(name).text(text)?.end())
     }
 
@@ -235,7 +241,11 @@ pub fn python_float_repr(value: f64) -> String {
             out.push('.');
             out.push_str(&digits[1..]);
         }
-        out.push_str(&format!("e{}{:02}", if exponent < 0 { '-' } else { '+' }, exponent.abs()));
+        out.push_str(&format!(
+            "e{}{:02}",
+            if exponent < 0 { '-' } else { '+' },
+            exponent.abs()
+        ));
     } else if exponent < 0 {
         out.push_str("0.");
         out.push_str(&"0".repeat((-exponent - 1) as usize));

@@ -33,7 +33,11 @@ fn aadl_error(py: Python<'_>, error: aadl::AadlError) -> PyErr {
 type Str = PyBackedStr;
 
 /// One `PlannedPe` with its nodes (from `topology.nodes`) and their connections.
-fn pe(topology: &Bound<'_, PyAny>, nodes: &Bound<'_, PyAny>, planned: &Bound<'_, PyAny>) -> PyResult<Pe<Str>> {
+fn pe(
+    topology: &Bound<'_, PyAny>,
+    nodes: &Bound<'_, PyAny>,
+    planned: &Bound<'_, PyAny>,
+) -> PyResult<Pe<Str>> {
     let py = planned.py();
     let indices: Vec<i64> = planned.getattr(intern!(py, "nodes"))?.extract()?;
     let members = indices
@@ -41,8 +45,12 @@ fn pe(topology: &Bound<'_, PyAny>, nodes: &Bound<'_, PyAny>, planned: &Bound<'_,
         .map(|index| {
             Ok(Member {
                 node: nodes.get_item(index)?.extract::<Node<Str>>()?,
-                into: topology.call_method1(intern!(py, "edges_into"), (index,))?.extract::<Vec<Edge<Str>>>()?,
-                from: topology.call_method1(intern!(py, "edges_from"), (index,))?.extract::<Vec<Edge<Str>>>()?,
+                into: topology
+                    .call_method1(intern!(py, "edges_into"), (index,))?
+                    .extract::<Vec<Edge<Str>>>()?,
+                from: topology
+                    .call_method1(intern!(py, "edges_from"), (index,))?
+                    .extract::<Vec<Edge<Str>>>()?,
             })
         })
         .collect::<PyResult<_>>()?;
@@ -50,8 +58,12 @@ fn pe(topology: &Bound<'_, PyAny>, nodes: &Bound<'_, PyAny>, planned: &Bound<'_,
         id: planned.getattr(intern!(py, "id"))?.extract()?,
         index: planned.getattr(intern!(py, "index"))?.extract()?,
         members,
-        inputs: planned.getattr(intern!(py, "inputs"))?.extract::<Vec<PeInput<Str>>>()?,
-        outputs: planned.getattr(intern!(py, "outputs"))?.extract::<Vec<PeOutput<Str>>>()?,
+        inputs: planned
+            .getattr(intern!(py, "inputs"))?
+            .extract::<Vec<PeInput<Str>>>()?,
+        outputs: planned
+            .getattr(intern!(py, "outputs"))?
+            .extract::<Vec<PeOutput<Str>>>()?,
     })
 }
 
@@ -70,9 +82,15 @@ fn render_aadl(
     let job = Job {
         name: job_name,
         id: job_id,
-        app: topology.getattr(intern!(py, "app"))?.extract::<App<Str>>()?,
-        hostpools: topology.getattr(intern!(py, "hostpools"))?.extract::<Vec<HostPool<Str>>>()?,
-        default_threading: topology.getattr(intern!(py, "default_threading"))?.extract()?,
+        app: topology
+            .getattr(intern!(py, "app"))?
+            .extract::<App<Str>>()?,
+        hostpools: topology
+            .getattr(intern!(py, "hostpools"))?
+            .extract::<Vec<HostPool<Str>>>()?,
+        default_threading: topology
+            .getattr(intern!(py, "default_threading"))?
+            .extract()?,
         given,
     };
     let nodes = topology.getattr(intern!(py, "nodes"))?;
