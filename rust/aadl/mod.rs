@@ -9,6 +9,7 @@
 
 mod document;
 mod input;
+mod operator;
 mod ports;
 mod xml;
 
