@@ -272,7 +272,8 @@ def plan_topology(
         if pe.signature in rendered:
             pe.aadl, pe.content_id = rendered[pe.signature]
     unrendered = [pe for pe in pes if pe.signature not in rendered]
-    for pe, aadl in zip(unrendered, pe_aadls(topo, unrendered, ports, job_name=job_name, job_id=job_id), strict=True):
+    aadls = pe_aadls(topo, unrendered, ports, job_name=job_name, job_id=job_id)
+    for pe, aadl in zip(unrendered, aadls, strict=True):
         pe.aadl, pe.content_id = aadl, content_id(aadl)
     pes.sort(key=lambda p: p.id)
     return Plan(
