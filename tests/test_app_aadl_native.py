@@ -12,11 +12,12 @@ import hashlib
 import math
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from aadl_oracle import pe_aadl
-from repo_paths import real_adl
+from repo_paths import real_adl, shared_testdata
 from streams_k8s.api.job import Fusion, ParallelRegionWidth, ThreadingModel
 from streams_k8s.app.aadl import AadlError
 from streams_k8s.app.adl import parse_adl
@@ -25,6 +26,7 @@ from streams_k8s.app.physical import PortIndex
 from streams_k8s.app.plan import PLANNING_ERRORS, Plan, plan_application, refuse_with_widths
 from streams_k8s.app.submission import spl_literal
 from streams_k8s.app.synthetic import Exported, Imported, SyntheticSpec, synthetic_adl
+from streams_k8s.cli import main
 
 REAL = [
     "apps.consistent.ConsistentRegion.sab",
@@ -157,6 +159,14 @@ def test_a_value_xml_cannot_hold_is_a_planning_error() -> None:
     assert isinstance(raised.value, AadlError)
     assert raised.value.value == '"a\x01b"'
     assert "XML 1.0" in str(raised.value)
+
+
+def test_the_cli_refuses_such_a_value_in_one_line() -> None:
+    sab = shared_testdata("apps", "apps.pubsub.Exporter.sab")
+    result = CliRunner().invoke(main, ["plan", str(sab), "--submission-time", "portId=a\x01b"])
+    assert result.exit_code == 1
+    assert result.output.count("\n") == 1, result.output
+    assert "U+0001 is no XML 1.0 character" in result.output
 
 
 def _with_checkpointing(period: str) -> Application:

@@ -175,7 +175,7 @@ pub fn pe_of(ports: &PortIndex, node: i64) -> Result<i64, AadlError> {
 pub fn render_pe<S: Text>(
     shared: &Shared<'_, S>,
     ports: &PortIndex,
-    pe: &Pe<S>,
+    pe: &Pe<'_, S>,
 ) -> Result<String, AadlError> {
     let job = shared.job;
     let app = &job.app;

@@ -378,18 +378,18 @@ pub struct PortIndex {
 
 /// A node of the PE with the connections into and out of it (the topology's edge index).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Member<S = String> {
+pub struct Member<'e, S = String> {
     pub node: Node<S>,
-    pub into: Vec<Edge<S>>,
-    pub from: Vec<Edge<S>>,
+    pub into: Vec<&'e Edge<S>>,
+    pub from: Vec<&'e Edge<S>>,
 }
 
 /// `PlannedPe`, its nodes resolved.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Pe<S = String> {
+pub struct Pe<'e, S = String> {
     pub id: i64,
     pub index: i64,
-    pub members: Vec<Member<S>>,
+    pub members: Vec<Member<'e, S>>,
     pub inputs: Vec<PeInput<S>>,
     pub outputs: Vec<PeOutput<S>>,
 }

@@ -49,11 +49,19 @@ impl AadlError {
 impl std::fmt::Display for AadlError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            AadlError::NotXml { value } => write!(
-                f,
-                "{value:?} cannot be written to the AADL: XML 1.0 has no control characters \
-                 other than tab, newline and carriage return, nor U+FFFE and U+FFFF"
-            ),
+            AadlError::NotXml { value } => {
+                let refused = value
+                    .chars()
+                    .find(|&c| !xml::is_xml_char(c))
+                    .unwrap_or('\0');
+                write!(
+                    f,
+                    "'{}' cannot be written to the AADL: U+{:04X} is no XML 1.0 character (of the \
+                     control characters only tab, newline and carriage return are)",
+                    value.escape_default(),
+                    u32::from(refused)
+                )
+            }
             AadlError::Inconsistent { what } => write!(f, "inconsistent plan: {what}"),
         }
     }
@@ -65,7 +73,7 @@ impl std::error::Error for AadlError {}
 pub fn render<S: Text>(
     job: &Job<S>,
     ports: &PortIndex,
-    pes: &[Pe<S>],
+    pes: &[Pe<'_, S>],
 ) -> Result<Vec<String>, AadlError> {
     let shared = document::Shared::new(job)?;
     pes.iter()

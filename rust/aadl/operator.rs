@@ -15,7 +15,7 @@ pub fn oper_instance<S: Text>(
     w: &mut Writer,
     shared: &Shared<'_, S>,
     ports: &PortIndex,
-    member: &Member<S>,
+    member: &Member<'_, S>,
 ) -> Result<(), AadlError> {
     let node = &member.node;
     let op = &node.operator;
@@ -171,8 +171,11 @@ fn connections<'c>(w: &mut Writer, conns: impl Iterator<Item = &'c Connection> +
     }
 }
 
-fn sorted_by<S, K: Ord>(edges: &[Edge<S>], key: impl Fn(&Edge<S>) -> K) -> Vec<&Edge<S>> {
-    let mut sorted: Vec<&Edge<S>> = edges.iter().collect();
+fn sorted_by<'e, S, K: Ord>(
+    edges: &[&'e Edge<S>],
+    key: impl Fn(&Edge<S>) -> K,
+) -> Vec<&'e Edge<S>> {
+    let mut sorted = edges.to_vec();
     sorted.sort_by_key(|e| key(e));
     sorted
 }
@@ -181,7 +184,7 @@ fn input_ports<S: Text>(
     w: &mut Writer,
     shared: &Shared<'_, S>,
     ports: &PortIndex,
-    member: &Member<S>,
+    member: &Member<'_, S>,
 ) -> Result<(), AadlError> {
     let node = &member.node;
     let threading = node.threading.as_deref().filter(|t| !t.is_empty());
@@ -248,7 +251,7 @@ fn input_ports<S: Text>(
 fn output_ports<S: Text>(
     w: &mut Writer,
     ports: &PortIndex,
-    member: &Member<S>,
+    member: &Member<'_, S>,
 ) -> Result<(), AadlError> {
     let node = &member.node;
     let here = pe_of(ports, node.index)?;

@@ -10,7 +10,7 @@ pub fn pe_ports<S: Text>(
     w: &mut Writer,
     shared: &Shared<'_, S>,
     ports: &PortIndex,
-    pe: &Pe<S>,
+    pe: &Pe<'_, S>,
 ) -> Result<(), AadlError> {
     let node = |index: i64| {
         pe.members

@@ -171,14 +171,14 @@ fn a_pe_with_an_inter_pe_input_renders_whole() {
                 operator: operator(2, "B"),
                 ..Node::default()
             },
-            into: vec![edge.clone()],
+            into: vec![&edge],
             from: vec![],
         }],
         inputs: vec![PeInput {
             id: 0,
             node: 2,
             port: 0,
-            senders: vec![(0, edge)],
+            senders: vec![(0, edge.clone())],
         }],
         outputs: vec![],
     };
@@ -216,7 +216,7 @@ fn a_connection_to_a_port_no_pe_owns_is_an_inconsistent_plan() {
                 operator: operator(2, "B"),
                 ..Node::default()
             },
-            into: vec![edge],
+            into: vec![&edge],
             from: vec![],
         }],
         ..Pe::default()

@@ -79,6 +79,11 @@ fn escape(out: &mut String, value: &str, classes: &[u8; 256]) -> Result<(), Aadl
     Ok(())
 }
 
+/// Whether XML 1.0 (and so lxml) can hold `c`.
+pub fn is_xml_char(c: char) -> bool {
+    !matches!(c, '\0'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}')
+}
+
 /// Writes elements in document order; an element's start tag stays open (`<name attrs`) until
 /// its first child or its end decides between `>` and `/>`.
 #[derive(Default)]

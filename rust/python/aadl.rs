@@ -6,7 +6,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::error_with;
 use crate::aadl::{self, App, Edge, HostPool, Job, Member, Node, Pe, PeInput, PeOutput, PortIndex};
@@ -32,39 +32,60 @@ fn aadl_error(py: Python<'_>, error: aadl::AadlError) -> PyErr {
 /// Strings stay Python's: borrowed, not copied.
 type Str = PyBackedStr;
 
-/// One `PlannedPe` with its nodes (from `topology.nodes`) and their connections.
-fn pe(
-    topology: &Bound<'_, PyAny>,
-    nodes: &Bound<'_, PyAny>,
-    planned: &Bound<'_, PyAny>,
-) -> PyResult<Pe<Str>> {
-    let py = planned.py();
-    let indices: Vec<i64> = planned.getattr(intern!(py, "nodes"))?.extract()?;
-    let members = indices
-        .into_iter()
-        .map(|index| {
-            Ok(Member {
-                node: nodes.get_item(index)?.extract::<Node<Str>>()?,
-                into: topology
-                    .call_method1(intern!(py, "edges_into"), (index,))?
-                    .extract::<Vec<Edge<Str>>>()?,
-                from: topology
-                    .call_method1(intern!(py, "edges_from"), (index,))?
-                    .extract::<Vec<Edge<Str>>>()?,
-            })
-        })
-        .collect::<PyResult<_>>()?;
-    Ok(Pe {
-        id: planned.getattr(intern!(py, "id"))?.extract()?,
-        index: planned.getattr(intern!(py, "index"))?.extract()?,
-        members,
-        inputs: planned
-            .getattr(intern!(py, "inputs"))?
-            .extract::<Vec<PeInput<Str>>>()?,
-        outputs: planned
-            .getattr(intern!(py, "outputs"))?
-            .extract::<Vec<PeOutput<Str>>>()?,
-    })
+/// A `PlannedPe`, before its nodes are looked up.
+#[derive(FromPyObject)]
+struct Planned {
+    id: i64,
+    index: i64,
+    nodes: Vec<i64>,
+    inputs: Vec<PeInput<Str>>,
+    outputs: Vec<PeOutput<Str>>,
+}
+
+/// Positions in [`Edges::all`] of the edges into (or out of) each node.
+type ByNode = FxHashMap<i64, Vec<usize>>;
+
+/// The connections touching the nodes to render, read once each from `topology.edges` (whose
+/// order the topology's own edge index keeps), by destination and by source.
+struct Edges {
+    all: Vec<Edge<Str>>,
+    into: ByNode,
+    from: ByNode,
+}
+
+impl Edges {
+    fn of(topology: &Bound<'_, PyAny>, wanted: &FxHashSet<i64>) -> PyResult<Self> {
+        let py = topology.py();
+        let mut edges = Edges {
+            all: Vec::new(),
+            into: FxHashMap::default(),
+            from: FxHashMap::default(),
+        };
+        for item in topology.getattr(intern!(py, "edges"))?.try_iter()? {
+            let item = item?;
+            let src: i64 = item.getattr(intern!(py, "src"))?.extract()?;
+            let dst: i64 = item.getattr(intern!(py, "dst"))?.extract()?;
+            let (from_wanted, into_wanted) = (wanted.contains(&src), wanted.contains(&dst));
+            if !(from_wanted || into_wanted) {
+                continue;
+            }
+            let at = edges.all.len();
+            edges.all.push(item.extract()?);
+            if into_wanted {
+                edges.into.entry(dst).or_default().push(at);
+            }
+            if from_wanted {
+                edges.from.entry(src).or_default().push(at);
+            }
+        }
+        Ok(edges)
+    }
+
+    fn of_node<'e>(&'e self, side: &ByNode, node: i64) -> Vec<&'e Edge<Str>> {
+        side.get(&node)
+            .map(|at| at.iter().map(|&i| &self.all[i]).collect())
+            .unwrap_or_default()
+    }
 }
 
 /// The AADL document of each of `pes` (`PlannedPe`s of `topology`), in order.
@@ -93,11 +114,39 @@ fn render_aadl(
             .extract()?,
         given,
     };
-    let nodes = topology.getattr(intern!(py, "nodes"))?;
-    let pes = pes
+    let planned = pes
         .iter()
-        .map(|planned| pe(topology, &nodes, planned))
-        .collect::<PyResult<Vec<Pe<Str>>>>()?;
+        .map(|pe| pe.extract::<Planned>())
+        .collect::<PyResult<Vec<_>>>()?;
+    let wanted: FxHashSet<i64> = planned
+        .iter()
+        .flat_map(|pe| pe.nodes.iter().copied())
+        .collect();
+    let edges = Edges::of(topology, &wanted)?;
+    let nodes = topology.getattr(intern!(py, "nodes"))?;
+    let pes = planned
+        .into_iter()
+        .map(|pe| {
+            let members = pe
+                .nodes
+                .iter()
+                .map(|&index| {
+                    Ok(Member {
+                        node: nodes.get_item(index)?.extract::<Node<Str>>()?,
+                        into: edges.of_node(&edges.into, index),
+                        from: edges.of_node(&edges.from, index),
+                    })
+                })
+                .collect::<PyResult<_>>()?;
+            Ok(Pe {
+                id: pe.id,
+                index: pe.index,
+                members,
+                inputs: pe.inputs,
+                outputs: pe.outputs,
+            })
+        })
+        .collect::<PyResult<Vec<_>>>()?;
     py.detach(|| aadl::render(&job, &ports, &pes))
         .map_err(|error| aadl_error(py, error))
 }
