@@ -7,6 +7,8 @@
   the same bundle through the CLI in-process (bundle read, plan, ConfigMaps, YAML; goal ≤ 1 s).
 - Re-plan after a width change end to end (re-topology, re-fusion, AADL of the changed PEs and
   their ConfigMaps; goal ≤ 100 ms), next to the whole plan of the same application.
+- AADL of the 100 PEs of the whole plan, rendered natively (the call `plan` makes, reading the
+  plan's objects included; goal ≤ 40 ms), next to the lxml writer it replaced (`tests/aadl_oracle.py`).
 
 Run: pytest benches/bench_plan.py --benchmark-enable -s
 """
@@ -25,8 +27,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from aadl_oracle import pe_aadl
 from streams_k8s.api.job import Fusion, ParallelRegionWidth
+from streams_k8s.app.aadl import pe_aadls
 from streams_k8s.app.adl import parse_adl
+from streams_k8s.app.collector import collector_paused
+from streams_k8s.app.physical import PortIndex
 from streams_k8s.app.plan import plan_application, refuse_with_widths
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl, write_sab
 from streams_k8s.app.topology import build_topology
@@ -136,3 +142,23 @@ def test_replan_after_width_change_10k(benchmark: Any, regions_plan: Any) -> Non
     print(f"  {_line('re-plan 4 -> 8', _times(lambda: replan(8), 7))}")
     print(f"  {_line('peer: whole plan from the parsed ADL', whole)}")
     benchmark.pedantic(lambda: replan(8), rounds=7, iterations=1)
+
+
+def test_aadl_rendering_10k(benchmark: Any) -> None:
+    plan = plan_application(parse_adl(synthetic_adl(TEN_K)), FUSION, job_name="bench")
+    topo, ports = plan.topology, PortIndex.of(plan.pes)
+
+    @collector_paused()  # as plan_application renders them
+    def native() -> list[str]:
+        return pe_aadls(topo, plan.pes, ports, job_name="bench", job_id=0)
+
+    @collector_paused()
+    def lxml() -> list[str]:
+        return [pe_aadl(topo, pe, ports, job_name="bench", job_id=0) for pe in plan.pes]
+
+    assert native() == lxml() == [pe.aadl for pe in plan.pes]
+    megabytes = sum(len(pe.aadl) for pe in plan.pes) / 1e6
+    print(f"\nAADL of {len(plan.pes)} PEs, {TEN_K.operators} operators, {megabytes:.1f} MB ({_load()}):")
+    print(f"  {_line('native (rust/aadl)', _times(native, 7))}")
+    print(f"  {_line('peer: lxml writer (tests/aadl_oracle.py)', _times(lxml, 3))}")
+    benchmark.pedantic(native, rounds=7, iterations=1)

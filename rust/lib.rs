@@ -4,6 +4,7 @@
 //! The Python bindings live in [`python`] behind the `python` feature so that
 //! `cargo test` exercises the pure-Rust core without an interpreter.
 
+pub mod aadl;
 pub mod adl;
 pub mod cr_fsm;
 pub mod fusion;

@@ -3,6 +3,7 @@
 use pyo3::prelude::*;
 use pyo3::PyTypeInfo;
 
+mod aadl;
 mod adl;
 mod adl_model;
 mod cr_fsm;
@@ -37,5 +38,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     scheduler::register(m)?;
     cr_fsm::register(m)?;
     adl::register(m)?;
+    aadl::register(m)?;
     Ok(())
 }

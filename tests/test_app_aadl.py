@@ -6,9 +6,9 @@ import hashlib
 
 from lxml import etree
 
+from aadl_oracle import AUG, BASE
 from repo_paths import real_adl
 from streams_k8s.api.job import Fusion, ParallelRegionWidth
-from streams_k8s.app.aadl import AUG, BASE
 from streams_k8s.app.adl import parse_adl
 from streams_k8s.app.plan import Plan, plan_application
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl

@@ -200,7 +200,7 @@ def test_generated_aadl_validates(schema: etree.XMLSchema) -> None:
 
 
 def test_incremental_refusion_renders_what_a_full_render_would() -> None:
-    from streams_k8s.app.aadl import pe_aadl
+    from streams_k8s.app.aadl import pe_aadls
     from streams_k8s.app.physical import PortIndex
 
     spec = SyntheticSpec(chains=6, length=8, regions=3, width=2, pools=2, colocate_pairs=True)
@@ -212,8 +212,8 @@ def test_incremental_refusion_renders_what_a_full_render_would() -> None:
         )
         _check(after)
         ports = PortIndex.of(after.pes)
-        for pe in after.pes:
-            assert pe_aadl(after.topology, pe, ports, job_name="j", job_id=1) == pe.aadl
+        rendered = pe_aadls(after.topology, after.pes, ports, job_name="j", job_id=1)
+        assert rendered == [pe.aadl for pe in after.pes]
         # PEs away from the resized region keep their id and content
         assert diff.unchanged
 

@@ -23,7 +23,7 @@ from streams_k8s.api.host_pool import HostPoolSpec
 from streams_k8s.api.job import Fusion, ParallelRegionWidth, ThreadingModel
 from streams_k8s.api.parallel_region import ParallelRegionSpec
 from streams_k8s.api.processing_element import Placement, PoolLocation
-from streams_k8s.app.aadl import pe_aadl
+from streams_k8s.app.aadl import AadlError, pe_aadls
 from streams_k8s.app.collector import collector_paused
 from streams_k8s.app.fusion import FusionConstraintError, FusionInputs, fuse_topology
 from streams_k8s.app.model import Application
@@ -48,14 +48,15 @@ from streams_k8s.naming.table import render_name_table
 
 _LAST = 2**63  # sort key of ports with no peer PE (imports, exports)
 # What planning raises for the application itself (a submission-time value or width, its topology,
-# its fusion constraints): a new spec or bundle is needed.
-PLANNING_ERRORS = (SubmissionError, TopologyError, FusionConstraintError)
+# its fusion constraints, a value its AADL cannot hold): a new spec or bundle is needed.
+PLANNING_ERRORS = (SubmissionError, TopologyError, FusionConstraintError, AadlError)
 
 
 def _signature(topo: Topology, pe: PlannedPe, ports: PortIndex) -> tuple[object, ...]:
     """Everything a PE's AADL depends on beyond the (immutable, shared) nodes and connections.
 
     Nodes are compared by identity: a rebuilt topology reuses the node objects it did not touch.
+    The host pools are listed in every PE's AADL, and a width change can add per-channel replicas.
     """
 
     def channel(e: Edge) -> tuple[int, int] | None:
@@ -64,6 +65,7 @@ def _signature(topo: Topology, pe: PlannedPe, ports: PortIndex) -> tuple[object,
     return (
         pe.id,
         pe.index,
+        topo.hostpools,
         tuple(id(topo.nodes[n]) for n in pe.nodes),
         tuple(
             (
@@ -269,9 +271,10 @@ def plan_topology(
         pe.signature = (job_name, job_id, *_signature(topo, pe, ports))
         if pe.signature in rendered:
             pe.aadl, pe.content_id = rendered[pe.signature]
-        else:
-            pe.aadl = pe_aadl(topo, pe, ports, job_name=job_name, job_id=job_id)
-            pe.content_id = content_id(pe.aadl)
+    unrendered = [pe for pe in pes if pe.signature not in rendered]
+    aadls = pe_aadls(topo, unrendered, ports, job_name=job_name, job_id=job_id)
+    for pe, aadl in zip(unrendered, aadls, strict=True):
+        pe.aadl, pe.content_id = aadl, content_id(aadl)
     pes.sort(key=lambda p: p.id)
     return Plan(
         job_name=job_name,

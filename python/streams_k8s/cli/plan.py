@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from streams_k8s.api.contract import name_table_stamp
 from streams_k8s.api.job import Fusion, Job, ParallelRegionWidth
+from streams_k8s.app.aadl import AadlError
 from streams_k8s.app.adl import AdlError, parse_adl
 from streams_k8s.app.bundle import BundleError, read_bundle
 from streams_k8s.app.fusion import FusionConstraintError
@@ -29,6 +30,7 @@ _ERRORS = (
     SubmissionError,
     TopologyError,
     FusionConstraintError,
+    AadlError,
     ValidationError,
     OSError,
 )
