@@ -1,4 +1,5 @@
-"""Parsing untrusted XML (ADL, bundleInfo.xml) without the classic XML attacks.
+"""Parsing untrusted XML (bundleInfo.xml, pub/sub bodies) without the classic XML attacks; the ADL is
+parsed by the native core under the same rules (`rust/adl`, `MAX_XML_BYTES` passed to it).
 
 The parser never resolves entities, never loads or validates against a DTD, never touches the
 network, and keeps lxml's tree-size guard on. A document that declares a DOCTYPE is refused
