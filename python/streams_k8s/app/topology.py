@@ -134,9 +134,12 @@ class Topology:
 
     _into: dict[int, list[Edge]] | None = None
     _from: dict[int, list[Edge]] | None = None
+    _pools: dict[int, AdlHostPool] | None = None
 
     def hostpool(self, index: int) -> AdlHostPool | None:
-        return next((p for p in self.hostpools if p.index == index), None)
+        if self._pools is None:  # a plan asks once per node
+            self._pools = {p.index: p for p in self.hostpools}
+        return self._pools.get(index)
 
     def by_name(self) -> dict[str, Node]:
         return {n.name: n for n in self.nodes.values()}
