@@ -40,21 +40,71 @@ HELP_FORBIDDEN = (
 )
 # Modules `streams-k8s --help` may add to a bare interpreter (click and the stdlib it needs: 76 today).
 HELP_MODULES = 100
+# `plan` of a bundle to a table reads the ADL and plans it: the app layer and the API models a plan
+# holds. Not the serialisers of the other outputs, the controller's ConfigMap renderers (`-o yaml`),
+# the CRD writer or the console.
+PLAN_FORBIDDEN = (
+    *CLUSTER_SIDE,
+    "yaml",
+    "orjson",
+    "streams_k8s.controller",
+    "streams_k8s.api.crd",
+    "streams_k8s.console",
+)
+# Modules it may add to a bare interpreter (240 today: click, pydantic, lxml, the app layer).
+PLAN_MODULES = 265
+# The API models whose schema a plan may build: pydantic builds a model's schema on its first
+# validation (`defer_build`), so these are the ones a plan fills in; the kinds, their statuses and
+# every other model are never built by `plan`.
+PLAN_BUILDS = {
+    "streams_k8s.api.base.ResourceRequirements",
+    "streams_k8s.api.consistent_region.ConsistentRegionSpec",
+    "streams_k8s.api.host_pool.HostPoolSpec",
+    "streams_k8s.api.import_export.ExportSpec",
+    "streams_k8s.api.import_export.ImportSpec",
+    "streams_k8s.api.job.Fusion",
+    "streams_k8s.api.job.ParallelRegionWidth",
+    "streams_k8s.api.parallel_region.ParallelRegionSpec",
+    "streams_k8s.api.processing_element.Placement",
+}
+# Prints the pydantic models of the project whose schema is built (after the lines above it).
+_BUILT_MODELS = (
+    "from pydantic import BaseModel\n"
+    "def subclasses(cls):\n"
+    "    for sub in cls.__subclasses__():\n"
+    "        yield sub\n"
+    "        yield from subclasses(sub)\n"
+    "for c in subclasses(BaseModel):\n"
+    "    if c.__module__.startswith('streams_k8s.') and c.__pydantic_complete__:\n"
+    "        print('built', c.__module__ + '.' + c.__qualname__)\n"
+)
+
+
+def _run_then(args: tuple[str, ...], after: str) -> list[str]:
+    """What a fresh interpreter prints running ``after`` once `streams-k8s ARGS` ran (exit status
+    ignored; the verb's own output goes to a pipe nobody reads)."""
+    script = (
+        "import contextlib, io, sys\n"
+        "from streams_k8s.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n"
+        f"        main({list(args)!r})\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        f"{after}"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    return done.stdout.splitlines()
 
 
 def _loaded_after(*args: str) -> set[str]:
-    """The modules a fresh interpreter holds after running `streams-k8s ARGS` (exit status ignored)."""
-    script = (
-        "import sys\n"
-        "from streams_k8s.cli import main\n"
-        "try:\n"
-        f"    main({list(args)!r})\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print('\\n'.join(sys.modules))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    return {line for line in done.stdout.splitlines() if line and " " not in line}
+    """The modules a fresh interpreter holds after running `streams-k8s ARGS`."""
+    return {line for line in _run_then(args, "print('\\n'.join(sys.modules))\n") if line}
+
+
+def _built_after(*args: str) -> set[str]:
+    """The project's pydantic models whose schema is built after running `streams-k8s ARGS`."""
+    return {line.removeprefix("built ") for line in _run_then(args, _BUILT_MODELS)}
 
 
 def _bare() -> set[str]:
@@ -82,6 +132,27 @@ def test_plan_imports_no_cluster_client(tmp_path: Path) -> None:
     loaded = _loaded_after("plan", str(sab), "-o", "yaml")
     assert "streams_k8s.app.plan" in loaded  # it did plan
     assert _heavy(loaded, CLUSTER_SIDE) == []
+
+
+def test_plan_imports_the_app_layer_and_its_models_only(tmp_path: Path) -> None:
+    sab = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=4, length=5, regions=1))
+    loaded = _loaded_after("plan", str(sab))
+    assert "streams_k8s.app.plan" in loaded
+    assert _heavy(loaded, PLAN_FORBIDDEN) == []
+    assert len(loaded - _bare()) <= PLAN_MODULES, len(loaded - _bare())
+
+
+def test_plan_builds_the_schemas_of_the_models_a_plan_holds_only(tmp_path: Path) -> None:
+    sab = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=4, length=5, regions=1))
+    built = _built_after("plan", str(sab), "-o", "yaml")
+    assert "streams_k8s.api.processing_element.Placement" in built  # it did plan (and validate)
+    assert built <= PLAN_BUILDS, sorted(built - PLAN_BUILDS)
+
+
+def test_the_api_models_build_no_schema_at_import() -> None:
+    script = "import streams_k8s.api, streams_k8s.api.crd\n" + _BUILT_MODELS
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == []
 
 
 @pytest.mark.parametrize("verb", ["crds", "cr-replay", "schedule"])

@@ -9,7 +9,7 @@ from streams_k8s.api.parallel_region import ParallelRegion
 from streams_k8s.api.processing_element import ProcessingElement
 
 # Every kind of the group, in the order CRDs are written.
-KINDS: tuple[type[Resource], ...] = (  # type: ignore[type-arg]
+KINDS: tuple[type[Resource], ...] = (
     Job,
     ProcessingElement,
     HostPool,

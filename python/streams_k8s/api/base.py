@@ -4,11 +4,9 @@ Every model speaks the user's camelCase on the wire (``model_validate`` of the Y
 writes, ``to_wire`` for what goes back to the API server) and snake_case in Python.
 """
 
-from __future__ import annotations
-
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any, ClassVar, Final, Generic, Literal, Self, TypeVar
+from typing import Annotated, Any, ClassVar, Final, Literal, NamedTuple, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, GetJsonSchemaHandler
 from pydantic.alias_generators import to_camel
@@ -22,10 +20,10 @@ VERSION: Final = "v1"
 API_VERSION: Final = "streams.ibm.com/v1"
 
 
-class CelRule(BaseModel):
+# CelRule and PrinterColumn are declarations in our own code, never user input: plain tuples, not
+# models (a model is validated at import and each costs its schema build).
+class CelRule(NamedTuple):
     """A CRD `x-kubernetes-validations` rule that mirrors a model validator."""
-
-    model_config = ConfigDict(frozen=True)
 
     rule: str
     message: str
@@ -44,6 +42,7 @@ class WireModel(BaseModel):
         extra="forbid",
         use_enum_values=False,
         validate_default=True,
+        defer_build=True,
     )
 
     cel_rules: ClassVar[tuple[CelRule, ...]] = ()
@@ -55,7 +54,7 @@ class WireModel(BaseModel):
         json_schema = handler(core_schema)
         if cls.cel_rules:
             target = handler.resolve_ref_schema(json_schema)
-            target["x-kubernetes-validations"] = [rule.model_dump() for rule in cls.cel_rules]
+            target["x-kubernetes-validations"] = [rule._asdict() for rule in cls.cel_rules]
         return json_schema
 
     def to_wire(self) -> dict[str, Any]:
@@ -134,21 +133,21 @@ class ObjectMeta(WireModel):
     finalizers: list[str] = Field(default_factory=list)
 
 
-class PrinterColumn(BaseModel):
+class PrinterColumn(NamedTuple):
+    """A CRD `additionalPrinterColumns` entry (camelCased by `crd_manifest`)."""
+
     name: str
     type: Literal["string", "integer", "number", "boolean", "date"]
     json_path: str
     description: str = ""
 
 
-SpecT = TypeVar("SpecT", bound=WireModel)
-StatusT = TypeVar("StatusT", bound=Status)
-
-
-class Resource(WireModel, Generic[SpecT, StatusT]):
+class Resource(WireModel):
     """A namespaced custom resource of group streams.ibm.com/v1.
 
-    Subclasses pin ``spec``/``status`` types and describe the CRD in the ClassVars below.
+    Subclasses pin ``spec``/``status`` by redeclaring them with their own models (not by generic
+    parameters: parametrizing a pydantic generic builds its schema at import) and describe the CRD
+    in the ClassVars below.
     """
 
     group: ClassVar[str] = GROUP
@@ -165,8 +164,8 @@ class Resource(WireModel, Generic[SpecT, StatusT]):
     api_version: Literal["streams.ibm.com/v1"] = API_VERSION
     kind: str
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
-    spec: SpecT
-    status: StatusT | None = None
+    spec: WireModel
+    status: Status | None = None
 
     @classmethod
     def from_wire(cls, obj: dict[str, Any]) -> Self:

@@ -1,7 +1,5 @@
 """ConsistentRegion and ConsistentRegionOperator: exactly-once regions and their coordinator."""
 
-from __future__ import annotations
-
 from enum import StrEnum
 from typing import Annotated, ClassVar, Literal
 
@@ -160,7 +158,7 @@ class ConsistentRegionStatus(Status):
     )
 
 
-class ConsistentRegion(Resource[ConsistentRegionSpec, ConsistentRegionStatus]):
+class ConsistentRegion(Resource):
     kind_name: ClassVar[str] = "ConsistentRegion"
     plural: ClassVar[str] = "streamscrs"
     singular: ClassVar[str] = "streamscr"
@@ -174,6 +172,8 @@ class ConsistentRegion(Resource[ConsistentRegionSpec, ConsistentRegionStatus]):
     )
 
     kind: Literal["ConsistentRegion"] = "ConsistentRegion"
+    spec: ConsistentRegionSpec
+    status: ConsistentRegionStatus | None = None
 
 
 class CoordinatorMode(StrEnum):
@@ -207,7 +207,7 @@ class ConsistentRegionOperatorStatus(Status):
     )
 
 
-class ConsistentRegionOperator(Resource[ConsistentRegionOperatorSpec, ConsistentRegionOperatorStatus]):
+class ConsistentRegionOperator(Resource):
     kind_name: ClassVar[str] = "ConsistentRegionOperator"
     plural: ClassVar[str] = "streamscros"
     singular: ClassVar[str] = "streamscro"
@@ -219,3 +219,5 @@ class ConsistentRegionOperator(Resource[ConsistentRegionOperatorSpec, Consistent
     )
 
     kind: Literal["ConsistentRegionOperator"] = "ConsistentRegionOperator"
+    spec: ConsistentRegionOperatorSpec
+    status: ConsistentRegionOperatorStatus | None = None

@@ -109,7 +109,7 @@ def structural_schema(model: type[BaseModel]) -> dict[str, Any]:
     return schema
 
 
-def _model_of(kind: type[Resource], field: str) -> type[BaseModel]:  # type: ignore[type-arg]
+def _model_of(kind: type[Resource], field: str) -> type[BaseModel]:
     annotation = kind.model_fields[field].annotation
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
@@ -121,7 +121,7 @@ def _model_of(kind: type[Resource], field: str) -> type[BaseModel]:  # type: ign
     return model
 
 
-def crd_manifest(kind: type[Resource]) -> dict[str, Any]:  # type: ignore[type-arg]
+def crd_manifest(kind: type[Resource]) -> dict[str, Any]:
     """The apiextensions.k8s.io/v1 CustomResourceDefinition of one kind."""
     subresources: dict[str, Any] = {"status": {}}
     if kind.scale_paths is not None:
@@ -141,7 +141,7 @@ def crd_manifest(kind: type[Resource]) -> dict[str, Any]:  # type: ignore[type-a
         },
     }
     if kind.cel_rules:  # rules on the whole object (the only place CEL may read metadata.name)
-        root["x-kubernetes-validations"] = [rule.model_dump() for rule in kind.cel_rules]
+        root["x-kubernetes-validations"] = [rule._asdict() for rule in kind.cel_rules]
     version: dict[str, Any] = {
         "name": VERSION,
         "served": True,

@@ -1,7 +1,5 @@
 """HostPool: an SPL host pool of a job, mapped onto cluster nodes."""
 
-from __future__ import annotations
-
 from enum import StrEnum
 from typing import Annotated, ClassVar, Literal
 
@@ -28,7 +26,7 @@ class HostPoolStatus(Status):
     nodes: list[str] = Field(default_factory=list, description="Nodes chosen for the pool.")
 
 
-class HostPool(Resource[HostPoolSpec, HostPoolStatus]):
+class HostPool(Resource):
     kind_name: ClassVar[str] = "HostPool"
     plural: ClassVar[str] = "streamshostpools"
     singular: ClassVar[str] = "streamshostpool"
@@ -41,3 +39,5 @@ class HostPool(Resource[HostPoolSpec, HostPoolStatus]):
     )
 
     kind: Literal["HostPool"] = "HostPool"
+    spec: HostPoolSpec
+    status: HostPoolStatus | None = None

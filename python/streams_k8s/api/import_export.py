@@ -1,7 +1,5 @@
 """Import and Export: publish/subscribe of streams between jobs."""
 
-from __future__ import annotations
-
 from enum import StrEnum
 from typing import Annotated, ClassVar, Literal
 
@@ -44,7 +42,7 @@ class ExportSpec(WireModel):
     stream: ExportedStream
 
 
-class Export(Resource[ExportSpec, Status]):
+class Export(Resource):
     kind_name: ClassVar[str] = "Export"
     plural: ClassVar[str] = "streamsexports"
     singular: ClassVar[str] = "streamsexport"
@@ -63,6 +61,8 @@ class Export(Resource[ExportSpec, Status]):
     )
 
     kind: Literal["Export"] = "Export"
+    spec: ExportSpec
+    status: Status | None = None
 
 
 class NameBasedImport(WireModel):
@@ -93,7 +93,7 @@ class ImportSpec(WireModel):
     streams: ImportedStreams
 
 
-class Import(Resource[ImportSpec, Status]):
+class Import(Resource):
     kind_name: ClassVar[str] = "Import"
     plural: ClassVar[str] = "streamsimports"
     singular: ClassVar[str] = "streamsimport"
@@ -116,3 +116,5 @@ class Import(Resource[ImportSpec, Status]):
     )
 
     kind: Literal["Import"] = "Import"
+    spec: ImportSpec
+    status: Status | None = None

@@ -1,11 +1,9 @@
 """Job: a Streams application submitted to the cluster."""
 
-from __future__ import annotations
-
 import re
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import Field, model_validator
 
@@ -50,7 +48,7 @@ class GitHubSource(WireModel):
     secret: str | None = Field(None, description="Secret holding the token sent as 'Authorization: token'.")
 
     @model_validator(mode="after")
-    def _url_required(self) -> GitHubSource:
+    def _url_required(self) -> Self:
         if self.url is None:
             if self.secret is not None:
                 raise ValueError("bundle.github.secret is set without bundle.github.url: a token needs a url")
@@ -78,7 +76,7 @@ class Bundle(WireModel):
     github: GitHubSource | None = None
 
     @model_validator(mode="after")
-    def _one_source(self) -> Bundle:
+    def _one_source(self) -> Self:
         given = [f"bundle.{name}" for name in _BUNDLE_SOURCES if getattr(self, name) is not None]
         if len(given) > 1:
             raise ValueError(f"{' and '.join(given)} are mutually exclusive: give one bundle source")
@@ -114,7 +112,7 @@ class Fusion(WireModel):
     manual: Annotated[int, Field(ge=1)] | None = Field(None, description="Fuse into exactly this many PEs.")
 
     @model_validator(mode="after")
-    def _one_mode(self) -> Fusion:
+    def _one_mode(self) -> Self:
         chosen = [f"fusion.{m.value}" for m in FusionMode if self._chosen(m)]
         if len(chosen) > 1:
             raise ValueError(f"{' and '.join(chosen)} are mutually exclusive: choose one fusion mode")
@@ -159,7 +157,7 @@ class ThreadingModel(WireModel):
     dynamic: DynamicThreading | None = None
 
     @model_validator(mode="after")
-    def _one_model(self) -> ThreadingModel:
+    def _one_model(self) -> Self:
         chosen = [f"threadingModel.{m.value}" for m in ThreadingMode if self._chosen(m)]
         if len(chosen) > 1:
             raise ValueError(f"{' and '.join(chosen)} are mutually exclusive: choose one threading model")
@@ -347,7 +345,7 @@ def job_name_problem(name: str) -> str | None:
     return None
 
 
-class Job(Resource[JobSpec, JobStatus]):
+class Job(Resource):
     # The API server checks the name too (CEL at the CRD's root may read metadata.name).
     cel_rules: ClassVar[tuple[CelRule, ...]] = (
         CelRule(
@@ -382,9 +380,11 @@ class Job(Resource[JobSpec, JobStatus]):
     )
 
     kind: Literal["Job"] = "Job"
+    spec: JobSpec
+    status: JobStatus | None = None
 
     @model_validator(mode="after")
-    def _name_fits_its_children(self) -> Job:
+    def _name_fits_its_children(self) -> Self:
         if self.metadata.name is not None and (problem := job_name_problem(self.metadata.name)):
             raise ValueError(f"metadata.name: {problem}")
         return self

@@ -1,7 +1,5 @@
 """ParallelRegion: a parallel region of a job; its width scales like any workload."""
 
-from __future__ import annotations
-
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
@@ -28,7 +26,7 @@ class ParallelRegionStatus(Status):
     selector: str | None = Field(None, description="Label selector of the region's PEs (for /scale).")
 
 
-class ParallelRegion(Resource[ParallelRegionSpec, ParallelRegionStatus]):
+class ParallelRegion(Resource):
     kind_name: ClassVar[str] = "ParallelRegion"
     plural: ClassVar[str] = "streamsprs"
     singular: ClassVar[str] = "streamspr"
@@ -42,3 +40,5 @@ class ParallelRegion(Resource[ParallelRegionSpec, ParallelRegionStatus]):
     scale_paths: ClassVar[tuple[str, str] | None] = (".spec.width", ".status.width")
 
     kind: Literal["ParallelRegion"] = "ParallelRegion"
+    spec: ParallelRegionSpec
+    status: ParallelRegionStatus | None = None

@@ -1,9 +1,7 @@
 """ProcessingElement: one process of a running job, and the per-job template of its settings."""
 
-from __future__ import annotations
-
 from enum import StrEnum
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal, Self
 
 from pydantic import Field, model_validator
 
@@ -82,7 +80,7 @@ class CheckpointRepository(WireModel):
     redis: RedisCheckpoint | None = None
 
     @model_validator(mode="after")
-    def _one_store(self) -> CheckpointRepository:
+    def _one_store(self) -> Self:
         if self.file_system is not None and self.redis is not None:
             raise ValueError("checkpointRepository: fileSystem and redis are mutually exclusive")
         return self
@@ -178,7 +176,7 @@ class ProcessingElementStatus(Status):
     phase: str | None = Field(None, description="Phase of the PE's current pod.")
 
 
-class ProcessingElement(Resource[ProcessingElementSpec, ProcessingElementStatus]):
+class ProcessingElement(Resource):
     kind_name: ClassVar[str] = "ProcessingElement"
     plural: ClassVar[str] = "streamspes"
     singular: ClassVar[str] = "streamspe"
@@ -198,3 +196,5 @@ class ProcessingElement(Resource[ProcessingElementSpec, ProcessingElementStatus]
     )
 
     kind: Literal["ProcessingElement"] = "ProcessingElement"
+    spec: ProcessingElementSpec
+    status: ProcessingElementStatus | None = None

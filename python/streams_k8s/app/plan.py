@@ -43,7 +43,7 @@ from streams_k8s.app.submission import (
     resolve_values,
     resolve_widths,
 )
-from streams_k8s.app.topology import Edge, Topology, TopologyError, build_topology
+from streams_k8s.app.topology import Edge, Node, Topology, TopologyError, build_topology
 from streams_k8s.naming.table import render_name_table
 
 _LAST = 2**63  # sort key of ports with no peer PE (imports, exports)
@@ -190,23 +190,24 @@ def _ports(topo: Topology, pes: list[PlannedPe]) -> None:
             out.id = i
 
 
-def _placement(topo: Topology, nodes: list[int], isolated_elsewhere: list[str]) -> Placement:
-    host = next((topo.nodes[n].placement.host for n in nodes if topo.nodes[n].placement.host), None)
+def _placement(topo: Topology, members: list[Node], isolated_elsewhere: list[str]) -> Placement:
+    placements = [n.placement for n in members]
+    host = next((p.host for p in placements if p.host), None)
     pool = next(
         (
-            topo.nodes[n].placement
-            for n in nodes
-            if topo.nodes[n].placement.pool_index is not None
-            and (pl := topo.hostpool(topo.nodes[n].placement.pool_index or 0)) is not None
+            p
+            for p in placements
+            if p.pool_index is not None
+            and (pl := topo.hostpool(p.pool_index)) is not None
             and pl.name != "$default"
         ),
         None,
     )
-    isolated = next((topo.nodes[n].name for n in nodes if topo.nodes[n].placement.isolation), None)
+    isolated = next((n.name for n in members if n.placement.isolation), None)
     return Placement(
         host=host,
-        co_locations=sorted({c for n in nodes for c in topo.nodes[n].placement.colocations}),
-        ex_locations=sorted({c for n in nodes for c in topo.nodes[n].placement.exlocations}),
+        co_locations=sorted({c for p in placements for c in p.colocations}),
+        ex_locations=sorted({c for p in placements for c in p.exlocations}),
         isolation=isolated,
         isolation_labels=[name for name in isolated_elsewhere if name != isolated],
         host_pool_location=(
@@ -263,7 +264,7 @@ def plan_topology(
     region_pes = consistent_region_pes(topo, pes)
     for pe in pes:
         members = [topo.nodes[n] for n in pe.nodes]
-        pe.placement = _placement(topo, pe.nodes, isolated)
+        pe.placement = _placement(topo, members, isolated)
         pe.restartable = all(n.operator.restartable for n in members)
         pe.regions = sorted({n.consistent_region for n in members if n.consistent_region is not None})
         pe.exports = [export_spec(job_id, pe, port) for port in pe.outputs if port.exports]

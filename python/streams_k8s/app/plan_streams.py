@@ -17,7 +17,6 @@ from streams_k8s.api.import_export import (
     StreamProperty,
 )
 from streams_k8s.app.physical import PeInputPort, PeOutputPort, PlannedPe
-from streams_k8s.app.subscription_expression import SubscriptionError, parse_subscription
 from streams_k8s.app.topology import Topology
 
 
@@ -85,6 +84,9 @@ def import_spec(topo: Topology, job_id: int, pe: PlannedPe, port: PeInputPort) -
 
 def check_subscriptions(topo: Topology, pes: Sequence[PlannedPe]) -> None:
     """`InvalidSubscription` for the first subscription of an Import operator that does not parse."""
+    # The controller checks them, `streams-k8s plan` does not: its start does not load the parser.
+    from streams_k8s.app.subscription_expression import SubscriptionError, parse_subscription
+
     for pe in pes:
         for port in pe.inputs:
             for operator, _, spec in topo.nodes[port.node].imports.get(port.port, ()):

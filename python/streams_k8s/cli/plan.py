@@ -1,28 +1,30 @@
-"""``streams-k8s plan``: what a bundle or Job becomes (PEs, ports, AADL, name table), offline."""
+"""``streams-k8s plan``: what a bundle or Job becomes (PEs, ports, AADL, name table), offline.
+
+What only one output or one kind of source needs (YAML, JSON, the ConfigMaps, the Job model) is
+imported where it is used: the plan's start is mostly imports (`tests/test_cli_imports.py`).
+"""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
-import orjson
-import yaml
 from pydantic import ValidationError
 
-from streams_k8s.api.contract import name_table_stamp
-from streams_k8s.api.job import Fusion, Job, ParallelRegionWidth
+from streams_k8s.api.job import Fusion, ParallelRegionWidth
 from streams_k8s.app.aadl import AadlError
 from streams_k8s.app.adl import AdlError, parse_adl
 from streams_k8s.app.bundle import BundleError, read_bundle
 from streams_k8s.app.fusion import FusionConstraintError
-from streams_k8s.app.physical import PlannedPe
 from streams_k8s.app.plan import Plan, PlanDiff, plan_application, refuse_with_widths
 from streams_k8s.app.submission import SubmissionError
 from streams_k8s.app.topology import TopologyError
-from streams_k8s.controller.children.config_maps import name_table_config_map, pe_config_map
-from streams_k8s.controller.children.metadata import ChildMetadata
+
+if TYPE_CHECKING:
+    from streams_k8s.api.job import Job
+    from streams_k8s.app.physical import PlannedPe
 
 _ERRORS = (
     BundleError,
@@ -34,10 +36,6 @@ _ERRORS = (
     ValidationError,
     OSError,
 )
-
-
-# libyaml's emitter writes the same bytes some forty times faster (10,000 operators: 0.1 s, not 3.5 s).
-_YAML_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def _fusion(text: str | None) -> Fusion | None:
@@ -80,6 +78,10 @@ def _pe_rows(plan: Plan) -> list[dict[str, Any]]:
 def _config_maps(plan: Plan) -> list[dict[str, Any]]:
     """The job's ConfigMaps as the controller renders them, outside any cluster (no namespace,
     generation or owner)."""
+    from streams_k8s.api.contract import name_table_stamp
+    from streams_k8s.controller.children.config_maps import name_table_config_map, pe_config_map
+    from streams_k8s.controller.children.metadata import ChildMetadata
+
     metadata = ChildMetadata(job=plan.job_name)
     maps = [pe_config_map(pe, metadata) for pe in plan.pes]
     return [*maps, name_table_config_map(plan, metadata, name_table_stamp())]
@@ -117,14 +119,24 @@ def _print_table(plan: Plan) -> None:
 
 def _emit(data: Any, output: str) -> None:
     if output == "json":
+        import orjson
+
         click.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
     else:
-        click.echo(yaml.dump(data, Dumper=_YAML_DUMPER, sort_keys=False, width=10_000), nl=False)
+        import yaml
+
+        # libyaml's emitter writes the same bytes some forty times faster (10,000 operators: 0.1 s, not 3.5 s)
+        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+        click.echo(yaml.dump(data, Dumper=dumper, sort_keys=False, width=10_000), nl=False)
 
 
 def _load(source: Path) -> tuple[bytes, Job | None]:
     """The ADL bytes and the Job (when ``source`` is a Job manifest pointing at a file bundle)."""
     if source.suffix in (".yaml", ".yml", ".json"):
+        import yaml
+
+        from streams_k8s.api.job import Job
+
         job = Job.model_validate(yaml.safe_load(source.read_text()))
         if job.spec.bundle.file is None:
             raise BundleError("the Job's bundle is not a local file (bundle.file.path); plan needs the SAB")
