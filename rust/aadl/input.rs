@@ -17,7 +17,8 @@ mod extract {
     use pyo3::types::{PyList, PyTuple};
 
     /// A tuple or list field (what the model holds) read item by item, without the generic
-    /// sequence protocol's iterator object: most are empty or short, so that overhead dominated.
+    /// sequence protocol's iterator object (most are empty or short); any other sequence as PyO3
+    /// reads it.
     pub fn seq<'py, T: FromPyObjectOwned<'py>>(obj: &Bound<'py, PyAny>) -> PyResult<Vec<T>> {
         if let Ok(tuple) = obj.cast::<PyTuple>() {
             tuple
