@@ -8,7 +8,7 @@ submitted job kept as planned (`jobs.running`) and the submission itself (`jobs.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -76,8 +76,12 @@ class KeptPlan:
     @property
     def transport(self) -> tuple[str, str] | None:
         """The job's transport certificate and key (kept across re-plans), if it has them."""
-        table = self.children[0].body["data"]  # the name table
-        return (table[TRANSPORT_CERT_KEY], table[TRANSPORT_KEY_KEY]) if TRANSPORT_CERT_KEY in table else None
+        return transport_of(self.children[0].body["data"])  # the name table
+
+
+def transport_of(table: Mapping[str, str]) -> tuple[str, str] | None:
+    """The transport certificate and key a name table ConfigMap's data holds, if any."""
+    return (table[TRANSPORT_CERT_KEY], table[TRANSPORT_KEY_KEY]) if TRANSPORT_CERT_KEY in table else None
 
 
 def utc_now() -> datetime:
@@ -165,6 +169,12 @@ class JobControllerBase:
         m = meta(obj)
         current = self.jobs.store.get(ObjectKey(str(m.get("namespace")), str(m.get("name"))))
         return current is not None and meta(current).get("uid") == m.get("uid")
+
+    def _live_transport(self, namespace: str, job: str) -> tuple[str, str] | None:
+        """The transport certificate the job's PEs use now (its name table's), if any: a re-plan
+        keeps it rather than making another."""
+        table = self.configmaps.store.get(ObjectKey(namespace, job))
+        return transport_of((table or {}).get("data") or {})
 
     def retained(self) -> dict[str, int]:
         """Entries kept per Job, by cache (none once every Job is gone)."""

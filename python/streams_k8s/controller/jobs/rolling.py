@@ -72,9 +72,10 @@ def batch_size(job: Job, pes: int) -> int:
     return job.spec.max_unavailable or max(1, pes // 4)
 
 
-def _comparable(spec: dict[str, object]) -> dict[str, object]:
-    """A PE spec without what the user sets on the PE itself (its own restart nonce)."""
-    return {k: v for k, v in spec.items() if k != "restartNonce"}
+def own_nonce(pe: Object) -> str | None:
+    """The restart nonce the user set on the PE itself: its pods are made with it."""
+    nonce = pe["spec"].get("restartNonce")
+    return None if nonce is None else str(nonce)
 
 
 def _disruptive(current: ProcessingElementSpec, wanted: ProcessingElementSpec) -> bool:
@@ -160,15 +161,19 @@ class RollingJobs(ResizingJobs):
             current = live.get(pe_name)
             if current is None:
                 in_flight += 1  # being created
-            elif _comparable(current["spec"]) != child.body["spec"]:
+            elif widths_module.without_own_settings(current["spec"]) != child.body["spec"]:
                 now = ProcessingElementSpec.model_validate(current["spec"])
                 (disruptive if _disruptive(now, spec) else quiet).append(pe_name)
                 if now.content_id != spec.content_id:
                     content.add(pe_name)
-            elif not self._settled(namespace, name, spec):
+            elif not self._settled(
+                namespace, name, spec.model_copy(update={"restart_nonce": own_nonce(current)})
+            ):
                 in_flight += 1
         for pe_name in quiet:
-            await widths_module.patch_pe(self.client, wanted, namespace, pe_name, pe_name in content)
+            await widths_module.patch_pe(
+                self.client, wanted, namespace, pe_name, pe_name in content, live[pe_name]
+            )
         if (in_flight or disruptive) and _overdue(record, target):
             obj, status, stop = await self._timed_out(obj, status, record)
             if stop:
@@ -178,7 +183,9 @@ class RollingJobs(ResizingJobs):
             if not ready:
                 return obj, status
         for pe_name in disruptive[: max(batch_size(target.job, len(live)) - in_flight, 0)]:
-            await widths_module.patch_pe(self.client, wanted, namespace, pe_name, pe_name in content)
+            await widths_module.patch_pe(
+                self.client, wanted, namespace, pe_name, pe_name in content, live[pe_name]
+            )
         if quiet or disruptive or in_flight:
             return obj, status
         return await self._commit(obj, status, record, target)
