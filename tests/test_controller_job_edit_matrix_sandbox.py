@@ -19,10 +19,12 @@ from k8s_support import eventually_async
 from operator_support import job_manifest, operator, wait_for_phase
 from repo_paths import REPO
 from streams_k8s.api.contract import TRANSPORT_CERT_KEY
-from streams_k8s.api.job import JobSpec
+from streams_k8s.api.job import Job, JobSpec
 from streams_k8s.api.processing_element import ProcessingElementTemplate
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
+from streams_k8s.controller.jobs.upgrade_diff import preview as upgrade_preview
 from streams_k8s.controller.kinds import JOBS, PES
+from streams_k8s.controller.planning import read_application
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.kinds import CONFIGMAPS, SECRETS
 from streams_k8s.sandbox import Sandbox
@@ -164,9 +166,11 @@ async def test_each_field_edited_on_a_running_job_replaces_exactly_the_pods_the_
         generation, certificate = 1, None
         for case in CASES:
             assert await edits.pe_pods(client, "matrix") == pods, f"pods changed after the edit before {case}"
+            old = await client.get(JOBS, "matrix", "default")
             await client.patch(JOBS, "matrix", {"spec": case.spec}, "default")
             generation += 1
             status = await edits.applied(client, "matrix", generation)
+            assert previewed(old, status, bundle) == case.replaced, f"{case.field}: the preview differs"
             assert status["phase"] == "Running", case
             after = await edits.pe_pods(client, "matrix")
             assert set(after) == ALL, case
@@ -201,11 +205,29 @@ async def test_each_field_edited_on_a_running_job_replaces_exactly_the_pods_the_
         pods = after
 
         # state: suspended, no pod; resumed, every PE launched again.
+        old = await client.get(JOBS, "matrix", "default")
         await client.patch(JOBS, "matrix", {"spec": {"state": "Suspended"}}, "default")
         suspended = await wait_for_phase(client, "matrix", "Suspended")
         assert suspended["appliedGeneration"] == generation + 1
+        assert previewed(old, suspended, bundle) == ALL  # the pods go
         await eventually_async(lambda: edits._no_pods(client, "matrix"), within=20)
+        old = await client.get(JOBS, "matrix", "default")
         await client.patch(JOBS, "matrix", {"spec": {"state": "Running"}}, "default")
-        await edits.applied(client, "matrix", generation + 2)
+        status = await edits.applied(client, "matrix", generation + 2)
+        assert previewed(old, status, bundle) == ALL
         resumed = await edits.pe_pods(client, "matrix")
         assert {i: n for i, (_, n) in resumed.items()} == {i: n + 1 for i, (_, n) in pods.items()}
+
+
+def previewed(old: dict[str, Any], status: dict[str, Any], bundle: Path) -> frozenset[int]:
+    """The PEs `plan --against` says the edit from Job ``old`` to the spec ``status`` applied replaces."""
+    app = read_application(str(bundle), bundle.name)
+    _, diff = upgrade_preview(
+        Job.from_wire({**old, "spec": old["status"]["appliedSpec"]}),
+        app,
+        Job.from_wire({**old, "spec": status["appliedSpec"]}),
+        app,
+        job_id=status["id"],
+        nodes=status["plannedNodes"],
+    )
+    return frozenset(diff.replaced)

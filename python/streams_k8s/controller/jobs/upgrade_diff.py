@@ -2,7 +2,8 @@
 `streams-k8s plan NEW --against OLD` shows before the edit is made.
 
 A PE of the new plan is *added* (a new id), *replaced* (its pod is made again: its code changed,
-its pod settings did, or its placement did; the reasons are listed), *updated* (only settings that
+its pod settings did, or its placement did; or it goes or comes back with a suspend or resume; the
+reasons are listed), *updated* (only settings that
 steer the controllers changed: restart policies; its pod is kept) or *kept*. A PE of the old plan
 that the new one lacks is *removed*. PE settings are compared as the PE objects carry them
 (`children.processing_elements.pe_spec`) and pods as `children.pod.pod_template_hash` sees them.
@@ -31,6 +32,7 @@ class Why(StrEnum):
     CONTENT = "content"
     POD_TEMPLATE = "pod template"
     PLACEMENT = "placement"
+    STATE = "state"  # suspended (the pod goes) or resumed (a new one comes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +84,8 @@ def _why(old: ProcessingElementSpec, new: ProcessingElementSpec) -> list[Why]:
         reasons.append(Why.CONTENT)
     if old.placement != new.placement:
         reasons.append(Why.PLACEMENT)
+    if old.suspended != new.suspended:
+        reasons.append(Why.STATE)
     unplaced_old = old.model_copy(update={"placement": new.placement})
     if pod_template_hash(unplaced_old) != pod_template_hash(new):
         reasons.append(Why.POD_TEMPLATE)
