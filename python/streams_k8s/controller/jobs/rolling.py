@@ -32,6 +32,7 @@ from streams_k8s.api.job import Job, JobPhase, JobState, UpgradeMode, UpgradeRec
 from streams_k8s.api.processing_element import ProcessingElementSpec
 from streams_k8s.app.plan import Plan
 from streams_k8s.controller.checkpoints import (
+    CheckpointOutcome,
     checkpoint_outcome,
     release_hold,
     request_checkpoint,
@@ -44,6 +45,7 @@ from streams_k8s.controller.jobs import widths as widths_module
 from streams_k8s.controller.jobs.base import KeptPlan, pod_ready, status_written, utc_now
 from streams_k8s.controller.jobs.health import (
     APPLIED,
+    CHECKPOINT_OVERDUE,
     EDIT_REFUSED,
     SPEC_APPLIED,
     UPGRADE_TIMED_OUT,
@@ -233,9 +235,7 @@ class RollingJobs(ResizingJobs):
                     obj, status = await self._abandon(obj, status, failure)
                     return obj, status, record, False
                 if not outcome.complete:
-                    obj, status = await self._note_edit(
-                        obj, status, WAITING_FOR_CHECKPOINT, outcome.summary()
-                    )
+                    obj, status = await self._checkpoint_pending(obj, status, record, target, outcome)
                     return obj, status, record, False
                 note = outcome.summary()
             if not suspending:
@@ -256,6 +256,39 @@ class RollingJobs(ResizingJobs):
         record = record.model_copy(update={"checkpoint": note})
         written = await self._write_status(obj, status.with_(upgrade=record))
         return written, status_written(written, status.with_(upgrade=record)), record, True
+
+    async def _checkpoint_pending(
+        self,
+        obj: Object,
+        status: JobStatusView,
+        record: UpgradeRecord,
+        target: Target,
+        outcome: CheckpointOutcome,
+    ) -> tuple[Object, JobStatusView]:
+        """The checkpoint-first checkpoint is not complete: wait. Past ``checkpointTimeoutSeconds``
+        the edit still waits (nothing replaced, never stateless), and says so: SpecApplied
+        CheckpointOverdue (Stalled) and a Warning Event."""
+        timeout = target.job.spec.checkpoint_timeout_seconds
+        if not outcome.overdue(
+            utc_now().timestamp() * 1000, timeout, since_ms=record.started.timestamp() * 1000
+        ):
+            return await self._note_edit(obj, status, WAITING_FOR_CHECKPOINT, outcome.summary())
+        message = (
+            f"the checkpoint is not complete after checkpointTimeoutSeconds={timeout}: nothing is "
+            f"replaced until it is (never a stateless upgrade); {outcome.summary()}"
+        )
+        overdue_before = (status.condition(SPEC_APPLIED) or {}).get("reason") == CHECKPOINT_OVERDUE
+        written, status = await self._note_edit(obj, status, CHECKPOINT_OVERDUE, message)
+        if not overdue_before:
+            await self.recorder.record(written, "Warning", CHECKPOINT_OVERDUE, message)
+        return written, status
+
+    async def _release_hold(self, obj: Object) -> None:
+        """Periodic drains go on (a checkpoint-first edit held them; written only where held)."""
+        m = meta(obj)
+        labels, namespace = {JOB_LABEL: str(m["name"])}, str(m["namespace"])
+        regions = self.consistent_regions.store.select_by_labels(labels, namespace)
+        await release_hold(self.client, Job.from_wire(obj), regions=regions)
 
     async def _commit(
         self, obj: Object, status: JobStatusView, record: UpgradeRecord, target: Target
@@ -281,15 +314,8 @@ class RollingJobs(ResizingJobs):
             processing_elements=len(target.planned.plan.pes),
             conditions=conditions,
         )
-        if (
-            not suspended
-            and upgrade_mode(target.job.spec, bool(target.planned.plan.consistent_regions))
-            is UpgradeMode.CHECKPOINT_FIRST
-        ):
-            m = meta(obj)
-            labels, namespace = {JOB_LABEL: str(m["name"])}, str(m["namespace"])
-            regions = self.consistent_regions.store.select_by_labels(labels, namespace)
-            await release_hold(self.client, target.job, regions=regions)
+        if not suspended:  # whatever the target's mode: a rollback releases an abandoned edit's hold
+            await self._release_hold(obj)
         await self._apply_widths(obj, target)
         written = await self._write_status(obj, status)
         uid = str(meta(obj)["uid"])
@@ -327,6 +353,8 @@ class RollingJobs(ResizingJobs):
     ) -> tuple[Object, JobStatusView]:
         """The recorded edit cannot go on: stop it where it is and say so."""
         status = status.with_(upgrade=None, phase=JobPhase.RUNNING)
+        if (status.applied_spec or {}).get("state") != JobState.SUSPENDED.value:
+            await self._release_hold(obj)
         written = await self._write_status(obj, status)
         self._targets.pop(str(meta(obj)["uid"]), None)
         return await self._refuse_edit(written, status_written(written, status), failure)
