@@ -15,7 +15,7 @@ from typing import Any
 
 from streams_k8s.api.consistent_region import CoordinatorMode
 from streams_k8s.api.contract import APP_LABEL, APP_VALUE, JOB_LABEL, TRANSPORT_CERT_KEY, TRANSPORT_KEY_KEY
-from streams_k8s.api.job import JobPhase
+from streams_k8s.api.job import Job, JobPhase
 from streams_k8s.app.plan import Plan
 from streams_k8s.controller.bundles.fetch import BundleFetcher
 from streams_k8s.controller.children.desired import Desired
@@ -257,6 +257,11 @@ class JobControllerBase:
         wanted = merge_patch_to(obj.get("status") or {}, status.raw)
         patch = {"metadata": {"resourceVersion": m.get("resourceVersion")}, "status": wanted}
         return await self.client.patch(JOBS, str(m["name"]), patch, str(m["namespace"]), subresource="status")
+
+
+def applied_job(obj: Object, status: JobStatusView) -> Job:
+    """The Job as its children follow it: its metadata with the applied spec."""
+    return Job.from_wire({**obj, "spec": status.applied_spec or obj.get("spec")})
 
 
 def pod_ready(pod: Object) -> bool:

@@ -6,14 +6,13 @@ PEs whose change is disruptive (their pod is replaced: new code, new pod setting
 resumed) go at most ``spec.maxUnavailable`` at a time; other PE changes (restart policies) at once.
 Before the first disruptive change the consistent regions are prepared per ``spec.upgradeMode``
 (`controller.checkpoints`): with ``checkpoint-first`` every region checkpoints (drains then held)
-and the upgrade waits for it, however long (a checkpoint that fails stops the upgrade, nothing
-replaced); the regions of replaced PEs are told how to start (reset to that or the last checkpoint,
-or clean for ``stateless``); ``status.upgrade.checkpoint`` records that this was done.
-
-An edit that is not Running within the target's ``submissionTimeOutInSeconds`` is rolled back when
-``spec.rollback`` (the default) and a last stable spec exist: the last stable spec is applied the
-same way (phase RollingBack, then RolledBack; a Warning Event names what failed). A rollback that
-does not reach Running in time either stops in Failed, saying why: it never loops.
+and the upgrade waits for it, however long (past ``checkpointTimeoutSeconds`` it says so:
+SpecApplied CheckpointOverdue; a checkpoint that fails stops the upgrade, nothing replaced, the
+hold released); the regions of replaced PEs are told how to start (reset to that or the last
+checkpoint, or clean for ``stateless``); ``status.upgrade.checkpoint`` records that this was done.
+The Exports, Imports and ConsistentRegions the edit writes are compared with those of the applied
+spec at the widths its regions run at (a resize the edit keeps): what the user, the runtime or the
+coordinator set on one the edit leaves as it was is kept.
 """
 
 from __future__ import annotations
@@ -42,13 +41,12 @@ from streams_k8s.controller.checkpoints import (
 from streams_k8s.controller.children.desired import Desired
 from streams_k8s.controller.children.pod import pod_template_hash
 from streams_k8s.controller.jobs import widths as widths_module
-from streams_k8s.controller.jobs.base import KeptPlan, pod_ready, status_written, utc_now
+from streams_k8s.controller.jobs.base import KeptPlan, applied_job, pod_ready, status_written, utc_now
 from streams_k8s.controller.jobs.health import (
     APPLIED,
     CHECKPOINT_OVERDUE,
     EDIT_REFUSED,
     SPEC_APPLIED,
-    UPGRADE_TIMED_OUT,
     WAITING_FOR_CHECKPOINT,
 )
 from streams_k8s.controller.jobs.resizing import ResizingJobs
@@ -100,9 +98,9 @@ class RollingJobs(ResizingJobs):
     ) -> Target:
         raise NotImplementedError  # `jobs.upgrading`
 
-    async def _start_rollback(
+    async def _timed_out(
         self, obj: Object, status: JobStatusView, record: UpgradeRecord
-    ) -> tuple[Object, JobStatusView]:
+    ) -> tuple[Object, JobStatusView, bool]:
         raise NotImplementedError  # `jobs.upgrading`
 
     async def _note_edit(
@@ -150,7 +148,15 @@ class RollingJobs(ResizingJobs):
         for pe_name in sorted(set(live) - {n for r, n in wanted if r == PES}):
             for resource in (PES, SERVICES, CONFIGMAPS):
                 await self.client.delete_if_present(resource, pe_name, namespace)
-        running = {(d.resource, d.name): d for d in applied.children}
+        # what runs: the applied spec's children at the widths its regions run at
+        _, running_children = self._children_at(
+            applied_job(obj, status),
+            str(m["uid"]),
+            applied,
+            self._running_widths(obj, applied),
+            status.generation_id or 0,
+        )
+        running = {(d.resource, d.name): d for d in running_children}
         await widths_module.follow_ports(self.client, wanted, namespace, name, running)
         await widths_module.follow_regions(self.client, wanted, namespace, running)
         quiet: list[str] = []
@@ -358,34 +364,6 @@ class RollingJobs(ResizingJobs):
         written = await self._write_status(obj, status)
         self._targets.pop(str(meta(obj)["uid"]), None)
         return await self._refuse_edit(written, status_written(written, status), failure)
-
-    async def _timed_out(
-        self, obj: Object, status: JobStatusView, record: UpgradeRecord
-    ) -> tuple[Object, JobStatusView, bool]:
-        """The edit is not Running in time: roll back; a rollback stops in Failed; without a
-        rollback the edit goes on, Stalled saying so. (obj, status, stop rolling this edit?)"""
-        timeout = int(record.spec.get("submissionTimeOutInSeconds") or 300)
-        what = "the rollback" if record.rollback else f"generation {record.target_generation}"
-        message = f"{what} did not reach Running within submissionTimeOutInSeconds={timeout}"
-        if record.rollback:
-            conditions = status.conditions
-            generation = int(meta(obj).get("generation") or 1)
-            set_condition(conditions, SPEC_APPLIED, "False", "RollbackFailed", message, generation)
-            status = status.with_(phase=JobPhase.FAILED, upgrade=None, message=message, conditions=conditions)
-            written = await self._write_status(obj, status)
-            self._targets.pop(str(meta(obj)["uid"]), None)
-            await self.recorder.record(written, "Warning", "RollbackFailed", message)
-            return written, status_written(written, status), True
-        if record.spec.get("rollback", True) and status.last_stable_spec:
-            obj, status = await self._start_rollback(obj, status, record)
-            await self.recorder.record(
-                obj, "Warning", "RollingBack", f"{message}: applying the last stable spec"
-            )
-            return obj, status, True
-        obj, status = await self._note_edit(
-            obj, status, UPGRADE_TIMED_OUT, f"{message}; no rollback: it goes on"
-        )
-        return obj, status, False
 
 
 def _pes_of(target: Target) -> list[Desired]:

@@ -27,6 +27,11 @@ cluster would not accept) changes nothing that runs: SpecApplied=False (EditRefu
 a Warning Event say why, and the job keeps running its applied spec until the next edit. The
 annotation ``streams.ibm.com/pause-reconciliation: "true"`` holds edits back (SpecApplied=False,
 ReconciliationPaused) so several can be staged and applied at once.
+
+An edit that is not Running within the target's ``submissionTimeOutInSeconds`` is rolled back when
+``spec.rollback`` (the default) and a last stable spec exist: the last stable spec is applied the
+same way (phase RollingBack, then RolledBack; a Warning Event names what failed). A rollback that
+does not reach Running in time either stops in Failed, saying why: it never loops.
 """
 
 from __future__ import annotations
@@ -43,7 +48,14 @@ from streams_k8s.controller.children.certificates import needs_transport_certifi
 from streams_k8s.controller.children.desired import desired_objects
 from streams_k8s.controller.children.limits import check_children
 from streams_k8s.controller.jobs.base import KeptPlan, status_written, utc_now
-from streams_k8s.controller.jobs.health import EDIT_REFUSED, PAUSED, ROLLED_BACK, SPEC_APPLIED, UPGRADING
+from streams_k8s.controller.jobs.health import (
+    EDIT_REFUSED,
+    PAUSED,
+    ROLLED_BACK,
+    SPEC_APPLIED,
+    UPGRADE_TIMED_OUT,
+    UPGRADING,
+)
 from streams_k8s.controller.jobs.planned import bundle_failure, schedulable_nodes
 from streams_k8s.controller.jobs.rolling import RollingJobs, Target
 from streams_k8s.controller.jobs.status import JobStatusView
@@ -59,11 +71,6 @@ FINAL = frozenset({EDIT_REFUSED, ROLLED_BACK, "RollbackFailed"})
 
 # How soon to look again while replaced pods come up (their events also bring the job back).
 ROLL_POLL = 1.0
-
-
-def applied_job(obj: Object, status: JobStatusView) -> Job:
-    """The Job as its children follow it: its metadata with the applied spec."""
-    return Job.from_wire({**obj, "spec": status.applied_spec or obj.get("spec")})
 
 
 def paused(obj: Object) -> bool:
@@ -237,6 +244,34 @@ class UpgradingJobs(RollingJobs):
         status = status.with_(phase=JobPhase.ROLLING_BACK, upgrade=rollback, conditions=conditions)
         written = await self._write_status(obj, status)
         return written, status_written(written, status)
+
+    async def _timed_out(
+        self, obj: Object, status: JobStatusView, record: UpgradeRecord
+    ) -> tuple[Object, JobStatusView, bool]:
+        """The edit is not Running in time: roll back; a rollback stops in Failed; without a
+        rollback the edit goes on, Stalled saying so. (obj, status, stop rolling this edit?)"""
+        timeout = int(record.spec.get("submissionTimeOutInSeconds") or 300)
+        what = "the rollback" if record.rollback else f"generation {record.target_generation}"
+        message = f"{what} did not reach Running within submissionTimeOutInSeconds={timeout}"
+        if record.rollback:
+            conditions = status.conditions
+            generation = int(meta(obj).get("generation") or 1)
+            set_condition(conditions, SPEC_APPLIED, "False", "RollbackFailed", message, generation)
+            status = status.with_(phase=JobPhase.FAILED, upgrade=None, message=message, conditions=conditions)
+            written = await self._write_status(obj, status)
+            self._targets.pop(str(meta(obj)["uid"]), None)
+            await self.recorder.record(written, "Warning", "RollbackFailed", message)
+            return written, status_written(written, status), True
+        if record.spec.get("rollback", True) and status.last_stable_spec:
+            obj, status = await self._start_rollback(obj, status, record)
+            await self.recorder.record(
+                obj, "Warning", "RollingBack", f"{message}: applying the last stable spec"
+            )
+            return obj, status, True
+        obj, status = await self._note_edit(
+            obj, status, UPGRADE_TIMED_OUT, f"{message}; no rollback: it goes on"
+        )
+        return obj, status, False
 
 
 def _started_note(generation: int, diff: UpgradeDiff) -> str:

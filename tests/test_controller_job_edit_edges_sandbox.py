@@ -1,0 +1,61 @@
+"""Known edges of editing a running job, each once a defect: on a job resized through its
+ParallelRegion, an edit compares the regions, Exports and Imports it writes with those of the widths
+that run (not the spec's), so what the user or the coordinator set on a region the edit leaves as it
+was is kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from k8s_support import eventually_async
+from streams_k8s.app.synthetic import SyntheticSpec, write_sab
+from streams_k8s.controller.kinds import JOBS, PARALLEL_REGIONS
+from streams_k8s.sandbox import Sandbox
+from test_controller_checkpoints_sandbox import SANDBOX, consistent_job
+from test_controller_job_edits_sandbox import pe_pods, pe_specs, region_widths
+from test_controller_job_upgrade_modes_sandbox import applied
+
+TRACE = {"spec": {"processingElement": {"runtimeTraceLevel": "TRACE"}}}
+
+
+@SANDBOX
+async def test_an_edit_of_a_resized_job_keeps_what_was_set_on_a_region_it_leaves_as_it_was(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A consistent region around a parallel region: resized to 3, its ConsistentRegion holds the
+    third channel's PEs; the user makes it periodic; a pod-setting edit keeps it periodic."""
+    spec = SyntheticSpec(chains=1, length=3, consistent_chains=1, regions=1, width=2)
+    bundle = write_sab(tmp_path / "app.sab", spec)
+    async with consistent_job(sandbox, monkeypatch, tmp_path, bundle, fusion={"legacy": True}) as job:
+        (region,) = (await job.client.list_all(PARALLEL_REGIONS, "default"))[0]
+        at_two = await pe_pods(job.client, job.name)
+        (cr,) = await job.regions()
+        in_region = len(cr["spec"]["pesInRegion"])
+        scale = {"spec": {"replicas": 3}}
+        await job.client.patch(
+            PARALLEL_REGIONS, region["metadata"]["name"], scale, "default", subresource="scale"
+        )
+
+        async def resized() -> bool:
+            (cr,) = await job.regions()
+            pes = await pe_specs(job.client, job.name)
+            return (
+                await region_widths(job.client, job.name) == [(3, 3)]
+                and len(pes) > len(at_two)
+                and len(cr["spec"]["pesInRegion"]) == in_region + 1  # the third channel's PE
+            )
+
+        await eventually_async(resized, within=30)
+        await eventually_async(lambda: job.all_in("PROCESSING"), within=30)
+        await job.periodic(0.5)
+        await eventually_async(lambda: job.all_in("PROCESSING"), within=30)
+        (cr,) = await job.regions()
+        set_by_user = {k: cr["spec"][k] for k in ("trigger", "period")}
+
+        await job.client.patch(JOBS, job.name, TRACE, "default")
+        await eventually_async(lambda: applied(job, 2), within=60)
+        (cr,) = await job.regions()
+        assert {k: cr["spec"].get(k) for k in set_by_user} == set_by_user
+        assert await region_widths(job.client, job.name) == [(3, 3)]
