@@ -1,7 +1,8 @@
 """Known edges of editing a running job, each once a defect: on a job resized through its
 ParallelRegion, an edit compares the regions, Exports and Imports it writes with those of the widths
 that run (not the spec's), so what the user or the coordinator set on a region the edit leaves as it
-was is kept."""
+was is kept; a bundle edit deletes the ParallelRegions, ConsistentRegions and coordinator of what it
+drops."""
 
 from __future__ import annotations
 
@@ -10,10 +11,17 @@ from pathlib import Path
 import pytest
 
 from k8s_support import eventually_async
+from streams_k8s.api.contract import JOB_LABEL
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
-from streams_k8s.controller.kinds import JOBS, PARALLEL_REGIONS
+from streams_k8s.controller.kinds import (
+    CONSISTENT_REGION_OPERATORS,
+    CONSISTENT_REGIONS,
+    JOBS,
+    PARALLEL_REGIONS,
+)
+from streams_k8s.k8s.client import Resource
 from streams_k8s.sandbox import Sandbox
-from test_controller_checkpoints_sandbox import SANDBOX, consistent_job
+from test_controller_checkpoints_sandbox import SANDBOX, ConsistentJob, consistent_job
 from test_controller_job_edits_sandbox import pe_pods, pe_specs, region_widths
 from test_controller_job_upgrade_modes_sandbox import applied
 
@@ -59,3 +67,33 @@ async def test_an_edit_of_a_resized_job_keeps_what_was_set_on_a_region_it_leaves
         (cr,) = await job.regions()
         assert {k: cr["spec"].get(k) for k in set_by_user} == set_by_user
         assert await region_widths(job.client, job.name) == [(3, 3)]
+
+
+@SANDBOX
+async def test_a_bundle_edit_deletes_the_regions_and_coordinator_of_what_it_drops(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """v1 has a parallel region inside a consistent region, v2 neither: after the edit the job has
+    no ParallelRegion, ConsistentRegion or ConsistentRegionOperator left."""
+    (tmp_path / "v1").mkdir()
+    (tmp_path / "v2").mkdir()
+    v1 = write_sab(
+        tmp_path / "v1" / "app.sab", SyntheticSpec(chains=2, length=3, consistent_chains=1, regions=1)
+    )
+    v2 = write_sab(tmp_path / "v2" / "app.sab", SyntheticSpec(chains=2, length=3))
+    async with consistent_job(sandbox, monkeypatch, tmp_path, v1, fusion={"legacy": True}) as job:
+        assert await _children(job, PARALLEL_REGIONS)
+        assert await _children(job, CONSISTENT_REGION_OPERATORS)
+        await job.client.patch(JOBS, job.name, {"spec": {"bundle": {"file": {"path": str(v2)}}}}, "default")
+        await eventually_async(lambda: applied(job, 2), within=60)
+
+        async def dropped() -> bool:
+            kinds = (PARALLEL_REGIONS, CONSISTENT_REGIONS, CONSISTENT_REGION_OPERATORS)
+            return not any([await _children(job, kind) for kind in kinds])
+
+        await eventually_async(dropped, within=10)
+
+
+async def _children(job: ConsistentJob, resource: Resource) -> list[str]:
+    items, _ = await job.client.list_all(resource, "default", label_selector=f"{JOB_LABEL}={job.name}")
+    return [i["metadata"]["name"] for i in items if not i["metadata"].get("deletionTimestamp")]

@@ -51,8 +51,15 @@ from streams_k8s.controller.jobs.health import (
 )
 from streams_k8s.controller.jobs.resizing import ResizingJobs
 from streams_k8s.controller.jobs.status import JobStatusView
-from streams_k8s.controller.kinds import PARALLEL_REGIONS, PES
+from streams_k8s.controller.kinds import (
+    CONSISTENT_REGION_OPERATORS,
+    CONSISTENT_REGIONS,
+    HOSTPOOLS,
+    PARALLEL_REGIONS,
+    PES,
+)
 from streams_k8s.controller.planning import SubmissionFailure
+from streams_k8s.k8s.client import Resource
 from streams_k8s.k8s.conditions import set_condition
 from streams_k8s.k8s.kinds import CONFIGMAPS, SERVICES
 from streams_k8s.k8s.objects import Object, ObjectKey, meta
@@ -66,6 +73,13 @@ class Target:
     planned: KeptPlan
     digest: str
     running: Plan  # the plan the edit starts from: the applied spec's at the widths that run
+
+
+# Children of a plan's host pools and regions: an edit deletes those of what it drops.
+_PLANNED_KINDS = (HOSTPOOLS, PARALLEL_REGIONS, CONSISTENT_REGION_OPERATORS, CONSISTENT_REGIONS)
+# Those whose spec an edit writes where the target's differs from what runs (a ParallelRegion's is
+# the width, which the commit writes).
+_FOLLOWED_KINDS = (HOSTPOOLS, CONSISTENT_REGION_OPERATORS, CONSISTENT_REGIONS)
 
 
 def batch_size(job: Job, pes: int) -> int:
@@ -135,30 +149,9 @@ class RollingJobs(ResizingJobs):
             target = await self._recorded_target(obj, status, record, applied)
         except SubmissionFailure as failure:  # the recorded content is gone: the edit cannot finish
             return await self._abandon(obj, status, failure)
-        m = meta(obj)
-        namespace, name = str(m["namespace"]), str(m["name"])
+        namespace, name = str(meta(obj)["namespace"]), str(meta(obj)["name"])
         wanted = {(d.resource, d.name): d for d in target.planned.children}
-        table = self.configmaps.store.get(ObjectKey(namespace, name))
-        if table is None or table.get("data") != wanted[(CONFIGMAPS, name)].body["data"]:
-            await widths_module.write_name_table(self.client, wanted, namespace, name)
-        await self._create_missing(target.planned.children, lambda c: True)
-        live = {
-            str(meta(pe)["name"]): pe for pe in self.pes.store.select_by_labels({JOB_LABEL: name}, namespace)
-        }
-        for pe_name in sorted(set(live) - {n for r, n in wanted if r == PES}):
-            for resource in (PES, SERVICES, CONFIGMAPS):
-                await self.client.delete_if_present(resource, pe_name, namespace)
-        # what runs: the applied spec's children at the widths its regions run at
-        _, running_children = self._children_at(
-            applied_job(obj, status),
-            str(m["uid"]),
-            applied,
-            self._running_widths(obj, applied),
-            status.generation_id or 0,
-        )
-        running = {(d.resource, d.name): d for d in running_children}
-        await widths_module.follow_ports(self.client, wanted, namespace, name, running)
-        await widths_module.follow_regions(self.client, wanted, namespace, running)
+        live = await self._follow_target(obj, status, applied, wanted)
         quiet: list[str] = []
         disruptive: list[str] = []
         content: set[str] = set()  # PEs whose code changes: their ConfigMap first
@@ -198,6 +191,45 @@ class RollingJobs(ResizingJobs):
             return obj, status
         return await self._commit(obj, status, record, target)
 
+    async def _follow_target(
+        self,
+        obj: Object,
+        status: JobStatusView,
+        applied: KeptPlan,
+        wanted: dict[tuple[Resource, str], Desired],
+    ) -> dict[str, Object]:
+        """Step 2 (idempotent): the name table, the target's new children, the removal of what it
+        drops (PEs, and the host pools and regions of a plan change), Exports, Imports, regions and
+        their coordinator following; the job's PEs by name."""
+        m = meta(obj)
+        namespace, name = str(m["namespace"]), str(m["name"])
+        table = self.configmaps.store.get(ObjectKey(namespace, name))
+        if table is None or table.get("data") != wanted[(CONFIGMAPS, name)].body["data"]:
+            await widths_module.write_name_table(self.client, wanted, namespace, name)
+        await self._create_missing(list(wanted.values()), lambda c: True)
+        live = {
+            str(meta(pe)["name"]): pe for pe in self.pes.store.select_by_labels({JOB_LABEL: name}, namespace)
+        }
+        for pe_name in sorted(set(live) - {n for r, n in wanted if r == PES}):
+            for resource in (PES, SERVICES, CONFIGMAPS):
+                await self.client.delete_if_present(resource, pe_name, namespace)
+        for resource in _PLANNED_KINDS:
+            for child in self.children[resource].store.select_by_labels({JOB_LABEL: name}, namespace):
+                if (resource, child_name := str(meta(child)["name"])) not in wanted:
+                    await self.client.delete_if_present(resource, child_name, namespace)
+        # what runs: the applied spec's children at the widths its regions run at
+        _, running_children = self._children_at(
+            applied_job(obj, status),
+            str(m["uid"]),
+            applied,
+            self._running_widths(obj, applied),
+            status.generation_id or 0,
+        )
+        running = {(d.resource, d.name): d for d in running_children}
+        await widths_module.follow_ports(self.client, wanted, namespace, name, running)
+        await widths_module.follow_regions(self.client, wanted, namespace, running, _FOLLOWED_KINDS)
+        return live
+
     def _settled(self, namespace: str, job: str, spec: ProcessingElementSpec) -> bool:
         """The PE is as its spec says: no pod while suspended, else a ready pod with its content and
         settings."""
@@ -223,7 +255,12 @@ class RollingJobs(ResizingJobs):
         """Before the first pod is replaced: checkpoint first (checkpoint-first, waiting for it) and
         tell the regions of the replaced PEs how to start. (obj, status, record, go on?)"""
         namespace, name = str(meta(obj)["namespace"]), str(meta(obj)["name"])
-        regions = self.consistent_regions.store.select_by_labels({JOB_LABEL: name}, namespace)
+        planned = {c.name for c in target.planned.children if c.resource == CONSISTENT_REGIONS}
+        regions = [  # not those the edit drops (being deleted)
+            r
+            for r in self.consistent_regions.store.select_by_labels({JOB_LABEL: name}, namespace)
+            if meta(r)["name"] in planned
+        ]
         note = "no consistent regions"
         if regions:
             mode = upgrade_mode(target.job.spec, True)
@@ -322,7 +359,7 @@ class RollingJobs(ResizingJobs):
         )
         if not suspended:  # whatever the target's mode: a rollback releases an abandoned edit's hold
             await self._release_hold(obj)
-        await self._apply_widths(obj, target)
+        await self._apply_widths(obj, target.planned.plan)
         written = await self._write_status(obj, status)
         uid = str(meta(obj)["uid"])
         self._targets.pop(uid, None)
@@ -337,22 +374,6 @@ class RollingJobs(ResizingJobs):
             written, "Normal", "RolledBack" if record.rollback else "UpgradeSucceeded", note
         )
         return written, status_written(written, status)
-
-    async def _apply_widths(self, obj: Object, target: Target) -> None:
-        """The job's ParallelRegions say the widths the target runs at: a resize the edit kept, or
-        the width the edit itself gave a region (its spec follows, so it is not resized back)."""
-        labels, namespace = {JOB_LABEL: str(meta(obj)["name"])}, str(meta(obj)["namespace"])
-        widths = {r.alias: r.width for r in target.planned.plan.parallel_regions}
-        for region in self.parallel_regions.store.select_by_labels(labels, namespace):
-            width = widths.get(str(region["spec"]["alias"]))
-            if width is None or (region.get("status") or {}).get("width") == width:
-                continue
-            if region["spec"]["width"] != width:
-                name = str(meta(region)["name"])
-                region = await self.client.patch(
-                    PARALLEL_REGIONS, name, {"spec": {"width": width}}, namespace
-                )
-            await widths_module.record_applied(self.client, region, width)
 
     async def _abandon(
         self, obj: Object, status: JobStatusView, failure: SubmissionFailure

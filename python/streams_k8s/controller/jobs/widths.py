@@ -185,12 +185,13 @@ async def follow_regions(
     wanted: Mapping[tuple[Resource, str], Desired],
     namespace: str,
     planned_before: Mapping[tuple[Resource, str], Desired] | None = None,
+    kinds: tuple[Resource, ...] = (CONSISTENT_REGIONS,),
 ) -> None:
-    """Each ConsistentRegion's PEs follow the fusion: its planned spec is written (only where it
-    differs from ``planned_before``, the plan that runs, when given: what the user or the
-    coordinator changed in a region the new plan leaves as it was is kept)."""
+    """Each ConsistentRegion's PEs follow the fusion (and, of other ``kinds``, the plan): its planned
+    spec is written (only where it differs from ``planned_before``, the plan that runs, when given:
+    what the user or the coordinator changed in a region the new plan leaves as it was is kept)."""
     for (resource, name), child in wanted.items():
-        if resource != CONSISTENT_REGIONS:
+        if resource not in kinds:
             continue
         before = planned_before.get((resource, name)) if planned_before is not None else None
         if before is None or before.body["spec"] != child.body["spec"]:
