@@ -2,7 +2,8 @@
 ParallelRegion, an edit compares the regions, Exports and Imports it writes with those of the widths
 that run (not the spec's), so what the user or the coordinator set on a region the edit leaves as it
 was is kept; a bundle edit deletes the ParallelRegions, ConsistentRegions and coordinator of what it
-drops."""
+drops; an operator stopped after the commit recorded the new widths but before the Job's status
+said so finishes the same edit (the same PE ids)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+import test_controller_job_edits_sandbox as edits
 from k8s_support import eventually_async
+from operator_support import job_manifest, job_status, operator
 from streams_k8s.api.contract import JOB_LABEL
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.controller.kinds import (
@@ -19,7 +22,7 @@ from streams_k8s.controller.kinds import (
     JOBS,
     PARALLEL_REGIONS,
 )
-from streams_k8s.k8s.client import Resource
+from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.sandbox import Sandbox
 from test_controller_checkpoints_sandbox import SANDBOX, ConsistentJob, consistent_job
 from test_controller_job_edits_sandbox import pe_pods, pe_specs, region_widths
@@ -97,3 +100,43 @@ async def test_a_bundle_edit_deletes_the_regions_and_coordinator_of_what_it_drop
 async def _children(job: ConsistentJob, resource: Resource) -> list[str]:
     items, _ = await job.client.list_all(resource, "default", label_selector=f"{JOB_LABEL}={job.name}")
     return [i["metadata"]["name"] for i in items if not i["metadata"].get("deletionTimestamp")]
+
+
+@pytest.mark.sandbox(nodes=2)
+async def test_an_operator_stopped_between_the_width_record_and_the_commit_finishes_the_same_edit(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A width edit of a job fused into a fixed number of PEs (the new channel's operators join
+    existing PEs, and PEs get new ids): the ParallelRegion already says the new width when the Job's
+    status commit fails and the operator stops. The next operator finishes that edit with the PEs
+    it made (same ids, operators and pods), instead of planning the edit again from the new widths."""
+    spec = SyntheticSpec(chains=2, length=3, regions=2, width_values=True, required_values=True)
+    bundle = write_sab(tmp_path / "app.sab", spec)
+    values = {"width0": "2", "width1": "2"}
+    manifest = job_manifest("crash", bundle, fusion={"manual": 5}, submissionTimeValues=values)
+    async with await KubeClient.connect(str(sandbox.kubeconfig_path)) as client:
+        async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+            await client.create(JOBS, manifest)
+            await edits.applied(client, "crash", 1)
+            await client.patch(JOBS, "crash", {"spec": {"submissionTimeValues": {"width0": "3"}}}, "default")
+
+            async def prepared() -> bool:  # written ahead, regions prepared: next is the PEs
+                return bool(((await job_status(client, "crash")).get("upgrade") or {}).get("checkpoint"))
+
+            await eventually_async(prepared, within=30)
+            sandbox.faults.fail(500, None, verb="patch", resource="streamsjobs")  # no status write lands
+
+            async def width_recorded() -> bool:
+                return sorted(await region_widths(client, "crash")) == [(2, 2), (3, 3)]
+
+            await eventually_async(width_recorded, within=60)
+            made = {i: s["operators"] for i, s in (await pe_specs(client, "crash")).items()}
+            pods = await pe_pods(client, "crash")
+        sandbox.faults.clear()
+        assert "upgrade" in await job_status(client, "crash")  # stopped mid-commit
+        async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+            status = await edits.applied(client, "crash", 2)
+            assert {i: s["operators"] for i, s in (await pe_specs(client, "crash")).items()} == made
+            assert await pe_pods(client, "crash") == pods
+            assert status["processingElements"] == len(made)
+            assert sorted(await region_widths(client, "crash")) == [(2, 2), (3, 3)]

@@ -11,7 +11,7 @@ that the new one lacks is *removed*. PE settings are compared as the PE objects 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -118,6 +118,18 @@ def pe_operators(plan: Plan) -> dict[int, list[str]]:
     return {pe.id: pe.operators for pe in plan.pes}
 
 
+def resumed_ids(live: Mapping[int, Sequence[str]], next_pe_id: int) -> dict[int, Sequence[str]]:
+    """The ids an edit resumed after a restart keeps: the PEs it started from (ids below
+    ``next_pe_id``, whatever the applied spec's plan numbers now) by their operators, and new PEs
+    numbered from ``next_pe_id`` in plan order, as when the edit started (those it already made
+    get the same ids again). New PEs are numbered from the highest id given, so an id with no
+    operators stands for that floor when no PE has it."""
+    ids: dict[int, Sequence[str]] = {i: ops for i, ops in live.items() if i < next_pe_id}
+    if next_pe_id > 0:
+        ids.setdefault(next_pe_id - 1, ())
+    return ids
+
+
 def plan_edit(
     job: Job,
     app: Application,
@@ -126,12 +138,14 @@ def plan_edit(
     nodes: int | None,
     running: Plan,
     planned_widths: Mapping[str, int],
+    ids: Mapping[int, Sequence[str]] | None = None,
 ) -> Plan:
     """The plan of ``job`` as an edit of a job running ``running`` (PE ids kept where operators
-    are). A region resized since the running spec planned it at ``planned_widths`` keeps the width
-    it runs at, unless the edit changes that region's width itself (its ``parallelRegions`` or the
-    submission-time value the width comes from)."""
-    ids = pe_operators(running)
+    are: those of ``running``, or ``ids`` when given). A region resized since the running spec
+    planned it at ``planned_widths`` keeps the width it runs at, unless the edit changes that
+    region's width itself (its ``parallelRegions`` or the submission-time value the width comes
+    from)."""
+    ids = pe_operators(running) if ids is None else ids
     plan = plan_job(job, app, job_id=job_id, nodes=nodes, ids_from=ids)
     runs_at = {r.alias: r.width for r in running.parallel_regions}
     kept = [

@@ -8,7 +8,10 @@ edit keeps unless it changes a region's width itself (`jobs.upgrade_diff.plan_ed
 this order:
 
 1. write-ahead: ``status.upgrade`` records the target generation, its spec, its bundle digest,
-   the job generation it becomes and the PEs kept / replaced / added / removed; phase Upgrading,
+   the job generation it becomes, the PEs kept / replaced / added / removed, and what a restart
+   needs to plan the same target: the widths the regions ran at (the commit changes them) and
+   the id of the first PE it adds (`upgrade_diff.resumed_ids`: a plan of the applied spec made
+   again after a restart may number the PEs it started from otherwise); phase Upgrading,
    condition SpecApplied=False (Upgrading) and an UpgradeStarted Event with the summary;
 2. the name table is rewritten, added PEs (ConfigMap, Service, PE) created, removed ones deleted,
    PEs whose changed settings steer only the controllers patched; Exports, Imports and
@@ -37,6 +40,7 @@ does not reach Running in time either stops in Failed, saying why: it never loop
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping, Sequence
 
 from streams_k8s.api.contract import (
     name_table_stamp,
@@ -59,7 +63,7 @@ from streams_k8s.controller.jobs.health import (
 from streams_k8s.controller.jobs.planned import bundle_failure, schedulable_nodes
 from streams_k8s.controller.jobs.rolling import RollingJobs, Target
 from streams_k8s.controller.jobs.status import JobStatusView
-from streams_k8s.controller.jobs.upgrade_diff import UpgradeDiff, plan_edit, upgrade_diff
+from streams_k8s.controller.jobs.upgrade_diff import UpgradeDiff, plan_edit, resumed_ids, upgrade_diff
 from streams_k8s.controller.planning import SubmissionFailure, check_placement, read_application
 from streams_k8s.k8s.conditions import set_condition
 from streams_k8s.k8s.objects import Object, meta
@@ -129,7 +133,7 @@ class UpgradingJobs(RollingJobs):
             (generation, generation_id),
             status,
             applied,
-            self._running_widths(obj, applied),
+            (self._running_widths(obj, applied), None),
         )
 
     def _build_target(
@@ -140,12 +144,14 @@ class UpgradingJobs(RollingJobs):
         generations: tuple[int, int],
         status: JobStatusView,
         applied: KeptPlan,
-        widths: dict[str, int],
+        start: tuple[dict[str, int], Mapping[int, Sequence[str]] | None],
     ) -> Target:
         """Plan, place, render and check the edit's children (CPU-bound: runs in a thread).
-        ``generations``: the spec generation and the job generation it becomes; ``widths``: those
-        the job's parallel regions run at."""
+        ``generations``: the spec generation and the job generation it becomes; ``start``: the
+        widths the job's parallel regions ran at when the edit started, and the PE ids it keeps
+        (None: those of the plan that runs)."""
         generation, generation_id = generations
+        widths, ids = start
         path = str(fetched.path)
         app = read_application(path, job.spec.bundle.name)
         running = plan_at_widths(applied.plan, widths)
@@ -156,6 +162,7 @@ class UpgradingJobs(RollingJobs):
             nodes=status.planned_nodes,
             running=running,
             planned_widths=applied.base_widths,
+            ids=ids,
         )
         check_placement(job, plan, schedulable_nodes(self.nodes.store.select()))
         transport = applied.transport
@@ -189,6 +196,8 @@ class UpgradingJobs(RollingJobs):
             replaced=sorted(diff.replaced),
             added=diff.added,
             removed=diff.removed,
+            widths={r.alias: r.width for r in target.running.parallel_regions},
+            next_pe_id=max((pe.id for pe in target.running.pes), default=-1) + 1,
         )
         conditions = status.conditions
         set_condition(conditions, SPEC_APPLIED, "False", UPGRADING, diff.summary(), generation)
@@ -217,9 +226,13 @@ class UpgradingJobs(RollingJobs):
         except BundleError as err:
             raise bundle_failure(err) from None
         generations = (record.target_generation, record.generation_id)
-        widths = self._running_widths(obj, applied)
+        # as when the edit started (a restart may find the widths it records, and PEs it made)
+        widths = self._running_widths(obj, applied) if record.widths is None else record.widths
+        ids = None
+        if record.next_pe_id is not None:
+            ids = resumed_ids(self._live_ids(job, uid), record.next_pe_id)
         target = await asyncio.to_thread(
-            self._build_target, job, uid, fetched, generations, status, applied, widths
+            self._build_target, job, uid, fetched, generations, status, applied, (widths, ids)
         )
         if self._cached(obj):
             self._targets[uid] = (record.target_generation, target)
