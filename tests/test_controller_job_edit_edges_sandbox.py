@@ -140,3 +140,41 @@ async def test_an_operator_stopped_between_the_width_record_and_the_commit_finis
             assert await pe_pods(client, "crash") == pods
             assert status["processingElements"] == len(made)
             assert sorted(await region_widths(client, "crash")) == [(2, 2), (3, 3)]
+
+
+@pytest.mark.sandbox(nodes=2)
+async def test_a_resized_region_keeps_its_width_through_edit_after_edit_and_a_restart(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Scaled to 3, a region stays at 3 through one pod-setting edit, a second, and one after an
+    operator restart; an edit that names the width itself (here the width it had) sets it."""
+    bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=1, length=2, regions=1, width=2))
+    async with await KubeClient.connect(str(sandbox.kubeconfig_path)) as client:
+        async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+            await client.create(JOBS, job_manifest("wide", bundle, fusion={"legacy": True}))
+            await edits.applied(client, "wide", 1)
+            (region,) = (await client.list_all(PARALLEL_REGIONS, "default"))[0]
+            name, alias = region["metadata"]["name"], region["spec"]["alias"]
+            scale = {"spec": {"replicas": 3}}
+            await client.patch(PARALLEL_REGIONS, name, scale, "default", subresource="scale")
+
+            async def at_three() -> bool:
+                return await region_widths(client, "wide") == [(3, 3)]
+
+            await eventually_async(at_three, within=30)
+            for generation, level in ((2, "DEBUG"), (3, "TRACE")):
+                trace = {"spec": {"processingElement": {"runtimeTraceLevel": level}}}
+                await client.patch(JOBS, "wide", trace, "default")
+                await edits.applied(client, "wide", generation)
+                assert await region_widths(client, "wide") == [(3, 3)], f"generation {generation}"
+        async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+            await client.patch(
+                JOBS, "wide", {"spec": {"processingElement": {"appTraceLevel": "WARN"}}}, "default"
+            )
+            await edits.applied(client, "wide", 4)
+            assert await region_widths(client, "wide") == [(3, 3)]
+            await client.patch(
+                JOBS, "wide", {"spec": {"parallelRegions": [{"alias": alias, "width": 2}]}}, "default"
+            )
+            await edits.applied(client, "wide", 5)
+            assert await region_widths(client, "wide") == [(2, 2)]

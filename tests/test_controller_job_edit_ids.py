@@ -27,19 +27,18 @@ def test_a_resumed_width_edit_keeps_the_ids_it_started_with(tmp_path: Path) -> N
     app = read_application(str(bundle), bundle.name)
     old, new = _job(bundle, "2"), _job(bundle, "3")
     running = plan_job(old, app, job_id=0, nodes=2)
-    widths = {r.alias: r.width for r in running.parallel_regions}
-    started = plan_edit(new, app, job_id=0, nodes=2, running=running, planned_widths=widths)
+    started = plan_edit(new, app, job_id=0, nodes=2, running=running, applied=old.spec)
     next_pe_id = max(pe.id for pe in running.pes) + 1
     assert any(pe.id >= next_pe_id for pe in started.pes)  # the edit adds PEs
     # restarted with the edit's PEs made (and the removed ones deleted): the applied spec's plan
     # made again from them numbers the PEs the edit removed after the ones it added
     again = plan_job(old, app, job_id=0, nodes=2, ids_from=pe_operators(started))
-    naive = plan_edit(new, app, job_id=0, nodes=2, running=again, planned_widths=widths)
+    naive = plan_edit(new, app, job_id=0, nodes=2, running=again, applied=old.spec)
     assert pe_operators(naive) != pe_operators(started)  # what a restart planned before
     ids = resumed_ids(pe_operators(started), next_pe_id)
-    resumed = plan_edit(new, app, job_id=0, nodes=2, running=again, planned_widths=widths, ids=ids)
+    resumed = plan_edit(new, app, job_id=0, nodes=2, running=again, applied=old.spec, ids=ids)
     assert pe_operators(resumed) == pe_operators(started)
     # restarted before it made any PE: the same ids too
     ids = resumed_ids(pe_operators(running), next_pe_id)
-    resumed = plan_edit(new, app, job_id=0, nodes=2, running=running, planned_widths=widths, ids=ids)
+    resumed = plan_edit(new, app, job_id=0, nodes=2, running=running, applied=old.spec, ids=ids)
     assert pe_operators(resumed) == pe_operators(started)

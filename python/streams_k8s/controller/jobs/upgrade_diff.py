@@ -16,10 +16,17 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from streams_k8s.api.job import Job, ParallelRegionWidth, UpgradeMode
+from streams_k8s.api.job import Job, JobSpec, ParallelRegionWidth, UpgradeMode
 from streams_k8s.api.processing_element import ProcessingElementSpec
 from streams_k8s.app.model import Application
 from streams_k8s.app.plan import Plan
+from streams_k8s.app.submission import (
+    SubmissionError,
+    WidthOverride,
+    override_of,
+    resolve_values,
+    resolve_widths,
+)
 from streams_k8s.controller.checkpoints import state_kept, upgrade_mode
 from streams_k8s.controller.children.pod import pod_template_hash
 from streams_k8s.controller.children.processing_elements import pe_spec
@@ -137,26 +144,48 @@ def plan_edit(
     job_id: int,
     nodes: int | None,
     running: Plan,
-    planned_widths: Mapping[str, int],
+    applied: JobSpec,
     ids: Mapping[int, Sequence[str]] | None = None,
 ) -> Plan:
-    """The plan of ``job`` as an edit of a job running ``running`` (PE ids kept where operators
-    are: those of ``running``, or ``ids`` when given). A region resized since the running spec
-    planned it at ``planned_widths`` keeps the width it runs at, unless the edit changes that
-    region's width itself (its ``parallelRegions`` or the submission-time value the width comes
-    from)."""
+    """The plan of ``job`` as an edit of a job running ``running`` (planned from the spec
+    ``applied``; PE ids kept where operators are: those of ``running``, or ``ids`` when given). A
+    region that runs at another width than the spec gives it (resized through its ParallelRegion)
+    keeps that width, unless the edit sets the region's width itself (`widths_set`)."""
     ids = pe_operators(running) if ids is None else ids
     plan = plan_job(job, app, job_id=job_id, nodes=nodes, ids_from=ids)
     runs_at = {r.alias: r.width for r in running.parallel_regions}
+    set_by_edit = widths_set(applied, job.spec, app)
     kept = [
         ParallelRegionWidth(alias=r.alias, width=runs_at[r.alias])
         for r in plan.parallel_regions
-        if r.alias in runs_at and r.width == planned_widths.get(r.alias) != runs_at[r.alias]
+        if r.alias in runs_at and r.width != runs_at[r.alias] and r.alias not in set_by_edit
     ]
     if not kept:
         return plan
     spec = job.spec.model_copy(update={"parallel_regions": [*job.spec.parallel_regions, *kept]})
     return plan_job(job.model_copy(update={"spec": spec}), app, job_id=job_id, nodes=nodes, ids_from=ids)
+
+
+def widths_set(old: JobSpec, new: JobSpec, app: Application) -> set[str]:
+    """Names of ``app``'s parallel regions whose width the edit from spec ``old`` to ``new`` sets
+    itself: the width its submission-time values and ``parallelRegions`` give differs, or the
+    ``parallelRegions`` entry that names the region does (one the old spec cannot plan: all)."""
+
+    def given(spec: JobSpec) -> tuple[dict[int, int], list[WidthOverride]]:
+        overrides = [WidthOverride(w.alias, w.width) for w in spec.parallel_regions]
+        return resolve_widths(app, resolve_values(app, spec.submission_time_values), overrides), overrides
+
+    new_widths, new_overrides = given(new)
+    try:
+        old_widths, old_overrides = given(old)
+    except SubmissionError:
+        return {r.name for r in app.parallel_regions}
+    return {
+        r.name
+        for r in app.parallel_regions
+        if old_widths[r.index] != new_widths[r.index]
+        or override_of(r.name, old_overrides) != override_of(r.name, new_overrides)
+    }
 
 
 def preview(
@@ -165,8 +194,5 @@ def preview(
     """The plan of ``new_job`` as an edit of a job running ``old_job``, and what the edit does:
     planned as the job controller plans an edit (PE ids kept from the running plan)."""
     old_plan = plan_job(old_job, old_app, job_id=job_id, nodes=nodes)
-    widths = {r.alias: r.width for r in old_plan.parallel_regions}
-    new_plan = plan_edit(
-        new_job, new_app, job_id=job_id, nodes=nodes, running=old_plan, planned_widths=widths
-    )
+    new_plan = plan_edit(new_job, new_app, job_id=job_id, nodes=nodes, running=old_plan, applied=old_job.spec)
     return new_plan, upgrade_diff(old_job, old_plan, new_job, new_plan)

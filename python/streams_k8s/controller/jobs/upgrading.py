@@ -4,7 +4,7 @@ A running job's children follow ``status.appliedSpec`` (generation ``status.appl
 When the spec's generation is another one, the edit is planned from the new spec (the bundle
 content recorded when the bundle is the same, else fetched per its pull policy) and diffed
 against the running plan: the applied spec's at the widths its ParallelRegions run at, which the
-edit keeps unless it changes a region's width itself (`jobs.upgrade_diff.plan_edit`). Then, in
+edit keeps unless it sets a region's width itself (`jobs.upgrade_diff.plan_edit`, `widths_set`). Then, in
 this order:
 
 1. write-ahead: ``status.upgrade`` records the target generation, its spec, its bundle digest,
@@ -45,7 +45,7 @@ from collections.abc import Mapping, Sequence
 from streams_k8s.api.contract import (
     name_table_stamp,
 )
-from streams_k8s.api.job import Job, JobPhase, JobState, UpgradeRecord
+from streams_k8s.api.job import Job, JobPhase, JobSpec, JobState, UpgradeRecord
 from streams_k8s.app.plan import plan_at_widths
 from streams_k8s.controller.bundles.fetch import BundleError, FetchedBundle
 from streams_k8s.controller.children.certificates import needs_transport_certificate, transport_certificate
@@ -161,7 +161,7 @@ class UpgradingJobs(RollingJobs):
             job_id=int(status.id or 0),
             nodes=status.planned_nodes,
             running=running,
-            planned_widths=applied.base_widths,
+            applied=JobSpec.model_validate(status.applied_spec or job.spec.to_wire()),
             ids=ids,
         )
         check_placement(job, plan, schedulable_nodes(self.nodes.store.select()))
