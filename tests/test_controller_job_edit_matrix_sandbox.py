@@ -204,6 +204,25 @@ async def test_each_field_edited_on_a_running_job_replaces_exactly_the_pods_the_
         assert {i: after[i] for i in (0, 2)} == {i: pods[i] for i in (0, 2)}
         pods = after
 
+        # The bundle under another name (the same application): the same PEs, every pod replaced
+        # (they run the bundle by its name); then pullPolicy Always fetching the same content: none.
+        renamed = tmp_path / "renamed.sab"
+        renamed.write_bytes(bundle.read_bytes())
+        for bundle_spec, replaced in (
+            ({"name": renamed.name, "file": {"path": str(renamed)}}, ALL),
+            ({"pullPolicy": "Always"}, NONE),
+        ):
+            await client.patch(JOBS, "matrix", {"spec": {"bundle": bundle_spec}}, "default")
+            generation += 1
+            await edits.applied(client, "matrix", generation)
+            after = await edits.pe_pods(client, "matrix")
+            assert {i for i in ALL if after[i] != pods[i]} == replaced, bundle_spec
+            assert {i: n for i, (_, n) in after.items()} == {
+                i: n + (i in replaced) for i, (_, n) in pods.items()
+            }
+            pods = after
+        assert (await client.get(PES, "matrix-0", "default"))["spec"]["sabName"] == renamed.name
+
         # state: suspended, no pod; resumed, every PE launched again.
         old = await client.get(JOBS, "matrix", "default")
         await client.patch(JOBS, "matrix", {"spec": {"state": "Suspended"}}, "default")
