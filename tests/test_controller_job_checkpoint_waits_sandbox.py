@@ -1,8 +1,8 @@
 """``checkpoint-first`` where it waits, end to end with the coordinator running: a checkpoint that
 does not complete holds the edit past ``checkpointTimeoutSeconds`` (nothing replaced, never a
-stateless start; SpecApplied CheckpointOverdue, Stalled, a Warning Event) until it does; a suspend
-checkpoints every region before the first pod goes, and the resume resets the regions to that
-checkpoint."""
+stateless start; SpecApplied CheckpointOverdue, Stalled, a Warning Event) until it does, or until
+the edit is rolled back (its hold released; a hold the user set stays); a suspend checkpoints every
+region before the first pod goes, and the resume resets the regions to that checkpoint."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from k8s_support import eventually_async
 from operator_support import condition, job_status, wait_for_phase
-from streams_k8s.controller.kinds import JOBS
+from streams_k8s.controller.kinds import CONSISTENT_REGIONS, JOBS
 from streams_k8s.k8s.events import EVENTS
 from streams_k8s.sandbox import Sandbox
 from test_controller_checkpoints_sandbox import PARTICIPANT, SANDBOX, consistent_job, synthetic
@@ -115,3 +115,39 @@ async def test_suspend_checkpoints_before_the_first_pod_goes_and_resume_resets_t
         await eventually_async(reset_to_the_checkpoint, within=30)
         assert not any(s.get("startClean") for s in await job.statuses())
         assert all("holdDrains" not in r["spec"] for r in await job.regions())
+
+
+@SANDBOX
+async def test_a_rolled_back_checkpoint_first_edit_releases_its_hold_and_a_users_hold_stays(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The job runs last-checkpoint; an edit to checkpoint-first waits for a checkpoint that never
+    completes until its submission time-out rolls it back: the regions drain periodically again.
+    A hold the user sets by hand is theirs: an edit leaves it."""
+    spec = {"stableAfterSeconds": 0, "submissionTimeOutInSeconds": 4, "checkpointTimeoutSeconds": 1}
+    async with consistent_job(sandbox, monkeypatch, tmp_path, synthetic(tmp_path, regions=1), **spec) as job:
+
+        async def stable() -> bool:
+            return (await job_status(job.client, job.name)).get("lastStableGeneration") == 1
+
+        await eventually_async(stable, within=20)
+        PARTICIPANT.skip_drains = 10**6
+        try:
+            edit = {"spec": {**TRACE["spec"], "upgradeMode": "checkpoint-first"}}
+            await job.client.patch(JOBS, job.name, edit, "default")
+            await wait_for_phase(job.client, job.name, "RolledBack", within=40)
+        finally:
+            PARTICIPANT.skip_drains = 0
+        (region,) = await job.regions()
+        assert "holdDrains" not in region["spec"]
+
+        # The user's own hold: an edit (pods replaced, regions reset) keeps it.
+        await job.restart_coordinator()  # the drain the PEs left unanswered is given up
+        await eventually_async(lambda: job.all_in("PROCESSING"), within=30)
+        name = region["metadata"]["name"]
+        await job.client.patch(CONSISTENT_REGIONS, name, {"spec": {"holdDrains": True}}, "default")
+        again = {"spec": {"restartNonce": "after", "submissionTimeOutInSeconds": 120, "upgradeMode": None}}
+        await job.client.patch(JOBS, job.name, again, "default")
+        await eventually_async(lambda: applied(job, 3), within=60)
+        (region,) = await job.regions()
+        assert region["spec"]["holdDrains"] is True

@@ -10,9 +10,8 @@ and the upgrade waits for it, however long (past ``checkpointTimeoutSeconds`` it
 SpecApplied CheckpointOverdue; a checkpoint that fails stops the upgrade, nothing replaced, the
 hold released); the regions of replaced PEs are told how to start (reset to that or the last
 checkpoint, or clean for ``stateless``); ``status.upgrade.checkpoint`` records that this was done.
-The Exports, Imports and ConsistentRegions the edit writes are compared with those of the applied
-spec at the widths its regions run at (a resize the edit keeps): what the user, the runtime or the
-coordinator set on one the edit leaves as it was is kept.
+Exports, Imports and regions are compared with the applied spec's at the widths that run: what the
+user, the runtime or the coordinator set on one the edit leaves as it was is kept.
 """
 
 from __future__ import annotations
@@ -86,12 +85,6 @@ def batch_size(job: Job, pes: int) -> int:
     return job.spec.max_unavailable or max(1, pes // 4)
 
 
-def own_nonce(pe: Object) -> str | None:
-    """The restart nonce the user set on the PE itself: its pods are made with it."""
-    nonce = pe["spec"].get("restartNonce")
-    return None if nonce is None else str(nonce)
-
-
 def _disruptive(current: ProcessingElementSpec, wanted: ProcessingElementSpec) -> bool:
     """Does the change replace or remove the PE's pod?"""
     return (
@@ -160,6 +153,7 @@ class RollingJobs(ResizingJobs):
             pe_name = child.name
             spec = ProcessingElementSpec.model_validate(child.body["spec"])
             current = live.get(pe_name)
+            nonce = None if current is None else current["spec"].get("restartNonce")
             if current is None:
                 in_flight += 1  # being created
             elif widths_module.without_own_settings(current["spec"]) != child.body["spec"]:
@@ -167,9 +161,8 @@ class RollingJobs(ResizingJobs):
                 (disruptive if _disruptive(now, spec) else quiet).append(pe_name)
                 if now.content_id != spec.content_id:
                     content.add(pe_name)
-            elif not self._settled(
-                namespace, name, spec.model_copy(update={"restart_nonce": own_nonce(current)})
-            ):
+            # its pods are made with the restart nonce the user set on the PE itself
+            elif not self._settled(namespace, name, spec.model_copy(update={"restart_nonce": nonce})):
                 in_flight += 1
         for pe_name in quiet:
             await widths_module.patch_pe(
@@ -264,7 +257,7 @@ class RollingJobs(ResizingJobs):
         note = "no consistent regions"
         if regions:
             mode = upgrade_mode(target.job.spec, True)
-            nonce = f"{name}-g{record.target_generation}-{int(record.started.timestamp())}"
+            nonce = edit_nonce(name, record)
             suspending = target.job.spec.state is JobState.SUSPENDED
             resuming = (status.applied_spec or {}).get("state") == JobState.SUSPENDED.value
             note = (
@@ -326,12 +319,14 @@ class RollingJobs(ResizingJobs):
             await self.recorder.record(written, "Warning", CHECKPOINT_OVERDUE, message)
         return written, status
 
-    async def _release_hold(self, obj: Object) -> None:
-        """Periodic drains go on (a checkpoint-first edit held them; written only where held)."""
-        m = meta(obj)
-        labels, namespace = {JOB_LABEL: str(m["name"])}, str(m["namespace"])
+    async def _release_hold(self, job: Job, nonce: str | None) -> None:
+        """Periodic drains go on (written only where held): in every region, or (``nonce``) where
+        that checkpoint request held them. ``job``: a valid spec (the last edit may not be)."""
+        labels, namespace = {JOB_LABEL: str(job.metadata.name)}, str(job.metadata.namespace)
         regions = self.consistent_regions.store.select_by_labels(labels, namespace)
-        await release_hold(self.client, Job.from_wire(obj), regions=regions)
+        if nonce is not None:
+            regions = [r for r in regions if r["spec"].get("checkpointRequest") == nonce]
+        await release_hold(self.client, job, regions=regions)
 
     async def _commit(
         self, obj: Object, status: JobStatusView, record: UpgradeRecord, target: Target
@@ -357,8 +352,9 @@ class RollingJobs(ResizingJobs):
             processing_elements=len(target.planned.plan.pes),
             conditions=conditions,
         )
-        if not suspended:  # whatever the target's mode: a rollback releases an abandoned edit's hold
-            await self._release_hold(obj)
+        mode = upgrade_mode(target.job.spec, bool(target.planned.plan.consistent_regions))
+        if not suspended and mode is UpgradeMode.CHECKPOINT_FIRST:
+            await self._release_hold(target.job, None)
         await self._apply_widths(obj, target.planned.plan)
         written = await self._write_status(obj, status)
         uid = str(meta(obj)["uid"])
@@ -379,12 +375,18 @@ class RollingJobs(ResizingJobs):
         self, obj: Object, status: JobStatusView, failure: SubmissionFailure
     ) -> tuple[Object, JobStatusView]:
         """The recorded edit cannot go on: stop it where it is and say so."""
+        record = status.upgrade
         status = status.with_(upgrade=None, phase=JobPhase.RUNNING)
-        if (status.applied_spec or {}).get("state") != JobState.SUSPENDED.value:
-            await self._release_hold(obj)
+        if record is not None and (status.applied_spec or {}).get("state") != JobState.SUSPENDED.value:
+            await self._release_hold(applied_job(obj, status), edit_nonce(str(meta(obj)["name"]), record))
         written = await self._write_status(obj, status)
         self._targets.pop(str(meta(obj)["uid"]), None)
         return await self._refuse_edit(written, status_written(written, status), failure)
+
+
+def edit_nonce(job: str, record: UpgradeRecord) -> str:
+    """The checkpoint and start requests of an edit."""
+    return f"{job}-g{record.target_generation}-{int(record.started.timestamp())}"
 
 
 def _pes_of(target: Target) -> list[Desired]:

@@ -51,7 +51,7 @@ from streams_k8s.controller.bundles.fetch import BundleError, FetchedBundle
 from streams_k8s.controller.children.certificates import needs_transport_certificate, transport_certificate
 from streams_k8s.controller.children.desired import desired_objects
 from streams_k8s.controller.children.limits import check_children
-from streams_k8s.controller.jobs.base import KeptPlan, status_written, utc_now
+from streams_k8s.controller.jobs.base import KeptPlan, applied_job, status_written, utc_now
 from streams_k8s.controller.jobs.health import (
     EDIT_REFUSED,
     PAUSED,
@@ -61,7 +61,7 @@ from streams_k8s.controller.jobs.health import (
     UPGRADING,
 )
 from streams_k8s.controller.jobs.planned import bundle_failure, schedulable_nodes
-from streams_k8s.controller.jobs.rolling import RollingJobs, Target
+from streams_k8s.controller.jobs.rolling import RollingJobs, Target, edit_nonce
 from streams_k8s.controller.jobs.status import JobStatusView
 from streams_k8s.controller.jobs.upgrade_diff import UpgradeDiff, plan_edit, resumed_ids, upgrade_diff
 from streams_k8s.controller.planning import SubmissionFailure, check_placement, read_application
@@ -276,6 +276,8 @@ class UpgradingJobs(RollingJobs):
             await self.recorder.record(written, "Warning", "RollbackFailed", message)
             return written, status_written(written, status), True
         if record.spec.get("rollback", True) and status.last_stable_spec:
+            # a checkpoint-first edit may have held the drains: the rollback does not need it
+            await self._release_hold(applied_job(obj, status), edit_nonce(str(meta(obj)["name"]), record))
             obj, status = await self._start_rollback(obj, status, record)
             await self.recorder.record(
                 obj, "Warning", "RollingBack", f"{message}: applying the last stable spec"
