@@ -104,7 +104,10 @@ def test_a_checkpoint_is_overdue_only_past_the_timeout_from_when_it_was_taken_on
     )
     assert not outcome.overdue(NOW + 299_000, timeout_seconds=300)
     assert outcome.overdue(NOW + 301_000, timeout_seconds=300)
-    assert not checkpoint_outcome([region(0, None)], "n").overdue(NOW + 10**9, 300)  # not taken on yet
+    untaken = checkpoint_outcome([region(0, None)], "n")  # no coordinator took it on yet
+    assert not untaken.overdue(NOW + 10**9, 300)
+    assert not untaken.overdue(NOW + 299_000, 300, since_ms=NOW)  # counted from when it was made
+    assert untaken.overdue(NOW + 301_000, 300, since_ms=NOW)
 
 
 def plan(spec: SyntheticSpec) -> Plan:

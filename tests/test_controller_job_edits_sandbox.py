@@ -322,10 +322,37 @@ async def test_a_bundle_upgrade_keeps_pe_ids_replaces_only_changed_content_and_e
         table = NameTable.parse((await client.get(CONFIGMAPS, "up", "default"))["data"][NAME_TABLE_KEY])
         receiving = {i for i, pe in pes_after.items() if pe.get("inputPorts")}
         assert {label.pe_id for label in table.values()} == receiving  # every PE with an input port
+        # and the table was already this one when each new pod was made
+        new_pods = [*expected.replaced, *expected.added]
+        for pe_id, created in (await pods_created(sandbox, client, "up")).items():
+            if pe_id in new_pods:
+                assert name_table_at(sandbox, "up", created) == dict(table), f"PE {pe_id}'s pod"
         exports, _ = await client.list_all(EXPORTS, "default", label_selector=f"{JOB_LABEL}=up")
         names = {e["spec"]["stream"].get("name") for e in exports}
         assert "new" in names
         assert "old" not in names
+
+
+async def pods_created(sandbox: Sandbox, client: KubeClient, job: str) -> dict[int, int]:
+    """The resourceVersion each PE's current pod was created at, by PE id."""
+    items, _ = await client.list_all(PODS, "default", label_selector=f"{JOB_LABEL}={job},{SVC_LABEL}=pe")
+    return {
+        int(p["metadata"]["labels"][PE_LABEL]): sandbox.history("pods", p["metadata"]["name"], "default")[
+            0
+        ].rv
+        for p in items
+        if not p["metadata"].get("deletionTimestamp")
+    }
+
+
+def name_table_at(sandbox: Sandbox, job: str, version: int) -> dict[Any, Any]:
+    """The job's name table as it was just before resourceVersion ``version``."""
+    texts = [
+        e.obj["data"][NAME_TABLE_KEY]
+        for e in sandbox.history("configmaps", job, "default")
+        if e.rv < version and e.type != "DELETED"
+    ]
+    return dict(NameTable.parse(texts[-1]))
 
 
 async def pe_specs(client: KubeClient, job: str) -> dict[int, dict[str, Any]]:

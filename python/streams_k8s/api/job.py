@@ -272,6 +272,12 @@ class UpgradeRecord(WireModel):
         None, description="checkpoint-first: the completed checkpoint the replaced PEs reset to."
     )
     rollback: bool = Field(False, description="This edit applies the last stable spec again.")
+    widths: dict[str, int] | None = Field(
+        None, description="The widths the job's parallel regions ran at when the edit started, by alias."
+    )
+    next_pe_id: Annotated[int, Field(ge=0)] | None = Field(
+        None, description="The id the first PE the edit adds gets (then the next ones, in plan order)."
+    )
 
 
 class JobStatus(Status):

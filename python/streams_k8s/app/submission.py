@@ -92,6 +92,11 @@ def _pattern(alias: str) -> re.Pattern[str]:
     return re.compile("^" + ".*".join(re.escape(part) for part in alias.split("*")) + "$")
 
 
+def override_of(region: str, overrides: Sequence[WidthOverride]) -> WidthOverride | None:
+    """The override that sets the width of the region named ``region`` (the last that matches)."""
+    return next((o for o in reversed(overrides) if _pattern(o.alias).match(region)), None)
+
+
 def _width_of(region: AdlParallelRegion, values: Mapping[int, str], app: Application) -> int:
     if region.constant_width is not None:
         return region.constant_width

@@ -19,8 +19,9 @@ The modes (``spec.upgradeMode``; ``upgrade_mode`` resolves the default):
   trigger operators may still take one, and the reset then goes to it), then ``release_hold``.
 
 A checkpoint that does not complete within ``spec.checkpointTimeoutSeconds`` (``overdue``) never
-turns the upgrade into a stateless one: the upgrade keeps waiting, with a condition naming the
-regions still pending (``CheckpointOutcome.summary``). A region that fails (it reached the
+turns the upgrade into a stateless one: the upgrade keeps waiting, nothing replaced, with a
+condition naming the regions still pending (``CheckpointOutcome.summary``: SpecApplied
+CheckpointOverdue, so Stalled) and a Warning Event. A region that fails (it reached the
 maximum of reset attempts, or its coordinator refused it) makes the outcome ``failed``: the
 upgrade stops there, nothing replaced, and says why.
 
@@ -160,12 +161,14 @@ class CheckpointOutcome:
     def failed(self) -> bool:
         return any(r.state is CheckpointState.FAILED for r in self.regions.values())
 
-    def overdue(self, now_ms: float, timeout_seconds: float) -> bool:
-        """Not complete, and the earliest region took the request on more than the timeout ago."""
+    def overdue(self, now_ms: float, timeout_seconds: float, since_ms: float | None = None) -> bool:
+        """Not complete, and the earliest region took the request on more than the timeout ago
+        (none having taken it on: it was made, at ``since_ms``, that long ago)."""
         if self.complete:
             return False
         taken = [r.requested_ms for r in self.regions.values() if r.requested_ms is not None]
-        return bool(taken) and now_ms - min(taken) > timeout_seconds * 1000
+        start = min(taken) if taken else since_ms
+        return start is not None and now_ms - start > timeout_seconds * 1000
 
     def summary(self) -> str:
         """One line for a condition or an Event: what is pending or failed, and why."""

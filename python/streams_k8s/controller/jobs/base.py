@@ -8,14 +8,14 @@ submitted job kept as planned (`jobs.running`) and the submission itself (`jobs.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from streams_k8s.api.consistent_region import CoordinatorMode
 from streams_k8s.api.contract import APP_LABEL, APP_VALUE, JOB_LABEL, TRANSPORT_CERT_KEY, TRANSPORT_KEY_KEY
-from streams_k8s.api.job import JobPhase
+from streams_k8s.api.job import Job, JobPhase
 from streams_k8s.app.plan import Plan
 from streams_k8s.controller.bundles.fetch import BundleFetcher
 from streams_k8s.controller.children.desired import Desired
@@ -76,8 +76,12 @@ class KeptPlan:
     @property
     def transport(self) -> tuple[str, str] | None:
         """The job's transport certificate and key (kept across re-plans), if it has them."""
-        table = self.children[0].body["data"]  # the name table
-        return (table[TRANSPORT_CERT_KEY], table[TRANSPORT_KEY_KEY]) if TRANSPORT_CERT_KEY in table else None
+        return transport_of(self.children[0].body["data"])  # the name table
+
+
+def transport_of(table: Mapping[str, str]) -> tuple[str, str] | None:
+    """The transport certificate and key a name table ConfigMap's data holds, if any."""
+    return (table[TRANSPORT_CERT_KEY], table[TRANSPORT_KEY_KEY]) if TRANSPORT_CERT_KEY in table else None
 
 
 def utc_now() -> datetime:
@@ -166,6 +170,12 @@ class JobControllerBase:
         current = self.jobs.store.get(ObjectKey(str(m.get("namespace")), str(m.get("name"))))
         return current is not None and meta(current).get("uid") == m.get("uid")
 
+    def _live_transport(self, namespace: str, job: str) -> tuple[str, str] | None:
+        """The transport certificate the job's PEs use now (its name table's), if any: a re-plan
+        keeps it rather than making another."""
+        table = self.configmaps.store.get(ObjectKey(namespace, job))
+        return transport_of((table or {}).get("data") or {})
+
     def retained(self) -> dict[str, int]:
         """Entries kept per Job, by cache (none once every Job is gone)."""
         return {
@@ -247,6 +257,11 @@ class JobControllerBase:
         wanted = merge_patch_to(obj.get("status") or {}, status.raw)
         patch = {"metadata": {"resourceVersion": m.get("resourceVersion")}, "status": wanted}
         return await self.client.patch(JOBS, str(m["name"]), patch, str(m["namespace"]), subresource="status")
+
+
+def applied_job(obj: Object, status: JobStatusView) -> Job:
+    """The Job as its children follow it: its metadata with the applied spec."""
+    return Job.from_wire({**obj, "spec": status.applied_spec or obj.get("spec")})
 
 
 def pod_ready(pod: Object) -> bool:

@@ -19,13 +19,14 @@ READY, RECONCILING, STALLED = "Ready", "Reconciling", "Stalled"
 # The condition an edit of a running job sets (`jobs.upgrading`): applied, being applied, or why not.
 SPEC_APPLIED = "SpecApplied"
 APPLIED, UPGRADING, EDIT_REFUSED, PAUSED = "Applied", "Upgrading", "EditRefused", "ReconciliationPaused"
-WAITING_FOR_CHECKPOINT, UPGRADE_TIMED_OUT, ROLLED_BACK = (
+WAITING_FOR_CHECKPOINT, CHECKPOINT_OVERDUE, UPGRADE_TIMED_OUT, ROLLED_BACK = (
     "WaitingForCheckpoint",
+    "CheckpointOverdue",
     "UpgradeTimedOut",
     "RolledBack",
 )
-# SpecApplied reasons for an edit that will not run without another edit.
-_STALLING = frozenset({EDIT_REFUSED, UPGRADE_TIMED_OUT, ROLLED_BACK})
+# SpecApplied reasons for an edit that will not run without another edit, or that waits past its bound.
+_STALLING = frozenset({EDIT_REFUSED, CHECKPOINT_OVERDUE, UPGRADE_TIMED_OUT, ROLLED_BACK})
 
 PODS_READY = "PodsReady"
 

@@ -98,6 +98,7 @@ class PlannedJobs(JobControllerBase):
             planned_nodes,
             nodes,
             self._live_ids(job, uid),
+            self._live_transport(namespace, str(job.metadata.name)),
         )
         changed |= set_condition(
             conditions,
@@ -139,18 +140,20 @@ class PlannedJobs(JobControllerBase):
         planned_nodes: int,
         nodes: list[NodeInfo],
         live: dict[int, list[str]],
+        live_transport: tuple[str, str] | None,
     ) -> KeptPlan:
         """Parse, plan, check placement and render the children (CPU-bound: runs in a thread).
-        ``ids``: the job id and spec generation; ``live``: the operators of the job's PEs by id."""
+        ``ids``: the job id and spec generation; ``live``: the operators of the job's PEs by id;
+        ``live_transport``: the transport certificate they use, if any (kept)."""
         job_id, generation = ids
         app = read_application(bundle_path, job.spec.bundle.name)
         plan = plan_job(job, app, job_id=job_id, nodes=planned_nodes, ids_from=live or None)
         check_placement(job, plan, nodes)
-        transport = (
-            transport_certificate(job.spec.transport_certificate_validity_in_days)
-            if needs_transport_certificate(job)
-            else None
-        )
+        transport = None
+        if needs_transport_certificate(job):
+            transport = live_transport or transport_certificate(
+                job.spec.transport_certificate_validity_in_days
+            )
         stamp = name_table_stamp(utc_now())
         children = desired_objects(
             job,

@@ -14,6 +14,7 @@ from streams_k8s.controller.jobs.base import PLANNED, KeptPlan, status_written, 
 from streams_k8s.controller.jobs.planned import PlannedJobs, schedulable_nodes
 from streams_k8s.controller.jobs.status import JobStatusView
 from streams_k8s.controller.jobs.widths import widths_of
+from streams_k8s.controller.kinds import PARALLEL_REGIONS
 from streams_k8s.controller.planning import SubmissionFailure, check_placement
 from streams_k8s.k8s.objects import Object, meta
 
@@ -134,3 +135,19 @@ class ResizingJobs(PlannedJobs):
             f"changed, {len(diff.added)} added, {len(diff.removed)} removed, {len(diff.unchanged)} unchanged",
         )
         return obj, status_written(obj, status), generation
+
+    async def _apply_widths(self, obj: Object, plan: Plan) -> None:
+        """The job's ParallelRegions say the widths an edit's ``plan`` runs at: a resize the edit
+        kept, or the width the edit itself gave a region (its spec follows: not resized back)."""
+        labels, namespace = {JOB_LABEL: str(meta(obj)["name"])}, str(meta(obj)["namespace"])
+        widths = {r.alias: r.width for r in plan.parallel_regions}
+        for region in self.parallel_regions.store.select_by_labels(labels, namespace):
+            width = widths.get(str(region["spec"]["alias"]))
+            if width is None or (region.get("status") or {}).get("width") == width:
+                continue
+            if region["spec"]["width"] != width:
+                name = str(meta(region)["name"])
+                region = await self.client.patch(
+                    PARALLEL_REGIONS, name, {"spec": {"width": width}}, namespace
+                )
+            await widths_module.record_applied(self.client, region, width)

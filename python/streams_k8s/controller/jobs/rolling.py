@@ -6,14 +6,12 @@ PEs whose change is disruptive (their pod is replaced: new code, new pod setting
 resumed) go at most ``spec.maxUnavailable`` at a time; other PE changes (restart policies) at once.
 Before the first disruptive change the consistent regions are prepared per ``spec.upgradeMode``
 (`controller.checkpoints`): with ``checkpoint-first`` every region checkpoints (drains then held)
-and the upgrade waits for it, however long (a checkpoint that fails stops the upgrade, nothing
-replaced); the regions of replaced PEs are told how to start (reset to that or the last checkpoint,
-or clean for ``stateless``); ``status.upgrade.checkpoint`` records that this was done.
-
-An edit that is not Running within the target's ``submissionTimeOutInSeconds`` is rolled back when
-``spec.rollback`` (the default) and a last stable spec exist: the last stable spec is applied the
-same way (phase RollingBack, then RolledBack; a Warning Event names what failed). A rollback that
-does not reach Running in time either stops in Failed, saying why: it never loops.
+and the upgrade waits for it, however long (past ``checkpointTimeoutSeconds`` it says so:
+SpecApplied CheckpointOverdue; a checkpoint that fails stops the upgrade, nothing replaced, the
+hold released); the regions of replaced PEs are told how to start (reset to that or the last
+checkpoint, or clean for ``stateless``); ``status.upgrade.checkpoint`` records that this was done.
+Exports, Imports and regions are compared with the applied spec's at the widths that run: what the
+user, the runtime or the coordinator set on one the edit leaves as it was is kept.
 """
 
 from __future__ import annotations
@@ -32,6 +30,7 @@ from streams_k8s.api.job import Job, JobPhase, JobState, UpgradeMode, UpgradeRec
 from streams_k8s.api.processing_element import ProcessingElementSpec
 from streams_k8s.app.plan import Plan
 from streams_k8s.controller.checkpoints import (
+    CheckpointOutcome,
     checkpoint_outcome,
     release_hold,
     request_checkpoint,
@@ -41,18 +40,25 @@ from streams_k8s.controller.checkpoints import (
 from streams_k8s.controller.children.desired import Desired
 from streams_k8s.controller.children.pod import pod_template_hash
 from streams_k8s.controller.jobs import widths as widths_module
-from streams_k8s.controller.jobs.base import KeptPlan, pod_ready, status_written, utc_now
+from streams_k8s.controller.jobs.base import KeptPlan, applied_job, pod_ready, status_written, utc_now
 from streams_k8s.controller.jobs.health import (
     APPLIED,
+    CHECKPOINT_OVERDUE,
     EDIT_REFUSED,
     SPEC_APPLIED,
-    UPGRADE_TIMED_OUT,
     WAITING_FOR_CHECKPOINT,
 )
 from streams_k8s.controller.jobs.resizing import ResizingJobs
 from streams_k8s.controller.jobs.status import JobStatusView
-from streams_k8s.controller.kinds import PARALLEL_REGIONS, PES
+from streams_k8s.controller.kinds import (
+    CONSISTENT_REGION_OPERATORS,
+    CONSISTENT_REGIONS,
+    HOSTPOOLS,
+    PARALLEL_REGIONS,
+    PES,
+)
 from streams_k8s.controller.planning import SubmissionFailure
+from streams_k8s.k8s.client import Resource
 from streams_k8s.k8s.conditions import set_condition
 from streams_k8s.k8s.kinds import CONFIGMAPS, SERVICES
 from streams_k8s.k8s.objects import Object, ObjectKey, meta
@@ -68,13 +74,15 @@ class Target:
     running: Plan  # the plan the edit starts from: the applied spec's at the widths that run
 
 
+# Children of a plan's host pools and regions: an edit deletes those of what it drops.
+_PLANNED_KINDS = (HOSTPOOLS, PARALLEL_REGIONS, CONSISTENT_REGION_OPERATORS, CONSISTENT_REGIONS)
+# Those whose spec an edit writes where the target's differs from what runs (a ParallelRegion's is
+# the width, which the commit writes).
+_FOLLOWED_KINDS = (HOSTPOOLS, CONSISTENT_REGION_OPERATORS, CONSISTENT_REGIONS)
+
+
 def batch_size(job: Job, pes: int) -> int:
     return job.spec.max_unavailable or max(1, pes // 4)
-
-
-def _comparable(spec: dict[str, object]) -> dict[str, object]:
-    """A PE spec without what the user sets on the PE itself (its own restart nonce)."""
-    return {k: v for k, v in spec.items() if k != "restartNonce"}
 
 
 def _disruptive(current: ProcessingElementSpec, wanted: ProcessingElementSpec) -> bool:
@@ -97,9 +105,9 @@ class RollingJobs(ResizingJobs):
     ) -> Target:
         raise NotImplementedError  # `jobs.upgrading`
 
-    async def _start_rollback(
+    async def _timed_out(
         self, obj: Object, status: JobStatusView, record: UpgradeRecord
-    ) -> tuple[Object, JobStatusView]:
+    ) -> tuple[Object, JobStatusView, bool]:
         raise NotImplementedError  # `jobs.upgrading`
 
     async def _note_edit(
@@ -134,22 +142,9 @@ class RollingJobs(ResizingJobs):
             target = await self._recorded_target(obj, status, record, applied)
         except SubmissionFailure as failure:  # the recorded content is gone: the edit cannot finish
             return await self._abandon(obj, status, failure)
-        m = meta(obj)
-        namespace, name = str(m["namespace"]), str(m["name"])
+        namespace, name = str(meta(obj)["namespace"]), str(meta(obj)["name"])
         wanted = {(d.resource, d.name): d for d in target.planned.children}
-        table = self.configmaps.store.get(ObjectKey(namespace, name))
-        if table is None or table.get("data") != wanted[(CONFIGMAPS, name)].body["data"]:
-            await widths_module.write_name_table(self.client, wanted, namespace, name)
-        await self._create_missing(target.planned.children, lambda c: True)
-        live = {
-            str(meta(pe)["name"]): pe for pe in self.pes.store.select_by_labels({JOB_LABEL: name}, namespace)
-        }
-        for pe_name in sorted(set(live) - {n for r, n in wanted if r == PES}):
-            for resource in (PES, SERVICES, CONFIGMAPS):
-                await self.client.delete_if_present(resource, pe_name, namespace)
-        running = {(d.resource, d.name): d for d in applied.children}
-        await widths_module.follow_ports(self.client, wanted, namespace, name, running)
-        await widths_module.follow_regions(self.client, wanted, namespace, running)
+        live = await self._follow_target(obj, status, applied, wanted)
         quiet: list[str] = []
         disruptive: list[str] = []
         content: set[str] = set()  # PEs whose code changes: their ConfigMap first
@@ -158,17 +153,21 @@ class RollingJobs(ResizingJobs):
             pe_name = child.name
             spec = ProcessingElementSpec.model_validate(child.body["spec"])
             current = live.get(pe_name)
+            nonce = None if current is None else current["spec"].get("restartNonce")
             if current is None:
                 in_flight += 1  # being created
-            elif _comparable(current["spec"]) != child.body["spec"]:
+            elif widths_module.without_own_settings(current["spec"]) != child.body["spec"]:
                 now = ProcessingElementSpec.model_validate(current["spec"])
                 (disruptive if _disruptive(now, spec) else quiet).append(pe_name)
                 if now.content_id != spec.content_id:
                     content.add(pe_name)
-            elif not self._settled(namespace, name, spec):
+            # its pods are made with the restart nonce the user set on the PE itself
+            elif not self._settled(namespace, name, spec.model_copy(update={"restart_nonce": nonce})):
                 in_flight += 1
         for pe_name in quiet:
-            await widths_module.patch_pe(self.client, wanted, namespace, pe_name, pe_name in content)
+            await widths_module.patch_pe(
+                self.client, wanted, namespace, pe_name, pe_name in content, live[pe_name]
+            )
         if (in_flight or disruptive) and _overdue(record, target):
             obj, status, stop = await self._timed_out(obj, status, record)
             if stop:
@@ -178,10 +177,51 @@ class RollingJobs(ResizingJobs):
             if not ready:
                 return obj, status
         for pe_name in disruptive[: max(batch_size(target.job, len(live)) - in_flight, 0)]:
-            await widths_module.patch_pe(self.client, wanted, namespace, pe_name, pe_name in content)
+            await widths_module.patch_pe(
+                self.client, wanted, namespace, pe_name, pe_name in content, live[pe_name]
+            )
         if quiet or disruptive or in_flight:
             return obj, status
         return await self._commit(obj, status, record, target)
+
+    async def _follow_target(
+        self,
+        obj: Object,
+        status: JobStatusView,
+        applied: KeptPlan,
+        wanted: dict[tuple[Resource, str], Desired],
+    ) -> dict[str, Object]:
+        """Step 2 (idempotent): the name table, the target's new children, the removal of what it
+        drops (PEs, and the host pools and regions of a plan change), Exports, Imports, regions and
+        their coordinator following; the job's PEs by name."""
+        m = meta(obj)
+        namespace, name = str(m["namespace"]), str(m["name"])
+        table = self.configmaps.store.get(ObjectKey(namespace, name))
+        if table is None or table.get("data") != wanted[(CONFIGMAPS, name)].body["data"]:
+            await widths_module.write_name_table(self.client, wanted, namespace, name)
+        await self._create_missing(list(wanted.values()), lambda c: True)
+        live = {
+            str(meta(pe)["name"]): pe for pe in self.pes.store.select_by_labels({JOB_LABEL: name}, namespace)
+        }
+        for pe_name in sorted(set(live) - {n for r, n in wanted if r == PES}):
+            for resource in (PES, SERVICES, CONFIGMAPS):
+                await self.client.delete_if_present(resource, pe_name, namespace)
+        for resource in _PLANNED_KINDS:
+            for child in self.children[resource].store.select_by_labels({JOB_LABEL: name}, namespace):
+                if (resource, child_name := str(meta(child)["name"])) not in wanted:
+                    await self.client.delete_if_present(resource, child_name, namespace)
+        # what runs: the applied spec's children at the widths its regions run at
+        _, running_children = self._children_at(
+            applied_job(obj, status),
+            str(m["uid"]),
+            applied,
+            self._running_widths(obj, applied),
+            status.generation_id or 0,
+        )
+        running = {(d.resource, d.name): d for d in running_children}
+        await widths_module.follow_ports(self.client, wanted, namespace, name, running)
+        await widths_module.follow_regions(self.client, wanted, namespace, running, _FOLLOWED_KINDS)
+        return live
 
     def _settled(self, namespace: str, job: str, spec: ProcessingElementSpec) -> bool:
         """The PE is as its spec says: no pod while suspended, else a ready pod with its content and
@@ -208,11 +248,16 @@ class RollingJobs(ResizingJobs):
         """Before the first pod is replaced: checkpoint first (checkpoint-first, waiting for it) and
         tell the regions of the replaced PEs how to start. (obj, status, record, go on?)"""
         namespace, name = str(meta(obj)["namespace"]), str(meta(obj)["name"])
-        regions = self.consistent_regions.store.select_by_labels({JOB_LABEL: name}, namespace)
+        planned = {c.name for c in target.planned.children if c.resource == CONSISTENT_REGIONS}
+        regions = [  # not those the edit drops (being deleted)
+            r
+            for r in self.consistent_regions.store.select_by_labels({JOB_LABEL: name}, namespace)
+            if meta(r)["name"] in planned
+        ]
         note = "no consistent regions"
         if regions:
             mode = upgrade_mode(target.job.spec, True)
-            nonce = f"{name}-g{record.target_generation}-{int(record.started.timestamp())}"
+            nonce = edit_nonce(name, record)
             suspending = target.job.spec.state is JobState.SUSPENDED
             resuming = (status.applied_spec or {}).get("state") == JobState.SUSPENDED.value
             note = (
@@ -226,9 +271,7 @@ class RollingJobs(ResizingJobs):
                     obj, status = await self._abandon(obj, status, failure)
                     return obj, status, record, False
                 if not outcome.complete:
-                    obj, status = await self._note_edit(
-                        obj, status, WAITING_FOR_CHECKPOINT, outcome.summary()
-                    )
+                    obj, status = await self._checkpoint_pending(obj, status, record, target, outcome)
                     return obj, status, record, False
                 note = outcome.summary()
             if not suspending:
@@ -249,6 +292,41 @@ class RollingJobs(ResizingJobs):
         record = record.model_copy(update={"checkpoint": note})
         written = await self._write_status(obj, status.with_(upgrade=record))
         return written, status_written(written, status.with_(upgrade=record)), record, True
+
+    async def _checkpoint_pending(
+        self,
+        obj: Object,
+        status: JobStatusView,
+        record: UpgradeRecord,
+        target: Target,
+        outcome: CheckpointOutcome,
+    ) -> tuple[Object, JobStatusView]:
+        """The checkpoint-first checkpoint is not complete: wait. Past ``checkpointTimeoutSeconds``
+        the edit still waits (nothing replaced, never stateless), and says so: SpecApplied
+        CheckpointOverdue (Stalled) and a Warning Event."""
+        timeout = target.job.spec.checkpoint_timeout_seconds
+        if not outcome.overdue(
+            utc_now().timestamp() * 1000, timeout, since_ms=record.started.timestamp() * 1000
+        ):
+            return await self._note_edit(obj, status, WAITING_FOR_CHECKPOINT, outcome.summary())
+        message = (
+            f"the checkpoint is not complete after checkpointTimeoutSeconds={timeout}: nothing is "
+            f"replaced until it is (never a stateless upgrade); {outcome.summary()}"
+        )
+        overdue_before = (status.condition(SPEC_APPLIED) or {}).get("reason") == CHECKPOINT_OVERDUE
+        written, status = await self._note_edit(obj, status, CHECKPOINT_OVERDUE, message)
+        if not overdue_before:
+            await self.recorder.record(written, "Warning", CHECKPOINT_OVERDUE, message)
+        return written, status
+
+    async def _release_hold(self, job: Job, nonce: str | None) -> None:
+        """Periodic drains go on (written only where held): in every region, or (``nonce``) where
+        that checkpoint request held them. ``job``: a valid spec (the last edit may not be)."""
+        labels, namespace = {JOB_LABEL: str(job.metadata.name)}, str(job.metadata.namespace)
+        regions = self.consistent_regions.store.select_by_labels(labels, namespace)
+        if nonce is not None:
+            regions = [r for r in regions if r["spec"].get("checkpointRequest") == nonce]
+        await release_hold(self.client, job, regions=regions)
 
     async def _commit(
         self, obj: Object, status: JobStatusView, record: UpgradeRecord, target: Target
@@ -274,16 +352,10 @@ class RollingJobs(ResizingJobs):
             processing_elements=len(target.planned.plan.pes),
             conditions=conditions,
         )
-        if (
-            not suspended
-            and upgrade_mode(target.job.spec, bool(target.planned.plan.consistent_regions))
-            is UpgradeMode.CHECKPOINT_FIRST
-        ):
-            m = meta(obj)
-            labels, namespace = {JOB_LABEL: str(m["name"])}, str(m["namespace"])
-            regions = self.consistent_regions.store.select_by_labels(labels, namespace)
-            await release_hold(self.client, target.job, regions=regions)
-        await self._apply_widths(obj, target)
+        mode = upgrade_mode(target.job.spec, bool(target.planned.plan.consistent_regions))
+        if not suspended and mode is UpgradeMode.CHECKPOINT_FIRST:
+            await self._release_hold(target.job, None)
+        await self._apply_widths(obj, target.planned.plan)
         written = await self._write_status(obj, status)
         uid = str(meta(obj)["uid"])
         self._targets.pop(uid, None)
@@ -299,58 +371,22 @@ class RollingJobs(ResizingJobs):
         )
         return written, status_written(written, status)
 
-    async def _apply_widths(self, obj: Object, target: Target) -> None:
-        """The job's ParallelRegions say the widths the target runs at: a resize the edit kept, or
-        the width the edit itself gave a region (its spec follows, so it is not resized back)."""
-        labels, namespace = {JOB_LABEL: str(meta(obj)["name"])}, str(meta(obj)["namespace"])
-        widths = {r.alias: r.width for r in target.planned.plan.parallel_regions}
-        for region in self.parallel_regions.store.select_by_labels(labels, namespace):
-            width = widths.get(str(region["spec"]["alias"]))
-            if width is None or (region.get("status") or {}).get("width") == width:
-                continue
-            if region["spec"]["width"] != width:
-                name = str(meta(region)["name"])
-                region = await self.client.patch(
-                    PARALLEL_REGIONS, name, {"spec": {"width": width}}, namespace
-                )
-            await widths_module.record_applied(self.client, region, width)
-
     async def _abandon(
         self, obj: Object, status: JobStatusView, failure: SubmissionFailure
     ) -> tuple[Object, JobStatusView]:
         """The recorded edit cannot go on: stop it where it is and say so."""
+        record = status.upgrade
         status = status.with_(upgrade=None, phase=JobPhase.RUNNING)
+        if record is not None and (status.applied_spec or {}).get("state") != JobState.SUSPENDED.value:
+            await self._release_hold(applied_job(obj, status), edit_nonce(str(meta(obj)["name"]), record))
         written = await self._write_status(obj, status)
         self._targets.pop(str(meta(obj)["uid"]), None)
         return await self._refuse_edit(written, status_written(written, status), failure)
 
-    async def _timed_out(
-        self, obj: Object, status: JobStatusView, record: UpgradeRecord
-    ) -> tuple[Object, JobStatusView, bool]:
-        """The edit is not Running in time: roll back; a rollback stops in Failed; without a
-        rollback the edit goes on, Stalled saying so. (obj, status, stop rolling this edit?)"""
-        timeout = int(record.spec.get("submissionTimeOutInSeconds") or 300)
-        what = "the rollback" if record.rollback else f"generation {record.target_generation}"
-        message = f"{what} did not reach Running within submissionTimeOutInSeconds={timeout}"
-        if record.rollback:
-            conditions = status.conditions
-            generation = int(meta(obj).get("generation") or 1)
-            set_condition(conditions, SPEC_APPLIED, "False", "RollbackFailed", message, generation)
-            status = status.with_(phase=JobPhase.FAILED, upgrade=None, message=message, conditions=conditions)
-            written = await self._write_status(obj, status)
-            self._targets.pop(str(meta(obj)["uid"]), None)
-            await self.recorder.record(written, "Warning", "RollbackFailed", message)
-            return written, status_written(written, status), True
-        if record.spec.get("rollback", True) and status.last_stable_spec:
-            obj, status = await self._start_rollback(obj, status, record)
-            await self.recorder.record(
-                obj, "Warning", "RollingBack", f"{message}: applying the last stable spec"
-            )
-            return obj, status, True
-        obj, status = await self._note_edit(
-            obj, status, UPGRADE_TIMED_OUT, f"{message}; no rollback: it goes on"
-        )
-        return obj, status, False
+
+def edit_nonce(job: str, record: UpgradeRecord) -> str:
+    """The checkpoint and start requests of an edit."""
+    return f"{job}-g{record.target_generation}-{int(record.started.timestamp())}"
 
 
 def _pes_of(target: Target) -> list[Desired]:

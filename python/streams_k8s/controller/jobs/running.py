@@ -13,10 +13,10 @@ from streams_k8s.controller.bundles.fetch import BUNDLE_CHANGED
 from streams_k8s.controller.children.desired import Desired
 from streams_k8s.controller.children.limits import REFUSED, refused
 from streams_k8s.controller.children.services import service_update
-from streams_k8s.controller.jobs.base import BUNDLE_FETCHED, pod_ready, status_written, utc_now
+from streams_k8s.controller.jobs.base import BUNDLE_FETCHED, applied_job, pod_ready, status_written, utc_now
 from streams_k8s.controller.jobs.health import PODS_READY, READY, with_health
 from streams_k8s.controller.jobs.status import JobStatusView
-from streams_k8s.controller.jobs.upgrading import ROLL_POLL, UpgradingJobs, applied_job
+from streams_k8s.controller.jobs.upgrading import ROLL_POLL, UpgradingJobs
 from streams_k8s.controller.kinds import PES
 from streams_k8s.controller.pes.degraded import DEGRADED, degraded_condition, running_pes
 from streams_k8s.controller.planning import SubmissionFailure

@@ -2,7 +2,8 @@
 `streams-k8s plan NEW --against OLD` shows before the edit is made.
 
 A PE of the new plan is *added* (a new id), *replaced* (its pod is made again: its code changed,
-its pod settings did, or its placement did; the reasons are listed), *updated* (only settings that
+its pod settings did, or its placement did; or it goes or comes back with a suspend or resume; the
+reasons are listed), *updated* (only settings that
 steer the controllers changed: restart policies; its pod is kept) or *kept*. A PE of the old plan
 that the new one lacks is *removed*. PE settings are compared as the PE objects carry them
 (`children.processing_elements.pe_spec`) and pods as `children.pod.pod_template_hash` sees them.
@@ -10,15 +11,22 @@ that the new one lacks is *removed*. PE settings are compared as the PE objects 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from streams_k8s.api.job import Job, ParallelRegionWidth, UpgradeMode
+from streams_k8s.api.job import Job, JobSpec, ParallelRegionWidth, UpgradeMode
 from streams_k8s.api.processing_element import ProcessingElementSpec
 from streams_k8s.app.model import Application
 from streams_k8s.app.plan import Plan
+from streams_k8s.app.submission import (
+    SubmissionError,
+    WidthOverride,
+    override_of,
+    resolve_values,
+    resolve_widths,
+)
 from streams_k8s.controller.checkpoints import state_kept, upgrade_mode
 from streams_k8s.controller.children.pod import pod_template_hash
 from streams_k8s.controller.children.processing_elements import pe_spec
@@ -31,6 +39,7 @@ class Why(StrEnum):
     CONTENT = "content"
     POD_TEMPLATE = "pod template"
     PLACEMENT = "placement"
+    STATE = "state"  # suspended (the pod goes) or resumed (a new one comes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +91,8 @@ def _why(old: ProcessingElementSpec, new: ProcessingElementSpec) -> list[Why]:
         reasons.append(Why.CONTENT)
     if old.placement != new.placement:
         reasons.append(Why.PLACEMENT)
+    if old.suspended != new.suspended:
+        reasons.append(Why.STATE)
     unplaced_old = old.model_copy(update={"placement": new.placement})
     if pod_template_hash(unplaced_old) != pod_template_hash(new):
         reasons.append(Why.POD_TEMPLATE)
@@ -114,6 +125,18 @@ def pe_operators(plan: Plan) -> dict[int, list[str]]:
     return {pe.id: pe.operators for pe in plan.pes}
 
 
+def resumed_ids(live: Mapping[int, Sequence[str]], next_pe_id: int) -> dict[int, Sequence[str]]:
+    """The ids an edit resumed after a restart keeps: the PEs it started from (ids below
+    ``next_pe_id``, whatever the applied spec's plan numbers now) by their operators, and new PEs
+    numbered from ``next_pe_id`` in plan order, as when the edit started (those it already made
+    get the same ids again). New PEs are numbered from the highest id given, so an id with no
+    operators stands for that floor when no PE has it."""
+    ids: dict[int, Sequence[str]] = {i: ops for i, ops in live.items() if i < next_pe_id}
+    if next_pe_id > 0:
+        ids.setdefault(next_pe_id - 1, ())
+    return ids
+
+
 def plan_edit(
     job: Job,
     app: Application,
@@ -121,24 +144,48 @@ def plan_edit(
     job_id: int,
     nodes: int | None,
     running: Plan,
-    planned_widths: Mapping[str, int],
+    applied: JobSpec,
+    ids: Mapping[int, Sequence[str]] | None = None,
 ) -> Plan:
-    """The plan of ``job`` as an edit of a job running ``running`` (PE ids kept where operators
-    are). A region resized since the running spec planned it at ``planned_widths`` keeps the width
-    it runs at, unless the edit changes that region's width itself (its ``parallelRegions`` or the
-    submission-time value the width comes from)."""
-    ids = pe_operators(running)
+    """The plan of ``job`` as an edit of a job running ``running`` (planned from the spec
+    ``applied``; PE ids kept where operators are: those of ``running``, or ``ids`` when given). A
+    region that runs at another width than the spec gives it (resized through its ParallelRegion)
+    keeps that width, unless the edit sets the region's width itself (`widths_set`)."""
+    ids = pe_operators(running) if ids is None else ids
     plan = plan_job(job, app, job_id=job_id, nodes=nodes, ids_from=ids)
     runs_at = {r.alias: r.width for r in running.parallel_regions}
+    set_by_edit = widths_set(applied, job.spec, app)
     kept = [
         ParallelRegionWidth(alias=r.alias, width=runs_at[r.alias])
         for r in plan.parallel_regions
-        if r.alias in runs_at and r.width == planned_widths.get(r.alias) != runs_at[r.alias]
+        if r.alias in runs_at and r.width != runs_at[r.alias] and r.alias not in set_by_edit
     ]
     if not kept:
         return plan
     spec = job.spec.model_copy(update={"parallel_regions": [*job.spec.parallel_regions, *kept]})
     return plan_job(job.model_copy(update={"spec": spec}), app, job_id=job_id, nodes=nodes, ids_from=ids)
+
+
+def widths_set(old: JobSpec, new: JobSpec, app: Application) -> set[str]:
+    """Names of ``app``'s parallel regions whose width the edit from spec ``old`` to ``new`` sets
+    itself: the width its submission-time values and ``parallelRegions`` give differs, or the
+    ``parallelRegions`` entry that names the region does (one the old spec cannot plan: all)."""
+
+    def given(spec: JobSpec) -> tuple[dict[int, int], list[WidthOverride]]:
+        overrides = [WidthOverride(w.alias, w.width) for w in spec.parallel_regions]
+        return resolve_widths(app, resolve_values(app, spec.submission_time_values), overrides), overrides
+
+    new_widths, new_overrides = given(new)
+    try:
+        old_widths, old_overrides = given(old)
+    except SubmissionError:
+        return {r.name for r in app.parallel_regions}
+    return {
+        r.name
+        for r in app.parallel_regions
+        if old_widths[r.index] != new_widths[r.index]
+        or override_of(r.name, old_overrides) != override_of(r.name, new_overrides)
+    }
 
 
 def preview(
@@ -147,8 +194,5 @@ def preview(
     """The plan of ``new_job`` as an edit of a job running ``old_job``, and what the edit does:
     planned as the job controller plans an edit (PE ids kept from the running plan)."""
     old_plan = plan_job(old_job, old_app, job_id=job_id, nodes=nodes)
-    widths = {r.alias: r.width for r in old_plan.parallel_regions}
-    new_plan = plan_edit(
-        new_job, new_app, job_id=job_id, nodes=nodes, running=old_plan, planned_widths=widths
-    )
+    new_plan = plan_edit(new_job, new_app, job_id=job_id, nodes=nodes, running=old_plan, applied=old_job.spec)
     return new_plan, upgrade_diff(old_job, old_plan, new_job, new_plan)

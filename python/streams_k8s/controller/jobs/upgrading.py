@@ -4,11 +4,14 @@ A running job's children follow ``status.appliedSpec`` (generation ``status.appl
 When the spec's generation is another one, the edit is planned from the new spec (the bundle
 content recorded when the bundle is the same, else fetched per its pull policy) and diffed
 against the running plan: the applied spec's at the widths its ParallelRegions run at, which the
-edit keeps unless it changes a region's width itself (`jobs.upgrade_diff.plan_edit`). Then, in
+edit keeps unless it sets a region's width itself (`jobs.upgrade_diff.plan_edit`, `widths_set`). Then, in
 this order:
 
 1. write-ahead: ``status.upgrade`` records the target generation, its spec, its bundle digest,
-   the job generation it becomes and the PEs kept / replaced / added / removed; phase Upgrading,
+   the job generation it becomes, the PEs kept / replaced / added / removed, and what a restart
+   needs to plan the same target: the widths the regions ran at (the commit changes them) and
+   the id of the first PE it adds (`upgrade_diff.resumed_ids`: a plan of the applied spec made
+   again after a restart may number the PEs it started from otherwise); phase Upgrading,
    condition SpecApplied=False (Upgrading) and an UpgradeStarted Event with the summary;
 2. the name table is rewritten, added PEs (ConfigMap, Service, PE) created, removed ones deleted,
    PEs whose changed settings steer only the controllers patched; Exports, Imports and
@@ -27,27 +30,40 @@ cluster would not accept) changes nothing that runs: SpecApplied=False (EditRefu
 a Warning Event say why, and the job keeps running its applied spec until the next edit. The
 annotation ``streams.ibm.com/pause-reconciliation: "true"`` holds edits back (SpecApplied=False,
 ReconciliationPaused) so several can be staged and applied at once.
+
+An edit that is not Running within the target's ``submissionTimeOutInSeconds`` is rolled back when
+``spec.rollback`` (the default) and a last stable spec exist: the last stable spec is applied the
+same way (phase RollingBack, then RolledBack; a Warning Event names what failed). A rollback that
+does not reach Running in time either stops in Failed, saying why: it never loops.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping, Sequence
 
 from streams_k8s.api.contract import (
     name_table_stamp,
 )
-from streams_k8s.api.job import Job, JobPhase, JobState, UpgradeRecord
+from streams_k8s.api.job import Job, JobPhase, JobSpec, JobState, UpgradeRecord
 from streams_k8s.app.plan import plan_at_widths
 from streams_k8s.controller.bundles.fetch import BundleError, FetchedBundle
 from streams_k8s.controller.children.certificates import needs_transport_certificate, transport_certificate
 from streams_k8s.controller.children.desired import desired_objects
 from streams_k8s.controller.children.limits import check_children
-from streams_k8s.controller.jobs.base import KeptPlan, status_written, utc_now
-from streams_k8s.controller.jobs.health import EDIT_REFUSED, PAUSED, ROLLED_BACK, SPEC_APPLIED, UPGRADING
+from streams_k8s.controller.jobs.base import KeptPlan, applied_job, status_written, utc_now
+from streams_k8s.controller.jobs.health import (
+    EDIT_REFUSED,
+    PAUSED,
+    ROLLED_BACK,
+    SPEC_APPLIED,
+    UPGRADE_TIMED_OUT,
+    UPGRADING,
+)
 from streams_k8s.controller.jobs.planned import bundle_failure, schedulable_nodes
-from streams_k8s.controller.jobs.rolling import RollingJobs, Target
+from streams_k8s.controller.jobs.rolling import RollingJobs, Target, edit_nonce
 from streams_k8s.controller.jobs.status import JobStatusView
-from streams_k8s.controller.jobs.upgrade_diff import UpgradeDiff, plan_edit, upgrade_diff
+from streams_k8s.controller.jobs.upgrade_diff import UpgradeDiff, plan_edit, resumed_ids, upgrade_diff
 from streams_k8s.controller.planning import SubmissionFailure, check_placement, read_application
 from streams_k8s.k8s.conditions import set_condition
 from streams_k8s.k8s.objects import Object, meta
@@ -59,11 +75,6 @@ FINAL = frozenset({EDIT_REFUSED, ROLLED_BACK, "RollbackFailed"})
 
 # How soon to look again while replaced pods come up (their events also bring the job back).
 ROLL_POLL = 1.0
-
-
-def applied_job(obj: Object, status: JobStatusView) -> Job:
-    """The Job as its children follow it: its metadata with the applied spec."""
-    return Job.from_wire({**obj, "spec": status.applied_spec or obj.get("spec")})
 
 
 def paused(obj: Object) -> bool:
@@ -122,7 +133,7 @@ class UpgradingJobs(RollingJobs):
             (generation, generation_id),
             status,
             applied,
-            self._running_widths(obj, applied),
+            (self._running_widths(obj, applied), None),
         )
 
     def _build_target(
@@ -133,12 +144,14 @@ class UpgradingJobs(RollingJobs):
         generations: tuple[int, int],
         status: JobStatusView,
         applied: KeptPlan,
-        widths: dict[str, int],
+        start: tuple[dict[str, int], Mapping[int, Sequence[str]] | None],
     ) -> Target:
         """Plan, place, render and check the edit's children (CPU-bound: runs in a thread).
-        ``generations``: the spec generation and the job generation it becomes; ``widths``: those
-        the job's parallel regions run at."""
+        ``generations``: the spec generation and the job generation it becomes; ``start``: the
+        widths the job's parallel regions ran at when the edit started, and the PE ids it keeps
+        (None: those of the plan that runs)."""
         generation, generation_id = generations
+        widths, ids = start
         path = str(fetched.path)
         app = read_application(path, job.spec.bundle.name)
         running = plan_at_widths(applied.plan, widths)
@@ -148,7 +161,8 @@ class UpgradingJobs(RollingJobs):
             job_id=int(status.id or 0),
             nodes=status.planned_nodes,
             running=running,
-            planned_widths=applied.base_widths,
+            applied=JobSpec.model_validate(status.applied_spec or job.spec.to_wire()),
+            ids=ids,
         )
         check_placement(job, plan, schedulable_nodes(self.nodes.store.select()))
         transport = applied.transport
@@ -182,6 +196,8 @@ class UpgradingJobs(RollingJobs):
             replaced=sorted(diff.replaced),
             added=diff.added,
             removed=diff.removed,
+            widths={r.alias: r.width for r in target.running.parallel_regions},
+            next_pe_id=max((pe.id for pe in target.running.pes), default=-1) + 1,
         )
         conditions = status.conditions
         set_condition(conditions, SPEC_APPLIED, "False", UPGRADING, diff.summary(), generation)
@@ -210,9 +226,13 @@ class UpgradingJobs(RollingJobs):
         except BundleError as err:
             raise bundle_failure(err) from None
         generations = (record.target_generation, record.generation_id)
-        widths = self._running_widths(obj, applied)
+        # as when the edit started (a restart may find the widths it records, and PEs it made)
+        widths = self._running_widths(obj, applied) if record.widths is None else record.widths
+        ids = None
+        if record.next_pe_id is not None:
+            ids = resumed_ids(self._live_ids(job, uid), record.next_pe_id)
         target = await asyncio.to_thread(
-            self._build_target, job, uid, fetched, generations, status, applied, widths
+            self._build_target, job, uid, fetched, generations, status, applied, (widths, ids)
         )
         if self._cached(obj):
             self._targets[uid] = (record.target_generation, target)
@@ -237,6 +257,36 @@ class UpgradingJobs(RollingJobs):
         status = status.with_(phase=JobPhase.ROLLING_BACK, upgrade=rollback, conditions=conditions)
         written = await self._write_status(obj, status)
         return written, status_written(written, status)
+
+    async def _timed_out(
+        self, obj: Object, status: JobStatusView, record: UpgradeRecord
+    ) -> tuple[Object, JobStatusView, bool]:
+        """The edit is not Running in time: roll back; a rollback stops in Failed; without a
+        rollback the edit goes on, Stalled saying so. (obj, status, stop rolling this edit?)"""
+        timeout = int(record.spec.get("submissionTimeOutInSeconds") or 300)
+        what = "the rollback" if record.rollback else f"generation {record.target_generation}"
+        message = f"{what} did not reach Running within submissionTimeOutInSeconds={timeout}"
+        if record.rollback:
+            conditions = status.conditions
+            generation = int(meta(obj).get("generation") or 1)
+            set_condition(conditions, SPEC_APPLIED, "False", "RollbackFailed", message, generation)
+            status = status.with_(phase=JobPhase.FAILED, upgrade=None, message=message, conditions=conditions)
+            written = await self._write_status(obj, status)
+            self._targets.pop(str(meta(obj)["uid"]), None)
+            await self.recorder.record(written, "Warning", "RollbackFailed", message)
+            return written, status_written(written, status), True
+        if record.spec.get("rollback", True) and status.last_stable_spec:
+            # a checkpoint-first edit may have held the drains: the rollback does not need it
+            await self._release_hold(applied_job(obj, status), edit_nonce(str(meta(obj)["name"]), record))
+            obj, status = await self._start_rollback(obj, status, record)
+            await self.recorder.record(
+                obj, "Warning", "RollingBack", f"{message}: applying the last stable spec"
+            )
+            return obj, status, True
+        obj, status = await self._note_edit(
+            obj, status, UPGRADE_TIMED_OUT, f"{message}; no rollback: it goes on"
+        )
+        return obj, status, False
 
 
 def _started_note(generation: int, diff: UpgradeDiff) -> str:

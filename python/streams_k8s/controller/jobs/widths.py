@@ -29,7 +29,14 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from streams_k8s.api.contract import JOB_LABEL, NAME_TABLE_KEY, SVC_LABEL, pe_service_name
+from streams_k8s.api.contract import (
+    JOB_LABEL,
+    NAME_TABLE_KEY,
+    SVC_LABEL,
+    TRANSPORT_CERT_KEY,
+    TRANSPORT_KEY_KEY,
+    pe_service_name,
+)
 from streams_k8s.app.plan import Plan, PlanDiff, diff_plans
 from streams_k8s.controller.children.desired import Desired
 from streams_k8s.controller.children.limits import REFUSED, refused
@@ -38,7 +45,7 @@ from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.conditions import set_condition
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.kinds import CONFIGMAPS, SERVICES
-from streams_k8s.k8s.objects import Object, meta
+from streams_k8s.k8s.objects import Object, merge_patch_to, meta
 
 RESIZED = "Resized"
 RESIZING, FAILED = "Resizing", "ResizeFailed"
@@ -165,13 +172,12 @@ async def apply(client: KubeClient, change: WidthChange) -> None:
 async def write_name_table(
     client: KubeClient, wanted: Mapping[tuple[Resource, str], Desired], namespace: str, job: str
 ) -> None:
+    """The job's ConfigMap: its name table, and the transport certificate the PEs use (removed
+    when they no longer use TLS)."""
     table = wanted[(CONFIGMAPS, job)]
-    await _write(
-        table,
-        client.patch(
-            CONFIGMAPS, job, {"data": {NAME_TABLE_KEY: table.body["data"][NAME_TABLE_KEY]}}, namespace
-        ),
-    )
+    data = table.body["data"]
+    patch = {key: data.get(key) for key in (NAME_TABLE_KEY, TRANSPORT_CERT_KEY, TRANSPORT_KEY_KEY)}
+    await _write(table, client.patch(CONFIGMAPS, job, {"data": patch}, namespace))
 
 
 async def follow_regions(
@@ -179,12 +185,13 @@ async def follow_regions(
     wanted: Mapping[tuple[Resource, str], Desired],
     namespace: str,
     planned_before: Mapping[tuple[Resource, str], Desired] | None = None,
+    kinds: tuple[Resource, ...] = (CONSISTENT_REGIONS,),
 ) -> None:
-    """Each ConsistentRegion's PEs follow the fusion: its planned spec is written (only where it
-    differs from ``planned_before``, the plan that runs, when given: what the user or the
-    coordinator changed in a region the new plan leaves as it was is kept)."""
+    """Each ConsistentRegion's PEs follow the fusion (and, of other ``kinds``, the plan): its planned
+    spec is written (only where it differs from ``planned_before``, the plan that runs, when given:
+    what the user or the coordinator changed in a region the new plan leaves as it was is kept)."""
     for (resource, name), child in wanted.items():
-        if resource != CONSISTENT_REGIONS:
+        if resource not in kinds:
             continue
         before = planned_before.get((resource, name)) if planned_before is not None else None
         if before is None or before.body["spec"] != child.body["spec"]:
@@ -197,16 +204,26 @@ async def patch_pe(
     namespace: str,
     name: str,
     content: bool = True,
+    current: Object | None = None,
 ) -> None:
     """A PE's AADL ConfigMap (when its ``content`` changed), then the PE (so its next pod never
-    starts on other content)."""
+    starts on other content). Given the ``current`` PE, what the wanted spec lacks is removed from
+    it (a setting the edit unsets or narrows), except the PE's own restart nonce."""
     if content:
         cm = wanted[(CONFIGMAPS, name)]
         patch = {"metadata": _merge_meta(cm.body), "data": cm.body["data"]}
         await _write(cm, client.patch(CONFIGMAPS, name, patch, namespace))
     pe = wanted[(PES, name)]
-    patch = {"metadata": _merge_meta(pe.body), "spec": pe.body["spec"]}
+    spec = pe.body["spec"]
+    if current is not None:
+        spec = merge_patch_to(without_own_settings(current["spec"]), spec)
+    patch = {"metadata": _merge_meta(pe.body), "spec": spec}
     await _write(pe, client.patch(PES, name, patch, namespace))
+
+
+def without_own_settings(spec: dict[str, Any]) -> dict[str, Any]:
+    """A PE spec without what the user sets on the PE itself (its own restart nonce)."""
+    return {k: v for k, v in spec.items() if k != "restartNonce"}
 
 
 # What the PE runtime edits through the REST API (`pubsub.api`): it belongs to the operators,
