@@ -82,10 +82,11 @@ class ConsistentJob:
         statuses = await self.statuses()
         return bool(statuses) and all(s.get("state") in states for s in statuses)
 
-    async def pe_pod(self, pe: int) -> dict[str, Any]:
+    async def pe_pod(self, pe: int) -> dict[str, Any] | None:
+        """The PE's pod of the latest launch; None between a pod's deletion and its successor."""
         selector = f"{JOB_LABEL}={self.name},{PE_LABEL}={pe}"
         pods, _ = await self.client.list_all(PODS, "default", label_selector=selector)
-        return max(pods, key=lambda p: int(p["metadata"]["labels"][LAUNCH_COUNT_LABEL]))
+        return max(pods, key=lambda p: int(p["metadata"]["labels"][LAUNCH_COUNT_LABEL]), default=None)
 
 
 @asynccontextmanager
@@ -272,12 +273,14 @@ async def test_replaced_pes_start_clean_or_reset_to_the_last_checkpoint(
 
         await eventually_async(taken_on, within=10)
         old = await job.pe_pod(pe)
-        assert job.sandbox.cluster is not None
+        assert old is not None and job.sandbox.cluster is not None
         job.sandbox.cluster.fail_pod("default", old["metadata"]["name"], reason="Replaced")
 
         async def started_again() -> bool:
             """The new pod runs and the region used the request (a reset to the checkpoint, or none)."""
             pod = await job.pe_pod(pe)
+            if pod is None:
+                return False
             status = (await job.statuses())[0]
             used = status.get("lastCompletedReset") == seq_id if resets else status.get("cleanStart")
             replaced = pod["metadata"]["uid"] != old["metadata"]["uid"]

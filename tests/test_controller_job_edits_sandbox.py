@@ -252,11 +252,11 @@ async def test_an_edit_that_never_runs_is_rolled_back_and_a_failed_rollback_stop
         assert (await client.get(PES, "back-0", "default"))["spec"]["resources"]["requests"]["cpu"] != "500"
         assert (await job_status(client, "back"))["phase"] == "RolledBack"  # the edit is not retried
 
-        # The next edit fails the same way, and its rollback cannot run either (the node is full).
-        await client.patch(JOBS, "back", {"spec": {**huge["spec"], "restartNonce": "again"}}, "default")
-        await wait_for_phase(client, "back", "RollingBack", within=40)
+        # The next edit fails the same way, and its rollback cannot run either: the node is made
+        # full first, so however fast the rollback starts, its pods find no room.
         await client.patch_status(NODES, "node-0", {"allocatable": {"cpu": "1m"}})
-        status = await wait_for_phase(client, "back", "Failed", within=40)
+        await client.patch(JOBS, "back", {"spec": {**huge["spec"], "restartNonce": "again"}}, "default")
+        status = await wait_for_phase(client, "back", "Failed", within=60)
         assert "the rollback did not reach Running" in status["message"]
         assert "RollbackFailed" in await reasons(client, "back")
         await asyncio.sleep(3)  # and it stays there: no second rollback
