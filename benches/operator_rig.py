@@ -4,6 +4,7 @@ and the operator as its own process (`streams-k8s run`), started and listing Job
 from __future__ import annotations
 
 import asyncio
+import statistics
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -38,6 +39,11 @@ async def until(check: Any, within: float, every: float = 0.05) -> float:
 async def listed(sandbox: Sandbox, plural: str) -> bool:
     """The operator has listed ``plural`` (a watch is logged only when it ends)."""
     return any(r.method == "GET" and r.path.endswith(f"/{plural}") for r in list(sandbox.requests))
+
+
+def spread(values: list[float]) -> str:
+    """min / median / max of a figure over the runs."""
+    return f"{min(values):g} / {statistics.median(values):g} / {max(values):g}"
 
 
 @dataclass
