@@ -36,7 +36,6 @@ from streams_k8s.controller.checkpoints import (
     release_hold,
     request_checkpoint,
     request_start,
-    upgrade_mode,
 )
 from streams_k8s.controller.children.desired import Desired
 from streams_k8s.controller.children.pod import pod_template_hash
@@ -51,6 +50,7 @@ from streams_k8s.controller.jobs.health import (
 )
 from streams_k8s.controller.jobs.resizing import ResizingJobs
 from streams_k8s.controller.jobs.status import JobStatusView
+from streams_k8s.controller.jobs.upgrade_diff import upgrade_mode
 from streams_k8s.controller.kinds import PARALLEL_REGIONS, PES
 from streams_k8s.controller.planning import SubmissionFailure
 from streams_k8s.k8s.conditions import set_condition
