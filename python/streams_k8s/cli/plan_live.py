@@ -141,6 +141,9 @@ def live_preview(
     """What applying ``source`` to the live Job ``namespace/name`` does (see the module docs).
     Raises `LiveJobError` for the cluster's side, and what the offline forms raise for NEW's."""
 
+    if kubeconfig is not None and not Path(kubeconfig).is_file():
+        raise LiveJobError(f"cannot load the kubeconfig: {kubeconfig} is not a file")
+
     async def run() -> UpgradeDiff:
         try:
             client = await KubeClient.connect(kubeconfig, context, **_CLIENT_OPTIONS)
