@@ -80,44 +80,44 @@ async def test_the_live_preview_of_a_resized_job_is_what_the_operator_then_does(
     async with operator(sandbox, monkeypatch, tmp_path / "cache"):
         await client.create(JOBS, manifest)
         await applied(client, "live", 1)
+
+        # A pod setting: every PE replaced for its pod template, none added or removed.
+        traced = {**manifest["spec"], "processingElement": {"runtimeTraceLevel": "TRACE"}}
+        new = write(tmp_path / "new.yaml", {**manifest, "spec": traced})
+        found = await live_preview(sandbox, new)
+        assert sorted(r["id"] for r in found["replaced"]) == sorted(await pe_specs(client, "live"))
+        assert {tuple(r["reasons"]) for r in found["replaced"]} == {("pod template",)}
+        await apply_and_compare(client, found, traced, 2)
+
         (region,) = (await client.list_all(PARALLEL_REGIONS, "default"))[0]
         scale = {"spec": {"replicas": 3}}  # `kubectl scale stpr/NAME --replicas=3`
-        await client.patch(
-            PARALLEL_REGIONS, region["metadata"]["name"], scale, "default", subresource="scale"
-        )
+        name = region["metadata"]["name"]
+        await client.patch(PARALLEL_REGIONS, name, scale, "default", subresource="scale")
 
         async def resized() -> bool:
             pods, specs = await pe_pods(client, "live"), await pe_specs(client, "live")
             return await region_widths(client, "live") == [(3, 3)] and sorted(pods) == sorted(specs)
 
         await eventually_async(resized, within=30)
-        await applied(client, "live", 1)
+        await applied(client, "live", 2)
         running = await pe_specs(client, "live")
 
-        # A pod setting: every PE of the width the job runs at, which the manifests do not know.
-        traced = {**manifest["spec"], "processingElement": {"runtimeTraceLevel": "TRACE"}}
-        new = write(tmp_path / "new.yaml", {**manifest, "spec": traced})
-        found = await live_preview(sandbox, new)
-        assert sorted(r["id"] for r in found["replaced"]) == sorted(running)
-        assert {tuple(r["reasons"]) for r in found["replaced"]} == {("pod template",)}
-        code, out, _ = await plan(
-            str(new), "--against", str(write(tmp_path / "old.yaml", manifest)), "-o", "json"
-        )
-        assert code == 0
-        assert len(orjson.loads(out)["replaced"]) < len(running)  # offline: the width the spec says
-        await apply_and_compare(client, found, traced, 2)
-
-        # A bundle (new code for one operator): the running spec with it; only its PEs replaced.
+        # A bundle (new code for one operator) on the resized job: the running spec with it, at the
+        # width the job runs at (which no manifest says); only the PEs whose content changes go.
         (tmp_path / "v2").mkdir()
         rebuilt = SyntheticSpec(chains=1, length=2, regions=1, width=2, rebuilt=frozenset({1}))
         v2 = write_sab(tmp_path / "v2" / "app.sab", rebuilt)
         found = await live_preview(sandbox, v2)
         assert found["replaced"]
         assert {tuple(r["reasons"]) for r in found["replaced"]} == {("content",)}
-        assert found["kept"]
+        assert sorted([*found["kept"], *(r["id"] for r in found["replaced"])]) == sorted(running)
+        code, out, _ = await plan(str(v2), "--against", str(new), "-o", "json")
+        assert code == 0
+        offline = orjson.loads(out)  # the width the spec says: one channel fewer
+        assert len(offline["kept"]) + len(offline["replaced"]) < len(running)
+        bundle = {"bundle": {"name": "app.sab", "file": {"path": str(v2)}}}
+        await apply_and_compare(client, found, bundle, 3)
         assert await region_widths(client, "live") == [(3, 3)]
-        await apply_and_compare(client, found, {"bundle": {"name": "app.sab", "file": {"path": str(v2)}}}, 3)
-        assert await region_widths(client, "live") == [(3, 3)]  # the resize outlives a second edit
 
         # A bundle that does not parse: one line, nothing runs differently.
         broken = tmp_path / "broken.sab"

@@ -287,10 +287,8 @@ class RollingJobs(ResizingJobs):
         written = await self._write_status(obj, status)
         uid = str(meta(obj)["uid"])
         self._targets.pop(uid, None)
-        # Planned afresh from the applied spec (live PE ids, as after a restart), not kept as the
-        # target's: that plan is at the widths the job ran at, and the next edit must see the
-        # spec's own widths to keep a resize (`upgrade_diff.plan_edit`).
-        self._planned.pop(uid, None)
+        if self._cached(obj):
+            self._planned[uid] = target.planned
         what = "rolled back to" if record.rollback else "runs"
         note = (
             f"generation {generation} {what} ({len(record.replaced)} PEs replaced, "
