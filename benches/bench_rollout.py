@@ -137,7 +137,7 @@ async def _bundle_upgrade(pes: int, tmp: Path) -> dict[str, Any]:
     (tmp / "v2").mkdir()
     rebuilt = frozenset(range(1, pes + 1, REBUILT_EVERY))  # operators 1..pes are the chains'
     v2 = synthetic_job("roll", tmp / "v2", pes, rebuilt=rebuilt)
-    async with operator_rig(pes, tmp) as rig:
+    async with operator_rig(pes + pes // REBUILT_EVERY, tmp) as rig:  # room for the floor's pods
         await _create(rig, v1)
         before, specs = await _launches(rig.client, "roll"), await _pe_specs(rig.client, "roll")
         upgraded, writes, cpu = await _edit(rig, "roll", {"bundle": v2["spec"]["bundle"]})
