@@ -296,6 +296,9 @@ def _emit_upgrade(
     """What the job controller does when the Job ``against`` is edited into ``source``."""
     from streams_k8s.controller.planning import SubmissionFailure
 
+    if output in ("html", "svg"):
+        raise click.BadParameter("--against prints a table, json or yaml", param_hint="-o")
+
     try:
         if live := _LIVE_JOB.match(against):
             changes = _live_upgrade(source, live["name"], cluster)
