@@ -132,13 +132,15 @@ async def test_the_live_preview_of_a_resized_job_is_what_the_operator_then_does(
 
 @pytest.mark.sandbox(nodes=1, token="t")
 async def test_the_live_form_fails_in_one_line_without_the_job_access_or_a_server(
-    sandbox: Sandbox, tmp_path: Path
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path
 ) -> None:
     sab = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=1, length=1))
+    await client.create(JOBS, job_manifest("idle", sab))  # no operator: it never runs
     wrong = write_kubeconfig(tmp_path / "wrong", sandbox.url, "not-the-token")
     nowhere = write_kubeconfig(tmp_path / "nowhere", f"http://127.0.0.1:{free_port()}", None)
     cases = [
         (sandbox.kubeconfig_path, "stj/nope", "error: Job default/nope does not exist"),
+        (sandbox.kubeconfig_path, "stj/idle", "error: Job default/idle runs nothing yet"),
         (wrong, "stj/live", "error: no access to Job default/live: 401"),
         (nowhere, "streamsjobs.streams.ibm.com/live", "error: cannot reach the API server"),
         (tmp_path / "absent", "stj/live", "error: cannot load the kubeconfig"),

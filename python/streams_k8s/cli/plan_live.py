@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
+import click
 import yaml
 from kubernetes_asyncio.config import ConfigException
 
@@ -104,6 +105,12 @@ async def _preview(client: KubeClient, source: Path, name: str, namespace: str) 
             f"Job {namespace}/{name} runs nothing yet (phase {phase}): nothing to compare with"
         )
     running = applied_job(live.obj, status)
+    if status.upgrade is not None:  # the controller applies the next edit once this one runs
+        click.echo(
+            f"notice: generation {status.upgrade.target_generation} is being applied; this compares with "
+            f"generation {status.applied_generation}, which runs now",
+            err=True,
+        )
     edited = _edited(running, source)
     with tempfile.TemporaryDirectory(prefix="streams-plan-") as cache:
         async with aiohttp.ClientSession() as session:
