@@ -100,12 +100,13 @@ async def _no_partial(client: KubeClient) -> bool:
 
 
 async def _create(rig: Rig, job: dict[str, Any]) -> float:
-    """Create ``job``; seconds to its first generation Ready, every PE connected after."""
+    """Create ``job``; seconds to its first generation Ready (then its PEs get the time to
+    connect, so their reports are not counted as the next edit's writes)."""
     started = time.monotonic()
     await rig.client.create(JOBS, job)
     await until(lambda: _ready(rig.client, job["metadata"]["name"], 1), within=900, every=0.1)
     elapsed = time.monotonic() - started
-    assert await _reconnected(rig.client) == 0
+    await _reconnected(rig.client)
     return elapsed
 
 
