@@ -117,16 +117,28 @@ class Edit:
     writes: list[RequestRecord]
     cpu: float  # the operator's CPU seconds
     partial: int  # PEs still not reporting full connectivity RECONNECT_WITHIN after Ready
+    wall: float  # when the edit was made (epoch seconds, as the sandbox's request log)
 
     def figures(self, replaced: int) -> dict[str, Any]:
         kinds = Counter(f"{r.method} {r.info.resource if r.info else r.path}" for r in self.writes)
         return {
             "edit_to_upgrade_started_s": round(self.planned, 2),
+            "edit_to_first_pod_deleted_s": round(self._first("DELETE", "pods") - self.wall, 2),
+            "edit_to_last_pod_posted_s": round(self._last("POST", "pods") - self.wall, 2),
             "pes_not_reconnected": self.partial,
             "operator_cpu_s": round(self.cpu, 2),
             "api_writes_per_replaced_pe": round(len(self.writes) / max(replaced, 1), 2),
             "writes_by_kind": dict(kinds),
         }
+
+    def _times(self, method: str, resource: str) -> list[float]:
+        return [r.time for r in self.writes if r.method == method and r.info and r.info.resource == resource]
+
+    def _first(self, method: str, resource: str) -> float:
+        return min(self._times(method, resource))
+
+    def _last(self, method: str, resource: str) -> float:
+        return max(self._times(method, resource))
 
 
 async def _upgrade_started(client: KubeClient, name: str) -> float:
@@ -152,7 +164,7 @@ async def _edit(rig: Rig, name: str, spec: dict[str, Any]) -> Edit:
     partial = await _reconnected(rig.client)
     cpu = _cpu_seconds(rig.operator.process.pid) - cpu
     writes = [r for r in list(rig.sandbox.requests)[mark:] if r.method in WRITES]
-    return Edit(elapsed, planned, writes, cpu, partial)
+    return Edit(elapsed, planned, writes, cpu, partial, wall)
 
 
 async def _template_edit(pes: int, tmp: Path) -> dict[str, Any]:
