@@ -4,6 +4,7 @@ and the operator as its own process (`streams-k8s run`), started and listing Job
 from __future__ import annotations
 
 import asyncio
+import statistics
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,15 +15,22 @@ from typing import Any
 from operator_process import OperatorProcess, Usage, free_port
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.sandbox import Sandbox
+from streams_k8s.sandbox.pe_hooks import RuntimeHooks
 
 REQUEST_LOG = 1_000_000  # the sandbox keeps 10,000 by default: too few for 1,000 PEs
 OPERATOR_QPS = 500  # client rate of the operator (and of the benches' bare scripts)
 
 
-def sized_sandbox(pes: int, api_port: int | None = None) -> Sandbox:
+def sized_sandbox(pes: int, api_port: int | None = None, pe_hooks: RuntimeHooks | None = None) -> Sandbox:
     nodes = max(3, -(-pes // 80))  # 110 pods and 8 CPUs per node; PEs request 100m
     url = f"http://127.0.0.1:{api_port}" if api_port else None  # PEs report connectivity there
-    return Sandbox(nodes=nodes, zones=["zone-a", "zone-b"], controller_url=url, request_log_size=REQUEST_LOG)
+    return Sandbox(
+        nodes=nodes,
+        zones=["zone-a", "zone-b"],
+        controller_url=url,
+        request_log_size=REQUEST_LOG,
+        pe_hooks=pe_hooks,
+    )
 
 
 async def until(check: Any, within: float, every: float = 0.05) -> float:
@@ -40,6 +48,11 @@ async def listed(sandbox: Sandbox, plural: str) -> bool:
     return any(r.method == "GET" and r.path.endswith(f"/{plural}") for r in list(sandbox.requests))
 
 
+def spread(values: list[float]) -> str:
+    """min / median / max of a figure over the runs."""
+    return f"{min(values):g} / {statistics.median(values):g} / {max(values):g}"
+
+
 @dataclass
 class Rig:
     sandbox: Sandbox
@@ -55,12 +68,13 @@ class Rig:
 
 
 @asynccontextmanager
-async def operator_rig(pes: int, tmp: Path) -> AsyncIterator[Rig]:
-    """A sandbox for ``pes`` PEs with the operator running and its caches given a moment to sync;
-    the operator is stopped on the way out (or before, with `Rig.stop`)."""
+async def operator_rig(pes: int, tmp: Path, pe_hooks: RuntimeHooks | None = None) -> AsyncIterator[Rig]:
+    """A sandbox for ``pes`` PEs (its simulated runtime with ``pe_hooks``, if given) with the
+    operator running and its caches given a moment to sync; the operator is stopped on the way
+    out (or before, with `Rig.stop`)."""
     api_port = free_port()
     async with (
-        sized_sandbox(pes, api_port) as sandbox,
+        sized_sandbox(pes, api_port, pe_hooks) as sandbox,
         await KubeClient.connect(str(sandbox.kubeconfig_path)) as client,
     ):
         operator = OperatorProcess(

@@ -17,13 +17,15 @@ from streams_k8s.k8s.objects import Object
 NS = "default"
 
 
-def synthetic_job(name: str, directory: Path, pes: int, *, chains: int | None = None) -> Object:
-    """A Job of a generated pipeline with at least ``pes`` operators, fused into ``pes`` PEs."""
+def synthetic_job(
+    name: str, directory: Path, pes: int, *, chains: int | None = None, rebuilt: frozenset[int] = frozenset()
+) -> Object:
+    """A Job of a generated pipeline with at least ``pes`` operators, fused into ``pes`` PEs;
+    ``rebuilt``: operator indexes whose code is a new build (`SyntheticSpec.rebuilt`)."""
     chains = chains or max(1, min(100, pes // 10))
     length = max(1, -(-pes // chains))
-    sab = write_sab(
-        directory / f"{name}.sab", SyntheticSpec(name=f"{name}::App", chains=chains, length=length)
-    )
+    spec = SyntheticSpec(name=f"{name}::App", chains=chains, length=length, rebuilt=rebuilt)
+    sab = write_sab(directory / f"{name}.sab", spec)
     return {
         "apiVersion": "streams.ibm.com/v1",
         "kind": "Job",

@@ -155,6 +155,17 @@ def test_the_api_models_build_no_schema_at_import() -> None:
     assert done.stdout.splitlines() == []
 
 
+def test_plan_against_a_file_imports_no_cluster_client(tmp_path: Path) -> None:
+    """Offline, `plan --against` loads the job controller's diff (pure) and nothing else of it."""
+    (tmp_path / "v2").mkdir()
+    old = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=2, length=3))
+    new = write_sab(tmp_path / "v2" / "app.sab", SyntheticSpec(chains=2, length=3, rebuilt=frozenset({1})))
+    loaded = _loaded_after("plan", str(new), "--against", str(old), "-o", "json")
+    jobs = "streams_k8s.controller.jobs"
+    assert {m for m in loaded if m.startswith(jobs)} == {jobs, f"{jobs}.upgrade_diff"}  # it did diff
+    assert _heavy(loaded, tuple(n for n in CLUSTER_SIDE if n != jobs)) == []
+
+
 @pytest.mark.parametrize("verb", ["crds", "cr-replay", "schedule"])
 def test_offline_verbs_import_no_cluster_client(verb: str) -> None:
     loaded = _loaded_after(verb, "--help")

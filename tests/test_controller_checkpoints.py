@@ -13,9 +13,8 @@ from streams_k8s.controller.checkpoints import (
     CheckpointState,
     checkpoint_outcome,
     start_mode,
-    state_kept,
-    upgrade_mode,
 )
+from streams_k8s.controller.jobs.upgrade_diff import state_kept, upgrade_mode
 
 NOW = 1_763_700_000_000
 

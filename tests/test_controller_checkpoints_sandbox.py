@@ -273,7 +273,8 @@ async def test_replaced_pes_start_clean_or_reset_to_the_last_checkpoint(
 
         await eventually_async(taken_on, within=10)
         old = await job.pe_pod(pe)
-        assert old is not None and job.sandbox.cluster is not None
+        assert old is not None
+        assert job.sandbox.cluster is not None
         job.sandbox.cluster.fail_pod("default", old["metadata"]["name"], reason="Replaced")
 
         async def started_again() -> bool:

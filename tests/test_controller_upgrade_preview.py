@@ -60,12 +60,43 @@ def test_a_bundle_upgrade_keeps_pe_ids_where_operators_stay_and_adds_the_rest(tm
     assert text.output.splitlines()[0] == found["summary"]
 
 
-def test_against_needs_two_job_manifests(tmp_path: Path) -> None:
+def test_two_bundles_are_a_job_of_default_settings_running_each(tmp_path: Path) -> None:
+    """A rebuilt operator (new code, same graph): only its PE is replaced, for its content."""
+    (tmp_path / "v2").mkdir()
+    v1 = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=2, length=2))
+    v2 = write_sab(tmp_path / "v2" / "app.sab", SyntheticSpec(chains=2, length=2, rebuilt=frozenset({1})))
+    found = preview(v2, v1)
+    assert found == preview(manifest(tmp_path, "new.yaml", v2), manifest(tmp_path, "old.yaml", v1))
+    assert [r["reasons"] for r in found["replaced"]] == [["content"]]
+    assert found["kept"]
+    assert (found["added"], found["removed"], found["updated"]) == ([], [], [])
+
+
+def test_a_bundle_against_a_job_manifest_is_that_job_running_it(tmp_path: Path) -> None:
+    """Either side: the bundle takes the manifest's settings, so only the code changes."""
+    (tmp_path / "v2").mkdir()
+    v1 = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=3, length=2))
+    v2 = write_sab(tmp_path / "v2" / "app.sab", SyntheticSpec(chains=3, length=2, rebuilt=frozenset({1, 3})))
+    settings: dict[str, Any] = {"fusion": {"manual": 3}, "processingElement": {"runtimeTraceLevel": "TRACE"}}
+    old, new = manifest(tmp_path, "old.yaml", v1, **settings), manifest(tmp_path, "new.yaml", v2, **settings)
+    found = preview(v2, old)
+    assert found == preview(new, old) == preview(new, v1)
+    assert [r["reasons"] for r in found["replaced"]] == [["content"]] * len(found["replaced"])
+    assert found["replaced"]
+    assert found["kept"]
+    # a bare bundle would be a Job of default settings: the trace level and fusion would change
+    assert preview(v2, v1) != found
+
+
+def test_against_fails_in_one_line_on_a_bundle_that_does_not_parse_or_a_missing_file(tmp_path: Path) -> None:
     sab = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=1, length=1))
-    old = manifest(tmp_path, "old.yaml", sab)
-    result = CliRunner().invoke(main, ["plan", str(sab), "--against", str(old)])
-    assert result.exit_code == 1
-    assert "two Job manifests" in result.output
+    broken = tmp_path / "broken.sab"
+    broken.write_bytes(b"not a zip")
+    for new, old in [(sab, broken), (broken, sab), (sab, tmp_path / "gone.sab")]:
+        result = CliRunner().invoke(main, ["plan", str(new), "--against", str(old)])
+        assert result.exit_code == 1
+        assert result.output.startswith("error: ")
+        assert len(result.output.splitlines()) == 1, result.output
 
 
 def test_the_preview_names_the_upgrade_mode_and_the_operators_that_keep_their_state(tmp_path: Path) -> None:

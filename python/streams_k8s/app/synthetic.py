@@ -61,6 +61,8 @@ class SyntheticSpec:
     required_values: bool = False
     exports: tuple[Exported, ...] = ()  # the i-th exports the end of chain i
     imports: tuple[Imported, ...] = ()  # the i-th feeds the head of chain i
+    # operators (by index) in a new build: their shared object's URI changes, so their PEs' content does
+    rebuilt: frozenset[int] = frozenset()
 
     @property
     def operators(self) -> int:
@@ -256,7 +258,7 @@ class _Writer:
             f"{'<outputPorts>' + ''.join(outs) + '</outputPorts>' if op in self.outputs else ''}"
             f'<envVars/><resources><poolLocation poolIndex="{self.pool_of(op)}"/></resources>'
             f"<runtimeConstants/><sharedObject class={quoteattr(name)}><wrapper>none</wrapper>"
-            f"<uri>bin/{name}.so</uri></sharedObject>"
+            f"<uri>bin/{name}{'.rebuilt' if op in self.spec.rebuilt else ''}.so</uri></sharedObject>"
             f"{self.partitions.get(op, '')}</primitiveOperInstance>"
         )
 

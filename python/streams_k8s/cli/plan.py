@@ -6,6 +6,7 @@ imported where it is used: the plan's start is mostly imports (`tests/test_cli_i
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -25,6 +26,7 @@ from streams_k8s.app.topology import TopologyError
 if TYPE_CHECKING:
     from streams_k8s.api.job import Job
     from streams_k8s.app.physical import PlannedPe
+    from streams_k8s.controller.jobs.upgrade_diff import UpgradeDiff
 
 _ERRORS = (
     BundleError,
@@ -36,6 +38,9 @@ _ERRORS = (
     ValidationError,
     OSError,
 )
+
+# `--against stj/NAME` (or streamsjob/NAME, streamsjobs.streams.ibm.com/NAME, as kubectl takes it)
+_LIVE_JOB = re.compile(r"^(?:stj|streamsjobs?)(?:\.streams\.ibm\.com)?/(?P<name>[^/]+)$")
 
 
 def _fusion(text: str | None) -> Fusion | None:
@@ -137,7 +142,11 @@ def _load(source: Path) -> tuple[bytes, Job | None]:
 
         from streams_k8s.api.job import Job
 
-        job = Job.model_validate(yaml.safe_load(source.read_text()))
+        try:
+            manifest = yaml.safe_load(source.read_text())
+        except yaml.YAMLError as err:  # one line, as every other error of a source
+            raise BundleError(f"{source.name} is not YAML: {' '.join(str(err).split())}") from None
+        job = Job.model_validate(manifest)
         if job.spec.bundle.file is None:
             raise BundleError("the Job's bundle is not a local file (bundle.file.path); plan needs the SAB")
         path = Path(job.spec.bundle.file.path)
@@ -166,8 +175,16 @@ def _load(source: Path) -> tuple[bytes, Job | None]:
 @click.option("--diff", is_flag=True, help="Plan with the base widths, re-fuse with --width, print the diff.")
 @click.option(
     "--against",
-    type=click.Path(path_type=Path),
-    help="A Job manifest running now: show what applying SOURCE (a Job manifest) as its edit does.",
+    metavar="OLD",
+    help="Show what applying SOURCE as an edit of OLD does, PE by PE. OLD: a Job manifest or a bundle "
+    "(.sab/.adl; a bundle stands for the other side's Job running it, or for a Job of default settings "
+    "when both are bundles), or stj/NAME: the Job as it runs in the cluster (--kubeconfig, -n), SOURCE "
+    "then a Job manifest (its spec applied) or a .sab (the running spec with that bundle).",
+)
+@click.option("--kubeconfig", help="With --against stj/NAME: kubeconfig file [$KUBECONFIG, ~/.kube/config].")
+@click.option("--context", help="With --against stj/NAME: kubeconfig context.")
+@click.option(
+    "-n", "--namespace", default="default", show_default=True, help="With --against stj/NAME: its namespace."
 )
 @click.option(
     "-o",
@@ -183,12 +200,13 @@ def plan(
     values: tuple[str, ...],
     nodes: int | None,
     diff: bool,
-    against: Path | None,
+    against: str | None,
     output: str,
+    **cluster: str | None,
 ) -> None:
     """Show the PEs a bundle (.sab/.adl) or Job manifest becomes."""
     if against is not None:
-        _emit_upgrade(source, against, nodes, output)
+        _emit_upgrade(source, against, nodes, output, cluster)
         return
     try:
         adl, job = _load(source)
@@ -245,24 +263,64 @@ def _emit_diff(plan: Plan, changes: PlanDiff, output: str) -> None:
         _emit({**data, "pes": _pe_rows(plan)}, output)
 
 
-def _emit_upgrade(source: Path, against: Path, nodes: int | None, output: str) -> None:
-    """What the job controller does when the Job ``against`` is edited into ``source``."""
-    # the job controller's own diff; its package brings the cluster client, so only when asked
+def _bare_job(bundle: Path, like: Job | None) -> Job:
+    """The Job a bare bundle stands for: ``like`` (the other side's Job) running it, else a Job
+    named ``job`` of default settings."""
+    from streams_k8s.api.job import Bundle, Job
+
+    source = {"name": bundle.name, "file": {"path": str(bundle)}}
+    if like is None:
+        return Job.model_validate({"metadata": {"name": "job"}, "spec": {"bundle": source}})
+    spec = like.spec.model_copy(update={"bundle": Bundle.model_validate(source)})
+    return like.model_copy(update={"spec": spec})
+
+
+def _offline_upgrade(source: Path, against: Path, nodes: int | None) -> UpgradeDiff:
+    # the job controller's own diff (pure: it loads no cluster client)
     from streams_k8s.controller.jobs.upgrade_diff import preview
-    from streams_k8s.controller.planning import SubmissionFailure
+
+    (new_adl, new_job), (old_adl, old_job) = _load(source), _load(against)
+    _, changes = preview(
+        old_job or _bare_job(against, new_job),
+        parse_adl(old_adl, what=against.name),
+        new_job or _bare_job(source, old_job),
+        parse_adl(new_adl, what=source.name),
+        job_id=0,
+        nodes=nodes,
+    )
+    return changes
+
+
+def _live_upgrade(source: Path, name: str, cluster: dict[str, str | None]) -> UpgradeDiff:
+    # the only form that loads the cluster client
+    from streams_k8s.cli.plan_live import LiveJobError, live_preview
 
     try:
-        (new_adl, new_job), (old_adl, old_job) = _load(source), _load(against)
-        if new_job is None or old_job is None:
-            raise BundleError("--against compares two Job manifests (SOURCE and OLD)")
-        _, changes = preview(
-            old_job,
-            parse_adl(old_adl, what=against.name),
-            new_job,
-            parse_adl(new_adl, what=source.name),
-            job_id=0,
-            nodes=nodes,
+        return live_preview(
+            source,
+            name,
+            namespace=cluster["namespace"] or "default",
+            kubeconfig=cluster["kubeconfig"],
+            context=cluster["context"],
         )
+    except LiveJobError as err:
+        _fail(err)
+
+
+def _emit_upgrade(
+    source: Path, against: str, nodes: int | None, output: str, cluster: dict[str, str | None]
+) -> None:
+    """What the job controller does when the Job ``against`` is edited into ``source``."""
+    from streams_k8s.controller.planning import SubmissionFailure
+
+    if output in ("html", "svg"):
+        raise click.BadParameter("--against prints a table, json or yaml", param_hint="-o")
+
+    try:
+        if live := _LIVE_JOB.match(against):
+            changes = _live_upgrade(source, live["name"], cluster)
+        else:
+            changes = _offline_upgrade(source, Path(against), nodes)
     except (*_ERRORS, SubmissionFailure) as err:
         _fail(err)
     data = changes.to_wire()

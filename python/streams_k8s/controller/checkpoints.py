@@ -1,14 +1,14 @@
 """The consistent-region side of upgrades and suspends, for the job controller: ask every region of
 a job for a checkpoint (optionally holding the drains afterwards), read how far the regions got,
-release the hold, tell the regions how to start when their PEs are replaced, and say which
-operators keep their state across a plan change.
+release the hold and tell the regions how to start when their PEs are replaced (which operators
+keep their state across a plan change, and the mode an edit applies: `jobs.upgrade_diff`).
 
 Pure decisions plus the ConsistentRegion patches: nothing here waits. The job controller passes
 the job's regions from its informer store (``regions=``; without it they are listed), calls these
 again on every requeue (a region whose spec already says so is not written), and goes on once
 ``checkpoint_outcome`` says the checkpoint is complete (each region's status answers).
 
-The modes (``spec.upgradeMode``; ``upgrade_mode`` resolves the default):
+The modes (``spec.upgradeMode``; `jobs.upgrade_diff.upgrade_mode` resolves the default):
 
 - ``stateless``: ``request_start(.., STATELESS, ..)``: the regions start clean (``isCleanStart``);
 - ``last-checkpoint``: replace the PEs, ``request_start``: every region resets to its last
@@ -41,22 +41,13 @@ from pydantic import ValidationError
 
 from streams_k8s.api.consistent_region import ConsistentRegion, RegionState, StartMode
 from streams_k8s.api.contract import JOB_LABEL
-from streams_k8s.api.job import Job, JobSpec, UpgradeMode
-from streams_k8s.app.plan import Plan
+from streams_k8s.api.job import Job, UpgradeMode
 from streams_k8s.controller.kinds import CONSISTENT_REGIONS
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.objects import Object, meta
 
 # The coordinator's condition on a region it cannot run (`consistent.job_regions.ACCEPTED`).
 _ACCEPTED = "Accepted"
-
-
-def upgrade_mode(spec: JobSpec, has_regions: bool) -> UpgradeMode:
-    """The mode an edit of this job applies: the spec's, else last-checkpoint for a job with
-    consistent regions and stateless for one without."""
-    if spec.upgrade_mode is not None:
-        return spec.upgrade_mode
-    return UpgradeMode.LAST_CHECKPOINT if has_regions else UpgradeMode.STATELESS
 
 
 # ---- the patches ----
@@ -219,38 +210,3 @@ def checkpoint_outcome(regions: Iterable[Object], nonce: str) -> CheckpointOutco
             index, unknown = unknown, unknown - 1
         answers[index] = answer
     return CheckpointOutcome(nonce, answers)
-
-
-# ---- state across a plan change ----
-
-
-@dataclass(frozen=True, slots=True)
-class StateKept:
-    """Which operators of consistent regions keep their state across a plan change."""
-
-    kept: Mapping[int, tuple[str, ...]]  # region index -> operators in that region in both plans
-    lost: tuple[str, ...]  # in a region before, not in the same region after: their state is not restored
-    new: tuple[str, ...]  # in a region after only: they start without state
-
-
-def _region_operators(plan: Plan) -> dict[str, int]:
-    """Operator name -> index of the consistent region it belongs to."""
-    return {
-        operator: region.region_index
-        for region in plan.consistent_regions
-        for operator in region.operators_to_start_region_map
-    }
-
-
-def state_kept(old_plan: Plan, new_plan: Plan) -> StateKept:
-    """An operator keeps its state when it has the same name and the same region in both plans."""
-    old, new = _region_operators(old_plan), _region_operators(new_plan)
-    kept: dict[int, list[str]] = {}
-    for operator, index in sorted(new.items()):
-        if old.get(operator) == index:
-            kept.setdefault(index, []).append(operator)
-    return StateKept(
-        kept={index: tuple(ops) for index, ops in sorted(kept.items())},
-        lost=tuple(sorted(op for op, index in old.items() if new.get(op) != index)),
-        new=tuple(sorted(op for op, index in new.items() if old.get(op) != index)),
-    )

@@ -55,6 +55,16 @@ def bundle_failure(err: BundleError) -> SubmissionFailure:
     return SubmissionFailure(BUNDLE_FETCHED, err.reason, str(err), retryable)
 
 
+def pe_ids(pes: Iterable[Object], uid: str) -> dict[int, list[str]]:
+    """The operators of each PE of the Job ``uid`` by PE id, from its PE objects (what keeps PE
+    ids across a re-plan; `plan --against stj/NAME` reads them the same way)."""
+    return {
+        int(pe["spec"]["id"]): list(pe["spec"]["operators"])
+        for pe in pes
+        if any(ref.get("uid") == uid for ref in meta(pe).get("ownerReferences") or ())
+    }
+
+
 class PlannedJobs(JobControllerBase):
     """Plans (cached per Job) and the creation of their children."""
 
@@ -173,11 +183,7 @@ class PlannedJobs(JobControllerBase):
         pes = self.pes.store.select_by_labels(
             {JOB_LABEL: str(job.metadata.name)}, str(job.metadata.namespace)
         )
-        return {
-            int(pe["spec"]["id"]): list(pe["spec"]["operators"])
-            for pe in pes
-            if any(ref.get("uid") == uid for ref in meta(pe).get("ownerReferences") or ())
-        }
+        return pe_ids(pes, uid)
 
     async def _create_missing(self, children: list[Desired], wanted: Callable[[Desired], bool]) -> int:
         """Create every child the caches lack (in order, a bounded batch at a time); 409 is success.

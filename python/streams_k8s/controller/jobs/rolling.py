@@ -35,7 +35,6 @@ from streams_k8s.controller.checkpoints import (
     release_hold,
     request_checkpoint,
     request_start,
-    upgrade_mode,
 )
 from streams_k8s.controller.children.desired import Desired
 from streams_k8s.controller.children.pod import pod_template_hash
@@ -50,6 +49,7 @@ from streams_k8s.controller.jobs.health import (
 )
 from streams_k8s.controller.jobs.resizing import ResizingJobs
 from streams_k8s.controller.jobs.status import JobStatusView
+from streams_k8s.controller.jobs.upgrade_diff import upgrade_mode
 from streams_k8s.controller.kinds import (
     CONSISTENT_REGION_OPERATORS,
     CONSISTENT_REGIONS,

@@ -7,6 +7,10 @@ reasons are listed), *updated* (only settings that
 steer the controllers changed: restart policies; its pod is kept) or *kept*. A PE of the old plan
 that the new one lacks is *removed*. PE settings are compared as the PE objects carry them
 (`children.processing_elements.pe_spec`) and pods as `children.pod.pod_template_hash` sees them.
+Operators in a consistent region of both plans keep their state (`state_kept`), as the upgrade
+mode (`upgrade_mode`) carries it across.
+
+Pure: no cluster client, so the offline `plan --against` loads none.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any
 from streams_k8s.api.job import Job, JobSpec, ParallelRegionWidth, UpgradeMode
 from streams_k8s.api.processing_element import ProcessingElementSpec
 from streams_k8s.app.model import Application
-from streams_k8s.app.plan import Plan
+from streams_k8s.app.plan import Plan, plan_at_widths
 from streams_k8s.app.submission import (
     SubmissionError,
     WidthOverride,
@@ -27,10 +31,49 @@ from streams_k8s.app.submission import (
     resolve_values,
     resolve_widths,
 )
-from streams_k8s.controller.checkpoints import state_kept, upgrade_mode
 from streams_k8s.controller.children.pod import pod_template_hash
 from streams_k8s.controller.children.processing_elements import pe_spec
 from streams_k8s.controller.planning import plan_job
+
+
+def upgrade_mode(spec: JobSpec, has_regions: bool) -> UpgradeMode:
+    """The mode an edit of this job applies: the spec's, else last-checkpoint for a job with
+    consistent regions and stateless for one without."""
+    if spec.upgrade_mode is not None:
+        return spec.upgrade_mode
+    return UpgradeMode.LAST_CHECKPOINT if has_regions else UpgradeMode.STATELESS
+
+
+@dataclass(frozen=True, slots=True)
+class StateKept:
+    """Which operators of consistent regions keep their state across a plan change."""
+
+    kept: Mapping[int, tuple[str, ...]]  # region index -> operators in that region in both plans
+    lost: tuple[str, ...]  # in a region before, not in the same region after: their state is not restored
+    new: tuple[str, ...]  # in a region after only: they start without state
+
+
+def _region_operators(plan: Plan) -> dict[str, int]:
+    """Operator name -> index of the consistent region it belongs to."""
+    return {
+        operator: region.region_index
+        for region in plan.consistent_regions
+        for operator in region.operators_to_start_region_map
+    }
+
+
+def state_kept(old_plan: Plan, new_plan: Plan) -> StateKept:
+    """An operator keeps its state when it has the same name and the same region in both plans."""
+    old, new = _region_operators(old_plan), _region_operators(new_plan)
+    kept: dict[int, list[str]] = {}
+    for operator, index in sorted(new.items()):
+        if old.get(operator) == index:
+            kept.setdefault(index, []).append(operator)
+    return StateKept(
+        kept={index: tuple(ops) for index, ops in sorted(kept.items())},
+        lost=tuple(sorted(op for op, index in old.items() if new.get(op) != index)),
+        new=tuple(sorted(op for op, index in new.items() if old.get(op) != index)),
+    )
 
 
 class Why(StrEnum):
@@ -189,10 +232,22 @@ def widths_set(old: JobSpec, new: JobSpec, app: Application) -> set[str]:
 
 
 def preview(
-    old_job: Job, old_app: Application, new_job: Job, new_app: Application, *, job_id: int, nodes: int | None
+    old_job: Job,
+    old_app: Application,
+    new_job: Job,
+    new_app: Application,
+    *,
+    job_id: int,
+    nodes: int | None,
+    ids_from: Mapping[int, list[str]] | None = None,
+    runs_at: Mapping[str, int] | None = None,
 ) -> tuple[Plan, UpgradeDiff]:
     """The plan of ``new_job`` as an edit of a job running ``old_job``, and what the edit does:
-    planned as the job controller plans an edit (PE ids kept from the running plan)."""
-    old_plan = plan_job(old_job, old_app, job_id=job_id, nodes=nodes)
-    new_plan = plan_edit(new_job, new_app, job_id=job_id, nodes=nodes, running=old_plan, applied=old_job.spec)
-    return new_plan, upgrade_diff(old_job, old_plan, new_job, new_plan)
+    planned as the job controller plans an edit. A live job's PE ids (``ids_from``: the operators
+    of each PE it runs) and the widths its regions run at (``runs_at``, when resized) make it the
+    job controller's own inputs; without them, those of ``old_job`` planned afresh."""
+    applied = plan_job(old_job, old_app, job_id=job_id, nodes=nodes, ids_from=ids_from or None)
+    planned_widths = {r.alias: r.width for r in applied.parallel_regions}
+    running = plan_at_widths(applied, {**planned_widths, **runs_at}) if runs_at else applied
+    new_plan = plan_edit(new_job, new_app, job_id=job_id, nodes=nodes, running=running, applied=old_job.spec)
+    return new_plan, upgrade_diff(old_job, running, new_job, new_plan)
