@@ -56,12 +56,12 @@ from streams_k8s.controller.pes.lifecycle import (
 )
 from streams_k8s.controller.pes.pods_by_owner import PodsByOwner
 from streams_k8s.controller.placement.constraints import (
-    NodeInfo,
     PlacedPe,
     PlacementError,
     PodPlacement,
     plan_placement,
 )
+from streams_k8s.controller.placement.node_infos import NodeInfos
 from streams_k8s.controller.placement.nodes import unprepared_nodes
 from streams_k8s.k8s.controller import Requeue, generation_changed, stop_if_deleted, stop_if_owner_deleted
 from streams_k8s.k8s.errors import ApiError
@@ -104,6 +104,7 @@ class PeController:
         self.configmaps = manager.informer(CONFIGMAPS, label_selector=f"{APP_LABEL}={APP_VALUE}")
         self.pods = manager.informer(PODS, label_selector=f"{APP_LABEL}={APP_VALUE}")
         self.nodes = manager.informer(NODES)
+        self.node_infos = NodeInfos(self.nodes)
         self.pods_by_owner = PodsByOwner(self.pods)
         self.expected = ExpectedPods()
         self.pods.add_handler(self.expected.observe)
@@ -298,7 +299,7 @@ class PeController:
             if pool is None:
                 return None, "HostPool"
             pools.append(HostPool.from_wire(pool).spec)
-        nodes = [NodeInfo.from_wire(n) for n in self.nodes.store.select()]
+        nodes = self.node_infos.all()
         try:
             plan = plan_placement(
                 namespace=namespace,

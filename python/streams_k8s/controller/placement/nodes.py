@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 
 import orjson
 
+from streams_k8s.api.contract import JOB_LABEL
 from streams_k8s.api.host_pool import HostPool, HostPoolSpec
 from streams_k8s.api.job import Job
 from streams_k8s.api.processing_element import ProcessingElementSpec
@@ -111,6 +112,8 @@ class NodePlacementController:
         # Each PE's placement, parsed once per version: a job's reconcile reads every PE of it.
         self._placed_pes: dict[str, tuple[str, PlacedPe]] = {}  # by PE uid
         self.pes.add_handler(self._forget_deleted)
+        for informer in (self.pes, self.hostpools):  # "the PEs of job J" on every reconcile: no scan
+            informer.store.index_label(JOB_LABEL)
         self.controller = manager.controller("node-placement", self.reconcile, workers=2)
         self.controller.watch(self.jobs, predicates=[generation_changed])
         self.controller.owns(self.hostpools, Job.kind_name)
@@ -121,10 +124,11 @@ class NodePlacementController:
         return {"placed-pes": len(self._placed_pes)}
 
     def _children(self, informer: Informer, job: Object) -> list[Object]:
-        uid = meta(job).get("uid")
+        m = meta(job)
+        uid = m.get("uid")
         return [
             o
-            for o in informer.store.select(namespace=meta(job).get("namespace"))
+            for o in informer.store.select_by_labels({JOB_LABEL: str(m.get("name"))}, m.get("namespace"))
             if any(r.get("uid") == uid for r in meta(o).get("ownerReferences") or ())
         ]
 
@@ -169,6 +173,7 @@ class NodePlacementController:
                 pools=pools,
                 pes=pes,
                 nodes=[NodeInfo.from_wire(n) for n in nodes],
+                with_pods=False,
             )
         except PlacementError as err:
             await self.events.record(job, "Warning", "PlacementFailed", str(err), "PlaceNodes")
