@@ -39,6 +39,10 @@ class JobCounts:
         self._pes: dict[ObjectKey, ObjectKey] = {}  # PE running or stopped -> its job
         pods.add_handler(self._on_pod)
         pes.add_handler(self._on_pe)
+        for pod in pods.store.select():  # caches filled already
+            self._on_pod("add", None, pod)
+        for pe in pes.store.select():
+            self._on_pe("add", None, pe)
 
     def pods_ready(self, job: ObjectKey) -> int:
         """PEs with a ready pod."""
