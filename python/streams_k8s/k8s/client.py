@@ -27,6 +27,7 @@ import orjson
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config import load_incluster_config, load_kube_config
 from pydantic import BaseModel
+from yarl import URL
 
 from streams_k8s.k8s.api_errors import ApiErrorRate
 from streams_k8s.k8s.backoff import TokenBucket
@@ -110,6 +111,15 @@ async def load_configuration(kubeconfig: str | None = None, context: str | None 
     return configuration
 
 
+def _environment_proxy(host: str) -> dict[str, Any]:
+    """The proxy the environment names for ``host`` (HTTPS_PROXY, NO_PROXY, ...), as request options."""
+    try:
+        proxy, auth = aiohttp.helpers.get_env_proxy_for_url(URL(host))
+    except LookupError:
+        return {}
+    return {"proxy": proxy, "proxy_auth": auth}
+
+
 def _query(params: Mapping[str, Any]) -> dict[str, str]:
     out: dict[str, str] = {}
     for key, value in params.items():
@@ -158,8 +168,14 @@ class KubeClient:
         # Watches hold connections for minutes; our own semaphore bounds the other requests.
         configuration.connection_pool_maxsize = 0
         self._api = ApiClient(configuration)
-        self._session: aiohttp.ClientSession = self._api.rest_client.pool_manager
         self._host = str(configuration.host).rstrip("/")
+        # kubernetes_asyncio's session trusts the environment on every request: a ~/.netrc and a
+        # proxy lookup, each in a worker thread (a quarter of the operator's CPU in a 6,000-PE
+        # submission). Ours shares its connector (TLS settings) and reads the proxy variables once.
+        self._session = aiohttp.ClientSession(
+            connector=self._api.rest_client.pool_manager.connector, connector_owner=False, read_bufsize=2**21
+        )
+        self._proxy = _environment_proxy(self._host)
         self._bucket = TokenBucket(qps, burst)
         self._slots = asyncio.Semaphore(max_concurrency)
         self.max_retries = max_retries
@@ -181,6 +197,7 @@ class KubeClient:
         return cls(await reload(), reload=reload, **options)
 
     async def close(self) -> None:
+        await self._session.close()
         await self._api.close()
 
     async def __aenter__(self) -> KubeClient:
@@ -251,6 +268,7 @@ class KubeClient:
                         data=payload,
                         headers=await self._headers(content_type if payload is not None else None),
                         timeout=aiohttp.ClientTimeout(total=self.request_timeout),
+                        **self._proxy,
                     ) as response:
                         status, headers = response.status, dict(response.headers)
                         data = await response.read()
@@ -293,6 +311,7 @@ class KubeClient:
                     params=params,
                     headers=await self._headers(None),
                     timeout=aiohttp.ClientTimeout(total=None, connect=connect_timeout),
+                    **self._proxy,
                 )
                 status = response.status
             finally:

@@ -18,7 +18,9 @@ from streams_k8s.api.contract import APP_LABEL, APP_VALUE, JOB_LABEL, TRANSPORT_
 from streams_k8s.api.job import Job, JobPhase
 from streams_k8s.app.plan import Plan
 from streams_k8s.controller.bundles.fetch import BundleFetcher
+from streams_k8s.controller.children.changes import ChildChanges
 from streams_k8s.controller.children.desired import Desired
+from streams_k8s.controller.jobs.counts import JobCounts
 from streams_k8s.controller.jobs.health import with_health
 from streams_k8s.controller.jobs.status import JobStatusView
 from streams_k8s.controller.kinds import (
@@ -40,7 +42,7 @@ from streams_k8s.k8s.events import EventRecorder
 from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.kinds import CONFIGMAPS, NODES, PODS, SERVICES
 from streams_k8s.k8s.manager import Manager
-from streams_k8s.k8s.objects import Object, ObjectKey, merge_patch_to, meta
+from streams_k8s.k8s.objects import Object, ObjectKey, merge_patch_to, meta, object_key
 
 VALID, BUNDLE_FETCHED, PLANNED = "Valid", "BundleFetched", "Planned"
 
@@ -141,6 +143,8 @@ class JobControllerBase:
         self._planned: dict[str, KeptPlan] = {}  # by Job uid
         self._counts_written: dict[str, float] = {}  # by Job uid: monotonic time of the last count write
         self._targets: dict[str, tuple[int, Any]] = {}  # by Job uid: (generation, plan) of an edit applied
+        self._child_changes = ChildChanges(self.jobs, self.children)  # by Job key, dropped when it goes
+        self._counts = JobCounts(self.pes, self.pods)
         self.jobs.add_handler(self._forget_deleted)
         self.controller = manager.controller("jobs", self.reconcile, workers=4)
         self.controller.watch(self.jobs)
@@ -158,6 +162,7 @@ class JobControllerBase:
         """A Job gone from the cache (its deletion finished) takes its plan and children with it."""
         if kind == "delete" and old is not None:
             self._forget(str(meta(old).get("uid")))
+            self._child_changes.forget(object_key(old))
 
     def _forget(self, uid: str) -> None:
         self._planned.pop(uid, None)
@@ -182,6 +187,8 @@ class JobControllerBase:
             "plans": len(self._planned),
             "count-writes": len(self._counts_written),
             "edits": len(self._targets),
+            "child-changes": len(self._child_changes),
+            "counted": self._counts.retained(),
         }
 
     @staticmethod
@@ -262,11 +269,3 @@ class JobControllerBase:
 def applied_job(obj: Object, status: JobStatusView) -> Job:
     """The Job as its children follow it: its metadata with the applied spec."""
     return Job.from_wire({**obj, "spec": status.applied_spec or obj.get("spec")})
-
-
-def pod_ready(pod: Object) -> bool:
-    """The pod runs and is Ready (and is not going away)."""
-    status = pod.get("status") or {}
-    if status.get("phase") != "Running" or meta(pod).get("deletionTimestamp"):
-        return False
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())

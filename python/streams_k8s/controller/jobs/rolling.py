@@ -39,7 +39,8 @@ from streams_k8s.controller.checkpoints import (
 from streams_k8s.controller.children.desired import Desired
 from streams_k8s.controller.children.pod import pod_template_hash
 from streams_k8s.controller.jobs import widths as widths_module
-from streams_k8s.controller.jobs.base import KeptPlan, applied_job, pod_ready, status_written, utc_now
+from streams_k8s.controller.jobs.base import KeptPlan, applied_job, status_written, utc_now
+from streams_k8s.controller.jobs.counts import pod_ready
 from streams_k8s.controller.jobs.health import (
     APPLIED,
     CHECKPOINT_OVERDUE,

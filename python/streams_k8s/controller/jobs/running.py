@@ -7,24 +7,25 @@ from __future__ import annotations
 import logging
 import time
 
-from streams_k8s.api.contract import JOB_LABEL, PE_LABEL, SVC_LABEL, SVC_PE, pe_service_name
+from streams_k8s.api.contract import JOB_LABEL, pe_service_name
 from streams_k8s.api.job import Job, JobPhase
+from streams_k8s.app.plan import Plan
 from streams_k8s.controller.bundles.fetch import BUNDLE_CHANGED
 from streams_k8s.controller.children.desired import Desired
 from streams_k8s.controller.children.limits import REFUSED, refused
 from streams_k8s.controller.children.services import service_update
-from streams_k8s.controller.jobs.base import BUNDLE_FETCHED, applied_job, pod_ready, status_written, utc_now
+from streams_k8s.controller.jobs.base import BUNDLE_FETCHED, applied_job, status_written, utc_now
 from streams_k8s.controller.jobs.health import PODS_READY, READY, with_health
 from streams_k8s.controller.jobs.status import JobStatusView
 from streams_k8s.controller.jobs.upgrading import ROLL_POLL, UpgradingJobs
 from streams_k8s.controller.kinds import PES
-from streams_k8s.controller.pes.degraded import DEGRADED, degraded_condition, running_pes
+from streams_k8s.controller.pes.degraded import DEGRADED, degraded_condition
 from streams_k8s.controller.planning import SubmissionFailure
 from streams_k8s.k8s.conditions import parse_time, set_condition
 from streams_k8s.k8s.controller import Requeue
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.kinds import SERVICES
-from streams_k8s.k8s.objects import Object, meta
+from streams_k8s.k8s.objects import Object, ObjectKey, meta
 
 log = logging.getLogger(__name__)
 
@@ -70,23 +71,39 @@ class RunningJobs(UpgradingJobs):
             if changed_before:  # the submitted content is back: the warning no longer holds
                 status = status.with_(message=submitted_message(len(planned.plan.pes)))
             obj, status, plan, children = await self._follow_widths(obj, running, planned, status)
-            restartable = {pe_service_name(str(m["name"]), pe.id): pe.restartable for pe in plan.pes}
-            try:
-                recreated = await self._create_missing(
-                    children, lambda c: c.resource != PES or restartable.get(c.name, False)
-                )
-            except SubmissionFailure as failure:  # the job runs on without it; say so once
-                if status.message != failure.message:
-                    await self.recorder.record(obj, "Warning", failure.reason, failure.message)
-                return await self._update_counts(obj, status.with_(message=failure.message))
-            if recreated:
-                await self.recorder.record(
-                    obj, "Normal", "ChildrenRecreated", f"recreated {recreated} deleted objects"
-                )
-            await self._correct_services(children)
+            refusal = await self._keep_children(obj, plan, children)
+            if refusal is not None:  # the job runs on without it; say so once
+                if status.message != refusal.message:
+                    await self.recorder.record(obj, "Warning", refusal.reason, refusal.message)
+                return await self._update_counts(obj, status.with_(message=refusal.message))
             obj, status, wait = await self._record_stable(obj, status, running)
             return await self._update_counts(obj, status) or wait
         return await self._update_counts(obj, status)
+
+    async def _keep_children(
+        self, obj: Object, plan: Plan, children: list[Desired]
+    ) -> SubmissionFailure | None:
+        """Recreate deleted children (PEs when restartable), adopt orphans, heal PE Services: of the
+        children with an event since the last check (`children.changes`); a refusal is returned."""
+        m = meta(obj)
+        try:
+            with self._child_changes.to_check(
+                ObjectKey(str(m["namespace"]), str(m["name"])), children
+            ) as pending:
+                if not pending:
+                    return None
+                restartable = {pe_service_name(str(m["name"]), pe.id): pe.restartable for pe in plan.pes}
+                recreated = await self._create_missing(
+                    pending, lambda c: c.resource != PES or restartable.get(c.name, False)
+                )
+                if recreated:
+                    await self.recorder.record(
+                        obj, "Normal", "ChildrenRecreated", f"recreated {recreated} deleted objects"
+                    )
+                await self._correct_services(pending)
+        except SubmissionFailure as failure:
+            return failure
+        return None
 
     async def _record_stable(
         self, obj: Object, status: JobStatusView, running: Job
@@ -150,12 +167,11 @@ class RunningJobs(UpgradingJobs):
     async def _update_counts(self, obj: Object, status: JobStatusView) -> Requeue | None:
         m = meta(obj)
         namespace, name = str(m.get("namespace")), str(m.get("name"))
-        pes = self.pes.store.select_by_labels({JOB_LABEL: name}, namespace)
-        pods = self.pods.store.select_by_labels({JOB_LABEL: name, SVC_LABEL: SVC_PE}, namespace)
-        expected = status.processing_elements or len(pes)
-        ready_pes = running_pes(pes)
-        # PEs with a ready pod: two launches of one PE briefly both ready still count once
-        ready_pods = len({meta(pod)["labels"].get(PE_LABEL) for pod in pods if pod_ready(pod)})
+        key = ObjectKey(namespace, name)
+        expected = status.processing_elements or len(
+            self.pes.store.select_by_labels({JOB_LABEL: name}, namespace)
+        )
+        ready_pes, ready_pods = self._counts.pes_running(key), self._counts.pods_ready(key)
         conditions = status.conditions
         all_ready = expected > 0 and ready_pods >= expected
         set_condition(
@@ -166,7 +182,9 @@ class RunningJobs(UpgradingJobs):
             f"{ready_pods}/{expected} PE pods ready",
             m.get("generation"),
         )
-        set_condition(conditions, DEGRADED, *degraded_condition(pes), m.get("generation"))
+        set_condition(
+            conditions, DEGRADED, *degraded_condition(self._counts.pes_stopped(key)), m.get("generation")
+        )
         phase = JobPhase.RUNNING if all_ready else JobPhase.SUBMITTED
         if status.phase is not None and status.phase not in _COUNTED:
             phase = status.phase

@@ -12,7 +12,7 @@ Contract with the job controller (which creates PEs, their ConfigMaps and host p
   with the PE's content id, key ``aadl.xml``; HostPool ``<job>-<poolIndex>``.
 - PE status: ``launchCount``, ``podName``, ``nodeName``, ``phase`` are written here;
   ``connectivity`` by the REST API, which also records a pod that has just started running
-  (``pes.lifecycle.started_status``); the controller waits ``report_grace`` for that report.
+  (``pes.lifecycle.started_status``); the controller waits for that report (``pes.report_wait``).
 - A PE deleted while its Job lives is recreated by the job controller; its launch count is
   continued here: the last count is kept on the PE ConfigMap (annotation
   ``streams.ibm.com/launch-count``), written when the deletion is seen.
@@ -21,8 +21,6 @@ Contract with the job controller (which creates PEs, their ConfigMaps and host p
 from __future__ import annotations
 
 import logging
-import time
-from dataclasses import dataclass
 from typing import Any
 
 from streams_k8s.api.contract import (
@@ -55,13 +53,14 @@ from streams_k8s.controller.pes.lifecycle import (
     status_fields,
 )
 from streams_k8s.controller.pes.pods_by_owner import PodsByOwner
+from streams_k8s.controller.pes.report_wait import REPORT_GRACE, ReportWait
 from streams_k8s.controller.placement.constraints import (
-    NodeInfo,
     PlacedPe,
     PlacementError,
     PodPlacement,
     plan_placement,
 )
+from streams_k8s.controller.placement.node_infos import NodeInfos
 from streams_k8s.controller.placement.nodes import unprepared_nodes
 from streams_k8s.k8s.controller import Requeue, generation_changed, stop_if_deleted, stop_if_owner_deleted
 from streams_k8s.k8s.errors import ApiError
@@ -75,15 +74,6 @@ log = logging.getLogger(__name__)
 REDIS_CONFIG_ANNOTATION = "redisConfig"
 # Waiting on nodes being labelled/tainted for a pool: they carry no owner to map events back.
 NODE_WAIT = 0.5
-# How long a pod that started running waits for its PE's connectivity report to carry the record.
-REPORT_GRACE = 3.0
-
-
-@dataclass(frozen=True, slots=True)
-class _Started:
-    pe_uid: str
-    launch: int
-    since: float  # monotonic time the pod was first seen running
 
 
 class PeController:
@@ -96,7 +86,7 @@ class PeController:
         report_grace: float = REPORT_GRACE,
     ) -> None:
         self.settings = settings or PeRuntimeSettings()
-        self.report_grace = report_grace
+        self.report_wait = ReportWait(report_grace)  # for a started pod's connectivity report
         self.client = manager.client
         self.pes = manager.informer(PES)
         self.jobs = manager.informer(JOBS)
@@ -104,6 +94,7 @@ class PeController:
         self.configmaps = manager.informer(CONFIGMAPS, label_selector=f"{APP_LABEL}={APP_VALUE}")
         self.pods = manager.informer(PODS, label_selector=f"{APP_LABEL}={APP_VALUE}")
         self.nodes = manager.informer(NODES)
+        self.node_infos = NodeInfos(self.nodes)
         self.pods_by_owner = PodsByOwner(self.pods)
         self.expected = ExpectedPods()
         self.pods.add_handler(self.expected.observe)
@@ -111,8 +102,6 @@ class PeController:
         # Launch counts of PEs seen deleted, until written onto their ConfigMap.
         self._deleted_launches: dict[ObjectKey, tuple[str, int]] = {}
         self._jobs_parsed: dict[ObjectKey, tuple[str, Job]] = {}  # by key, dropped when the Job goes
-        # PEs whose pod was seen running and is not recorded yet (waiting for a connectivity report).
-        self._started: dict[ObjectKey, _Started] = {}
         # Launches whose pod the cluster took (by PE uid): (launch, why), from the pod's last state.
         self._taken: dict[str, tuple[int, str]] = {}
         self.pes.add_handler(self._on_pe_event)
@@ -180,7 +169,7 @@ class PeController:
         """Entries kept per Job or PE, by cache (none once every Job and its PEs are gone)."""
         return {
             "parsed-jobs": len(self._jobs_parsed),
-            "started-pods": len(self._started),
+            "started-pods": len(self.report_wait),
             "taken-pods": len(self._taken),
             "deleted-launch-counts": len(self._deleted_launches),
             **self.pods_by_owner.retained(),
@@ -192,11 +181,13 @@ class PeController:
     async def reconcile(self, key: ObjectKey) -> Requeue | None:
         obj = self.pes.store.get(key)
         if obj is None:
-            self._started.pop(key, None)
+            self.report_wait.forget(key)
             self.expected.forget(key)
             await self._keep_launch_count(key)
             return None
         pe = ProcessingElement.from_wire(obj)
+        if pe.status is not None and pe.status.connectivity is not Connectivity.NONE:
+            self.report_wait.reported(key, str(pe.metadata.uid))
         if pe.status is not None and pe.status.launch_count > 0:
             self._deleted_launches.pop(key, None)  # the successor has launched: its status carries on
         if pe.metadata.deletion_timestamp is not None:
@@ -215,7 +206,7 @@ class PeController:
                 previous_launches=self._previous_launches(key, pe),
                 ready=not waiting_for,
                 waiting_for=waiting_for,
-                ran_unrecorded=self._ran_unrecorded(key, pe),
+                ran_unrecorded=self.report_wait.ran_unrecorded(key, str(pe.metadata.uid)),
                 disrupted=self._disrupted(pe),
             )
             await self._retire(decision)
@@ -231,9 +222,11 @@ class PeController:
                 retired = {meta(p).get("uid") for p, _ in decision.retire}
                 pods = [p for p in pods if meta(p).get("uid") not in retired]
                 continue
-            if decision.started and (wait := self._report_wait(key, pe, decision)) > 0:
-                return Requeue(after=wait)
-            self._started.pop(key, None)
+            if decision.started:
+                wait = self.report_wait.remaining(key, str(pe.metadata.uid), decision.launch)
+                if wait > 0:
+                    return Requeue(after=wait)
+            self.report_wait.recorded(key, by_report=not decision.started)
             if decision.action is Action.CREATE and placement is not None:
                 uid = str(pe.metadata.uid)
                 if (pending := self.expected.creation_pending(key, uid, decision.launch)) > 0:
@@ -252,19 +245,6 @@ class PeController:
         """A Warning on the Job: this PE stays stopped after its pod's deletion, and how to start it."""
         note = stopped_note(pe)
         await self.events.record_once(job, "Warning", "PodDeleted", note, f"{pe.metadata.uid}/{launch}")
-
-    def _report_wait(self, key: ObjectKey, pe: ProcessingElement, decision: Decision) -> float:
-        """How much longer a started pod waits for the PE's connectivity report to record it."""
-        now = time.monotonic()
-        started = self._started.get(key)
-        if started is None or started.pe_uid != pe.metadata.uid or started.launch != decision.launch:
-            started = _Started(str(pe.metadata.uid), decision.launch, now)
-            self._started[key] = started
-        return started.since + self.report_grace - now
-
-    def _ran_unrecorded(self, key: ObjectKey, pe: ProcessingElement) -> int:
-        started = self._started.get(key)
-        return started.launch if started is not None and started.pe_uid == pe.metadata.uid else 0
 
     def _job(self, obj: Object) -> Job:
         key, version = object_key(obj), f"{meta(obj).get('uid')}/{meta(obj).get('resourceVersion')}"
@@ -298,7 +278,7 @@ class PeController:
             if pool is None:
                 return None, "HostPool"
             pools.append(HostPool.from_wire(pool).spec)
-        nodes = [NodeInfo.from_wire(n) for n in self.nodes.store.select()]
+        nodes = self.node_infos.all()
         try:
             plan = plan_placement(
                 namespace=namespace,

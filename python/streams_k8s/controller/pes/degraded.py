@@ -36,11 +36,6 @@ def _stopped(pe: Object) -> bool:
     return (pe.get("status") or {}).get("phase") == DELETED
 
 
-def running_pes(pes: Iterable[Object]) -> int:
-    """PEs connected and not stopped (a stopped PE's last connectivity report is stale)."""
-    return sum(1 for pe in pes if (pe.get("status") or {}).get("connectivity") == "Full" and not _stopped(pe))
-
-
 def degraded_condition(pes: Iterable[Object]) -> tuple[str, str, str]:
     """(status, reason, message) of the Job's Degraded condition."""
     stopped = sorted(

@@ -215,8 +215,11 @@ def plan_placement(
     pools: Sequence[HostPoolSpec],
     pes: Sequence[PlacedPe],
     nodes: Iterable[NodeInfo],
+    with_pods: bool = True,
 ) -> PlacementPlan:
-    """Scheduling constraints for every PE, and the node labels/taints the job needs."""
+    """Scheduling constraints for every PE, and the node labels/taints the job needs; without
+    ``with_pods`` only the pools' nodes (what the node-placement controller needs on every PE it
+    sees added: each PE's constraints would make its reconcile cost grow with the job)."""
     cluster = _Cluster(nodes)
     by_index = {pool.index: pool for pool in pools}
     indexed: dict[int, int] = {}
@@ -247,7 +250,11 @@ def plan_placement(
             if exclusive:
                 node_taints.setdefault(node.name, []).append(Taint(EXCLUSIVE_TAINT_KEY, owner, "NoSchedule"))
 
-    pods = {pe.id: _pod_placement(pe, namespace, job, by_index, pool_nodes, cluster) for pe in pes}
+    pods = (
+        {pe.id: _pod_placement(pe, namespace, job, by_index, pool_nodes, cluster) for pe in pes}
+        if with_pods
+        else {}
+    )
     return PlacementPlan(pods=pods, pool_nodes=pool_nodes, node_labels=node_labels, node_taints=node_taints)
 
 

@@ -19,9 +19,9 @@ from collections.abc import Iterable, Sequence
 
 import orjson
 
+from streams_k8s.api.contract import JOB_LABEL
 from streams_k8s.api.host_pool import HostPool, HostPoolSpec
 from streams_k8s.api.job import Job
-from streams_k8s.api.processing_element import ProcessingElementSpec
 from streams_k8s.controller.kinds import HOSTPOOLS, JOBS, PES
 from streams_k8s.controller.placement.constraints import (
     EXCLUSIVE_TAINT_KEY,
@@ -33,6 +33,7 @@ from streams_k8s.controller.placement.constraints import (
     plan_placement,
     pool_label_key,
 )
+from streams_k8s.controller.placement.pool_uses import PoolUses
 from streams_k8s.k8s.controller import Requeue, generation_changed
 from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.kinds import NODES
@@ -108,9 +109,8 @@ class NodePlacementController:
         self.hostpools = manager.informer(HOSTPOOLS)
         self.nodes: Informer = manager.informer(NODES)
         self.events = manager.event_recorder("node-placement")
-        # Each PE's placement, parsed once per version: a job's reconcile reads every PE of it.
-        self._placed_pes: dict[str, tuple[str, PlacedPe]] = {}  # by PE uid
-        self.pes.add_handler(self._forget_deleted)
+        self.pool_uses = PoolUses(self.pes)  # the pool locations a job's PEs use
+        self.hostpools.store.index_label(JOB_LABEL)  # "the pools of job J" on every reconcile: no scan
         self.controller = manager.controller("node-placement", self.reconcile, workers=2)
         self.controller.watch(self.jobs, predicates=[generation_changed])
         self.controller.owns(self.hostpools, Job.kind_name)
@@ -118,13 +118,14 @@ class NodePlacementController:
 
     def retained(self) -> dict[str, int]:
         """Entries kept per PE (none once every PE is gone)."""
-        return {"placed-pes": len(self._placed_pes)}
+        return {"placed-pes": len(self.pool_uses)}
 
     def _children(self, informer: Informer, job: Object) -> list[Object]:
-        uid = meta(job).get("uid")
+        m = meta(job)
+        uid = m.get("uid")
         return [
             o
-            for o in informer.store.select(namespace=meta(job).get("namespace"))
+            for o in informer.store.select_by_labels({JOB_LABEL: str(m.get("name"))}, m.get("namespace"))
             if any(r.get("uid") == uid for r in meta(o).get("ownerReferences") or ())
         ]
 
@@ -156,12 +157,8 @@ class NodePlacementController:
         if not pools:
             return None
         present = {p.index for p in pools}
-        pes = []
-        for pe in self._children(self.pes, job):
-            placed_pe = self._placed_pe(pe)
-            location = placed_pe.placement.host_pool_location
-            if location is None or location.pool_index in present:
-                pes.append(placed_pe)
+        uid = str(meta(job).get("uid"))
+        pes = [pe for pe in self.pool_uses.of(key, uid) if _pool_index(pe) in present]
         try:
             plan = plan_placement(
                 namespace=key.namespace,
@@ -169,6 +166,7 @@ class NodePlacementController:
                 pools=pools,
                 pes=pes,
                 nodes=[NodeInfo.from_wire(n) for n in nodes],
+                with_pods=False,
             )
         except PlacementError as err:
             await self.events.record(job, "Warning", "PlacementFailed", str(err), "PlaceNodes")
@@ -193,23 +191,15 @@ class NodePlacementController:
         await self._patch_nodes(node_changes(nodes, key.namespace, key.name, placed | wanted, plan))
         return None
 
-    def _placed_pe(self, pe: Object) -> PlacedPe:
-        uid, version = str(meta(pe).get("uid")), str(meta(pe).get("resourceVersion"))
-        cached = self._placed_pes.get(uid)
-        if cached is None or cached[0] != version:
-            spec = ProcessingElementSpec.model_validate(pe["spec"])
-            cached = (version, PlacedPe(spec.id, spec.placement))
-            self._placed_pes[uid] = cached
-        return cached[1]
-
-    def _forget_deleted(self, kind: str, old: Object | None, new: Object | None) -> None:
-        if kind == "delete" and old is not None:
-            self._placed_pes.pop(str(meta(old).get("uid")), None)
-
     async def _patch_nodes(self, patches: dict[str, dict[str, object]]) -> None:
         for name, patch in patches.items():
             await self.client.patch(NODES, name, patch)
             log.info("node %s: %s", name, patch)
+
+
+def _pool_index(pe: PlacedPe) -> int | None:
+    location = pe.placement.host_pool_location
+    return location.pool_index if location is not None else None
 
 
 def _added_or_deleted(old: Object | None, new: Object | None) -> bool:

@@ -1,0 +1,113 @@
+"""What a job's reconcile reads instead of walking every child, pod and PE of the job: the counts
+kept from the pod and PE events (`jobs.counts`) and the children changed since the last check
+(`children.changes`). Fed with watch events the way the informer applies them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from streams_k8s.api.contract import JOB_LABEL, PE_LABEL, SVC_LABEL, SVC_PE
+from streams_k8s.controller.children.changes import ChildChanges
+from streams_k8s.controller.children.desired import Desired
+from streams_k8s.controller.jobs.counts import JobCounts
+from streams_k8s.controller.kinds import JOBS, PES
+from streams_k8s.k8s.client import Resource
+from streams_k8s.k8s.informer import Informer
+from streams_k8s.k8s.kinds import CONFIGMAPS, PODS
+from streams_k8s.k8s.metrics import RuntimeMetrics
+from streams_k8s.k8s.objects import ObjectKey
+
+JOB = ObjectKey("default", "app")
+_versions = iter(range(1, 1_000_000))
+
+
+def informer(resource: Resource) -> Informer:
+    return Informer(None, resource, metrics=RuntimeMetrics())  # type: ignore[arg-type]  # fed by hand
+
+
+def event(inf: Informer, kind: str, obj: dict[str, Any]) -> None:
+    obj["metadata"]["resourceVersion"] = str(next(_versions))
+    inf.apply_event({"type": kind, "object": obj})
+
+
+def pod(name: str, pe: int, ready: bool) -> dict[str, Any]:
+    labels = {JOB_LABEL: "app", PE_LABEL: str(pe), SVC_LABEL: SVC_PE}
+    conditions = [{"type": "Ready", "status": "True" if ready else "False"}]
+    status = {"phase": "Running" if ready else "Pending", "conditions": conditions}
+    return {"metadata": {"name": name, "namespace": "default", "labels": labels}, "status": status}
+
+
+def pe(pe_id: int, **status: str) -> dict[str, Any]:
+    labels = {JOB_LABEL: "app"}
+    meta = {"name": f"app-{pe_id}", "namespace": "default", "labels": labels}
+    return {"metadata": meta, "spec": {"id": pe_id}, "status": status}
+
+
+def test_ready_pods_count_each_pe_once_and_follow_every_change() -> None:
+    pes, pods = informer(PES), informer(PODS)
+    counts = JobCounts(pes, pods)
+    event(pods, "ADDED", pod("app-0-a", 0, ready=False))
+    assert counts.pods_ready(JOB) == 0
+    event(pods, "MODIFIED", pod("app-0-a", 0, ready=True))
+    event(pods, "ADDED", pod("app-0-b", 0, ready=True))  # a second launch of PE 0, briefly both ready
+    event(pods, "ADDED", pod("app-1-a", 1, ready=True))
+    assert counts.pods_ready(JOB) == 2
+    event(pods, "DELETED", pod("app-0-a", 0, ready=False))  # the final state differs from what counted
+    assert counts.pods_ready(JOB) == 2
+    event(pods, "DELETED", pod("app-0-b", 0, ready=True))
+    event(pods, "DELETED", pod("app-1-a", 1, ready=True))
+    assert counts.pods_ready(JOB) == 0
+    assert counts.retained() == 0
+
+
+def test_running_and_stopped_pes_follow_their_status() -> None:
+    pes, pods = informer(PES), informer(PODS)
+    counts = JobCounts(pes, pods)
+    event(pes, "ADDED", pe(0, connectivity="Full"))
+    event(pes, "ADDED", pe(1, connectivity="Partial"))
+    assert (counts.pes_running(JOB), counts.pes_stopped(JOB)) == (1, [])
+    event(pes, "MODIFIED", pe(0, connectivity="Full", phase="Deleted"))  # stopped: its report is stale
+    assert counts.pes_running(JOB) == 0
+    assert [p["metadata"]["name"] for p in counts.pes_stopped(JOB)] == ["app-0"]
+    event(pes, "DELETED", pe(0))
+    event(pes, "DELETED", pe(1))
+    assert (counts.pes_running(JOB), counts.pes_stopped(JOB), counts.retained()) == (0, [], 0)
+
+
+def config_map(name: str, data: str) -> dict[str, Any]:
+    meta = {"name": name, "namespace": "default", "labels": {JOB_LABEL: "app"}}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"k": data}}
+
+
+def test_a_check_sees_all_children_once_then_only_those_with_an_event_since() -> None:
+    jobs, cms = informer(JOBS), informer(CONFIGMAPS)
+    event(jobs, "ADDED", {"metadata": {"name": "app", "namespace": "default"}})
+    changes = ChildChanges(jobs, {CONFIGMAPS: cms})
+    children = [Desired(CONFIGMAPS, config_map(f"app-{i}", "x")) for i in range(3)]
+    for child in children:
+        event(cms, "ADDED", config_map(child.name, "x"))
+    with changes.to_check(JOB, children) as pending:
+        assert pending == children  # the plan's first check
+    with changes.to_check(JOB, children) as pending:
+        assert pending == []
+    event(cms, "MODIFIED", config_map("app-1", "y"))
+    event(cms, "DELETED", config_map("app-2", "x"))
+    seen: set[str] = set()
+
+    def failing_check() -> None:
+        with changes.to_check(JOB, children) as pending:
+            seen.update(c.name for c in pending)
+            raise RuntimeError("the check failed")
+
+    with pytest.raises(RuntimeError):
+        failing_check()
+    assert seen == {"app-1", "app-2"}
+    with changes.to_check(JOB, children) as pending:  # kept for the next check
+        assert {c.name for c in pending} == {"app-1", "app-2"}
+    replanned = list(children)
+    with changes.to_check(JOB, replanned) as pending:
+        assert pending == replanned  # a new plan is checked in full
+    changes.forget(JOB)
+    assert len(changes) == 0
