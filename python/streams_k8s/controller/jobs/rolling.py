@@ -165,10 +165,7 @@ class RollingJobs(ResizingJobs):
             # its pods are made with the restart nonce the user set on the PE itself
             elif not self._settled(namespace, name, spec.model_copy(update={"restart_nonce": nonce})):
                 in_flight += 1
-        for pe_name in quiet:
-            await widths_module.patch_pe(
-                self.client, wanted, namespace, pe_name, pe_name in content, live[pe_name]
-            )
+        await widths_module.patch_pes(self.client, wanted, namespace, quiet, content, live)
         if (in_flight or disruptive) and _overdue(record, target):
             obj, status, stop = await self._timed_out(obj, status, record)
             if stop:
@@ -177,10 +174,8 @@ class RollingJobs(ResizingJobs):
             obj, status, record, ready = await self._prepare_regions(obj, status, record, target, disruptive)
             if not ready:
                 return obj, status
-        for pe_name in disruptive[: max(batch_size(target.job, len(live)) - in_flight, 0)]:
-            await widths_module.patch_pe(
-                self.client, wanted, namespace, pe_name, pe_name in content, live[pe_name]
-            )
+        batch = disruptive[: max(batch_size(target.job, len(live)) - in_flight, 0)]
+        await widths_module.patch_pes(self.client, wanted, namespace, batch, content, live)
         if quiet or disruptive or in_flight:
             return obj, status
         return await self._commit(obj, status, record, target)
