@@ -39,6 +39,7 @@ def test_swap_replaces_everything_at_once_and_iteration_is_a_snapshot() -> None:
 def test_a_label_index_answers_like_a_scan_through_puts_relabels_deletes_and_swaps() -> None:
     indexed, scanned = Store(), Store()
     indexed.index_label("job")
+    indexed.index_label("svc")  # two indexed labels asked for together: the smaller bucket is read
 
     def both(action: Any) -> None:
         action(indexed)
@@ -53,6 +54,8 @@ def test_a_label_index_answers_like_a_scan_through_puts_relabels_deletes_and_swa
         both(lambda s, o=o: s.put(ObjectKey(o["metadata"]["namespace"], o["metadata"]["name"]), o))
     assert same({"job": "j1"}) == ["p1", "p3"]
     assert same({"job": "j1", "svc": "pe"}) == ["p1"]
+    assert same({"svc": "pe", "job": "j1"}) == ["p1"]
+    assert same({"job": "j1", "svc": "none"}) == []
     assert same({"job": "j1"}, namespace="b") == ["p3"]
     both(lambda s: s.put(ObjectKey("a", "p1"), obj("a", "p1", job="j2")))  # relabelled
     assert same({"job": "j1"}) == ["p3"]

@@ -58,11 +58,11 @@ class Store:
             have = meta(obj).get("labels") or {}
             return all(have.get(k) == v for k, v in labels.items())
 
-        indexed = next((k for k in labels if k in self._indexes), None)
-        if indexed is None:
+        # the smallest bucket of the indexed labels asked for ("the pod of PE 7 of job J": PE 7's)
+        buckets = [self._indexes[k].get(v, {}) for k, v in labels.items() if k in self._indexes]
+        if not buckets:
             return self._select(self._objects, namespace, matches)
-        bucket = self._indexes[indexed].get(labels[indexed], {})
-        return self._select(bucket, namespace, matches if len(labels) > 1 else None)
+        return self._select(min(buckets, key=len), namespace, matches if len(labels) > 1 else None)
 
     @staticmethod
     def _select(

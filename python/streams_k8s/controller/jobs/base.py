@@ -14,7 +14,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from streams_k8s.api.consistent_region import CoordinatorMode
-from streams_k8s.api.contract import APP_LABEL, APP_VALUE, JOB_LABEL, TRANSPORT_CERT_KEY, TRANSPORT_KEY_KEY
+from streams_k8s.api.contract import (
+    APP_LABEL,
+    APP_VALUE,
+    JOB_LABEL,
+    PE_LABEL,
+    TRANSPORT_CERT_KEY,
+    TRANSPORT_KEY_KEY,
+)
 from streams_k8s.api.job import Job, JobPhase
 from streams_k8s.app.plan import Plan
 from streams_k8s.controller.bundles.fetch import BundleFetcher
@@ -153,6 +160,7 @@ class JobControllerBase:
         self.controller.watch(self.pods, self._job_of)
         for informer in (*self.children.values(), self.pods):  # "the X of job J" on every reconcile
             informer.store.index_label(JOB_LABEL)
+        self.pods.store.index_label(PE_LABEL)  # "the pod of PE N", for each PE of a rolling edit
 
     async def reconcile(self, key: ObjectKey) -> Requeue | None:
         """Converge one Job (`jobs.controller.JobController`)."""
