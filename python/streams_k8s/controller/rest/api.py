@@ -53,8 +53,9 @@ from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.http_errors import json_error, json_errors
 from streams_k8s.k8s.informer import Informer
+from streams_k8s.k8s.keyed_locks import KeyedLocks
 from streams_k8s.k8s.kinds import SERVICES
-from streams_k8s.k8s.objects import Object, ObjectKey, meta
+from streams_k8s.k8s.objects import Object, ObjectKey, meta, object_key
 from streams_k8s.k8s.pod_addresses import PodsByAddress
 from streams_k8s.k8s.reviews import Access, AccessReviews, TokenReviews
 from streams_k8s.k8s.write_guard import WriteTarget, write_guard
@@ -115,6 +116,11 @@ class InstanceRestApi:
         self.pods = pods
         self.namespace = namespace
         self.guard = write_guard(self.write_target, writers, tokens, access)
+        # A PE's reports are written in the order they arrive: one the runtime gave up on (its
+        # answer timed out) is still being written and must not land after the report that
+        # followed it. The value each PE's last write set, as the PE cache may not show it yet.
+        self._reports = KeyedLocks()
+        self._written: dict[ObjectKey, str] = {}
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[json_errors, _errors, self.guard], client_max_size=_MAX_BODY)
@@ -202,13 +208,20 @@ class InstanceRestApi:
         return json_response((pe.get("status") or {}).get("connectivity", Connectivity.NONE.value))
 
     async def put_connectivity(self, request: web.Request) -> web.Response:
-        _, pe = self.lookup_pe(request.match_info["job"], request.match_info["pe"])
+        _, cached = self.lookup_pe(request.match_info["job"], request.match_info["pe"])
         value = await self._body(request)
         allowed = [c.value for c in Connectivity]
         if value not in allowed:
             raise RestError(400, "BadRequest", f"connectivity must be one of {allowed} as a JSON string")
+        key = object_key(cached)
+        async with self._reports.hold(f"{key.namespace}/{key.name}"):
+            pe = self.pes.store.get(key) or cached  # as the reports before this one left it
+            await self._write_connectivity(key, pe, value)
+        return web.Response(status=204)
+
+    async def _write_connectivity(self, key: ObjectKey, pe: Object, value: str) -> None:
         m = meta(pe)
-        name, namespace = str(m["name"]), str(m["namespace"])
+        name, namespace = key.name, key.namespace
         started = await self._started_status(pe)
         try:
             if started is not None:
@@ -217,17 +230,20 @@ class InstanceRestApi:
                 patch = {"metadata": {"resourceVersion": m.get("resourceVersion")}, "status": status}
                 try:
                     await self.client.patch(PES, name, patch, namespace, subresource="status")
-                    return web.Response(status=204)
+                    self._written[key] = value
+                    return
                 except ApiError as err:
                     if not err.conflict:
                         raise  # else the PE moved on: the controller records its pod itself
-            if started is not None or (pe.get("status") or {}).get("connectivity") != value:
+            cached = (pe.get("status") or {}).get("connectivity")
+            if started is not None or cached != value or self._written.get(key, value) != value:
                 await self.client.patch_status(PES, name, {"connectivity": value}, namespace)
+                self._written[key] = value
         except ApiError as err:
             if err.not_found:
+                self._written.pop(key, None)
                 raise RestError(404, "NotFound", f"PE {name} no longer exists") from None
             raise
-        return web.Response(status=204)
 
     async def _started_status(self, pe: Object) -> dict[str, Any] | None:
         """The record of a just-started pod, when this report can carry it (see `pes.lifecycle`)."""
