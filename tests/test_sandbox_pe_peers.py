@@ -236,9 +236,8 @@ async def test_a_report_whose_answer_was_lost_is_made_again_when_the_state_flips
     cluster.set_ready(NS, f"{JOB}-1-abcde", True)  # back before the runtime retries
     await reports.until({0: "Full", 1: "Full", 2: "Full"}, within=3 * runtime.retry_interval + 2)
     assert reports.of(0)[-3:] == ["Full", "None", "Full"]
-    assert "pe 0 (job pipe): connectivity None not accepted, retrying: the controller's answer never came" in (
-        await pod_log(sandbox_with_reports, 0)
-    )
+    lost = "pe 0 (job pipe): connectivity None not accepted, retrying: the controller's answer never came"
+    assert lost in await pod_log(sandbox_with_reports, 0)
 
 
 async def test_the_name_table_decides_where_an_operator_lives(
