@@ -376,9 +376,7 @@ class SimulatedPeRuntime:
             await reporter(pe.identity, state)
         except Exception as exc:  # an unreachable controller is retried, as by the real runtime
             self.failures.append((pe.identity, str(exc)))
-            # A timed-out report may still land: the state reported last may no longer be
-            # what the controller holds (it stayed Partial when the PE was Full again).
-            pe.reported = None
+            pe.reported = None  # it may land still (a lost answer): what the controller holds is unknown
             if not pe.failing:
                 pe.log(self.logs, f"connectivity {state} not accepted, retrying: {exc}")
             pe.failing = True

@@ -116,11 +116,9 @@ class InstanceRestApi:
         self.pods = pods
         self.namespace = namespace
         self.guard = write_guard(self.write_target, writers, tokens, access)
-        # A PE's reports are written in the order they arrive: one the runtime gave up on (its
-        # answer timed out) is still being written and must not land after the report that
-        # followed it. The value each PE's last write set, as the PE cache may not show it yet.
-        self._reports = KeyedLocks()
-        self._written: dict[ObjectKey, str] = {}
+        # A PE's reports written in arrival order (one whose answer timed out must not land after
+        # the next), and the value each PE's last write set (the PE cache may not show it yet).
+        self._reports, self._written = KeyedLocks(), dict[ObjectKey, str]()
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[json_errors, _errors, self.guard], client_max_size=_MAX_BODY)
@@ -215,19 +213,16 @@ class InstanceRestApi:
             raise RestError(400, "BadRequest", f"connectivity must be one of {allowed} as a JSON string")
         key = object_key(cached)
         async with self._reports.hold(f"{key.namespace}/{key.name}"):
-            pe = self.pes.store.get(key) or cached  # as the reports before this one left it
-            await self._write_connectivity(key, pe, value)
+            await self._write_connectivity(key, self.pes.store.get(key) or cached, value)
         return web.Response(status=204)
 
     async def _write_connectivity(self, key: ObjectKey, pe: Object, value: str) -> None:
-        m = meta(pe)
-        name, namespace = key.name, key.namespace
-        started = await self._started_status(pe)
+        name, namespace, started = key.name, key.namespace, await self._started_status(pe)
         try:
             if started is not None:
                 # Conditional: the pod facts were read against this version of the PE.
                 status = {**started, "connectivity": value}
-                patch = {"metadata": {"resourceVersion": m.get("resourceVersion")}, "status": status}
+                patch = {"metadata": {"resourceVersion": meta(pe).get("resourceVersion")}, "status": status}
                 try:
                     await self.client.patch(PES, name, patch, namespace, subresource="status")
                     self._written[key] = value
@@ -235,8 +230,8 @@ class InstanceRestApi:
                 except ApiError as err:
                     if not err.conflict:
                         raise  # else the PE moved on: the controller records its pod itself
-            cached = (pe.get("status") or {}).get("connectivity")
-            if started is not None or cached != value or self._written.get(key, value) != value:
+            shown = (pe.get("status") or {}).get("connectivity"), self._written.get(key, value)
+            if started is not None or shown != (value, value):
                 await self.client.patch_status(PES, name, {"connectivity": value}, namespace)
                 self._written[key] = value
         except ApiError as err:
