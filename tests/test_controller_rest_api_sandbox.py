@@ -3,6 +3,7 @@ write, user endpoints, bad input, OpenAPI."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,24 @@ async def test_the_runtime_calls(running: Running, client: KubeClient) -> None:
             return bool((await call(http, "GET", url))[2] == "Partial")
 
         await eventually_async(reported, within=5)
+
+
+@pytest.mark.sandbox(nodes=1)
+async def test_a_pes_reports_land_in_the_order_they_arrive(
+    sandbox: Sandbox, running: Running, client: KubeClient
+) -> None:
+    # The runtime gave up on a Partial report (its answer was late) and reported Full since: the
+    # Partial still being written must not land after the Full.
+    url = f"{running.api}/api/state/job/rest/pe/1/connectivity"
+    async with as_pe(client, "rest", 1) as http:
+        assert (await call(http, "PUT", url, "Full"))[0] == 204
+        sandbox.faults.delay(1.0, count=1, verb="patch", resource="streamspes/status", name="rest-1")
+        late = asyncio.create_task(call(http, "PUT", url, "Partial"))
+        await asyncio.sleep(0.3)  # the Partial is being written
+        assert (await call(http, "PUT", url, "Full"))[0] == 204
+        assert (await late)[0] == 204
+        assert (await client.get(PES, "rest-1", "default"))["status"]["connectivity"] == "Full"
+        assert (await call(http, "GET", url))[2] == "Full"
 
 
 @pytest.mark.sandbox(nodes=1)

@@ -42,10 +42,15 @@ class Reports:
     def __init__(self) -> None:
         self.sent: list[tuple[int, str]] = []
         self.changed = asyncio.Event()
+        # (PE, state) reports that land but whose answer is lost, as on a client timeout
+        self.answer_lost: set[tuple[int, str]] = set()
 
     async def __call__(self, pe: PeIdentity, state: str) -> None:
         self.sent.append((int(pe.pe), state))
         self.changed.set()
+        if (int(pe.pe), state) in self.answer_lost:
+            self.answer_lost.discard((int(pe.pe), state))
+            raise TimeoutError("the controller's answer never came")
 
     def of(self, pe: int) -> list[str]:
         return [state for sender, state in self.sent if sender == pe]
@@ -211,6 +216,28 @@ async def test_a_peer_that_stops_being_ready_is_lost_until_it_is_back(
     cluster.set_ready(NS, f"{JOB}-1-abcde", True)
     await reports.until({0: "Full", 1: "Full", 2: "Full"})
     assert reports.of(0)[-3:] == ["Full", "None", "Full"]
+
+
+async def test_a_report_whose_answer_was_lost_is_made_again_when_the_state_flips_back(
+    sandbox_with_reports: Sandbox, client: KubeClient, reports: Reports
+) -> None:
+    # A report can land at the controller while its answer is lost (the client timed out under
+    # load): the runtime cannot know what the controller holds, so it reports its state again,
+    # even when that is the state it reported before.
+    runtime = sandbox_with_reports.pe_runtime
+    assert runtime is not None
+    await create_job(client)
+    await reports.until({0: "Full", 1: "Full", 2: "Full"})
+    reports.answer_lost.add((0, "None"))
+    cluster = sandbox_with_reports.cluster
+    assert cluster is not None
+    cluster.set_ready(NS, f"{JOB}-1-abcde", False)
+    await reports.until({0: "None"})
+    cluster.set_ready(NS, f"{JOB}-1-abcde", True)  # back before the runtime retries
+    await reports.until({0: "Full", 1: "Full", 2: "Full"}, within=3 * runtime.retry_interval + 2)
+    assert reports.of(0)[-3:] == ["Full", "None", "Full"]
+    lost = "pe 0 (job pipe): connectivity None not accepted, retrying: the controller's answer never came"
+    assert lost in await pod_log(sandbox_with_reports, 0)
 
 
 async def test_the_name_table_decides_where_an_operator_lives(

@@ -376,6 +376,7 @@ class SimulatedPeRuntime:
             await reporter(pe.identity, state)
         except Exception as exc:  # an unreachable controller is retried, as by the real runtime
             self.failures.append((pe.identity, str(exc)))
+            pe.reported = None  # it may land still (a lost answer): what the controller holds is unknown
             if not pe.failing:
                 pe.log(self.logs, f"connectivity {state} not accepted, retrying: {exc}")
             pe.failing = True

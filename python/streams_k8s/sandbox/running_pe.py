@@ -40,7 +40,9 @@ class RunningPe:
     links: dict[str, str] = field(default_factory=dict)  # connection -> how it resolved (logged on change)
     table_problem: str = ""
     state: str | None = None
-    reported: str = NONE  # what the controller holds (its starting value)
+    # What the controller holds (its starting value); None: unknown, after a report whose answer
+    # was lost (it may have landed), so the next evaluation reports whatever the state is.
+    reported: str | None = NONE
     reporting: bool = False
     failing: bool = False
 

@@ -53,8 +53,9 @@ from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.http_errors import json_error, json_errors
 from streams_k8s.k8s.informer import Informer
+from streams_k8s.k8s.keyed_locks import KeyedLocks
 from streams_k8s.k8s.kinds import SERVICES
-from streams_k8s.k8s.objects import Object, ObjectKey, meta
+from streams_k8s.k8s.objects import Object, ObjectKey, meta, object_key
 from streams_k8s.k8s.pod_addresses import PodsByAddress
 from streams_k8s.k8s.reviews import Access, AccessReviews, TokenReviews
 from streams_k8s.k8s.write_guard import WriteTarget, write_guard
@@ -115,6 +116,9 @@ class InstanceRestApi:
         self.pods = pods
         self.namespace = namespace
         self.guard = write_guard(self.write_target, writers, tokens, access)
+        # A PE's reports written in arrival order (one whose answer timed out must not land after
+        # the next), and the value each PE's last write set (the PE cache may not show it yet).
+        self._reports, self._written = KeyedLocks(), dict[ObjectKey, str]()
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[json_errors, _errors, self.guard], client_max_size=_MAX_BODY)
@@ -202,32 +206,39 @@ class InstanceRestApi:
         return json_response((pe.get("status") or {}).get("connectivity", Connectivity.NONE.value))
 
     async def put_connectivity(self, request: web.Request) -> web.Response:
-        _, pe = self.lookup_pe(request.match_info["job"], request.match_info["pe"])
+        _, cached = self.lookup_pe(request.match_info["job"], request.match_info["pe"])
         value = await self._body(request)
         allowed = [c.value for c in Connectivity]
         if value not in allowed:
             raise RestError(400, "BadRequest", f"connectivity must be one of {allowed} as a JSON string")
-        m = meta(pe)
-        name, namespace = str(m["name"]), str(m["namespace"])
-        started = await self._started_status(pe)
+        key = object_key(cached)
+        async with self._reports.hold(f"{key.namespace}/{key.name}"):
+            await self._write_connectivity(key, self.pes.store.get(key) or cached, value)
+        return web.Response(status=204)
+
+    async def _write_connectivity(self, key: ObjectKey, pe: Object, value: str) -> None:
+        name, namespace, started = key.name, key.namespace, await self._started_status(pe)
         try:
             if started is not None:
                 # Conditional: the pod facts were read against this version of the PE.
                 status = {**started, "connectivity": value}
-                patch = {"metadata": {"resourceVersion": m.get("resourceVersion")}, "status": status}
+                patch = {"metadata": {"resourceVersion": meta(pe).get("resourceVersion")}, "status": status}
                 try:
                     await self.client.patch(PES, name, patch, namespace, subresource="status")
-                    return web.Response(status=204)
+                    self._written[key] = value
+                    return
                 except ApiError as err:
                     if not err.conflict:
                         raise  # else the PE moved on: the controller records its pod itself
-            if started is not None or (pe.get("status") or {}).get("connectivity") != value:
+            shown = (pe.get("status") or {}).get("connectivity"), self._written.get(key, value)
+            if started is not None or shown != (value, value):
                 await self.client.patch_status(PES, name, {"connectivity": value}, namespace)
+                self._written[key] = value
         except ApiError as err:
             if err.not_found:
+                self._written.pop(key, None)
                 raise RestError(404, "NotFound", f"PE {name} no longer exists") from None
             raise
-        return web.Response(status=204)
 
     async def _started_status(self, pe: Object) -> dict[str, Any] | None:
         """The record of a just-started pod, when this report can carry it (see `pes.lifecycle`)."""

@@ -31,14 +31,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.controller import Requeue
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.informer import EventType
+from streams_k8s.k8s.keyed_locks import KeyedLocks
 from streams_k8s.k8s.kinds import NODES, PODS, STATEFULSETS
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import Object, ObjectKey, meta
@@ -94,27 +94,6 @@ async def patch_pod_annotation(client: KubeClient, namespace: str, pod: str, val
     except ApiError as exc:
         if not exc.not_found:
             raise
-
-
-class KeyedLocks:
-    """One asyncio lock per key, dropped when nobody holds or waits for it."""
-
-    def __init__(self) -> None:
-        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
-
-    @asynccontextmanager
-    async def hold(self, key: str) -> AsyncIterator[None]:
-        lock, users = self._locks.get(key, (asyncio.Lock(), 0))
-        self._locks[key] = (lock, users + 1)
-        try:
-            async with lock:
-                yield
-        finally:
-            lock, users = self._locks[key]
-            if users == 1:
-                del self._locks[key]
-            else:
-                self._locks[key] = (lock, users - 1)
 
 
 class VReplicaScheduler:
