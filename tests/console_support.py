@@ -12,10 +12,9 @@ from typing import Any
 import aiohttp
 import orjson
 
-from k8s_support import eventually_async
+from k8s_support import eventually_async, sandbox_runtime
 from streams_k8s.cli.console import start_console
 from streams_k8s.k8s.manager import Manager
-from streams_k8s.k8s.settings import RuntimeSettings
 from streams_k8s.sandbox import Sandbox
 
 
@@ -27,15 +26,7 @@ class RunningConsole:
 
 @contextlib.asynccontextmanager
 async def console(sandbox: Sandbox, cache: Path, auth: str = "none") -> AsyncIterator[RunningConsole]:
-    settings = RuntimeSettings(
-        kubeconfig=str(sandbox.kubeconfig_path),
-        bind_address="127.0.0.1",
-        health_port=0,
-        metrics_port=0,
-        leader_election=False,
-        backoff_initial=0.05,
-        backoff_max=0.5,
-    )
+    settings = sandbox_runtime(sandbox)
     manager = Manager(settings)
     await manager.connect()
     async with contextlib.AsyncExitStack() as stack:

@@ -16,6 +16,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from k8s_support import sandbox_runtime
 from streams_k8s.api.contract import coordinator_service_name
 from streams_k8s.consistent.coordinator import Coordinator, setup
 from streams_k8s.consistent.coordinator_settings import CoordinatorSettings
@@ -24,7 +25,6 @@ from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.kinds import ENDPOINT_SLICES, PODS
 from streams_k8s.k8s.manager import Manager
-from streams_k8s.k8s.settings import RuntimeSettings
 from streams_k8s.k8s.write_guard import peer
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.pe_identity import PeIdentity, session_from
@@ -197,17 +197,7 @@ class CoordinatorPod:
     task: asyncio.Task[int] | None = None
 
     async def start(self) -> CoordinatorPod:
-        runtime = RuntimeSettings(
-            kubeconfig=str(self.sandbox.kubeconfig_path),
-            namespace=self.settings.namespace,
-            bind_address="127.0.0.1",
-            health_port=0,
-            metrics_port=0,
-            leader_election=False,
-            backoff_initial=0.05,
-            backoff_max=0.5,
-            shutdown_grace=1.0,
-        )
+        runtime = sandbox_runtime(self.sandbox, namespace=self.settings.namespace, shutdown_grace=1.0)
         self.manager = Manager(runtime)
         await self.manager.connect()
         self.coordinator = await setup(self.manager, self.settings)

@@ -4,6 +4,25 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import Any
+
+from streams_k8s.k8s.settings import RuntimeSettings
+from streams_k8s.sandbox import Sandbox
+
+
+def sandbox_runtime(sandbox: Sandbox, **overrides: Any) -> RuntimeSettings:
+    """A Manager's settings for a test against ``sandbox``: loopback, ephemeral health and metrics
+    ports, no leader election, short backoffs; ``overrides`` win."""
+    fields: dict[str, Any] = {
+        "kubeconfig": str(sandbox.kubeconfig_path),
+        "bind_address": "127.0.0.1",
+        "health_port": 0,
+        "metrics_port": 0,
+        "leader_election": False,
+        "backoff_initial": 0.05,
+        "backoff_max": 0.5,
+    }
+    return RuntimeSettings(**(fields | overrides))
 
 
 async def eventually(condition: Callable[[], bool], within: float = 5.0, every: float = 0.01) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from k8s_support import eventually_async
+from k8s_support import eventually_async, sandbox_runtime
 from streams_k8s.api.contract import JOB_LABEL, PE_LABEL
 from streams_k8s.controller.kinds import JOBS
 from streams_k8s.controller.operator import InstanceOperator, setup
@@ -24,7 +24,6 @@ from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.kinds import PODS
 from streams_k8s.k8s.manager import Manager
-from streams_k8s.k8s.settings import RuntimeSettings
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.pe_identity import session_from
 
@@ -72,18 +71,7 @@ async def operator(
     monkeypatch.setenv("STREAMS_K8S_BUNDLE_CACHE", str(cache))
     if job_retry_delay is not None:
         monkeypatch.setenv("STREAMS_K8S_RETRY_DELAY", str(job_retry_delay))
-    settings = RuntimeSettings(
-        kubeconfig=overrides.pop("kubeconfig", str(sandbox.kubeconfig_path)),
-        namespace="default",
-        bind_address="127.0.0.1",
-        health_port=0,
-        metrics_port=0,
-        leader_election=False,
-        backoff_initial=0.05,
-        backoff_max=0.5,
-        shutdown_grace=2.0,
-        **overrides,
-    )
+    settings = sandbox_runtime(sandbox, namespace="default", shutdown_grace=2.0, **overrides)
     manager = Manager(settings)
     await manager.connect()
     instance = await setup(manager)

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from k8s_support import sandbox_runtime
 from streams_k8s.api.contract import (
     AADL_KEY,
     APP_LABEL,
@@ -117,18 +118,7 @@ async def pe_status(client: KubeClient, name: str) -> dict[str, Any]:
 
 
 def settings(sandbox: Sandbox) -> RuntimeSettings:
-    return RuntimeSettings(
-        kubeconfig=str(sandbox.kubeconfig_path),
-        namespace=NS,
-        bind_address="127.0.0.1",
-        health_port=0,
-        metrics_port=0,
-        identity="pe-test",
-        leader_election=False,
-        backoff_initial=0.05,
-        backoff_max=0.5,
-        shutdown_grace=2.0,
-    )
+    return sandbox_runtime(sandbox, namespace=NS, identity="pe-test", shutdown_grace=2.0)
 
 
 @asynccontextmanager

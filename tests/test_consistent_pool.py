@@ -10,13 +10,12 @@ from typing import Any
 import pytest
 
 from cr_cluster import NAMESPACE, REGION_OPERATORS, JobWorld, region_spec
-from k8s_support import eventually_async
+from k8s_support import eventually_async, sandbox_runtime
 from streams_k8s.consistent.pool import PoolSettings, setup
 from streams_k8s.consistent.pool_manifests import POOL_NAME, coordinator_pool, pool_scheduler
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.kinds import STATEFULSETS
 from streams_k8s.k8s.manager import Manager
-from streams_k8s.k8s.settings import RuntimeSettings
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.scheduler.kubernetes import SetupError
 
@@ -71,16 +70,7 @@ def test_the_rendered_scheduler_runs_the_pool_component_with_its_settings(
 
 
 async def start_scheduler(sb: Sandbox, settings: PoolSettings | None = None) -> Manager:
-    runtime = RuntimeSettings(
-        kubeconfig=str(sb.kubeconfig_path),
-        bind_address="127.0.0.1",
-        health_port=0,
-        metrics_port=0,
-        leader_election=False,
-        backoff_initial=0.05,
-        backoff_max=0.5,
-        shutdown_grace=1.0,
-    )
+    runtime = sandbox_runtime(sb, shutdown_grace=1.0)
     manager = Manager(runtime)
     await manager.connect()
     await setup(manager, settings)

@@ -28,7 +28,7 @@ from cr_cluster import (
     region_spec,
     shared,
 )
-from k8s_support import eventually_async
+from k8s_support import eventually_async, sandbox_runtime
 from streams_k8s.api.consistent_region import ConsistentRegionOperator, VReplicaPlacement
 from streams_k8s.consistent.assignment import runner_of
 from streams_k8s.consistent.kinds import CONSISTENT_REGIONS
@@ -39,7 +39,6 @@ from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.kinds import ENDPOINT_SLICES, STATEFULSETS
 from streams_k8s.k8s.manager import Manager
-from streams_k8s.k8s.settings import RuntimeSettings
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
 
@@ -112,17 +111,7 @@ class SharedPool:
     worlds: dict[str, JobWorld] = field(default_factory=dict)
 
     async def start_scheduler(self, refresh_period: float) -> None:
-        runtime = RuntimeSettings(
-            kubeconfig=str(self.sandbox.kubeconfig_path),
-            namespace=NAMESPACE,
-            bind_address="127.0.0.1",
-            health_port=0,
-            metrics_port=0,
-            leader_election=False,
-            backoff_initial=0.05,
-            backoff_max=0.5,
-            shutdown_grace=1.0,
-        )
+        runtime = sandbox_runtime(self.sandbox, namespace=NAMESPACE, shutdown_grace=1.0)
         self.scheduler = Manager(runtime)
         await self.scheduler.connect()
         settings = PoolSettings(namespace=NAMESPACE, capacity=CAPACITY, refresh_period=refresh_period)
