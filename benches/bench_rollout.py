@@ -33,14 +33,13 @@ from typing import Any
 
 import pytest
 
-from job_inventory import NS, synthetic_job
+from job_inventory import NS, pe_pods, synthetic_job
 from operator_process import require_operator
 from operator_rig import Rig, operator_rig, spread, until
-from streams_k8s.api.contract import JOB_LABEL, LAUNCH_COUNT_LABEL, PE_LABEL, SVC_LABEL
+from streams_k8s.api.contract import JOB_LABEL
 from streams_k8s.controller.kinds import JOBS, PES
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.events import EVENTS
-from streams_k8s.k8s.kinds import PODS
 from streams_k8s.sandbox.server import RequestRecord
 
 WRITES = {"POST", "PUT", "PATCH", "DELETE"}
@@ -61,19 +60,6 @@ async def _ready(client: KubeClient, name: str, generation: int) -> bool:
     if status.get("phase") == "Failed":
         raise AssertionError(f"job {name} failed: {status}")
     return status.get("appliedGeneration") == generation and ready.get("status") == "True"
-
-
-async def _launches(client: KubeClient, name: str) -> dict[int, tuple[str, int]]:
-    """(pod UID, launch count) of each PE's pod."""
-    pods, _ = await client.list_all(PODS, NS, label_selector=f"{JOB_LABEL}={name},{SVC_LABEL}=pe")
-    return {
-        int(p["metadata"]["labels"][PE_LABEL]): (
-            p["metadata"]["uid"],
-            int(p["metadata"]["labels"][LAUNCH_COUNT_LABEL]),
-        )
-        for p in pods
-        if not p["metadata"].get("deletionTimestamp")
-    }
 
 
 async def _pe_specs(client: KubeClient, name: str) -> dict[int, dict[str, Any]]:
@@ -170,9 +156,9 @@ async def _edit(rig: Rig, name: str, spec: dict[str, Any]) -> Edit:
 async def _template_edit(pes: int, tmp: Path) -> dict[str, Any]:
     async with operator_rig(pes, tmp) as rig:
         created = await _create(rig, synthetic_job("roll", tmp, pes))
-        before = await _launches(rig.client, "roll")
+        before = await pe_pods(rig.client, "roll")
         edit = await _edit(rig, "roll", {"processingElement": {"runtimeTraceLevel": "DEBUG"}})
-        after = await _launches(rig.client, "roll")
+        after = await pe_pods(rig.client, "roll")
     replaced = sum(1 for i in after if after[i][0] != before[i][0])
     assert {i: n for i, (_, n) in after.items()} == {i: n + 1 for i, (_, n) in before.items()}
     return {
@@ -192,9 +178,9 @@ async def _bundle_upgrade(pes: int, tmp: Path) -> dict[str, Any]:
     v2 = synthetic_job("roll", tmp / "v2", pes, rebuilt=rebuilt)
     async with operator_rig(pes + pes // REBUILT_EVERY, tmp) as rig:  # room for the floor's pods
         await _create(rig, v1)
-        before, specs = await _launches(rig.client, "roll"), await _pe_specs(rig.client, "roll")
+        before, specs = await pe_pods(rig.client, "roll"), await _pe_specs(rig.client, "roll")
         edit = await _edit(rig, "roll", {"bundle": v2["spec"]["bundle"]})
-        after, specs_after = await _launches(rig.client, "roll"), await _pe_specs(rig.client, "roll")
+        after, specs_after = await pe_pods(rig.client, "roll"), await _pe_specs(rig.client, "roll")
         replaced = {i for i in after if after[i] != before[i]}
         created = await _create(rig, synthetic_job("floor", tmp, len(replaced)))
     changed = {i for i in specs if specs[i]["contentId"] != specs_after[i]["contentId"]}

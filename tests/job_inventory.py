@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from streams_k8s.api.contract import JOB_LABEL, LAUNCH_COUNT_LABEL, SVC_LABEL
+from streams_k8s.api.contract import JOB_LABEL, LAUNCH_COUNT_LABEL, PE_LABEL, SVC_LABEL
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.controller.kinds import HOSTPOOLS, JOBS, PES
 from streams_k8s.k8s.client import KubeClient
@@ -102,3 +102,16 @@ class Inventory:
             if owners != [job_uid]:
                 found.append(f"{child['kind']} {child['metadata']['name']} owned by {owners}")
         return found
+
+
+async def pe_pods(client: KubeClient, job: str) -> dict[int, tuple[str, int]]:
+    """(pod uid, launch count) of each PE's pod, by PE id."""
+    items, _ = await client.list_all(PODS, NS, label_selector=f"{JOB_LABEL}={job},{SVC_LABEL}=pe")
+    return {
+        int(p["metadata"]["labels"][PE_LABEL]): (
+            p["metadata"]["uid"],
+            int(p["metadata"]["labels"][LAUNCH_COUNT_LABEL]),
+        )
+        for p in items
+        if not p["metadata"].get("deletionTimestamp")
+    }

@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from job_inventory import pe_pods
 from k8s_support import eventually_async
 from operator_support import condition, job_status, wait_for_phase
 from streams_k8s.controller.kinds import CONSISTENT_REGIONS, JOBS
 from streams_k8s.k8s.events import EVENTS
 from streams_k8s.sandbox import Sandbox
 from test_controller_checkpoints_sandbox import PARTICIPANT, SANDBOX, consistent_job, synthetic
-from test_controller_job_edits_sandbox import _no_pods, pe_pods
+from test_controller_job_edits_sandbox import _no_pods
 from test_controller_job_upgrade_modes_sandbox import applied
 
 TRACE = {"spec": {"processingElement": {"runtimeTraceLevel": "TRACE"}}}

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import test_controller_job_edits_sandbox as edits
+from job_inventory import pe_pods
 from k8s_support import eventually_async
 from operator_support import job_manifest, job_status, operator
 from streams_k8s.api.contract import JOB_LABEL
@@ -25,7 +26,7 @@ from streams_k8s.controller.kinds import (
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.sandbox import Sandbox
 from test_controller_checkpoints_sandbox import SANDBOX, ConsistentJob, consistent_job
-from test_controller_job_edits_sandbox import pe_pods, pe_specs, region_widths
+from test_controller_job_edits_sandbox import pe_specs, region_widths
 from test_controller_job_upgrade_modes_sandbox import applied
 
 TRACE = {"spec": {"processingElement": {"runtimeTraceLevel": "TRACE"}}}

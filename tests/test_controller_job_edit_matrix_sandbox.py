@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import test_controller_job_edits_sandbox as edits
+from job_inventory import pe_pods
 from k8s_support import eventually_async
 from operator_support import job_manifest, operator, wait_for_phase
 from repo_paths import REPO
@@ -161,18 +162,18 @@ async def test_each_field_edited_on_a_running_job_replaces_exactly_the_pods_the_
     async with operator(sandbox, monkeypatch, tmp_path / "cache"):
         await client.create(JOBS, manifest)
         await edits.applied(client, "matrix", 1)
-        pods = await edits.pe_pods(client, "matrix")
+        pods = await pe_pods(client, "matrix")
         assert set(pods) == ALL
         generation, certificate = 1, None
         for case in CASES:
-            assert await edits.pe_pods(client, "matrix") == pods, f"pods changed after the edit before {case}"
+            assert await pe_pods(client, "matrix") == pods, f"pods changed after the edit before {case}"
             old = await client.get(JOBS, "matrix", "default")
             await client.patch(JOBS, "matrix", {"spec": case.spec}, "default")
             generation += 1
             status = await edits.applied(client, "matrix", generation)
             assert previewed(old, status, bundle) == case.replaced, f"{case.field}: the preview differs"
             assert status["phase"] == "Running", case
-            after = await edits.pe_pods(client, "matrix")
+            after = await pe_pods(client, "matrix")
             assert set(after) == ALL, case
             for pe_id in ALL:
                 uid, launch = pods[pe_id]
@@ -196,11 +197,11 @@ async def test_each_field_edited_on_a_running_job_replaces_exactly_the_pods_the_
         await client.patch(PES, "matrix-1", {"spec": {"restartNonce": "just-one"}}, "default")
 
         async def relaunched() -> bool:
-            return (await edits.pe_pods(client, "matrix")).get(1, ("", 0))[1] == pods[1][1] + 1
+            return (await pe_pods(client, "matrix")).get(1, ("", 0))[1] == pods[1][1] + 1
 
         await eventually_async(relaunched, within=20)
         await edits.applied(client, "matrix", generation)
-        after = await edits.pe_pods(client, "matrix")
+        after = await pe_pods(client, "matrix")
         assert {i: after[i] for i in (0, 2)} == {i: pods[i] for i in (0, 2)}
         pods = after
 
@@ -215,7 +216,7 @@ async def test_each_field_edited_on_a_running_job_replaces_exactly_the_pods_the_
             await client.patch(JOBS, "matrix", {"spec": {"bundle": bundle_spec}}, "default")
             generation += 1
             await edits.applied(client, "matrix", generation)
-            after = await edits.pe_pods(client, "matrix")
+            after = await pe_pods(client, "matrix")
             assert {i for i in ALL if after[i] != pods[i]} == replaced, bundle_spec
             assert {i: n for i, (_, n) in after.items()} == {
                 i: n + (i in replaced) for i, (_, n) in pods.items()
@@ -234,7 +235,7 @@ async def test_each_field_edited_on_a_running_job_replaces_exactly_the_pods_the_
         await client.patch(JOBS, "matrix", {"spec": {"state": "Running"}}, "default")
         status = await edits.applied(client, "matrix", generation + 2)
         assert previewed(old, status, bundle) == ALL
-        resumed = await edits.pe_pods(client, "matrix")
+        resumed = await pe_pods(client, "matrix")
         assert {i: n for i, (_, n) in resumed.items()} == {i: n + 1 for i, (_, n) in pods.items()}
 
 

@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
+from job_inventory import pe_pods
 from k8s_support import eventually_async
 from kubectl_support import KUBECTL, MISSING, Kubectl
 from operator_support import condition, job_manifest, job_status, operator, wait_for_phase
-from streams_k8s.api.contract import JOB_LABEL, LAUNCH_COUNT_LABEL, NAME_TABLE_KEY, PE_LABEL, SVC_LABEL
+from streams_k8s.api.contract import JOB_LABEL, NAME_TABLE_KEY, PE_LABEL, SVC_LABEL
 from streams_k8s.api.job import Job
 from streams_k8s.app.synthetic import Exported, SyntheticSpec, write_sab
 from streams_k8s.controller.jobs.upgrade_diff import UpgradeDiff, Why
@@ -32,19 +33,6 @@ from streams_k8s.sandbox import Sandbox
 async def client(sandbox: Sandbox) -> AsyncIterator[KubeClient]:
     async with await KubeClient.connect(str(sandbox.kubeconfig_path)) as c:
         yield c
-
-
-async def pe_pods(client: KubeClient, job: str) -> dict[int, tuple[str, int]]:
-    """(pod uid, launch count) of each PE's pod, by PE id."""
-    items, _ = await client.list_all(PODS, "default", label_selector=f"{JOB_LABEL}={job},{SVC_LABEL}=pe")
-    return {
-        int(p["metadata"]["labels"][PE_LABEL]): (
-            p["metadata"]["uid"],
-            int(p["metadata"]["labels"][LAUNCH_COUNT_LABEL]),
-        )
-        for p in items
-        if not p["metadata"].get("deletionTimestamp")
-    }
 
 
 async def reasons(client: KubeClient, name: str) -> list[str]:
