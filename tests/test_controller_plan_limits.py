@@ -188,9 +188,16 @@ async def test_a_plan_too_big_for_the_cluster_fails_before_anything_is_written(
         assert "ConfigMap huge-0 would hold 1.6 MiB of data" in planned["message"]
         assert status["message"].startswith(f"{PLAN_TOO_LARGE}: ConfigMap huge-0")
         assert "nextAttempt" not in status  # the same spec would fail the same way
-        notes = [e["note"] for e in await events_of(client, "huge") if e["reason"] == "SubmissionFailed"]
-        assert notes
-        assert "fusion.manual" in notes[0]
+
+        async def failure_notes() -> list[str]:
+            return [e["note"] for e in await events_of(client, "huge") if e["reason"] == "SubmissionFailed"]
+
+        # Events are delivered on their own queue: the status can be seen before its Event lands.
+        async def reported() -> bool:
+            return bool(await failure_notes())
+
+        await eventually_async(reported, within=10)
+        assert "fusion.manual" in (await failure_notes())[0]
         assert child_writes(sandbox, "huge") == []
 
 
