@@ -20,6 +20,7 @@ import aiohttp
 import click
 
 from streams_k8s.app.plan import Plan, plan_at_widths
+from streams_k8s.cli.cluster_flags import cluster_flags
 from streams_k8s.cli.run import BadUsage, OneLineErrors
 from streams_k8s.console.live_plans import PlanJob
 from streams_k8s.console.server import ConsoleServer, serve_console
@@ -94,13 +95,7 @@ async def _serve(settings: RuntimeSettings, port: int, auth: str) -> int:
 
 
 @click.command("console", cls=OneLineErrors)
-@click.option(
-    "--kubeconfig",
-    type=click.Path(exists=True, dir_okay=False),
-    help="kubeconfig file [$KUBECONFIG, ~/.kube/config, else the pod's service account]",
-)
-@click.option("--context", help="kubeconfig context")
-@click.option("--namespace", "-n", help="show only this namespace (default: all namespaces)")
+@cluster_flags("show only this namespace (default: all namespaces)")
 @click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True)
 @click.option("--bind-address", default="127.0.0.1", show_default=True, help="address to listen on")
 @click.option(

@@ -10,6 +10,7 @@ import click
 from pydantic import ValidationError
 
 from streams_k8s.api.contract import CONSISTENT_REGION_PORT, COORDINATOR_API_PORT, METRICS_PORT
+from streams_k8s.cli.cluster_flags import kubeconfig_option
 from streams_k8s.cli.run import BadUsage, OneLineErrors
 from streams_k8s.consistent.coordinator import setup
 from streams_k8s.consistent.coordinator_settings import CLIENT_BURST, CLIENT_QPS, CoordinatorSettings
@@ -79,7 +80,7 @@ async def _serve(runtime: RuntimeSettings, settings: CoordinatorSettings) -> int
     show_default=True,
     help="requests above --qps",
 )
-@click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help="kubeconfig [in-cluster]")
+@kubeconfig_option
 @click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]))
 @click.option("--log-format", type=click.Choice(["json", "text"]))
 def coordinator(**flags: Any) -> None:

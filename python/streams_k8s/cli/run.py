@@ -19,6 +19,7 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
+from streams_k8s.cli.cluster_flags import cluster_flags
 from streams_k8s.k8s.logs import configure_logging
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.settings import RuntimeSettings
@@ -105,13 +106,7 @@ async def _start_console(
 
 
 @click.command(cls=OneLineErrors)
-@click.option(
-    "--kubeconfig",
-    type=click.Path(exists=True, dir_okay=False),
-    help="kubeconfig file [$KUBECONFIG, ~/.kube/config, else the pod's service account]",
-)
-@click.option("--context", help="kubeconfig context")
-@click.option("--namespace", "-n", help="watch only this namespace (default: all namespaces)")
+@cluster_flags("watch only this namespace (default: all namespaces)")
 @click.option("--bind-address", help=_listen_help("bind_address"))
 @click.option("--api-port", type=click.IntRange(0, 65535), help=_listen_help("api_port"))
 @click.option("--repository-port", type=click.IntRange(0, 65535), help=_listen_help("repository_port"))
