@@ -21,16 +21,13 @@ RESET_TIMEOUT: Final = 180.0
 MAX_CONSECUTIVE_RESET_ATTEMPTS: Final = 5
 
 
+# No docstrings on the enums: a docstring becomes the CRD schema's description.
 class MembershipMode(StrEnum):
-    """How a host pool holds its nodes."""
-
     SHARED = "shared"
     EXCLUSIVE = "exclusive"
 
 
 class Trigger(StrEnum):
-    """What starts a consistent region's drains."""
-
     PERIODIC = "periodic"
     OPERATOR_DRIVEN = "operatorDriven"
 
