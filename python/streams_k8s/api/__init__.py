@@ -20,33 +20,30 @@ if TYPE_CHECKING:
     from streams_k8s.api.parallel_region import ParallelRegion
     from streams_k8s.api.processing_element import ProcessingElement
 
-# Each name of the package → the module that defines it.
-_DEFINED_IN = {
-    "API_VERSION": "base",
-    "GROUP": "base",
-    "VERSION": "base",
-    "Condition": "base",
-    "ObjectMeta": "base",
-    "Resource": "base",
-    "ConsistentRegion": "consistent_region",
-    "ConsistentRegionOperator": "consistent_region",
-    "Export": "import_export",
-    "HostPool": "host_pool",
-    "Import": "import_export",
-    "Job": "job",
-    "KINDS": "kinds",
-    "ParallelRegion": "parallel_region",
-    "ProcessingElement": "processing_element",
+_EXPORTS = {
+    "API_VERSION": "streams_k8s.api.base",
+    "GROUP": "streams_k8s.api.base",
+    "VERSION": "streams_k8s.api.base",
+    "Condition": "streams_k8s.api.base",
+    "ObjectMeta": "streams_k8s.api.base",
+    "Resource": "streams_k8s.api.base",
+    "ConsistentRegion": "streams_k8s.api.consistent_region",
+    "ConsistentRegionOperator": "streams_k8s.api.consistent_region",
+    "Export": "streams_k8s.api.import_export",
+    "HostPool": "streams_k8s.api.host_pool",
+    "Import": "streams_k8s.api.import_export",
+    "Job": "streams_k8s.api.job",
+    "KINDS": "streams_k8s.api.kinds",
+    "ParallelRegion": "streams_k8s.api.parallel_region",
+    "ProcessingElement": "streams_k8s.api.processing_element",
 }
 
 
 def __getattr__(name: str) -> Any:
-    module = _DEFINED_IN.get(name)
+    module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+    return getattr(importlib.import_module(module), name)
 
 
 __all__ = [
