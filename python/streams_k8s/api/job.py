@@ -10,7 +10,7 @@ from pydantic import Field, model_validator
 from streams_k8s.api.base import CelRule, PrinterColumn, Resource, ResourceRequirements, Status, WireModel
 from streams_k8s.api.contract import COORDINATOR_SERVICE_AFFIXES
 from streams_k8s.api.processing_element import ImagePullPolicy, ProcessingElementTemplate
-from streams_k8s.api.spec_values import MAX_WIDTH, FusionMode, FusionType, ThreadingMode
+from streams_k8s.api.spec_values import DEFAULT_FUSION_MODE, MAX_WIDTH, FusionMode, FusionType, ThreadingMode
 
 
 class PullPolicy(StrEnum):
@@ -113,7 +113,7 @@ class Fusion(WireModel):
     @property
     def mode(self) -> FusionMode:
         """The fusion mode in force (automatic when none is chosen)."""
-        return next((m for m in FusionMode if self._chosen(m)), FusionMode.AUTOMATIC)
+        return next((m for m in FusionMode if self._chosen(m)), DEFAULT_FUSION_MODE)
 
 
 class DynamicThreading(WireModel):

@@ -7,6 +7,7 @@ in the records it makes, so `streams-k8s plan` of a bundle loads no model. One d
 from __future__ import annotations
 
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Final
 
 # The most channels one parallel region may have (its width, times the widths of the regions it
@@ -19,6 +20,9 @@ MAX_WIDTH: Final = 1000
 DRAIN_TIMEOUT: Final = 180.0
 RESET_TIMEOUT: Final = 180.0
 MAX_CONSECUTIVE_RESET_ATTEMPTS: Final = 5
+
+# A PE pod's resource requests when the Job's spec.processingElement.resources is left out.
+DEFAULT_PE_REQUESTS: Final = MappingProxyType({"cpu": "100m", "memory": "128Mi"})
 
 
 # No docstrings on the enums: a docstring becomes the CRD schema's description.
@@ -47,6 +51,10 @@ class FusionMode(StrEnum):
     AUTOMATIC = "automatic"
     LEGACY = "legacy"
     MANUAL = "manual"
+
+
+# The fusion of a Job whose spec.fusion chooses no mode.
+DEFAULT_FUSION_MODE: Final = FusionMode.AUTOMATIC
 
 
 class ThreadingMode(StrEnum):

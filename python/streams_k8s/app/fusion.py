@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from streams_k8s._native import FusionError, FusionNode, FusionNotice, automatic_pe_count, fuse
-from streams_k8s.api.spec_values import FusionMode, FusionType
+from streams_k8s.api.spec_values import DEFAULT_FUSION_MODE, DEFAULT_PE_REQUESTS, FusionMode, FusionType
 from streams_k8s.app.topology import Node, Topology
 
 
@@ -34,9 +34,9 @@ class Fusion(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class FusionChoice:
-    """A fusion given outside a Job (`streams-k8s plan --fusion`); automatic when nothing is."""
+    """A fusion given outside a Job (`streams-k8s plan` of a bundle); a Job's default when none is."""
 
-    mode: FusionMode = FusionMode.AUTOMATIC
+    mode: FusionMode = DEFAULT_FUSION_MODE
     manual: int | None = None  # the PE count of manual fusion
     type: FusionType | None = None
 
@@ -115,12 +115,12 @@ def _fusion_node(topo: Topology, node: Node, ids: _Interner) -> FusionNode:
     )
 
 
-def _millicores(resources: Resources | None, which: str) -> int | None:
-    values = getattr(resources, which, None) if resources else None
-    raw = values.get("cpu") if values else None
-    if raw is None:
-        return None
-    text = str(raw)
+def _cpu(values: Mapping[str, str | int] | None) -> str | int | None:
+    return values.get("cpu") if values else None
+
+
+def _millicores(cpu: str | int) -> int:
+    text = str(cpu)
     if text.endswith("m"):
         return max(1, int(float(text[:-1])))
     return max(1, int(float(text) * 1000))
@@ -146,12 +146,14 @@ def target_pe_count(
         assert fusion.manual is not None
         return fusion.manual
     low, high = thread_counts(topo)
+    request = _cpu(resources.requests) if resources else None
+    limit = _cpu(resources.limits) if resources else None
     return automatic_pe_count(
         len(topo.nodes),
         low,
         high,
-        _millicores(resources, "requests") or 100,
-        _millicores(resources, "limits"),
+        _millicores(DEFAULT_PE_REQUESTS["cpu"] if request is None else request),
+        None if limit is None else _millicores(limit),
         nodes,
     )
 
