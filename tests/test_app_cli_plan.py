@@ -76,7 +76,7 @@ def test_bad_fusion_and_width_options_are_refused_by_name(tmp_path: Path) -> Non
             "Invalid value for --fusion: use manual=N (N PEs, at least 1), legacy or automatic"
             in result.output
         )
-    for width in ("x", "-1", "1.5"):
+    for width in ("x", "-1", "1.5", ""):
         result = CliRunner().invoke(main, ["plan", str(sab), "--width", f"C0_1={width}"])
         assert result.exit_code == 2, width
         assert f"Invalid value for --width: '{width}' is not a width (a whole number)" in result.output

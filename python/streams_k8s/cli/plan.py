@@ -68,7 +68,7 @@ def _fusion(text: str | None) -> FusionChoice | None:
 
 def _widths(values: tuple[str, ...]) -> list[WidthOverride]:
     pairs = _pairs(values, "--width")
-    if bad := next((v for _, v in pairs if not v.strip().isdecimal()), None):
+    if (bad := next((v for _, v in pairs if not v.strip().isdecimal()), None)) is not None:
         raise click.BadParameter(f"'{bad}' is not a width (a whole number)", param_hint="--width")
     return [WidthOverride(alias, int(width)) for alias, width in pairs]
 
