@@ -17,8 +17,8 @@ from streams_k8s.api import (
     ProcessingElement,
     Resource,
 )
-from streams_k8s.api.job import FusionMode, ThreadingMode
 from streams_k8s.api.processing_element import BuildType
+from streams_k8s.api.spec_values import FusionMode, ThreadingMode
 
 
 def _job_documents() -> dict[str, dict[str, Any]]:

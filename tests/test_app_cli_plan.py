@@ -65,3 +65,23 @@ def test_invalid_job_is_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["plan", str(tmp_path / "job.yaml")])
     assert result.exit_code == 1
     assert result.output.strip().splitlines() == ["error: invalid Job: spec.bundle.name: Field required"]
+
+
+def test_bad_fusion_and_width_options_are_refused_by_name(tmp_path: Path) -> None:
+    sab = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=1, length=3, regions=1))
+    for fusion in ("manual=0", "manual=x", "manual=", "fast"):
+        result = CliRunner().invoke(main, ["plan", str(sab), "--fusion", fusion])
+        assert result.exit_code == 2, fusion
+        assert (
+            "Invalid value for --fusion: use manual=N (N PEs, at least 1), legacy or automatic"
+            in result.output
+        )
+    for width in ("x", "-1", "1.5", ""):
+        result = CliRunner().invoke(main, ["plan", str(sab), "--width", f"C0_1={width}"])
+        assert result.exit_code == 2, width
+        assert f"Invalid value for --width: '{width}' is not a width (a whole number)" in result.output
+    for width, why in (("0", "width 0 is below 1"), ("1001", "width 1001 is above 1000, the most channels")):
+        result = CliRunner().invoke(main, ["plan", str(sab), "--width", f"C0_1={width}"])
+        assert result.exit_code == 1
+        assert result.output.startswith(f"error: parallel region C0_1: {why}")
+        assert len(result.output.strip().splitlines()) == 1

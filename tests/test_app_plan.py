@@ -9,7 +9,8 @@ from lxml import etree
 
 from repo_paths import real_adl, shared_testdata
 from streams_k8s._native import parse_properties
-from streams_k8s.api.job import Fusion, FusionType, ParallelRegionWidth
+from streams_k8s.api.job import Fusion, ParallelRegionWidth
+from streams_k8s.api.spec_values import FusionType
 from streams_k8s.app.adl import parse_adl
 from streams_k8s.app.fusion import FusionConstraintError, host_spec
 from streams_k8s.app.model import Application

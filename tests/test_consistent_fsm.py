@@ -13,8 +13,8 @@ from streams_k8s.api.consistent_region import (
     ConsistentRegionStatus,
     PeCompletion,
     RegionState,
-    Trigger,
 )
+from streams_k8s.api.spec_values import Trigger
 from streams_k8s.consistent.fsm import (
     GAUGE_NAMES,
     STATUS_FIELDS,

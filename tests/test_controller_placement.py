@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from streams_k8s.api.contract import host_colocation_key, host_exlocation_key, host_isolation_key
-from streams_k8s.api.host_pool import HostPoolSpec, MembershipMode
+from streams_k8s.api.host_pool import HostPoolSpec
 from streams_k8s.api.processing_element import Placement, PoolLocation
+from streams_k8s.api.spec_values import MembershipMode
 from streams_k8s.controller.placement.constraints import (
     EXCLUSIVE_TAINT_KEY,
     HOSTPOOL_TAG_LABEL,

@@ -19,7 +19,8 @@ from repo_paths import real_adl
 from streams_k8s.api import Job, ParallelRegion
 from streams_k8s.api.contract import JOB_LABEL, PE_LABEL
 from streams_k8s.api.job import ParallelRegionWidth
-from streams_k8s.api.parallel_region import MAX_WIDTH, ParallelRegionSpec
+from streams_k8s.api.parallel_region import ParallelRegionSpec
+from streams_k8s.api.spec_values import MAX_WIDTH
 from streams_k8s.app.adl import parse_adl
 from streams_k8s.app.submission import SubmissionError, resolve_values, resolve_widths
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl, write_sab

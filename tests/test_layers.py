@@ -32,8 +32,10 @@ SOURCE = REPO / "python" / PACKAGE
 EVERYTHING = "everything"
 MAY_IMPORT: Mapping[str, frozenset[str]] = {
     "api": frozenset(),  # nothing of ours
-    "naming": frozenset({"api", "_native"}),
-    "app": frozenset({"api", "naming", "_native"}),
+    # The name table and the plan load no API model (so `streams-k8s plan` of a bundle loads no
+    # pydantic): of the API, the runtime contract and the specs' enums, limits and defaults only.
+    "naming": frozenset({"api.contract", "_native"}),
+    "app": frozenset({"api.contract", "api.spec_values", "naming", "_native"}),
     "k8s": frozenset(),  # nothing of ours
     "scheduler": frozenset({"_native"}),  # + k8s in its adapters: ADAPTERS below
     "consistent": frozenset({"api", "k8s", "_native", "scheduler"}),
@@ -246,6 +248,10 @@ def test_a_forbidden_import_is_reported_with_module_import_and_rule() -> None:
         ("streams_k8s.controller.coordinators", "import streams_k8s.consistent\n", "streams_k8s.consistent"),
         # no layer may reach the CLI
         ("streams_k8s.consistent.coordinator", "from streams_k8s.cli import main\n", "streams_k8s.cli"),
+        # the plan states its objects as records: it may not build the API models
+        ("streams_k8s.app.plan", "from streams_k8s.api.job import Fusion\n", "streams_k8s.api.job"),
+        ("streams_k8s.app.plan", "from streams_k8s.api import Job\n", "streams_k8s.api"),
+        ("streams_k8s.naming.table", "from streams_k8s.api.base import WireModel\n", "streams_k8s.api.base"),
     ],
 )
 def test_forbidden_imports_are_found_wherever_they_are(module: str, source: str, imported: str) -> None:
@@ -264,6 +270,8 @@ def test_forbidden_imports_are_found_wherever_they_are(module: str, source: str,
         ("streams_k8s.controller.coordinators", "from streams_k8s import __version__\n"),
         ("streams_k8s.cli.run", "from streams_k8s.controller import operator\nimport streams_k8s.sandbox\n"),
         ("streams_k8s.naming.table", "from streams_k8s._native import NameTableIndex\n"),
+        ("streams_k8s.app.plan", "from streams_k8s.api.spec_values import MAX_WIDTH\n"),
+        ("streams_k8s.naming.table", "from streams_k8s.api.contract import pe_host\n"),
         ("streams_k8s.sandbox.server", "from . import errors\nfrom .errors import ApiError\n"),
     ],
 )

@@ -61,6 +61,12 @@ class WireModel(BaseModel):
         """The JSON-ready dict a user or the API server sees (camelCase, no nulls)."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
+    @classmethod
+    def from_record(cls, record: object) -> Self:
+        """The model of a plain record with its fields' names (the plan's, `app.specs`), validated:
+        where the plan becomes the objects the controller writes."""
+        return cls.model_validate(record, from_attributes=True)
+
 
 def _check_quantity(value: str | int) -> str | int:
     if isinstance(value, str) and not QUANTITY.match(value):

@@ -7,11 +7,12 @@ from pydantic import Field
 
 from streams_k8s.api.base import PrinterColumn, Resource, Status, WireModel
 from streams_k8s.api.processing_element import ImagePullPolicy, TraceLevel
-
-
-class Trigger(StrEnum):
-    PERIODIC = "periodic"
-    OPERATOR_DRIVEN = "operatorDriven"
+from streams_k8s.api.spec_values import (
+    DRAIN_TIMEOUT,
+    MAX_CONSECUTIVE_RESET_ATTEMPTS,
+    RESET_TIMEOUT,
+    Trigger,
+)
 
 
 class RegionState(StrEnum):
@@ -59,9 +60,9 @@ class ConsistentRegionSpec(WireModel):
     num_start_operators: Annotated[int, Field(ge=0)] | None = None
     trigger: Trigger
     period: Seconds | None = Field(None, description="Seconds between checkpoints (periodic trigger).")
-    drain_timeout: Seconds = 180.0
-    reset_timeout: Seconds = 180.0
-    max_consecutive_reset_attempts: Annotated[int, Field(ge=1)] = 5
+    drain_timeout: Seconds = DRAIN_TIMEOUT
+    reset_timeout: Seconds = RESET_TIMEOUT
+    max_consecutive_reset_attempts: Annotated[int, Field(ge=1)] = MAX_CONSECUTIVE_RESET_ATTEMPTS
     pes_in_region: list[Annotated[int, Field(ge=0)]] = Field(default_factory=list)
     operators_to_start_region_map: dict[str, bool] = Field(default_factory=dict)
     operators_to_trigger_map: dict[str, bool] = Field(default_factory=dict)

@@ -18,6 +18,7 @@ from pydantic_core import core_schema
 
 from streams_k8s.api.base import GROUP, VERSION, PrinterColumn, Resource
 from streams_k8s.api.contract import APP_LABEL, APP_VALUE
+from streams_k8s.api.kinds import KINDS
 from streams_k8s.api.quantity import QUANTITY_PATTERN
 
 # File names of the original operator's manifests, so diffs against it stay readable.
@@ -185,8 +186,6 @@ def render_yaml(manifest: dict[str, Any]) -> str:
 
 def crd_files() -> dict[str, str]:
     """File name → YAML text of every CRD, as checked in under `crds/`."""
-    from streams_k8s.api import KINDS
-
     return {_FILE_NAMES[kind.kind_name]: render_yaml(crd_manifest(kind)) for kind in KINDS}
 
 

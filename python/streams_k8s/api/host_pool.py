@@ -1,16 +1,11 @@
 """HostPool: an SPL host pool of a job, mapped onto cluster nodes."""
 
-from enum import StrEnum
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
 from streams_k8s.api.base import PrinterColumn, Resource, Status, WireModel
-
-
-class MembershipMode(StrEnum):
-    SHARED = "shared"
-    EXCLUSIVE = "exclusive"
+from streams_k8s.api.spec_values import MembershipMode
 
 
 class HostPoolSpec(WireModel):

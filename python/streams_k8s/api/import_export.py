@@ -1,11 +1,11 @@
 """Import and Export: publish/subscribe of streams between jobs."""
 
-from enum import StrEnum
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
 from streams_k8s.api.base import PrinterColumn, Resource, Status, WireModel
+from streams_k8s.api.spec_values import ExportType
 
 # Where a stream goes in or out: the job (its id), PE and PE port.
 _PORT_COLUMNS = (
@@ -13,11 +13,6 @@ _PORT_COLUMNS = (
     PrinterColumn(name="PE", type="integer", json_path=".spec.peId"),
     PrinterColumn(name="Port", type="integer", json_path=".spec.portId"),
 )
-
-
-class ExportType(StrEnum):
-    BY_NAME = "ByName"
-    BY_PROPERTIES = "ByProperties"
 
 
 class StreamProperty(WireModel):

@@ -9,8 +9,8 @@ from pydantic import Field, model_validator
 
 from streams_k8s.api.base import CelRule, PrinterColumn, Resource, ResourceRequirements, Status, WireModel
 from streams_k8s.api.contract import COORDINATOR_SERVICE_AFFIXES
-from streams_k8s.api.parallel_region import MAX_WIDTH
 from streams_k8s.api.processing_element import ImagePullPolicy, ProcessingElementTemplate
+from streams_k8s.api.spec_values import DEFAULT_FUSION_MODE, MAX_WIDTH, FusionMode, FusionType, ThreadingMode
 
 
 class PullPolicy(StrEnum):
@@ -83,18 +83,6 @@ class Bundle(WireModel):
         return self
 
 
-class FusionType(StrEnum):
-    NO_CHANNEL_INFLUENCE = "noChannelInfluence"
-    CHANNEL_ISOLATION = "channelIsolation"
-    CHANNEL_EXLOCATION = "channelExlocation"
-
-
-class FusionMode(StrEnum):
-    AUTOMATIC = "automatic"
-    LEGACY = "legacy"
-    MANUAL = "manual"
-
-
 class Fusion(WireModel):
     """How operators are fused into PEs: automatic (the default), legacy, or manual N PEs."""
 
@@ -125,19 +113,12 @@ class Fusion(WireModel):
     @property
     def mode(self) -> FusionMode:
         """The fusion mode in force (automatic when none is chosen)."""
-        return next((m for m in FusionMode if self._chosen(m)), FusionMode.AUTOMATIC)
+        return next((m for m in FusionMode if self._chosen(m)), DEFAULT_FUSION_MODE)
 
 
 class DynamicThreading(WireModel):
     elastic: bool | None = None
     thread_count: Annotated[int, Field(ge=1)] | None = None
-
-
-class ThreadingMode(StrEnum):
-    AUTOMATIC = "automatic"
-    DEDICATED = "dedicated"
-    MANUAL = "manual"
-    DYNAMIC = "dynamic"
 
 
 class ThreadingModel(WireModel):

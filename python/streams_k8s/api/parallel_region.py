@@ -5,12 +5,7 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field
 
 from streams_k8s.api.base import PrinterColumn, Resource, Status, WireModel
-
-# The most channels one parallel region may have (its width, times the widths of the regions it
-# is nested in). Every channel copies the region's operators and connections into the plan: at
-# 1,000 channels a one-operator region adds about 16 MB to the operator's plan of the job, and
-# fused into a few PEs its AADL nears the 1 MiB a ConfigMap may hold. Wider is refused when written.
-MAX_WIDTH = 1000
+from streams_k8s.api.spec_values import MAX_WIDTH
 
 
 class ParallelRegionSpec(WireModel):

@@ -13,6 +13,7 @@ from streams_k8s.api.base import (
     Status,
     WireModel,
 )
+from streams_k8s.api.spec_values import DEFAULT_PE_REQUESTS
 
 
 class ImagePullPolicy(StrEnum):
@@ -87,7 +88,7 @@ class CheckpointRepository(WireModel):
 
 
 def _default_resources() -> ResourceRequirements:
-    return ResourceRequirements(requests={"cpu": "100m", "memory": "128Mi"})
+    return ResourceRequirements(requests=dict(DEFAULT_PE_REQUESTS))
 
 
 class ProcessingElementTemplate(WireModel):

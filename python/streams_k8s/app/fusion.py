@@ -14,11 +14,40 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from streams_k8s._native import FusionError, FusionNode, FusionNotice, automatic_pe_count, fuse
-from streams_k8s.api.base import ResourceRequirements
-from streams_k8s.api.job import Fusion, FusionMode
+from streams_k8s.api.spec_values import DEFAULT_FUSION_MODE, DEFAULT_PE_REQUESTS, FusionMode, FusionType
 from streams_k8s.app.topology import Node, Topology
+
+
+class Fusion(Protocol):
+    """How to fuse: a Job's `spec.fusion` (`api.job.Fusion`), or `FusionChoice`."""
+
+    @property
+    def mode(self) -> FusionMode: ...
+    @property
+    def manual(self) -> int | None: ...
+    @property
+    def type(self) -> FusionType | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class FusionChoice:
+    """A fusion given outside a Job (`streams-k8s plan` of a bundle); a Job's default when none is."""
+
+    mode: FusionMode = DEFAULT_FUSION_MODE
+    manual: int | None = None  # the PE count of manual fusion
+    type: FusionType | None = None
+
+
+class Resources(Protocol):
+    """A PE pod's resources: a Job's `ResourceRequirements` (`api.base`)."""
+
+    @property
+    def requests(self) -> Mapping[str, str | int] | None: ...
+    @property
+    def limits(self) -> Mapping[str, str | int] | None: ...
 
 
 class FusionConstraintError(ValueError):
@@ -86,12 +115,12 @@ def _fusion_node(topo: Topology, node: Node, ids: _Interner) -> FusionNode:
     )
 
 
-def _millicores(resources: ResourceRequirements | None, which: str) -> int | None:
-    values = getattr(resources, which, None) if resources else None
-    raw = values.get("cpu") if values else None
-    if raw is None:
-        return None
-    text = str(raw)
+def _cpu(values: Mapping[str, str | int] | None) -> str | int | None:
+    return values.get("cpu") if values else None
+
+
+def _millicores(cpu: str | int) -> int:
+    text = str(cpu)
     if text.endswith("m"):
         return max(1, int(float(text[:-1])))
     return max(1, int(float(text) * 1000))
@@ -107,7 +136,7 @@ def thread_counts(topo: Topology) -> tuple[int, int]:
 
 
 def target_pe_count(
-    topo: Topology, fusion: Fusion, resources: ResourceRequirements | None, nodes: int | None
+    topo: Topology, fusion: Fusion, resources: Resources | None, nodes: int | None
 ) -> int | None:
     """N for manual and automatic fusion; None for legacy."""
     mode = fusion.mode
@@ -117,12 +146,14 @@ def target_pe_count(
         assert fusion.manual is not None
         return fusion.manual
     low, high = thread_counts(topo)
+    request = _cpu(resources.requests) if resources else None
+    limit = _cpu(resources.limits) if resources else None
     return automatic_pe_count(
         len(topo.nodes),
         low,
         high,
-        _millicores(resources, "requests") or 100,
-        _millicores(resources, "limits"),
+        _millicores(DEFAULT_PE_REQUESTS["cpu"] if request is None else request),
+        None if limit is None else _millicores(limit),
         nodes,
     )
 
@@ -131,7 +162,7 @@ def fuse_topology(
     topo: Topology,
     fusion: Fusion,
     *,
-    resources: ResourceRequirements | None = None,
+    resources: Resources | None = None,
     nodes: int | None = None,
     inputs: FusionInputs | None = None,
     previous: Mapping[str, int] | None = None,

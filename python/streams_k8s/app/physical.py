@@ -7,9 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from streams_k8s.api.import_export import ExportSpec, ImportSpec
-from streams_k8s.api.processing_element import Placement
 from streams_k8s.app.model import AdlExport
+from streams_k8s.app.specs import ExportSpec, ImportSpec, Placement
 from streams_k8s.app.topology import Edge
 
 

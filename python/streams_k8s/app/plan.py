@@ -16,16 +16,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from streams_k8s.api.base import ResourceRequirements
-from streams_k8s.api.consistent_region import ConsistentRegionSpec
-from streams_k8s.api.host_pool import HostPoolSpec
-from streams_k8s.api.job import Fusion, ParallelRegionWidth, ThreadingModel
-from streams_k8s.api.parallel_region import ParallelRegionSpec
-from streams_k8s.api.processing_element import Placement, PoolLocation
+from streams_k8s.api.spec_values import ThreadingMode
 from streams_k8s.app.aadl import AadlError, pe_aadls
 from streams_k8s.app.collector import collector_paused
-from streams_k8s.app.fusion import FusionConstraintError, FusionInputs, fuse_topology
+from streams_k8s.app.fusion import Fusion, FusionConstraintError, FusionInputs, Resources, fuse_topology
 from streams_k8s.app.model import Application
 from streams_k8s.app.physical import PeInputPort, PeOutputPort, PlannedPe, PortIndex
 from streams_k8s.app.plan_regions import (
@@ -35,7 +31,15 @@ from streams_k8s.app.plan_regions import (
     parallel_regions,
 )
 from streams_k8s.app.plan_streams import check_subscriptions, export_spec, import_spec
+from streams_k8s.app.specs import (
+    ConsistentRegionSpec,
+    HostPoolSpec,
+    ParallelRegionSpec,
+    Placement,
+    PoolLocation,
+)
 from streams_k8s.app.submission import (
+    RegionWidth,
     SubmissionError,
     WidthOverride,
     apply_overrides,
@@ -50,6 +54,13 @@ _LAST = 2**63  # sort key of ports with no peer PE (imports, exports)
 # What planning raises for the application itself (a submission-time value or width, its topology,
 # its fusion constraints, a value its AADL cannot hold): a new spec or bundle is needed.
 PLANNING_ERRORS = (SubmissionError, TopologyError, FusionConstraintError, AadlError)
+
+
+class Threading(Protocol):
+    """The threading model a Job's spec sets (`api.job.ThreadingModel`)."""
+
+    @property
+    def mode(self) -> ThreadingMode | None: ...
 
 
 def _signature(topo: Topology, pe: PlannedPe, ports: PortIndex) -> tuple[object, ...]:
@@ -231,7 +242,7 @@ def plan_topology(
     *,
     job_name: str,
     job_id: int = 0,
-    resources: ResourceRequirements | None = None,
+    resources: Resources | None = None,
     nodes: int | None = None,
     previous: Plan | None = None,
     ids_from: Mapping[int, Sequence[str]] | None = None,
@@ -300,17 +311,17 @@ def plan_application(
     job_name: str,
     job_id: int = 0,
     submission_values: Mapping[str, str] | None = None,
-    widths: Sequence[ParallelRegionWidth] = (),
-    resources: ResourceRequirements | None = None,
+    widths: Sequence[RegionWidth] = (),
+    resources: Resources | None = None,
     nodes: int | None = None,
-    threading: ThreadingModel | None = None,
+    threading: Threading | None = None,
     ids_from: Mapping[int, Sequence[str]] | None = None,
 ) -> Plan:
     """The whole pipeline from a parsed ADL: values, widths, topology, fusion, PEs (``ids_from``:
     see `plan_topology`)."""
     given = match_values(app, submission_values or {})
     values = resolve_values(app, submission_values or {})
-    region_widths = resolve_widths(app, values, [WidthOverride(w.alias, w.width) for w in widths])
+    region_widths = resolve_widths(app, values, widths)
     mode = threading.mode if threading else None
     topo = build_topology(
         app, region_widths, given_values=given, default_threading=mode.value if mode else None
@@ -330,9 +341,9 @@ class PlanDiff:
 
 def refuse_with_widths(
     previous: Plan,
-    widths: Sequence[ParallelRegionWidth],
+    widths: Sequence[RegionWidth],
     *,
-    resources: ResourceRequirements | None = None,
+    resources: Resources | None = None,
     nodes: int | None = None,
 ) -> tuple[Plan, PlanDiff]:
     """Re-fuse after width changes; node indices and PE ids are kept where operators survive.
@@ -341,7 +352,7 @@ def refuse_with_widths(
     re-rendered (with the collector paused, see `collector`).
     """
     topo = previous.topology
-    new_widths = apply_overrides(topo.app, topo.widths, [WidthOverride(w.alias, w.width) for w in widths])
+    new_widths = apply_overrides(topo.app, topo.widths, widths)
     with collector_paused():
         new_topo = build_topology(topo.app, new_widths, topo)
         plan = plan_topology(
@@ -361,7 +372,7 @@ def plan_at_widths(base: Plan, widths: Mapping[str, int]) -> Plan:
     when they are its own), so the same widths always give the same PEs whatever the history."""
     if all(base.topology.widths.get(i) == w for i, w in _by_index(base, widths).items()):
         return base
-    plan, _ = refuse_with_widths(base, [ParallelRegionWidth(alias=a, width=w) for a, w in widths.items()])
+    plan, _ = refuse_with_widths(base, [WidthOverride(a, w) for a, w in widths.items()])
     return plan
 
 

@@ -1,7 +1,7 @@
 """The plan's host pools, parallel regions and consistent regions, as the job's objects state them.
 
-Defaults are the API models' (a consistent region's timeouts and reset attempts when its
-annotation leaves them out): the plan passes only what the application declares.
+Defaults are the API models' (`api.spec_values`: a consistent region's timeouts and reset attempts
+when its annotation leaves them out): the plan passes only what the application declares.
 """
 
 from __future__ import annotations
@@ -9,11 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from streams_k8s.api.consistent_region import ConsistentRegionSpec, Trigger
-from streams_k8s.api.host_pool import HostPoolSpec, MembershipMode
-from streams_k8s.api.parallel_region import ParallelRegionSpec
+from streams_k8s.api.spec_values import MembershipMode, Trigger
 from streams_k8s.app.model import AdlConsistentRegion
 from streams_k8s.app.physical import PlannedPe
+from streams_k8s.app.specs import ConsistentRegionSpec, HostPoolSpec, ParallelRegionSpec
 from streams_k8s.app.topology import Node, Topology
 
 
@@ -82,7 +81,6 @@ def _consistent_region(
     settings: dict[str, Any] = {}
     if config is not None:
         declared_settings = {
-            "period": config.period if periodic else None,
             "drain_timeout": config.drain_timeout,
             "reset_timeout": config.reset_timeout,
             "max_consecutive_reset_attempts": config.max_consecutive_reset_attempts,
@@ -93,6 +91,7 @@ def _consistent_region(
         logical_index=logical,
         num_start_operators=sum(starts.values()),
         trigger=Trigger.PERIODIC if periodic else Trigger.OPERATOR_DRIVEN,
+        period=config.period if config is not None and periodic else None,
         pes_in_region=pes,
         operators_to_start_region_map=starts,
         operators_to_trigger_map=triggers,

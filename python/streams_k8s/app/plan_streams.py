@@ -6,17 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from streams_k8s.api.import_export import (
+from streams_k8s.api.spec_values import ExportType
+from streams_k8s.app.physical import PeInputPort, PeOutputPort, PlannedPe
+from streams_k8s.app.specs import (
     ExportedStream,
     ExportSpec,
-    ExportType,
     ImportedStreams,
     ImportSpec,
     NameBasedImport,
     PropertyBasedImport,
     StreamProperty,
 )
-from streams_k8s.app.physical import PeInputPort, PeOutputPort, PlannedPe
 from streams_k8s.app.topology import Topology
 
 

@@ -10,13 +10,23 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from streams_k8s.api.parallel_region import MAX_WIDTH
+from streams_k8s.api.spec_values import MAX_WIDTH
 from streams_k8s.app.model import AdlParallelRegion, Application, SubmissionTimeValue
 
 
 class SubmissionError(ValueError):
     """The submission-time values or width overrides do not fit the application."""
+
+
+class RegionWidth(Protocol):
+    """A width given for the regions ``alias`` names: a Job's `ParallelRegionWidth`, a `WidthOverride`."""
+
+    @property
+    def alias(self) -> str: ...
+    @property
+    def width(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,14 +125,14 @@ def _width_of(region: AdlParallelRegion, values: Mapping[int, str], app: Applica
 
 
 def resolve_widths(
-    app: Application, values: Mapping[int, str], overrides: Sequence[WidthOverride] = ()
+    app: Application, values: Mapping[int, str], overrides: Sequence[RegionWidth] = ()
 ) -> dict[int, int]:
     """Width of every parallel region (by region index); the last matching override wins."""
     return apply_overrides(app, {r.index: _width_of(r, values, app) for r in app.parallel_regions}, overrides)
 
 
 def apply_overrides(
-    app: Application, widths: Mapping[int, int], overrides: Sequence[WidthOverride]
+    app: Application, widths: Mapping[int, int], overrides: Sequence[RegionWidth]
 ) -> dict[int, int]:
     """``widths`` with the overrides applied (alias patterns, last match wins), all checked to be
     from 1 to MAX_WIDTH (widths from submission-time values are not checked by the CRD)."""

@@ -30,12 +30,21 @@ import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-from streams_k8s.api.import_export import StreamProperty
+from typing import Any, Protocol
 
 Scalar = str | int | float
 Value = Scalar | tuple[Scalar, ...]
+
+
+class StreamProperty(Protocol):
+    """A property of an exported stream (an Export's, `api.import_export.StreamProperty`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def values(self) -> Sequence[str]: ...
 
 
 class SubscriptionError(ValueError):

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from streams_k8s.api.parallel_region import MAX_WIDTH
+from streams_k8s.api.spec_values import MAX_WIDTH
 from streams_k8s.app.model import (
     AdlExport,
     AdlHostPool,

@@ -1,7 +1,8 @@
 """``streams-k8s plan``: what a bundle or Job becomes (PEs, ports, AADL, name table), offline.
 
-What only one output or one kind of source needs (YAML, JSON, the ConfigMaps, the Job model) is
-imported where it is used: the plan's start is mostly imports (`tests/test_cli_imports.py`).
+What only one output or one kind of source needs (YAML, JSON, the ConfigMaps, the Job model and
+pydantic) is imported where it is used: the plan's start is mostly imports
+(`tests/test_cli_imports.py`). A bundle is planned with plain records, its Job's settings defaults.
 """
 
 from __future__ import annotations
@@ -12,21 +13,32 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
-from pydantic import ValidationError
 
-from streams_k8s.api.job import Fusion, ParallelRegionWidth
+from streams_k8s.api.spec_values import FusionMode
 from streams_k8s.app.aadl import AadlError
 from streams_k8s.app.adl import AdlError, parse_adl
 from streams_k8s.app.bundle import BundleError, read_bundle
-from streams_k8s.app.fusion import FusionConstraintError
+from streams_k8s.app.fusion import Fusion, FusionChoice, FusionConstraintError
 from streams_k8s.app.plan import Plan, PlanDiff, plan_application, refuse_with_widths
-from streams_k8s.app.submission import SubmissionError
+from streams_k8s.app.submission import RegionWidth, SubmissionError, WidthOverride
 from streams_k8s.app.topology import TopologyError
 
 if TYPE_CHECKING:
+    from pydantic import ValidationError
+
     from streams_k8s.api.job import Job
     from streams_k8s.app.physical import PlannedPe
     from streams_k8s.controller.jobs.upgrade_diff import UpgradeDiff
+
+
+class InvalidJob(ValueError):
+    """A Job manifest its model refuses (the first problem, named by its field)."""
+
+    @classmethod
+    def of(cls, err: ValidationError) -> InvalidJob:
+        first = err.errors()[0]
+        return cls(f"invalid Job: {'.'.join(map(str, first['loc']))}: {first['msg']}")
+
 
 _ERRORS = (
     BundleError,
@@ -35,7 +47,7 @@ _ERRORS = (
     TopologyError,
     FusionConstraintError,
     AadlError,
-    ValidationError,
+    InvalidJob,
     OSError,
 )
 
@@ -43,14 +55,22 @@ _ERRORS = (
 _LIVE_JOB = re.compile(r"^(?:stj|streamsjobs?)(?:\.streams\.ibm\.com)?/(?P<name>[^/]+)$")
 
 
-def _fusion(text: str | None) -> Fusion | None:
+def _fusion(text: str | None) -> FusionChoice | None:
     if text is None:
         return None
     if text in ("legacy", "automatic"):
-        return Fusion(legacy=True) if text == "legacy" else Fusion(automatic=True)
-    if text.startswith("manual="):
-        return Fusion(manual=int(text.removeprefix("manual=")))
-    raise click.BadParameter("use manual=N, legacy or automatic", param_hint="--fusion")
+        return FusionChoice(FusionMode(text))
+    count = text.removeprefix("manual=")
+    if text.startswith("manual=") and count.isdecimal() and int(count) >= 1:
+        return FusionChoice(FusionMode.MANUAL, manual=int(count))
+    raise click.BadParameter("use manual=N (N PEs, at least 1), legacy or automatic", param_hint="--fusion")
+
+
+def _widths(values: tuple[str, ...]) -> list[WidthOverride]:
+    pairs = _pairs(values, "--width")
+    if (bad := next((v for _, v in pairs if not v.strip().isdecimal()), None)) is not None:
+        raise click.BadParameter(f"'{bad}' is not a width (a whole number)", param_hint="--width")
+    return [WidthOverride(alias, int(width)) for alias, width in pairs]
 
 
 def _pairs(values: tuple[str, ...], what: str) -> list[tuple[str, str]]:
@@ -140,13 +160,11 @@ def _load(source: Path) -> tuple[bytes, Job | None]:
     if source.suffix in (".yaml", ".yml", ".json"):
         import yaml
 
-        from streams_k8s.api.job import Job
-
         try:
             manifest = yaml.safe_load(source.read_text())
         except yaml.YAMLError as err:  # one line, as every other error of a source
             raise BundleError(f"{source.name} is not YAML: {' '.join(str(err).split())}") from None
-        job = Job.model_validate(manifest)
+        job = _job(manifest)
         if job.spec.bundle.file is None:
             raise BundleError("the Job's bundle is not a local file (bundle.file.path); plan needs the SAB")
         path = Path(job.spec.bundle.file.path)
@@ -158,6 +176,18 @@ def _load(source: Path) -> tuple[bytes, Job | None]:
     if source.suffix == ".adl":
         return source.read_bytes(), None
     return read_bundle(source).adl, None
+
+
+def _job(manifest: Any) -> Job:
+    """The Job model of a manifest, or `InvalidJob`."""
+    from pydantic import ValidationError
+
+    from streams_k8s.api.job import Job
+
+    try:
+        return Job.model_validate(manifest)
+    except ValidationError as err:
+        raise InvalidJob.of(err) from None
 
 
 @click.command("plan")
@@ -212,9 +242,9 @@ def plan(
         adl, job = _load(source)
         app = parse_adl(adl, what=source.name)
         spec = job.spec if job else None
-        fusion = _fusion(fusion_text) or (spec.fusion if spec else Fusion())
-        width_list = [ParallelRegionWidth(alias=a, width=int(w)) for a, w in _pairs(widths, "--width")]
-        base_widths = list(spec.parallel_regions) if spec else []
+        fusion: Fusion = _fusion(fusion_text) or (spec.fusion if spec else FusionChoice())
+        width_list = _widths(widths)
+        base_widths: list[RegionWidth] = list(spec.parallel_regions) if spec else []
         kwargs: dict[str, Any] = {
             "job_name": job.metadata.name if job and job.metadata and job.metadata.name else "job",
             "submission_values": {
@@ -232,7 +262,7 @@ def plan(
             )
             _emit_diff(after, changes, output)
             return
-        result = plan_application(app, fusion, widths=base_widths + width_list, **kwargs)
+        result = plan_application(app, fusion, widths=[*base_widths, *width_list], **kwargs)
     except _ERRORS as err:
         _fail(err)
     for notice in result.notices:
@@ -266,11 +296,11 @@ def _emit_diff(plan: Plan, changes: PlanDiff, output: str) -> None:
 def _bare_job(bundle: Path, like: Job | None) -> Job:
     """The Job a bare bundle stands for: ``like`` (the other side's Job) running it, else a Job
     named ``job`` of default settings."""
-    from streams_k8s.api.job import Bundle, Job
+    from streams_k8s.api.job import Bundle
 
     source = {"name": bundle.name, "file": {"path": str(bundle)}}
     if like is None:
-        return Job.model_validate({"metadata": {"name": "job"}, "spec": {"bundle": source}})
+        return _job({"metadata": {"name": "job"}, "spec": {"bundle": source}})
     spec = like.spec.model_copy(update={"bundle": Bundle.model_validate(source)})
     return like.model_copy(update={"spec": spec})
 
@@ -311,6 +341,8 @@ def _emit_upgrade(
     source: Path, against: str, nodes: int | None, output: str, cluster: dict[str, str | None]
 ) -> None:
     """What the job controller does when the Job ``against`` is edited into ``source``."""
+    from pydantic import ValidationError
+
     from streams_k8s.controller.planning import SubmissionFailure
 
     if output in ("html", "svg"):
@@ -321,6 +353,8 @@ def _emit_upgrade(
             changes = _live_upgrade(source, live["name"], cluster)
         else:
             changes = _offline_upgrade(source, Path(against), nodes)
+    except ValidationError as err:
+        _fail(InvalidJob.of(err))
     except (*_ERRORS, SubmissionFailure) as err:
         _fail(err)
     data = changes.to_wire()
@@ -337,8 +371,5 @@ def _emit_upgrade(
 
 def _fail(err: Exception) -> NoReturn:
     message = str(err).splitlines()[0] if str(err) else type(err).__name__
-    if isinstance(err, ValidationError):
-        first = err.errors()[0]
-        message = f"invalid Job: {'.'.join(map(str, first['loc']))}: {first['msg']}"
     click.echo(f"error: {message}", err=True)
     sys.exit(1)

@@ -18,8 +18,8 @@ import orjson
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from streams_k8s.api.consistent_region import Trigger
 from streams_k8s.api.contract import COORDINATOR_API_PORT, coordinator_service_name
+from streams_k8s.api.spec_values import Trigger
 from streams_k8s.consistent.fsm import (
     BlockingCheckpointDone,
     CheckpointDone,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from streams_k8s.api.job import FusionMode, FusionType
+from streams_k8s.api.spec_values import FusionMode, FusionType
 from streams_k8s.app.fusion import host_spec
 from streams_k8s.app.plan import Plan
 from streams_k8s.app.topology import Node, Topology

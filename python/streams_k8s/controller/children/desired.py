@@ -33,6 +33,7 @@ from streams_k8s.api.consistent_region import (
     ConsistentRegion,
     ConsistentRegionOperator,
     ConsistentRegionOperatorSpec,
+    ConsistentRegionSpec,
     CoordinatorMode,
 )
 from streams_k8s.api.contract import (
@@ -41,10 +42,10 @@ from streams_k8s.api.contract import (
     CR_LABEL,
     coordinator_name,
 )
-from streams_k8s.api.host_pool import HostPool
-from streams_k8s.api.import_export import Export, Import
+from streams_k8s.api.host_pool import HostPool, HostPoolSpec
+from streams_k8s.api.import_export import Export, ExportSpec, Import, ImportSpec
 from streams_k8s.api.job import Job
-from streams_k8s.api.parallel_region import ParallelRegion
+from streams_k8s.api.parallel_region import ParallelRegion, ParallelRegionSpec
 from streams_k8s.app.plan import Plan
 from streams_k8s.app.plan_streams import InvalidSubscription
 from streams_k8s.controller.children.config_maps import name_table_config_map, pe_config_map
@@ -135,18 +136,20 @@ def _regions_and_streams(plan: Plan, metadata: ChildMetadata) -> Iterator[Desire
     """Host pools, parallel regions, then the Exports and the Imports of the PEs' ports."""
     job = metadata.job
     for pool in plan.host_pools:
-        yield _ours(HOSTPOOLS, HostPool.kind_name, metadata(host_pool_name(job, pool.index)), pool)
+        name = host_pool_name(job, pool.index)
+        yield _ours(HOSTPOOLS, HostPool.kind_name, metadata(name), HostPoolSpec.from_record(pool))
     for region in plan.parallel_regions:
         name = parallel_region_name(job, region.index)
-        yield _ours(PARALLEL_REGIONS, ParallelRegion.kind_name, metadata(name), region)
+        spec = ParallelRegionSpec.from_record(region)
+        yield _ours(PARALLEL_REGIONS, ParallelRegion.kind_name, metadata(name), spec)
     for pe in plan.pes:
         for exported in pe.exports:
             name = pe_port_name(job, pe.id, exported.port_id)
-            yield _ours(EXPORTS, Export.kind_name, metadata(name), exported)
+            yield _ours(EXPORTS, Export.kind_name, metadata(name), ExportSpec.from_record(exported))
     for pe in plan.pes:
         for imported in pe.imports:
             name = pe_port_name(job, pe.id, imported.port_id)
-            yield _ours(IMPORTS, Import.kind_name, metadata(name), imported)
+            yield _ours(IMPORTS, Import.kind_name, metadata(name), ImportSpec.from_record(imported))
 
 
 def _coordination(
@@ -167,4 +170,5 @@ def _coordination(
     yield _ours(CONSISTENT_REGION_OPERATORS, ConsistentRegionOperator.kind_name, metadata(name), operator)
     for region in plan.consistent_regions:
         name = consistent_region_name(metadata.job, region.region_index)
-        yield _ours(CONSISTENT_REGIONS, ConsistentRegion.kind_name, metadata(name, {CR_LABEL: name}), region)
+        spec = ConsistentRegionSpec.from_record(region)
+        yield _ours(CONSISTENT_REGIONS, ConsistentRegion.kind_name, metadata(name, {CR_LABEL: name}), spec)

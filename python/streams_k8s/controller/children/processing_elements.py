@@ -7,7 +7,7 @@ from typing import Any
 from streams_k8s.api.base import API_VERSION
 from streams_k8s.api.contract import CR_LABEL, pe_service_name
 from streams_k8s.api.job import Job, JobState
-from streams_k8s.api.processing_element import ProcessingElement, ProcessingElementSpec
+from streams_k8s.api.processing_element import Placement, ProcessingElement, ProcessingElementSpec
 from streams_k8s.app.physical import PlannedPe
 from streams_k8s.controller.children.metadata import ChildMetadata, pe_labels
 from streams_k8s.controller.children.resources import divide_resources
@@ -45,7 +45,7 @@ def pe_spec(job: Job, pe: PlannedPe, pes: int) -> ProcessingElementSpec:
         sab_name=job.spec.bundle.name,
         operators=pe.operators,
         regions=pe.regions,
-        placement=pe.placement,
+        placement=Placement.from_record(pe.placement),
         input_ports=len(pe.inputs),
         restartable=pe.restartable,
         suspended=job.spec.state is JobState.SUSPENDED,

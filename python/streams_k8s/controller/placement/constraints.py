@@ -29,8 +29,9 @@ from streams_k8s.api.contract import (
     host_isolation_key,
     token_digest,
 )
-from streams_k8s.api.host_pool import HostPoolSpec, MembershipMode
+from streams_k8s.api.host_pool import HostPoolSpec
 from streams_k8s.api.processing_element import Placement
+from streams_k8s.api.spec_values import MembershipMode
 from streams_k8s.controller.placement.label_values import LabelValueError, sanitize_label_value
 
 HOSTPOOL_TAG_LABEL = "streams.ibm.com/hostpool"

@@ -31,7 +31,7 @@ from typing import Any
 
 from aiohttp import web
 
-from streams_k8s.api.import_export import ExportType
+from streams_k8s.api.spec_values import ExportType
 from streams_k8s.controller.children.names import pe_port_name
 from streams_k8s.controller.kinds import EXPORTS, IMPORTS
 from streams_k8s.controller.pubsub.bodies import (

@@ -32,7 +32,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from streams_k8s.api.contract import APPLICATION_NAME_ANNOTATION, APPLICATION_SCOPE_ANNOTATION, JOB_LABEL
-from streams_k8s.api.import_export import Export, ExportType, Import
+from streams_k8s.api.import_export import Export, Import
+from streams_k8s.api.spec_values import ExportType
 from streams_k8s.app.subscription_expression import (
     Subscription,
     SubscriptionError,

@@ -43,8 +43,8 @@ from streams_k8s.api.contract import (
     USER_PORT_PREFIX,
     pe_service_name,
 )
-from streams_k8s.api.parallel_region import MAX_WIDTH
 from streams_k8s.api.processing_element import Connectivity, ProcessingElement
+from streams_k8s.api.spec_values import MAX_WIDTH
 from streams_k8s.controller.kinds import JOBS, PARALLEL_REGIONS, PES
 from streams_k8s.controller.pes.lifecycle import PENDING, pod_phase, started_status
 from streams_k8s.controller.pes.pods_by_owner import PodsByOwner

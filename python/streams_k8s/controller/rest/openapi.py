@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from streams_k8s.api.parallel_region import MAX_WIDTH
 from streams_k8s.api.processing_element import Connectivity
+from streams_k8s.api.spec_values import MAX_WIDTH
 
 NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")  # a job, or an endpoint
 ID = re.compile(r"^[0-9]{1,19}$")  # a job or PE id
