@@ -1,5 +1,6 @@
 """An edit resumed after a restart plans the same PEs, with the same ids, as when it started
-(`upgrade_diff.resumed_ids`), though the applied spec's plan made again numbers the PEs otherwise."""
+(`upgrade_diff.resumed_ids`), though the applied spec's plan made again numbers the PEs otherwise;
+a rollback gives back the PEs the edit it undoes removed with their ids (`upgrade_diff.given_back`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 from streams_k8s.api.job import Job
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
-from streams_k8s.controller.jobs.upgrade_diff import pe_operators, plan_edit, resumed_ids
+from streams_k8s.controller.jobs.upgrade_diff import given_back, pe_operators, plan_edit, resumed_ids
 from streams_k8s.controller.planning import plan_job, read_application
 
 
@@ -42,3 +43,23 @@ def test_a_resumed_width_edit_keeps_the_ids_it_started_with(tmp_path: Path) -> N
     ids = resumed_ids(pe_operators(running), next_pe_id)
     resumed = plan_edit(new, app, job_id=0, nodes=2, running=running, applied=old.spec, ids=ids)
     assert pe_operators(resumed) == pe_operators(started)
+
+
+def test_a_rollback_resumed_after_a_restart_gives_back_the_removed_pes_their_ids(tmp_path: Path) -> None:
+    spec = SyntheticSpec(chains=2, length=3, regions=2, width_values=True, required_values=True)
+    bundle = write_sab(tmp_path / "app.sab", spec)
+    app = read_application(str(bundle), bundle.name)
+    old, new = _job(bundle, "3"), _job(bundle, "2")
+    stable = plan_job(old, app, job_id=0, nodes=2)
+    edit = plan_edit(new, app, job_id=0, nodes=2, running=stable, applied=old.spec)
+    removed = sorted(set(pe_operators(stable)) - set(pe_operators(edit)))
+    assert removed  # the edit removes PEs, which the rollback makes again
+    # restarted before the rollback made them: the applied spec's plan made again numbers them anew
+    live = pe_operators(edit)
+    again = plan_job(old, app, job_id=0, nodes=2, ids_from=live)
+    naive = plan_edit(old, app, job_id=0, nodes=2, running=again, applied=new.spec)
+    assert pe_operators(naive) != pe_operators(stable)
+    above = max([max(live) + 1, max(pe_operators(stable)) + 1])
+    ids = {**resumed_ids(live, above), **given_back(pe_operators(again), live, removed)}
+    back = plan_edit(old, app, job_id=0, nodes=2, running=again, applied=new.spec, ids=ids)
+    assert pe_operators(back) == pe_operators(stable)
