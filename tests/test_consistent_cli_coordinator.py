@@ -4,7 +4,8 @@ REST API and the metrics, takes its job's regions on, and stops cleanly on SIGTE
 from __future__ import annotations
 
 import asyncio
-import socket
+import contextlib
+import re
 import sys
 from pathlib import Path
 
@@ -18,16 +19,31 @@ from streams_k8s.k8s.client import KubeClient
 from streams_k8s.sandbox import Sandbox
 
 CLI = [sys.executable, "-c", "from streams_k8s.cli import main; main()", "coordinator"]
+# What the process logs once it listens: the ports it was given, or bound (port 0).
+_API = re.compile(r"consistent-region API on :(\d+)")
+_HEALTH = re.compile(r"serving health on :(\d+) and metrics on :(\d+)")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+async def _listening(proc: asyncio.subprocess.Process) -> tuple[int, int, int]:
+    """(api, health, metrics) ports, as the process logs them when it listens. It binds port 0:
+    a free port picked beforehand could be taken meanwhile (the process then exited at once, and
+    the test waited for it in vain); an exit before it listens fails with what it said."""
+    assert proc.stderr is not None
+    said: list[str] = []
+    api = health = None
+    while api is None or health is None:
+        line = (await proc.stderr.readline()).decode()
+        if not line:
+            raise AssertionError(f"the coordinator exited before it listened: {''.join(said)[-2000:]}")
+        said.append(line)
+        if found := _API.search(line):
+            api = int(found[1])
+        elif found := _HEALTH.search(line):
+            health = (int(found[1]), int(found[2]))
+    return api, *health
 
 
 async def test_the_coordinator_process_serves_its_jobs_regions_and_stops_on_sigterm() -> None:
-    api, metrics, health = free_port(), free_port(), free_port()
     async with Sandbox(simulate=False) as sb, await KubeClient.connect(str(sb.kubeconfig_path)) as client:
         await client.create(
             CONSISTENT_REGIONS,
@@ -43,10 +59,12 @@ async def test_the_coordinator_process_serves_its_jobs_regions_and_stops_on_sigt
             },
         )
         args = ["--job", "wc", "-n", "default", "--kubeconfig", str(sb.kubeconfig_path)]
-        args += ["--bind-address", "127.0.0.1", "--api-port", str(api), "--metrics-port", str(metrics)]
-        args += ["--health-port", str(health), "--no-udp-hints", "--log-format", "text"]
+        args += ["--bind-address", "127.0.0.1", "--api-port", "0", "--metrics-port", "0"]
+        args += ["--health-port", "0", "--no-udp-hints", "--log-format", "text"]
         proc = await asyncio.create_subprocess_exec(*CLI, *args, stderr=asyncio.subprocess.PIPE)
         try:
+            # a process started under load takes seconds to import: the deadline only bounds a hang
+            api, health, metrics = await asyncio.wait_for(_listening(proc), 120)
             async with aiohttp.ClientSession() as http:
 
                 async def serving() -> bool:
@@ -64,7 +82,8 @@ async def test_the_coordinator_process_serves_its_jobs_regions_and_stops_on_sigt
                 async with http.get(f"http://127.0.0.1:{health}/readyz") as r:
                     assert r.status == 200
         finally:
-            proc.terminate()
+            with contextlib.suppress(ProcessLookupError):  # exited already: the error says why
+                proc.terminate()
             _, stderr = await asyncio.wait_for(proc.communicate(), 20)
     assert proc.returncode == 0, stderr.decode()[-2000:]
     assert 'state{ConsistentRegion="ConsistentRegion_0"} 0.0' in text

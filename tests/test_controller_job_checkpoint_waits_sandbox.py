@@ -1,8 +1,9 @@
 """``checkpoint-first`` where it waits, end to end with the coordinator running: a checkpoint that
 does not complete holds the edit past ``checkpointTimeoutSeconds`` (nothing replaced, never a
 stateless start; SpecApplied CheckpointOverdue, Stalled, a Warning Event) until it does, or until
-the edit is rolled back (its hold released; a hold the user set stays); a suspend checkpoints every
-region before the first pod goes, and the resume resets the regions to that checkpoint."""
+the edit is rolled back (its hold released; a hold the user set stays, through a checkpoint-first
+edit too); a suspend checkpoints every region before the first pod goes, and the resume resets the
+regions to that checkpoint."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from job_inventory import pe_pods
 from k8s_support import eventually_async
 from operator_support import condition, job_status, wait_for_phase
+from streams_k8s.controller.checkpoints import HOLD_ANNOTATION
 from streams_k8s.controller.kinds import CONSISTENT_REGIONS, JOBS
 from streams_k8s.k8s.events import EVENTS
 from streams_k8s.sandbox import Sandbox
@@ -152,3 +154,33 @@ async def test_a_rolled_back_checkpoint_first_edit_releases_its_hold_and_a_users
         await eventually_async(lambda: applied(job, 3), within=60)
         (region,) = await job.regions()
         assert region["spec"]["holdDrains"] is True
+
+
+@SANDBOX
+async def test_a_checkpoint_first_edit_keeps_a_hold_the_user_set_and_still_waits_for_its_checkpoint(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The user holds one region's drains; a checkpoint-first edit checkpoints both regions before
+    the first pod goes, holds the other one's drains itself, and releases only that hold."""
+    async with consistent_job(
+        sandbox, monkeypatch, tmp_path, synthetic(tmp_path, regions=2), upgradeMode="checkpoint-first"
+    ) as job:
+        held, other = (r["metadata"]["name"] for r in await job.regions())
+        await job.client.patch(CONSISTENT_REGIONS, held, {"spec": {"holdDrains": True}}, "default")
+        before = [s.get("lastCompletedSeqID") or 0 for s in await job.statuses()]
+        await job.client.patch(JOBS, job.name, TRACE, "default")
+        await eventually_async(lambda: applied(job, 2), within=60)
+        deleted = [
+            r.time
+            for r in sandbox.requests
+            if r.method == "DELETE" and re.search(rf"/pods/{job.name}-\d+-", r.path) and r.status < 300
+        ]
+        assert deleted
+        for was, status in zip(before, await job.statuses(), strict=True):
+            asked = status["checkpointRequest"]
+            assert asked["seqID"] > was  # a new checkpoint, on the edit's request
+            assert asked["completed"] / 1000 <= min(deleted)  # complete before the first pod went
+        regions = {r["metadata"]["name"]: r for r in await job.regions()}
+        assert regions[held]["spec"]["holdDrains"] is True
+        assert "holdDrains" not in regions[other]["spec"]
+        assert all(HOLD_ANNOTATION not in (r["metadata"].get("annotations") or {}) for r in regions.values())

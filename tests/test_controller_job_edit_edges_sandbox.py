@@ -3,7 +3,8 @@ ParallelRegion, an edit compares the regions, Exports and Imports it writes with
 that run (not the spec's), so what the user or the coordinator set on a region the edit leaves as it
 was is kept; a bundle edit deletes the ParallelRegions, ConsistentRegions and coordinator of what it
 drops; an operator stopped after the commit recorded the new widths but before the Job's status
-said so finishes the same edit (the same PE ids)."""
+said so finishes the same edit (the same PE ids); one stopped in the middle of a rollback finishes
+it with the PEs that ran before the undone edit (the same ids, none twice)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 import test_controller_job_edits_sandbox as edits
 from job_inventory import pe_pods
 from k8s_support import eventually_async
-from operator_support import job_manifest, job_status, operator
+from operator_support import job_manifest, job_status, operator, wait_for_phase
 from streams_k8s.api.contract import JOB_LABEL
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.controller.kinds import (
@@ -179,3 +180,61 @@ async def test_a_resized_region_keeps_its_width_through_edit_after_edit_and_a_re
             )
             await edits.applied(client, "wide", 5)
             assert await region_widths(client, "wide") == [(2, 2)]
+
+
+@pytest.mark.sandbox(nodes=2)
+async def test_a_rollback_resumed_after_a_restart_gives_back_the_stable_pes_with_their_ids(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A resized job is upgraded to a bundle that drops a chain, with pods that fit no node: the
+    edit removes the dropped chain's PEs, times out and is rolled back; the operator stops before
+    the rollback has made them again (PE creates refused). The next operator finishes the rollback
+    with the PEs that ran before the edit, the same ids and operators: the rollback's record says
+    which ids it gives back, and what the undone edit started from."""
+    (tmp_path / "v1").mkdir()
+    (tmp_path / "v2").mkdir()
+    v1 = write_sab(tmp_path / "v1" / "app.sab", SyntheticSpec(chains=2, length=3, regions=1))
+    v2 = write_sab(tmp_path / "v2" / "app.sab", SyntheticSpec(chains=1, length=3, regions=1))
+    manifest = job_manifest("rb", v1, fusion={"legacy": True}, stableAfterSeconds=0)
+    edit = {
+        "bundle": {"file": {"path": str(v2)}},
+        "processingElement": {"resources": {"requests": {"cpu": "500"}}},  # fits no node
+        "submissionTimeOutInSeconds": 4,
+    }
+    async with await KubeClient.connect(str(sandbox.kubeconfig_path)) as client:
+        async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+            await client.create(JOBS, manifest)
+            await edits.applied(client, "rb", 1)
+            (region,) = await edits.regions_of(client, "rb")
+            scale = {"spec": {"replicas": 3}}
+            await client.patch(
+                PARALLEL_REGIONS, region["metadata"]["name"], scale, "default", subresource="scale"
+            )
+
+            async def resized() -> bool:
+                return await region_widths(client, "rb") == [(3, 3)]
+
+            await eventually_async(resized, within=30)
+            await edits.applied(client, "rb", 1)
+
+            async def stable() -> bool:
+                return (await job_status(client, "rb")).get("lastStableGeneration") == 1
+
+            await eventually_async(stable, within=20)
+            ran = {i: s["operators"] for i, s in (await pe_specs(client, "rb")).items()}
+            await client.patch(JOBS, "rb", {"spec": edit}, "default")
+
+            async def removed() -> bool:
+                return not set(ran) <= set(await pe_specs(client, "rb"))
+
+            await eventually_async(removed, within=20)
+            sandbox.faults.fail(500, None, verb="create", resource="streamspes")  # not made again
+            await wait_for_phase(client, "rb", "RollingBack", within=30)
+        sandbox.faults.clear()
+        assert (await job_status(client, "rb"))["phase"] == "RollingBack"  # stopped mid-rollback
+        assert not set(ran) <= set(await pe_specs(client, "rb"))
+        async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+            await wait_for_phase(client, "rb", "RolledBack", within=60)
+            await eventually_async(lambda: edits._pods_ready(client, "rb", len(ran)), within=30)
+            assert {i: s["operators"] for i, s in (await pe_specs(client, "rb")).items()} == ran
+            assert await region_widths(client, "rb") == [(3, 3)]

@@ -1,13 +1,16 @@
 """An edit resumed after a restart plans the same PEs, with the same ids, as when it started
-(`upgrade_diff.resumed_ids`), though the applied spec's plan made again numbers the PEs otherwise."""
+(`upgrade_diff.resumed_ids`), though the applied spec's plan made again numbers the PEs otherwise;
+a rollback gives back the PEs the edit it undoes removed with their ids (`upgrade_diff.given_back`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from streams_k8s.api.job import Job
+from streams_k8s.app.model import Application
+from streams_k8s.app.plan import Plan
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
-from streams_k8s.controller.jobs.upgrade_diff import pe_operators, plan_edit, resumed_ids
+from streams_k8s.controller.jobs.upgrade_diff import given_back, pe_operators, plan_edit, resumed_ids
 from streams_k8s.controller.planning import plan_job, read_application
 
 
@@ -21,13 +24,18 @@ def _job(bundle: Path, width0: str) -> Job:
     return Job.model_validate({"kind": "Job", "metadata": metadata, "spec": spec})
 
 
-def test_a_resumed_width_edit_keeps_the_ids_it_started_with(tmp_path: Path) -> None:
+def _edited(tmp_path: Path, before: str, after: str) -> tuple[Application, Job, Job, Plan, Plan]:
+    """(app, old job, edited job, the old job's plan, the edit's plan): width0 from before to after."""
     spec = SyntheticSpec(chains=2, length=3, regions=2, width_values=True, required_values=True)
     bundle = write_sab(tmp_path / "app.sab", spec)
     app = read_application(str(bundle), bundle.name)
-    old, new = _job(bundle, "2"), _job(bundle, "3")
+    old, new = _job(bundle, before), _job(bundle, after)
     running = plan_job(old, app, job_id=0, nodes=2)
-    started = plan_edit(new, app, job_id=0, nodes=2, running=running, applied=old.spec)
+    return app, old, new, running, plan_edit(new, app, job_id=0, nodes=2, running=running, applied=old.spec)
+
+
+def test_a_resumed_width_edit_keeps_the_ids_it_started_with(tmp_path: Path) -> None:
+    app, old, new, running, started = _edited(tmp_path, "2", "3")
     next_pe_id = max(pe.id for pe in running.pes) + 1
     assert any(pe.id >= next_pe_id for pe in started.pes)  # the edit adds PEs
     # restarted with the edit's PEs made (and the removed ones deleted): the applied spec's plan
@@ -42,3 +50,18 @@ def test_a_resumed_width_edit_keeps_the_ids_it_started_with(tmp_path: Path) -> N
     ids = resumed_ids(pe_operators(running), next_pe_id)
     resumed = plan_edit(new, app, job_id=0, nodes=2, running=running, applied=old.spec, ids=ids)
     assert pe_operators(resumed) == pe_operators(started)
+
+
+def test_a_rollback_resumed_after_a_restart_gives_back_the_removed_pes_their_ids(tmp_path: Path) -> None:
+    app, old, new, stable, edit = _edited(tmp_path, "3", "2")
+    removed = sorted(set(pe_operators(stable)) - set(pe_operators(edit)))
+    assert removed  # the edit removes PEs, which the rollback makes again
+    # restarted before the rollback made them: the applied spec's plan made again numbers them anew
+    live = pe_operators(edit)
+    again = plan_job(old, app, job_id=0, nodes=2, ids_from=live)
+    naive = plan_edit(old, app, job_id=0, nodes=2, running=again, applied=new.spec)
+    assert pe_operators(naive) != pe_operators(stable)
+    above = max([max(live) + 1, max(pe_operators(stable)) + 1])
+    ids = {**resumed_ids(live, above), **given_back(pe_operators(again), live, removed)}
+    back = plan_edit(old, app, job_id=0, nodes=2, running=again, applied=new.spec, ids=ids)
+    assert pe_operators(back) == pe_operators(stable)

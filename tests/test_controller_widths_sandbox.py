@@ -21,7 +21,7 @@ from streams_k8s.api.contract import (
     SVC_LABEL,
 )
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
-from streams_k8s.controller.kinds import HOSTPOOLS, JOBS, PARALLEL_REGIONS, PES
+from streams_k8s.controller.kinds import CONSISTENT_REGIONS, HOSTPOOLS, JOBS, PARALLEL_REGIONS, PES
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.kinds import CONFIGMAPS, PODS, SERVICES
@@ -266,3 +266,37 @@ async def test_services_an_earlier_operator_made_are_healed_keeping_user_ports(
         await eventually_async(healed, within=10)
         assert GENERATION_LABEL not in planned
         await eventually_async(lambda: every_service_serves_its_pe(client, "healed"), within=10)
+
+
+@pytest.mark.sandbox(nodes=2)
+async def test_a_narrowed_region_leaves_nothing_of_its_dropped_channel_in_the_consistent_region(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A parallel region inside a consistent region, widened to 3 then narrowed back to 2: the
+    ConsistentRegion names the operators that run, as at width 2 (its start and trigger operators
+    once named the third channel's, which the coordinator would take a drain from), and a region
+    the change leaves as it was keeps what the user set on it."""
+    spec = SyntheticSpec(chains=2, length=3, consistent_chains=2, regions=1, width=2)
+    bundle = write_sab(tmp_path / "app.sab", spec)
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("cr", bundle, fusion={"legacy": True}))
+        await wait_for_phase(client, "cr", "Running")
+        (region,) = (await client.list_all(PARALLEL_REGIONS, "default"))[0]
+        name = region["metadata"]["name"]
+        at_two = {r["metadata"]["name"]: r["spec"] for r in await _consistent_regions(client)}
+        for width in (3, 2):
+            await client.patch(PARALLEL_REGIONS, name, {"spec": {"width": width}}, "default")
+            await eventually_async(lambda w=width: _has_width(client, name, w), within=20)
+            await wait_for_phase(client, "cr", "Running")
+            if width == 3:  # the user makes the region the change leaves alone periodic
+                widened = {r["metadata"]["name"]: r["spec"] for r in await _consistent_regions(client)}
+                (alone,) = [n for n, s in widened.items() if s == at_two[n]]
+                periodic = {"spec": {"trigger": "periodic", "period": 5.0}}
+                await client.patch(CONSISTENT_REGIONS, alone, periodic, "default")
+                at_two[alone] = {**at_two[alone], **periodic["spec"]}
+        assert {r["metadata"]["name"]: r["spec"] for r in await _consistent_regions(client)} == at_two
+
+
+async def _consistent_regions(client: KubeClient) -> list[dict[str, Any]]:
+    items, _ = await client.list_all(CONSISTENT_REGIONS, "default", label_selector=f"{JOB_LABEL}=cr")
+    return items

@@ -17,6 +17,9 @@ The modes (``spec.upgradeMode``; `jobs.upgrade_diff.upgrade_mode` resolves the d
   the upgrade goes on once ``checkpoint_outcome(..).complete``; the new PEs reset to that
   checkpoint (the hold keeps the period from taking a newer one; an operator-driven region's
   trigger operators may still take one, and the reset then goes to it), then ``release_hold``.
+  A region the user holds (``holdDrains`` set by hand) keeps its hold: the request adds its own
+  only where there is none, marked (``HOLD_ANNOTATION``), and releases only what it marked (a
+  hold the user sets while the request's holds the region is taken for the request's).
 
 A checkpoint that does not complete within ``spec.checkpointTimeoutSeconds`` (``overdue``) never
 turns the upgrade into a stateless one: the upgrade keeps waiting, nothing replaced, with a
@@ -36,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -58,6 +62,19 @@ _ACCEPTED = "Accepted"
 Regions = Iterable[Object] | None
 
 
+# On a region whose drains a checkpoint request holds (the request's nonce): a hold the user set
+# by hand has none, so releasing the request's hold never releases the user's.
+HOLD_ANNOTATION = "streams.ibm.com/drain-hold"
+
+
+async def _regions(client: KubeClient, job: Job, regions: Regions) -> Iterable[Object]:
+    if regions is not None:
+        return regions
+    selector = f"{JOB_LABEL}={job.metadata.name}"
+    items, _ = await client.list_all(CONSISTENT_REGIONS, job.metadata.namespace, label_selector=selector)
+    return items
+
+
 async def _patch_all(
     client: KubeClient,
     job: Job,
@@ -68,10 +85,7 @@ async def _patch_all(
     """Merge ``spec`` into each of the job's regions (those holding one of ``pes``, if given)
     whose spec does not say so already: calling again on every requeue writes nothing."""
     namespace = job.metadata.namespace
-    if regions is None:
-        selector = f"{JOB_LABEL}={job.metadata.name}"
-        regions, _ = await client.list_all(CONSISTENT_REGIONS, namespace, label_selector=selector)
-    for obj in regions:
+    for obj in await _regions(client, job, regions):
         current = obj.get("spec") or {}
         if pes is not None and set(pes).isdisjoint(current.get("pesInRegion") or ()):
             continue
@@ -83,16 +97,32 @@ async def request_checkpoint(
     client: KubeClient, job: Job, nonce: str, hold: bool, *, regions: Regions = None
 ) -> None:
     """Ask every region of the job to drain and checkpoint now (``spec.checkpointRequest``); with
-    ``hold``, the period triggers no new drain until ``release_hold``. Idempotent per nonce."""
-    spec: dict[str, object] = {"checkpointRequest": nonce}
-    if hold:
-        spec["holdDrains"] = True
-    await _patch_all(client, job, spec, regions)
+    ``hold``, the period triggers no new drain until ``release_hold``: a region not held yet is
+    held and marked as held by this request (in one write); one held already (by the user, or an
+    earlier request) is left as it is. Idempotent per nonce."""
+    for obj in await _regions(client, job, regions):
+        current = obj.get("spec") or {}
+        patch: dict[str, Any] = {}
+        if current.get("checkpointRequest") != nonce:
+            patch["spec"] = {"checkpointRequest": nonce}
+        if hold and not current.get("holdDrains"):
+            patch["spec"] = {**patch.get("spec", {}), "holdDrains": True}
+            patch["metadata"] = {"annotations": {HOLD_ANNOTATION: nonce}}
+        if patch:
+            await client.patch(CONSISTENT_REGIONS, meta(obj)["name"], patch, job.metadata.namespace)
 
 
-async def release_hold(client: KubeClient, job: Job, *, regions: Regions = None) -> None:
-    """Let the period trigger drains again (removes ``spec.holdDrains``)."""
-    await _patch_all(client, job, {"holdDrains": None}, regions)
+async def release_hold(
+    client: KubeClient, job: Job, *, nonce: str | None = None, regions: Regions = None
+) -> None:
+    """Let the period trigger drains again where a checkpoint request held them (``nonce``'s, or
+    any): removes ``spec.holdDrains`` and the mark. A hold the user set stays."""
+    for obj in await _regions(client, job, regions):
+        held_by = (meta(obj).get("annotations") or {}).get(HOLD_ANNOTATION)
+        if held_by is None or nonce not in (None, held_by):
+            continue
+        patch = {"metadata": {"annotations": {HOLD_ANNOTATION: None}}, "spec": {"holdDrains": None}}
+        await client.patch(CONSISTENT_REGIONS, meta(obj)["name"], patch, job.metadata.namespace)
 
 
 def start_mode(mode: UpgradeMode) -> StartMode:

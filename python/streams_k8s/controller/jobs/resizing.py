@@ -113,13 +113,17 @@ class ResizingJobs(PlannedJobs):
         if status.generation_id != generation:
             obj = await self._write_status(obj, status.with_(generation_id=generation))
             status = status_written(obj, status)
-        change = widths_module.WidthChange(obj, region, running, target, children, generation)
+        change = widths_module.WidthChange(
+            obj, region, running, target, children, generation, running_children
+        )
         diff = change.diff
         try:
             await widths_module.apply(self.client, change)
         except widths_module.ChildRefused as err:
             # Back to the plan that runs (the same steps, the other way), then refuse the width.
-            back = widths_module.WidthChange(obj, region, target, running, running_children, generation)
+            back = widths_module.WidthChange(
+                obj, region, target, running, running_children, generation, children
+            )
             await widths_module.apply(self.client, back)
             raise SubmissionFailure(
                 PLANNED, "ResizeFailed", f"{alias} to width {width}: {err.failure}"

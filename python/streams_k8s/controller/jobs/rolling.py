@@ -316,13 +316,11 @@ class RollingJobs(ResizingJobs):
         return written, status
 
     async def _release_hold(self, job: Job, nonce: str | None) -> None:
-        """Periodic drains go on (written only where held): in every region, or (``nonce``) where
-        that checkpoint request held them. ``job``: a valid spec (the last edit may not be)."""
+        """Periodic drains go on where a checkpoint request held them (``nonce``'s, or any; a hold
+        the user set stays). ``job``: a valid spec (the last edit may not be)."""
         labels, namespace = {JOB_LABEL: str(job.metadata.name)}, str(job.metadata.namespace)
         regions = self.consistent_regions.store.select_by_labels(labels, namespace)
-        if nonce is not None:
-            regions = [r for r in regions if r["spec"].get("checkpointRequest") == nonce]
-        await release_hold(self.client, job, regions=regions)
+        await release_hold(self.client, job, nonce=nonce, regions=regions)
 
     async def _commit(
         self, obj: Object, status: JobStatusView, record: UpgradeRecord, target: Target

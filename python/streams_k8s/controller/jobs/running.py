@@ -64,8 +64,11 @@ class RunningJobs(UpgradingJobs):
             )
             planned = None
         if planned is not None:
+            ended = status.upgrade is not None  # unless it goes on, it ends in this pass
             obj, status, upgrading = await self._follow_edit(obj, job, status, planned, running)
-            if upgrading or status.applied_generation != generation:
+            # the next pass keeps what now runs: a rollback commits the applied generation again,
+            # whose PEs ``planned`` (made again after a restart) may number otherwise
+            if upgrading or ended or status.applied_generation != generation:
                 wait = await self._update_counts(obj, status)
                 return wait or Requeue(ROLL_POLL)
             if changed_before:  # the submitted content is back: the warning no longer holds

@@ -180,6 +180,18 @@ def resumed_ids(live: Mapping[int, Sequence[str]], next_pe_id: int) -> dict[int,
     return ids
 
 
+def given_back(
+    started: Mapping[int, Sequence[str]], live: Mapping[int, Sequence[str]], removed: Sequence[int]
+) -> dict[int, Sequence[str]]:
+    """The ids a rollback gives back: the PEs of the plan the undone edit started from (``started``,
+    by id) that no live PE has the operators of take the ids that edit ``removed`` (those no live
+    PE has), in id order: ``started`` may number them otherwise when it was planned again after a
+    restart, but in the same order."""
+    running = {frozenset(ops) for ops in live.values()}
+    gone = [ops for _, ops in sorted(started.items()) if frozenset(ops) not in running]
+    return dict(zip(sorted(i for i in removed if i not in live), gone, strict=False))
+
+
 def plan_edit(
     job: Job,
     app: Application,

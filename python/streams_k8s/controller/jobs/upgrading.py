@@ -33,8 +33,10 @@ ReconciliationPaused) so several can be staged and applied at once.
 
 An edit that is not Running within the target's ``submissionTimeOutInSeconds`` is rolled back when
 ``spec.rollback`` (the default) and a last stable spec exist: the last stable spec is applied the
-same way (phase RollingBack, then RolledBack; a Warning Event names what failed). A rollback that
-does not reach Running in time either stops in Failed, saying why: it never loops.
+same way (phase RollingBack, then RolledBack; a Warning Event names what failed; its record
+carries the widths and ids the undone edit started from and the ids it removed, so a restart gives
+back the same PEs). A rollback that does not reach Running in time either stops in Failed, saying
+why: it never loops.
 """
 
 from __future__ import annotations
@@ -63,7 +65,14 @@ from streams_k8s.controller.jobs.health import (
 from streams_k8s.controller.jobs.planned import bundle_failure, schedulable_nodes
 from streams_k8s.controller.jobs.rolling import RollingJobs, Target, edit_nonce
 from streams_k8s.controller.jobs.status import JobStatusView
-from streams_k8s.controller.jobs.upgrade_diff import UpgradeDiff, plan_edit, resumed_ids, upgrade_diff
+from streams_k8s.controller.jobs.upgrade_diff import (
+    UpgradeDiff,
+    given_back,
+    pe_operators,
+    plan_edit,
+    resumed_ids,
+    upgrade_diff,
+)
 from streams_k8s.controller.planning import SubmissionFailure, check_placement, read_application
 from streams_k8s.k8s.conditions import set_condition
 from streams_k8s.k8s.objects import Object, meta
@@ -230,7 +239,11 @@ class UpgradingJobs(RollingJobs):
         widths = self._running_widths(obj, applied) if record.widths is None else record.widths
         ids = None
         if record.next_pe_id is not None:
-            ids = resumed_ids(self._live_ids(job, uid), record.next_pe_id)
+            live = self._live_ids(job, uid)
+            ids = resumed_ids(live, record.next_pe_id)
+            if record.rollback:  # the PEs the undone edit removed come back with their ids
+                started = await asyncio.to_thread(plan_at_widths, applied.plan, widths)
+                ids.update(given_back(pe_operators(started), live, record.added))
         target = await asyncio.to_thread(
             self._build_target, job, uid, fetched, generations, status, applied, (widths, ids)
         )
@@ -250,6 +263,11 @@ class UpgradingJobs(RollingJobs):
             generation_id=record.generation_id + 1,
             started=utc_now(),
             rollback=True,
+            # what the undone edit started from and changed, so a restart plans the same PEs
+            added=record.removed,
+            removed=record.added,
+            widths=record.widths,
+            next_pe_id=_above(record),
         )
         conditions = status.conditions
         message = f"generation {record.target_generation} did not reach Running: rolling back"
@@ -294,3 +312,11 @@ def _started_note(generation: int, diff: UpgradeDiff) -> str:
     return f"applying generation {generation}: {diff.summary()}" + (
         f"; replaced: {replaced}" if replaced else ""
     )
+
+
+def _above(record: UpgradeRecord) -> int | None:
+    """The id a rollback of ``record``'s edit gives the first PE it has no id for: above every
+    id that edit used, so none is given to other operators than it had."""
+    if record.next_pe_id is None:
+        return None
+    return max([record.next_pe_id, *(i + 1 for i in record.added)])

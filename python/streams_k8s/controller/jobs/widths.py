@@ -10,6 +10,8 @@ the history and however often the controller restarts. A change is applied in th
    to it; a restart finds the condition and reuses that generation;
 2. added PEs get their ConfigMap, Service and PE; changed PEs a new AADL ConfigMap and PE spec
    (new contentId: their pods are replaced); removed PEs are deleted; the name table rewritten;
+   ConsistentRegions the change alters get their new spec (what the running plan named and the
+   new one does not removed; the others, and what the user set on them, left as they are);
    Exports and Imports follow the PE ports (created, replaced, deleted) with what the runtime
    edited in them (export properties, import subscriptions and filters);
 3. the region's ``status.width`` / ``selector`` and ``Resized=True`` say it is applied.
@@ -102,6 +104,7 @@ class WidthChange:
     target: Plan
     desired: list[Desired]  # every child of the target plan, labelled with the new generation
     generation: int
+    running_desired: list[Desired]  # every child of the running plan: what the change undoes
 
     @property
     def diff(self) -> PlanDiff:
@@ -155,19 +158,22 @@ async def apply(client: KubeClient, change: WidthChange) -> None:
     namespace, job = str(meta(change.job)["namespace"]), str(meta(change.job)["name"])
     diff = change.diff
     wanted = {(d.resource, d.name): d for d in change.desired}
+    before = {(d.resource, d.name): d for d in change.running_desired}
     added = {pe_service_name(job, i) for i in diff.added}
     changed = {pe_service_name(job, i) for i in diff.changed}
     for resource in (CONFIGMAPS, SERVICES, PES):
         for name in sorted(added):
             child = wanted[(resource, name)]
             await _write(child, client.create_if_absent(resource, child.body))
-    await patch_pes(client, wanted, namespace, sorted(changed))
+    # what the running plan set and the target does not (a re-fused PE's placement) is removed
+    running = {name: before[(PES, name)].body for name in changed if (PES, name) in before}
+    await patch_pes(client, wanted, namespace, sorted(changed), current=running)
     for pe_id in diff.removed:
         for resource in (PES, SERVICES, CONFIGMAPS):
             await client.delete_if_present(resource, pe_service_name(job, pe_id), namespace)
     await follow_ports(client, wanted, namespace, job)
     await write_name_table(client, wanted, namespace, job)
-    await follow_regions(client, wanted, namespace)
+    await follow_regions(client, wanted, namespace, before)
 
 
 async def write_name_table(
@@ -190,13 +196,18 @@ async def follow_regions(
 ) -> None:
     """Each ConsistentRegion's PEs follow the fusion (and, of other ``kinds``, the plan): its planned
     spec is written (only where it differs from ``planned_before``, the plan that runs, when given:
-    what the user or the coordinator changed in a region the new plan leaves as it was is kept)."""
+    what the user or the coordinator changed in a region the new plan leaves as it was is kept; and
+    what the running plan names that the new one does not, e.g. a dropped channel's operators in a
+    region's start and trigger maps, is removed)."""
     for (resource, name), child in wanted.items():
         if resource not in kinds:
             continue
         before = planned_before.get((resource, name)) if planned_before is not None else None
-        if before is None or before.body["spec"] != child.body["spec"]:
+        if before is None:
             await _write(child, client.patch(resource, name, {"spec": child.body["spec"]}, namespace))
+        elif before.body["spec"] != child.body["spec"]:
+            patch = {"spec": merge_patch_to(before.body["spec"], child.body["spec"])}
+            await _write(child, client.patch(resource, name, patch, namespace))
 
 
 async def patch_pe(
