@@ -185,6 +185,7 @@ def _with_checkpointing(period: str) -> Application:
 @example(period=1e-5)
 @example(period=0.0001)
 @example(period=123456789012345.6)
+@example(period=562949953421312.2)  # halfway between two shortest strings
 @example(period=-0.0)
 @example(period=math.inf)
 @example(period=5e-324)

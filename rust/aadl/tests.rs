@@ -106,6 +106,8 @@ fn floats_print_as_python_repr() {
         (f64::NEG_INFINITY, "-inf"),
         (f64::NAN, "nan"),
         (0.1 + 0.2, "0.30000000000000004"),
+        // 2**49 + 0.25: "...312.2" and "...312.3" both read back; Python takes the rounded one
+        (562949953421312.2, "562949953421312.2"),
     ];
     for (value, want) in cases {
         assert_eq!(python_float_repr(value), want, "{value:e}");

@@ -230,8 +230,20 @@ pub fn python_float_repr(value: f64) -> String {
     if value.is_infinite() {
         return if value > 0.0 { "inf" } else { "-inf" }.into();
     }
-    // Rust's `{:e}` without a precision also writes the shortest round-trip digits: "-1.25e-5"
-    let sci = format!("{value:e}");
+    // Rust's `{:e}` without a precision writes the shortest round-trip digits ("-1.25e-5"), but
+    // where two such strings are equally near the value it may take either; Python's repr takes
+    // the correctly rounded one (2**49 + 0.25 is "...312.2", not "...312.3"), as exact formatting
+    // to the same number of digits does, unless that one does not read back as the value.
+    let shortest = format!("{value:e}");
+    let mantissa_digits = shortest
+        .split_once('e')
+        .map_or(1, |(m, _)| m.chars().filter(char::is_ascii_digit).count());
+    let rounded = format!("{:.*e}", mantissa_digits - 1, value);
+    let sci = if rounded.parse::<f64>() == Ok(value) {
+        rounded
+    } else {
+        shortest
+    };
     let (mantissa, exponent) = sci.split_once('e').unwrap_or((&sci, "0"));
     let exponent: i32 = exponent.parse().unwrap_or(0);
     let (sign, mantissa) = match mantissa.strip_prefix('-') {
