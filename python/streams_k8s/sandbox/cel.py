@@ -43,7 +43,7 @@ def check(obj: Any, old: Any, schema: dict[str, Any], path: str = "") -> list[di
 
 def _ruled(schema: dict[str, Any]) -> bool:
     """Whether `schema` or a schema below it has rules: the parts of an object with none are
-    not walked (a ProcessingElement's one rule is on its spec, each write is the whole PE)."""
+    not walked (a ProcessingElement's one rule is on `spec.checkpointRepository`)."""
     known = _RULED.get(id(schema))
     if known is not None and known[0] is schema:
         return known[1]
