@@ -5,6 +5,10 @@ The API server runs in its own process (`streams-k8s sandbox --no-cluster`) so c
 do not share an event loop, as with a real cluster. The client uses kubernetes_asyncio's ApiClient
 with raw responses decoded by orjson, as the controller's Kubernetes layer does.
 
+The write path alone (`test_sandbox_write_cost`): PE pods, PE custom resources and their status
+patches, as the instance operator writes them, into a sandbox with the project's CRDs: creates/s
+and the server's CPU per write, which is what a submission of many PEs asks of it.
+
 Run: pytest benches/bench_sandbox.py --benchmark-enable -s
 """
 
@@ -25,10 +29,14 @@ import pytest
 from kubernetes_asyncio import config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
+from streams_k8s.api import Job, ProcessingElement
+from streams_k8s.controller.children.pod import PeRuntimeSettings, build_pod
+from streams_k8s.controller.placement.constraints import PodPlacement
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.registry import Registry
 
 CMS = "/api/v1/namespaces/default/configmaps"
+JSON = "application/json"
 
 
 def configmap(i: int) -> dict[str, Any]:
@@ -46,12 +54,10 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, int]]:
-    kubeconfig = tmp_path_factory.mktemp("sandbox") / "kubeconfig"
+def _server(kubeconfig: Path, *options: str) -> Iterator[tuple[Path, int]]:
     cli = [sys.executable, "-c", "from streams_k8s.cli import main; main()"]
     proc = subprocess.Popen(
-        [*cli, "sandbox", "--no-cluster", "--kubeconfig", str(kubeconfig), "--crds", str(kubeconfig.parent)],
+        [*cli, "sandbox", "--no-cluster", "--kubeconfig", str(kubeconfig), *options],
         stdout=subprocess.PIPE,
         # The schema guard checks what tests write; the benchmark measures the server alone.
         env={**os.environ, "PYTHONUNBUFFERED": "1", "STREAMS_K8S_SANDBOX_SCHEMA_GUARD": "0"},
@@ -65,6 +71,17 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, int
         proc.wait(10)
 
 
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, int]]:
+    kubeconfig = tmp_path_factory.mktemp("sandbox") / "kubeconfig"
+    yield from _server(kubeconfig, "--crds", str(kubeconfig.parent))  # no CRDs
+
+
+@pytest.fixture(scope="module")
+def server_with_crds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, int]]:
+    yield from _server(tmp_path_factory.mktemp("sandbox") / "kubeconfig")  # the project's CRDs
+
+
 async def client(kubeconfig: Path) -> ApiClient:
     configuration = Configuration()
     await config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
@@ -72,12 +89,14 @@ async def client(kubeconfig: Path) -> ApiClient:
     return ApiClient(configuration)
 
 
-async def call(api: ApiClient, method: str, path: str, body: Any = None, **query: str) -> Any:
+async def call(
+    api: ApiClient, method: str, path: str, body: Any = None, content_type: str = JSON, **query: str
+) -> Any:
     return await api.call_api(
         path,
         method,
         query_params=list(query.items()),
-        header_params={"Content-Type": "application/json", "Accept": "application/json"},
+        header_params={"Content-Type": content_type, "Accept": "application/json"},
         body=body,
         auth_settings=["BearerToken"],
         _preload_content=False,
@@ -156,6 +175,94 @@ def test_sandbox_throughput(benchmark: Any, server: tuple[Path, int]) -> None:
         + ", ".join(f"{k}={v:,.0f}" for k, v in figures.items())
     )
     assert figures["creates_per_s"] > 0
+
+
+PODS = "/api/v1/namespaces/default/pods"
+PES = "/apis/streams.ibm.com/v1/namespaces/default/streamspes"
+MERGE_PATCH = "application/merge-patch+json"
+
+
+def pe(i: int) -> dict[str, Any]:
+    """A PE as the job controller writes it."""
+    return {
+        "apiVersion": "streams.ibm.com/v1",
+        "kind": "ProcessingElement",
+        "metadata": {
+            "name": f"bench-{i}",
+            "labels": {"app": "streams", "streams.ibm.com/job": "bench", "streams.ibm.com/generation": "1"},
+            "annotations": {"streams.ibm.com/applicationName": "bench::Main"},
+        },
+        "spec": {"id": i, "contentId": f"{i:064x}", "sabName": "bench.Main.sab", "inputPorts": 1},
+    }
+
+
+def pe_pod(i: int) -> dict[str, Any]:
+    """The pod of the PE, as the PE controller builds it (env, mounts, probe, security)."""
+    job = Job.from_wire(
+        {
+            "kind": "Job",
+            "metadata": {"name": "bench", "namespace": "default", "uid": "job-uid"},
+            "spec": {"bundle": {"name": "b.sab"}},
+        }
+    )
+    element = ProcessingElement.from_wire(
+        {**pe(i), "metadata": {**pe(i)["metadata"], "namespace": "default", "uid": f"pe-{i}"}}
+    )
+    return build_pod(
+        job=job,
+        pe=element,
+        generation=1,
+        launch_count=1,
+        placement=PodPlacement(),
+        settings=PeRuntimeSettings(),
+    )
+
+
+async def write_cost(kubeconfig: Path, pid: int, count: int) -> dict[str, float]:
+    """Creates of `count` PE pods and PEs, then one status patch per PE (the connectivity report
+    with the pod's record), 32 requests in flight: writes/s and server CPU per write of each."""
+    writes = {
+        "pod_create": [("POST", PODS, pe_pod(i), JSON) for i in range(count)],
+        "pe_create": [("POST", PES, pe(i), JSON) for i in range(count)],
+        "pe_status_patch": [
+            (
+                "PATCH",
+                f"{PES}/bench-{i}/status",
+                {"status": {"launchCount": 1, "podName": f"bench-{i}-1", "connectivity": "Full"}},
+                MERGE_PATCH,
+            )
+            for i in range(count)
+        ],
+    }
+    figures: dict[str, float] = {}
+    async with await client(kubeconfig) as api:
+        for what, requests in writes.items():
+            pending = iter(requests)
+
+            async def worker(pending: Iterator[tuple[str, str, Any, str]] = pending) -> None:
+                for method, path, body, content_type in pending:
+                    response = await call(api, method, path, body, content_type)
+                    assert response.status < 300, await response.read()
+                    orjson.loads(await response.read())
+
+            cpu, began = cpu_seconds(pid), time.perf_counter()
+            await asyncio.gather(*(worker() for _ in range(32)))
+            figures[f"{what}_per_s"] = count / (time.perf_counter() - began)
+            figures[f"{what}_server_cpu_us"] = (cpu_seconds(pid) - cpu) / count * 1e6
+    return figures
+
+
+def test_sandbox_write_cost(benchmark: Any, server_with_crds: tuple[Path, int]) -> None:
+    count = 2000 if not benchmark.disabled else 100
+    figures: dict[str, float] = {}
+
+    def run() -> None:
+        figures.update(asyncio.run(write_cost(*server_with_crds, count)))
+
+    benchmark.pedantic(run, rounds=1, iterations=1)
+    benchmark.extra_info.update(figures)
+    print(f"\nsandbox writes ({count} of each): " + ", ".join(f"{k}={v:,.0f}" for k, v in figures.items()))
+    assert all(v > 0 for v in figures.values())
 
 
 def test_sandbox_memory_per_object(benchmark: Any) -> None:

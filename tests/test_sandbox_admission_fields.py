@@ -143,3 +143,63 @@ async def test_wrong_types_are_bad_requests_in_go_words(writes: Writes) -> None:
     assert reply.message.endswith(
         "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.labels of type string"
     )
+
+
+PODS = "/api/v1/namespaces/default/pods"
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def pod_with(**spec: Any) -> dict[str, Any]:
+    container = {"name": "main", "image": "x:1", "ports": [{"containerPort": 80}]}
+    return {"metadata": {"name": "p"}, "spec": {"containers": [container], **spec}}
+
+
+_GO = "json: cannot unmarshal"
+
+
+@pytest.mark.parametrize(
+    ("spec", "why"),
+    [
+        (
+            {"priority": 2**40},
+            f"{_GO} number 1099511627776 into Go struct field PodSpec.spec.priority of type int32",
+        ),
+        (
+            {"activeDeadlineSeconds": 1.5},
+            f"{_GO} number 1.5 into Go struct field PodSpec.spec.activeDeadlineSeconds of type int64",
+        ),
+        (
+            {"nodeSelector": []},
+            f"{_GO} array into Go struct field PodSpec.spec.nodeSelector of type map[string]string",
+        ),
+        (
+            {"overhead": {"cpu": "lots"}},
+            "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+        ),
+        (
+            {"containers": [{"name": "m", "image": "x", "livenessProbe": {"httpGet": {"port": True}}}]},
+            f"{_GO} bool into Go value of type int32",
+        ),
+        (
+            {"volumes": [{"name": "v", "configMap": {"items": [{"key": "k", "path": "p", "mode": "0644"}]}}]},
+            f"{_GO} string into Go struct field KeyToPath.spec.volumes.configMap.items.mode of type int32",
+        ),
+    ],
+)
+async def test_each_go_type_refuses_what_it_cannot_hold(
+    writes: Writes, spec: dict[str, Any], why: str
+) -> None:
+    reply = await writes.create(PODS, pod_with(**spec))
+    assert reply.status == 400
+    assert reply.message == f'Pod in version "v1" cannot be handled as a Pod: {why}'
+
+
+async def test_unknown_fields_are_found_at_any_depth_of_a_recursive_schema(writes: Writes) -> None:
+    crd = widget_crd()
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["propertiez"] = {}
+    reply = await writes.create(CRDS, crd, fieldValidation="Strict")
+    assert reply.status == 400
+    assert reply.message.endswith(
+        'strict decoding error: unknown field "spec.versions[0].schema.openAPIV3Schema.properties.spec'
+        '.propertiez"'
+    )

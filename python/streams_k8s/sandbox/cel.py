@@ -28,6 +28,12 @@ def _program(rule: str) -> Any:
         return None
 
 
+# Whether a schema or one below it has rules, by the schema's id (kept with it, so an id is
+# never taken for another schema's); a CRD's schemas are few, the table is emptied when full.
+_RULED: dict[int, tuple[dict[str, Any], bool]] = {}
+_RULED_MAX = 50_000
+
+
 def check(obj: Any, old: Any, schema: dict[str, Any], path: str = "") -> list[dict[str, str]]:
     """Causes for every `x-kubernetes-validations` rule that evaluates to false."""
     errors: list[dict[str, str]] = []
@@ -35,8 +41,25 @@ def check(obj: Any, old: Any, schema: dict[str, Any], path: str = "") -> list[di
     return errors
 
 
+def _ruled(schema: dict[str, Any]) -> bool:
+    """Whether `schema` or a schema below it has rules: the parts of an object with none are
+    not walked (a ProcessingElement's one rule is on `spec.checkpointRepository`)."""
+    known = _RULED.get(id(schema))
+    if known is not None and known[0] is schema:
+        return known[1]
+    below = [*(schema.get("properties") or {}).values(), schema.get("additionalProperties")]
+    below.append(schema.get("items"))
+    ruled = bool(schema.get("x-kubernetes-validations")) or any(
+        _ruled(sub) for sub in below if isinstance(sub, dict)
+    )
+    if len(_RULED) >= _RULED_MAX:
+        _RULED.clear()
+    _RULED[id(schema)] = (schema, ruled)
+    return ruled
+
+
 def _walk(value: Any, old: Any, schema: dict[str, Any], path: str, errors: list[dict[str, str]]) -> None:
-    if value is None:
+    if value is None or not _ruled(schema):
         return
     for rule in schema.get("x-kubernetes-validations") or []:
         if "oldSelf" in rule["rule"] and old is None:

@@ -16,6 +16,7 @@ from aiohttp import web
 
 from streams_k8s.api import KINDS
 from streams_k8s.api.crd import crd_manifest
+from streams_k8s.sandbox import heap
 from streams_k8s.sandbox.cluster import SimulatedCluster
 from streams_k8s.sandbox.conformance import SchemaGuard, enabled_by_environment
 from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
@@ -112,6 +113,7 @@ class Sandbox:
         self.tls = tls or tls_cert is not None
         self._tls_files = TlsFiles(tls_cert, tls_key or tls_cert) if tls_cert is not None else None
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
+        self._holds_heap = False  # raised the GC thresholds (heap.hold) until stopped
         self._runner: web.AppRunner | None = None
         self.workers: list[Worker[Any]] = list(self.gc.workers)
         self.cluster: SimulatedCluster | None = None
@@ -156,6 +158,9 @@ class Sandbox:
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def start(self) -> Sandbox:
+        if not self._holds_heap:
+            heap.hold()
+            self._holds_heap = True
         if self._project_crds:
             for kind in KINDS:
                 self.install_crd(crd_manifest(kind))
@@ -198,6 +203,9 @@ class Sandbox:
         if self._tmpdir is not None:
             self._tmpdir.cleanup()
             self._tmpdir = None
+        if self._holds_heap:
+            heap.release()
+            self._holds_heap = False
 
     async def __aenter__(self) -> Sandbox:
         return await self.start()

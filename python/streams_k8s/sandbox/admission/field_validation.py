@@ -68,14 +68,15 @@ def parse_json(body: bytes, fields: FieldValidation | None) -> Any:
     seen: dict[int, list[str]] = {}
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        dupes = []
-        for k, v in items:
-            if k in out:
-                dupes.append(k)
-            out[k] = v
-        if dupes:
-            seen[id(out)] = dupes
+        out = dict(items)
+        if len(out) < len(items):  # a key set twice: which, in order
+            keys: set[str] = set()
+            repeated = []
+            for k, _ in items:
+                if k in keys:
+                    repeated.append(k)
+                keys.add(k)
+            seen[id(out)] = repeated
         return out
 
     parsed = json.loads(body, object_pairs_hook=pairs)
