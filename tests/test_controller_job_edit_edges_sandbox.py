@@ -183,6 +183,40 @@ async def test_a_resized_region_keeps_its_width_through_edit_after_edit_and_a_re
 
 
 @pytest.mark.sandbox(nodes=2)
+async def test_a_resized_job_fused_by_hand_keeps_its_pes_through_a_restart_and_an_edit(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Manual fusion groups a region's new channel with other operators: a restarted operator
+    made that PE a second time (numbering the job's PEs at the spec's widths), and a pod-setting
+    edit re-fused the job from scratch, replacing PEs whose content it did not change."""
+    spec = SyntheticSpec(chains=2, length=3, regions=2, width_values=True, required_values=True)
+    bundle = write_sab(tmp_path / "app.sab", spec)
+    values = {"width0": "2", "width1": "2"}
+    manifest = job_manifest("hand", bundle, fusion={"manual": 5}, submissionTimeValues=values)
+    async with await KubeClient.connect(str(sandbox.kubeconfig_path)) as client:
+        async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+            await client.create(JOBS, manifest)
+            await edits.applied(client, "hand", 1)
+            region = (await edits.regions_of(client, "hand"))[0]
+            scale = {"spec": {"replicas": 3}}
+            await client.patch(
+                PARALLEL_REGIONS, region["metadata"]["name"], scale, "default", subresource="scale"
+            )
+
+            async def resized() -> bool:
+                return sorted(await region_widths(client, "hand")) == [(2, 2), (3, 3)]
+
+            await eventually_async(resized, within=30)
+            await edits.applied(client, "hand", 1)
+            resized_pes = {i: sorted(s["operators"]) for i, s in (await pe_specs(client, "hand")).items()}
+        async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+            await client.patch(JOBS, "hand", TRACE, "default")
+            await edits.applied(client, "hand", 2)
+            edited = {i: sorted(s["operators"]) for i, s in (await pe_specs(client, "hand")).items()}
+            assert edited == resized_pes
+
+
+@pytest.mark.sandbox(nodes=2)
 async def test_a_rollback_resumed_after_a_restart_gives_back_the_stable_pes_with_their_ids(
     sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -2,7 +2,9 @@
 
 PE ids: at first submission, the container index (PEs ordered by their smallest node index). On
 re-fusion, a PE whose sorted operator names equal those of a previous PE keeps that PE's id; the
-others get fresh ids above the previous maximum, in container order.
+others get fresh ids above the previous maximum, in container order. A plan numbered against the
+PEs a job runs (``ids_from``) remembers them (``known_ids``): they may run at other widths than
+the plan's, so a re-fusion of it to those widths gives their PEs their ids back.
 
 PE ports: one input port per operator input port fed from another PE (shared by all its senders)
 or by an import; one output port per operator output port feeding another PE, per splitter
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from streams_k8s.api.spec_values import ThreadingMode
@@ -118,6 +120,7 @@ class Plan:
     host_pools: list[HostPoolSpec]
     parallel_regions: list[ParallelRegionSpec]
     consistent_regions: list[ConsistentRegionSpec]
+    known_ids: Mapping[int, Sequence[str]] = field(default_factory=dict)
 
     @property
     def application_name(self) -> str:
@@ -140,13 +143,16 @@ class Plan:
 
 
 def assign_pe_ids(
-    operator_sets: Sequence[Sequence[str]], previous: Mapping[int, Sequence[str]] | None
+    operator_sets: Sequence[Sequence[str]],
+    previous: Mapping[int, Sequence[str]] | None,
+    known: Mapping[int, Sequence[str]] | None = None,
 ) -> list[int]:
-    """PE id per container (see module docs)."""
-    if not previous:
+    """PE id per container (see module docs); ``known``: ids to give back after ``previous``'s."""
+    if not previous and not known:
         return list(range(len(operator_sets)))
-    by_key = {"".join(sorted(ops)): pe_id for pe_id, ops in previous.items()}
-    next_id = max(previous, default=-1) + 1
+    by_key = {"".join(sorted(ops)): pe_id for pe_id, ops in (known or {}).items()}
+    by_key.update({"".join(sorted(ops)): pe_id for pe_id, ops in (previous or {}).items()})
+    next_id = max([*(previous or ()), *(known or ())], default=-1) + 1
     ids = []
     for ops in operator_sets:
         key = "".join(sorted(ops))
@@ -263,7 +269,8 @@ def plan_topology(
     )
     operator_sets = [[topo.nodes[n].name for n in pe] for pe in result.pes]
     prev = {pe.id: pe.operators for pe in previous.pes} if previous else ids_from
-    ids = assign_pe_ids(operator_sets, prev)
+    known = previous.known_ids if previous else dict(ids_from or {})
+    ids = assign_pe_ids(operator_sets, prev, known)
     pes = [
         PlannedPe(id=pe_id, index=i, nodes=nodes_, operators=ops)
         for i, (pe_id, nodes_, ops) in enumerate(zip(ids, result.pes, operator_sets, strict=True))
@@ -300,6 +307,7 @@ def plan_topology(
         host_pools=host_pools(topo),
         parallel_regions=parallel_regions(topo),
         consistent_regions=consistent_regions(topo, region_pes),
+        known_ids=known,
     )
 
 

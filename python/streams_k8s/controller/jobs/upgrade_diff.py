@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from streams_k8s.api.job import Job, JobSpec, ParallelRegionWidth, UpgradeMode
+from streams_k8s.api.job import Job, JobSpec, UpgradeMode
 from streams_k8s.api.processing_element import ProcessingElementSpec
 from streams_k8s.app.model import Application
 from streams_k8s.app.plan import Plan, plan_at_widths
@@ -210,15 +210,14 @@ def plan_edit(
     plan = plan_job(job, app, job_id=job_id, nodes=nodes, ids_from=ids)
     runs_at = {r.alias: r.width for r in running.parallel_regions}
     set_by_edit = widths_set(applied, job.spec, app)
-    kept = [
-        ParallelRegionWidth(alias=r.alias, width=runs_at[r.alias])
+    kept = {
+        r.alias: runs_at[r.alias]
         for r in plan.parallel_regions
         if r.alias in runs_at and r.width != runs_at[r.alias] and r.alias not in set_by_edit
-    ]
-    if not kept:
-        return plan
-    spec = job.spec.model_copy(update={"parallel_regions": [*job.spec.parallel_regions, *kept]})
-    return plan_job(job.model_copy(update={"spec": spec}), app, job_id=job_id, nodes=nodes, ids_from=ids)
+    }
+    # Re-fused to the widths it runs at, as the resize did (a fresh plan at those widths may
+    # group operators otherwise, replacing PEs whose content the edit does not change).
+    return plan_at_widths(plan, kept) if kept else plan
 
 
 def widths_set(old: JobSpec, new: JobSpec, app: Application) -> set[str]:
