@@ -35,7 +35,9 @@ async def client(sandbox: Sandbox) -> AsyncIterator[KubeClient]:
 async def test_a_job_deleted_mid_submission_gets_no_more_children(
     sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, propagation: str
 ) -> None:
-    sandbox.faults.delay(0.25, verb="create", resource="services")  # a slow API server: time to delete
+    # A slow API server: time to delete, and a slot of the creates frees a second after it was
+    # taken, so next to nothing starts between the delete and the operator seeing it.
+    sandbox.faults.delay(1.0, verb="create", resource="services")
     selector = f"{JOB_LABEL}=mid"
     async with operator(sandbox, monkeypatch, tmp_path / "cache"):
         await client.create(JOBS, synthetic_job("mid", tmp_path, 60))
@@ -45,8 +47,8 @@ async def test_a_job_deleted_mid_submission_gets_no_more_children(
             return len(found) >= CREATE_CONCURRENCY
 
         await eventually_async(creating, within=30)
-        _, version = await client.list_all(SERVICES, "default", label_selector=selector)
         await client.delete(JOBS, "mid", "default", propagation=propagation)  # type: ignore[arg-type]
+        _, version = await client.list_all(SERVICES, "default", label_selector=selector)
         later = await asyncio.gather(
             *(added_since(client, r, version, 4.0, label_selector=selector) for r in (SERVICES, PES, PODS))
         )
