@@ -20,6 +20,7 @@ Contract with the job controller (which creates PEs, their ConfigMaps and host p
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -211,13 +212,16 @@ class PeController:
             )
             await self._retire(decision)
             if decision.action is Action.RELAUNCH:
-                await self.events.record(
-                    obj, "Normal", "Relaunching", f"{decision.reason}: launch {decision.launch}", "Relaunch"
-                )
                 pod = self._pod_name(job, pe, decision.launch)
                 # The new launch has not connected yet: a consistent region sees the PE restart.
                 fields = {"launchCount": decision.launch, "phase": PENDING, "nodeName": None, "podName": pod}
-                pe = await self._write_status(pe, {**fields, "connectivity": Connectivity.NONE.value})
+                # The Event alongside the write-ahead, not before it: a replacement is three round
+                # trips (this, the old pod's deletion, the new pod's creation), not four.
+                note = f"{decision.reason}: launch {decision.launch}"
+                _, pe = await asyncio.gather(
+                    self.events.record(obj, "Normal", "Relaunching", note, "Relaunch"),
+                    self._write_status(pe, {**fields, "connectivity": Connectivity.NONE.value}),
+                )
                 # The old launch's pod stays: the next decision retires it before creating the new one.
                 retired = {meta(p).get("uid") for p, _ in decision.retire}
                 pods = [p for p in pods if meta(p).get("uid") not in retired]
