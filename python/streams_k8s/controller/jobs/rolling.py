@@ -148,8 +148,12 @@ class RollingJobs(ResizingJobs):
             return await self._abandon(obj, status, failure)
         namespace, name = str(meta(obj)["namespace"]), str(meta(obj)["name"])
         wanted = target.wanted
-        live = await self._follow_target(obj, status, applied, target)
-        quiet, disruptive, content, in_flight = target.survey(live, self.pods.store, namespace, name)
+        await self._follow_target(obj, status, applied, target)
+        quiet, disruptive, content, in_flight = target.survey(
+            self.pes.store, self.pods.store, namespace, name
+        )
+        pes = (self.pes.store.get(ObjectKey(namespace, n)) for n in (*quiet, *disruptive))
+        live = {str(meta(pe)["name"]): pe for pe in pes if pe is not None}  # those patched
         await widths_module.patch_pes(self.client, wanted, namespace, quiet, content, live)
         if (in_flight or disruptive) and _overdue(record, target):
             obj, status, stop = await self._timed_out(obj, status, record)
@@ -159,7 +163,7 @@ class RollingJobs(ResizingJobs):
             obj, status, record, ready = await self._prepare_regions(obj, status, record, target, disruptive)
             if not ready:
                 return obj, status
-        batch = disruptive[: max(batch_size(target.job, len(live)) - in_flight, 0)]
+        batch = disruptive[: max(batch_size(target.job, len(target.pes)) - in_flight, 0)]
         await widths_module.patch_pes(self.client, wanted, namespace, batch, content, live)
         if quiet or disruptive or in_flight:
             return obj, status
@@ -167,10 +171,10 @@ class RollingJobs(ResizingJobs):
 
     async def _follow_target(
         self, obj: Object, status: JobStatusView, applied: KeptPlan, target: Target
-    ) -> dict[str, Object]:
+    ) -> None:
         """Step 2 (idempotent): the name table, the target's new children, the removal of what it
         drops (PEs, and the host pools and regions of a plan change), Exports, Imports, regions and
-        their coordinator following; the job's PEs by name. Done in full once per target (and
+        their coordinator following. Done in full once per target (and
         after a restart); later passes check the name table and the children with an event since
         (one deleted meanwhile is created again: `children.changes`)."""
         m = meta(obj)
@@ -181,23 +185,19 @@ class RollingJobs(ResizingJobs):
             await widths_module.write_name_table(self.client, wanted, namespace, name)
         with self._child_changes.to_check(ObjectKey(namespace, name), target.planned.children) as pending:
             await self._create_missing(pending, lambda c: True)
-            live = {
-                str(meta(pe)["name"]): pe
-                for pe in self.pes.store.select_by_labels({JOB_LABEL: name}, namespace)
-            }
             if not target.followed:
-                await self._drop_and_follow(obj, status, applied, target, live)
+                await self._drop_and_follow(obj, status, applied, target)
         target.followed = True
-        return live
 
     async def _drop_and_follow(
-        self, obj: Object, status: JobStatusView, applied: KeptPlan, target: Target, live: dict[str, Object]
+        self, obj: Object, status: JobStatusView, applied: KeptPlan, target: Target
     ) -> None:
         """Step 2's removal of what the target drops, and Exports, Imports and regions following."""
         m = meta(obj)
         namespace, name = str(m["namespace"]), str(m["name"])
         wanted = target.wanted
-        for pe_name in sorted(set(live) - {pe.name for pe in target.pes}):
+        live = self.pes.store.select_by_labels({JOB_LABEL: name}, namespace)
+        for pe_name in sorted({str(meta(pe)["name"]) for pe in live} - {pe.name for pe in target.pes}):
             for resource in (PES, SERVICES, CONFIGMAPS):
                 await self.client.delete_if_present(resource, pe_name, namespace)
         for resource in _PLANNED_KINDS:

@@ -13,7 +13,6 @@ and settings) is looked at again only after an event on it or its pods (`note`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
@@ -35,7 +34,7 @@ from streams_k8s.controller.jobs.base import KeptPlan
 from streams_k8s.controller.jobs.counts import pod_ready
 from streams_k8s.controller.kinds import PES
 from streams_k8s.k8s.client import Resource
-from streams_k8s.k8s.objects import Object, meta
+from streams_k8s.k8s.objects import Object, ObjectKey, meta
 from streams_k8s.k8s.store import Store
 
 
@@ -84,7 +83,7 @@ class Target:
         self._noted.add(pe)
 
     def survey(
-        self, live: Mapping[str, Object], pods: Store, namespace: str, job: str
+        self, pes: Store, pods: Store, namespace: str, job: str
     ) -> tuple[list[str], list[str], set[str], int]:
         """One pass over the PEs not found settled before and those with an event since the last
         pass: (PEs to patch quietly, PEs to patch disruptively, those of them whose content
@@ -98,7 +97,7 @@ class Target:
             if pe.name in self.settled and pe.name not in noted:
                 continue
             self.settled.discard(pe.name)
-            current = live.get(pe.name)
+            current = pes.get(ObjectKey(namespace, pe.name))
             if current is None:
                 in_flight += 1  # being created
                 continue
