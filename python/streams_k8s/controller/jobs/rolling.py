@@ -174,9 +174,9 @@ class RollingJobs(ResizingJobs):
     ) -> None:
         """Step 2 (idempotent): the name table, the target's new children, the removal of what it
         drops (PEs, and the host pools and regions of a plan change), Exports, Imports, regions and
-        their coordinator following. Done in full once per target (and
-        after a restart); later passes check the name table and the children with an event since
-        (one deleted meanwhile is created again: `children.changes`)."""
+        their coordinator following. Done in full once per target (and after a restart); later
+        passes check the name table and the children with an event since (one deleted meanwhile is
+        created again: `children.changes`)."""
         m = meta(obj)
         namespace, name = str(m["namespace"]), str(m["name"])
         wanted = target.wanted
@@ -334,6 +334,9 @@ class RollingJobs(ResizingJobs):
         uid = str(meta(obj)["uid"])
         self._targets.pop(uid, None)
         self._counts_written.pop(uid, None)  # the counts of what now runs: written next, at once
+        # What runs is checked in full next (PE Services healed to the target's ports, ...): the
+        # edit checked its children only for what it needed.
+        self._child_changes.forget(ObjectKey(str(meta(obj)["namespace"]), str(meta(obj)["name"])))
         if self._cached(obj):
             self._planned[uid] = target.planned
         what = "rolled back to" if record.rollback else "runs"
