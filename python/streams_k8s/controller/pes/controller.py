@@ -73,10 +73,6 @@ from streams_k8s.k8s.objects import Object, ObjectKey, meta, object_key
 log = logging.getLogger(__name__)
 
 REDIS_CONFIG_ANNOTATION = "redisConfig"
-# PEs reconciled at once. A pod replacement holds its worker for three round trips (the write-ahead
-# status, the old pod's deletion, the new pod's creation) where a first launch holds it for one:
-# with 8, an upgrade replaced pods a third as fast as a submission created them.
-WORKERS = 24
 # Waiting on nodes being labelled/tainted for a pool: they carry no owner to map events back.
 NODE_WAIT = 0.5
 
@@ -87,7 +83,7 @@ class PeController:
         manager: Manager,
         settings: PeRuntimeSettings | None = None,
         *,
-        workers: int = WORKERS,
+        workers: int = 8,
         report_grace: float = REPORT_GRACE,
     ) -> None:
         self.settings = settings or PeRuntimeSettings()
