@@ -16,19 +16,16 @@ user, the runtime or the coordinator set on one the edit leaves as it was is kep
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Any
 
 from streams_k8s.api.contract import (
-    CONTENT_ID_ANNOTATION,
     JOB_LABEL,
     PE_LABEL,
-    POD_TEMPLATE_ANNOTATION,
     SVC_LABEL,
     SVC_PE,
+    pe_service_name,
 )
 from streams_k8s.api.job import Job, JobPhase, JobState, UpgradeMode, UpgradeRecord
-from streams_k8s.api.processing_element import ProcessingElementSpec
-from streams_k8s.app.plan import Plan
 from streams_k8s.controller.checkpoints import (
     CheckpointOutcome,
     checkpoint_outcome,
@@ -36,11 +33,9 @@ from streams_k8s.controller.checkpoints import (
     request_checkpoint,
     request_start,
 )
-from streams_k8s.controller.children.desired import Desired
-from streams_k8s.controller.children.pod import pod_template_hash
+from streams_k8s.controller.children.changes import status_only
 from streams_k8s.controller.jobs import widths as widths_module
 from streams_k8s.controller.jobs.base import KeptPlan, applied_job, status_written, utc_now
-from streams_k8s.controller.jobs.counts import pod_ready
 from streams_k8s.controller.jobs.health import (
     APPLIED,
     CHECKPOINT_OVERDUE,
@@ -50,6 +45,7 @@ from streams_k8s.controller.jobs.health import (
 )
 from streams_k8s.controller.jobs.resizing import ResizingJobs
 from streams_k8s.controller.jobs.status import JobStatusView
+from streams_k8s.controller.jobs.target import Target
 from streams_k8s.controller.jobs.upgrade_diff import upgrade_mode
 from streams_k8s.controller.kinds import (
     CONSISTENT_REGION_OPERATORS,
@@ -59,21 +55,10 @@ from streams_k8s.controller.kinds import (
     PES,
 )
 from streams_k8s.controller.planning import SubmissionFailure
-from streams_k8s.k8s.client import Resource
 from streams_k8s.k8s.conditions import set_condition
+from streams_k8s.k8s.informer import EventType
 from streams_k8s.k8s.kinds import CONFIGMAPS, SERVICES
 from streams_k8s.k8s.objects import Object, ObjectKey, meta
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """The plan of an edit being applied."""
-
-    job: Job
-    planned: KeptPlan
-    digest: str
-    running: Plan  # the plan the edit starts from: the applied spec's at the widths that run
-
 
 # Children of a plan's host pools and regions: an edit deletes those of what it drops.
 _PLANNED_KINDS = (HOSTPOOLS, PARALLEL_REGIONS, CONSISTENT_REGION_OPERATORS, CONSISTENT_REGIONS)
@@ -86,20 +71,38 @@ def batch_size(job: Job, pes: int) -> int:
     return job.spec.max_unavailable or max(1, pes // 4)
 
 
-def _disruptive(current: ProcessingElementSpec, wanted: ProcessingElementSpec) -> bool:
-    """Does the change replace or remove the PE's pod?"""
-    return (
-        current.content_id != wanted.content_id
-        or current.suspended != wanted.suspended
-        or pod_template_hash(current)
-        != pod_template_hash(wanted.model_copy(update={"restart_nonce": current.restart_nonce}))
-    )
-
-
 class RollingJobs(ResizingJobs):
     """Brings a job's children to a recorded edit (see the module docs)."""
 
     _targets: dict[str, tuple[int, Target]]  # by Job uid: the edit applied (`base` makes it)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.pes.add_handler(self._on_pe)
+        self.pods.add_handler(self._on_pod)
+
+    def _on_pe(self, kind: EventType, old: Object | None, new: Object | None) -> None:
+        """A PE of a job being edited changed (not its status alone): its target looks at it again."""
+        obj = new if new is not None else old
+        if obj is not None and not (old is not None and new is not None and status_only(old, new)):
+            self._note(obj, str(meta(obj).get("name")))
+
+    def _on_pod(self, kind: EventType, old: Object | None, new: Object | None) -> None:
+        """A PE pod of a job being edited changed: its target looks at that PE again."""
+        obj = new if new is not None else old
+        labels = (meta(obj).get("labels") or {}) if obj is not None else {}
+        if obj is not None and labels.get(SVC_LABEL) == SVC_PE and PE_LABEL in labels and JOB_LABEL in labels:
+            self._note(obj, pe_service_name(str(labels[JOB_LABEL]), str(labels[PE_LABEL])))
+
+    def _note(self, child: Object, pe: str) -> None:
+        m = meta(child)
+        job_name = (m.get("labels") or {}).get(JOB_LABEL)  # set on the pods and PEs noted
+        job = (
+            self.jobs.store.get(ObjectKey(str(m.get("namespace") or ""), str(job_name))) if job_name else None
+        )
+        kept = self._targets.get(str(meta(job).get("uid"))) if job is not None else None
+        if kept is not None:
+            kept[1].note(pe)
 
     async def _recorded_target(
         self, obj: Object, status: JobStatusView, record: UpgradeRecord, applied: KeptPlan
@@ -144,27 +147,13 @@ class RollingJobs(ResizingJobs):
         except SubmissionFailure as failure:  # the recorded content is gone: the edit cannot finish
             return await self._abandon(obj, status, failure)
         namespace, name = str(meta(obj)["namespace"]), str(meta(obj)["name"])
-        wanted = {(d.resource, d.name): d for d in target.planned.children}
-        live = await self._follow_target(obj, status, applied, wanted)
-        quiet: list[str] = []
-        disruptive: list[str] = []
-        content: set[str] = set()  # PEs whose code changes: their ConfigMap first
-        in_flight = 0
-        for child in sorted(_pes_of(target), key=lambda c: int(c.body["spec"]["id"])):
-            pe_name = child.name
-            spec = ProcessingElementSpec.model_validate(child.body["spec"])
-            current = live.get(pe_name)
-            nonce = None if current is None else current["spec"].get("restartNonce")
-            if current is None:
-                in_flight += 1  # being created
-            elif widths_module.without_own_settings(current["spec"]) != child.body["spec"]:
-                now = ProcessingElementSpec.model_validate(current["spec"])
-                (disruptive if _disruptive(now, spec) else quiet).append(pe_name)
-                if now.content_id != spec.content_id:
-                    content.add(pe_name)
-            # its pods are made with the restart nonce the user set on the PE itself
-            elif not self._settled(namespace, name, spec.model_copy(update={"restart_nonce": nonce})):
-                in_flight += 1
+        wanted = target.wanted
+        await self._follow_target(obj, status, applied, target)
+        quiet, disruptive, content, in_flight = target.survey(
+            self.pes.store, self.pods.store, namespace, name
+        )
+        pes = (self.pes.store.get(ObjectKey(namespace, n)) for n in (*quiet, *disruptive))
+        live = {str(meta(pe)["name"]): pe for pe in pes if pe is not None}  # those patched
         await widths_module.patch_pes(self.client, wanted, namespace, quiet, content, live)
         if (in_flight or disruptive) and _overdue(record, target):
             obj, status, stop = await self._timed_out(obj, status, record)
@@ -174,32 +163,41 @@ class RollingJobs(ResizingJobs):
             obj, status, record, ready = await self._prepare_regions(obj, status, record, target, disruptive)
             if not ready:
                 return obj, status
-        batch = disruptive[: max(batch_size(target.job, len(live)) - in_flight, 0)]
+        batch = disruptive[: max(batch_size(target.job, len(target.pes)) - in_flight, 0)]
         await widths_module.patch_pes(self.client, wanted, namespace, batch, content, live)
         if quiet or disruptive or in_flight:
             return obj, status
         return await self._commit(obj, status, record, target)
 
     async def _follow_target(
-        self,
-        obj: Object,
-        status: JobStatusView,
-        applied: KeptPlan,
-        wanted: dict[tuple[Resource, str], Desired],
-    ) -> dict[str, Object]:
+        self, obj: Object, status: JobStatusView, applied: KeptPlan, target: Target
+    ) -> None:
         """Step 2 (idempotent): the name table, the target's new children, the removal of what it
         drops (PEs, and the host pools and regions of a plan change), Exports, Imports, regions and
-        their coordinator following; the job's PEs by name."""
+        their coordinator following. Done in full once per target (and after a restart); later
+        passes check the name table and the children with an event since (one deleted meanwhile is
+        created again: `children.changes`)."""
         m = meta(obj)
         namespace, name = str(m["namespace"]), str(m["name"])
+        wanted = target.wanted
         table = self.configmaps.store.get(ObjectKey(namespace, name))
         if table is None or table.get("data") != wanted[(CONFIGMAPS, name)].body["data"]:
             await widths_module.write_name_table(self.client, wanted, namespace, name)
-        await self._create_missing(list(wanted.values()), lambda c: True)
-        live = {
-            str(meta(pe)["name"]): pe for pe in self.pes.store.select_by_labels({JOB_LABEL: name}, namespace)
-        }
-        for pe_name in sorted(set(live) - {n for r, n in wanted if r == PES}):
+        with self._child_changes.to_check(ObjectKey(namespace, name), target.planned.children) as pending:
+            await self._create_missing(pending, lambda c: True)
+            if not target.followed:
+                await self._drop_and_follow(obj, status, applied, target)
+        target.followed = True
+
+    async def _drop_and_follow(
+        self, obj: Object, status: JobStatusView, applied: KeptPlan, target: Target
+    ) -> None:
+        """Step 2's removal of what the target drops, and Exports, Imports and regions following."""
+        m = meta(obj)
+        namespace, name = str(m["namespace"]), str(m["name"])
+        wanted = target.wanted
+        live = self.pes.store.select_by_labels({JOB_LABEL: name}, namespace)
+        for pe_name in sorted({str(meta(pe)["name"]) for pe in live} - {pe.name for pe in target.pes}):
             for resource in (PES, SERVICES, CONFIGMAPS):
                 await self.client.delete_if_present(resource, pe_name, namespace)
         for resource in _PLANNED_KINDS:
@@ -217,26 +215,6 @@ class RollingJobs(ResizingJobs):
         running = {(d.resource, d.name): d for d in running_children}
         await widths_module.follow_ports(self.client, wanted, namespace, name, running)
         await widths_module.follow_regions(self.client, wanted, namespace, running, _FOLLOWED_KINDS)
-        return live
-
-    def _settled(self, namespace: str, job: str, spec: ProcessingElementSpec) -> bool:
-        """The PE is as its spec says: no pod while suspended, else a ready pod with its content and
-        settings."""
-        template = pod_template_hash(spec)
-        pods = self.pods.store.select_by_labels(
-            {JOB_LABEL: job, SVC_LABEL: SVC_PE, PE_LABEL: str(spec.id)}, namespace
-        )
-        if spec.suspended:
-            return not pods
-        for pod in pods:
-            annotations = meta(pod).get("annotations") or {}
-            if (
-                annotations.get(CONTENT_ID_ANNOTATION) == spec.content_id
-                and annotations.get(POD_TEMPLATE_ANNOTATION, template) == template
-                and pod_ready(pod)
-            ):
-                return True
-        return False
 
     async def _prepare_regions(
         self, obj: Object, status: JobStatusView, record: UpgradeRecord, target: Target, disruptive: list[str]
@@ -353,6 +331,10 @@ class RollingJobs(ResizingJobs):
         written = await self._write_status(obj, status)
         uid = str(meta(obj)["uid"])
         self._targets.pop(uid, None)
+        self._counts_written.pop(uid, None)  # the counts of what now runs: written next, at once
+        # What runs is checked in full next (PE Services healed to the target's ports, ...): the
+        # edit checked its children only for what it needed.
+        self._child_changes.forget(ObjectKey(str(meta(obj)["namespace"]), str(meta(obj)["name"])))
         if self._cached(obj):
             self._planned[uid] = target.planned
         what = "rolled back to" if record.rollback else "runs"
@@ -381,10 +363,6 @@ class RollingJobs(ResizingJobs):
 def edit_nonce(job: str, record: UpgradeRecord) -> str:
     """The checkpoint and start requests of an edit."""
     return f"{job}-g{record.target_generation}-{int(record.started.timestamp())}"
-
-
-def _pes_of(target: Target) -> list[Desired]:
-    return [c for c in target.planned.children if c.resource == PES]
 
 
 def _overdue(record: UpgradeRecord, target: Target) -> bool:

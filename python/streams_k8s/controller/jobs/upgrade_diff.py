@@ -129,6 +129,8 @@ def pe_specs(job: Job, plan: Plan) -> dict[int, ProcessingElementSpec]:
 
 
 def _why(old: ProcessingElementSpec, new: ProcessingElementSpec) -> list[Why]:
+    if old == new:  # most PEs of an edit (their pod templates need no hashing)
+        return []
     reasons = []
     if old.content_id != new.content_id:
         reasons.append(Why.CONTENT)

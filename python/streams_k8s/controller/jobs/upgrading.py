@@ -63,8 +63,9 @@ from streams_k8s.controller.jobs.health import (
     UPGRADING,
 )
 from streams_k8s.controller.jobs.planned import bundle_failure, schedulable_nodes
-from streams_k8s.controller.jobs.rolling import RollingJobs, Target, edit_nonce
+from streams_k8s.controller.jobs.rolling import RollingJobs, edit_nonce
 from streams_k8s.controller.jobs.status import JobStatusView
+from streams_k8s.controller.jobs.target import Target
 from streams_k8s.controller.jobs.upgrade_diff import (
     UpgradeDiff,
     given_back,

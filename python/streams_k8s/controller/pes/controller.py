@@ -20,6 +20,7 @@ Contract with the job controller (which creates PEs, their ConfigMaps and host p
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -62,7 +63,7 @@ from streams_k8s.controller.placement.constraints import (
 )
 from streams_k8s.controller.placement.node_infos import NodeInfos
 from streams_k8s.controller.placement.nodes import unprepared_nodes
-from streams_k8s.k8s.controller import Requeue, generation_changed, stop_if_deleted, stop_if_owner_deleted
+from streams_k8s.k8s.controller import Requeue, stop_if_deleted, stop_if_owner_deleted
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.events import EventRecorder
 from streams_k8s.k8s.kinds import CONFIGMAPS, NODES, PODS
@@ -114,7 +115,7 @@ class PeController:
         self.controller.owns(self.pods, ProcessingElement.kind_name)
         self.controller.watch(self.configmaps)  # a PE ConfigMap has the PE's name
         self.controller.watch(self.hostpools, self._pes_of_job)
-        self.controller.watch(self.jobs, self._pes_of_job, predicates=[generation_changed])
+        self.controller.watch(self.jobs, self._pes_of_job, predicates=[_job_came_or_goes])
 
     # --- mapping ---------------------------------------------------------------------------
 
@@ -211,13 +212,16 @@ class PeController:
             )
             await self._retire(decision)
             if decision.action is Action.RELAUNCH:
-                await self.events.record(
-                    obj, "Normal", "Relaunching", f"{decision.reason}: launch {decision.launch}", "Relaunch"
-                )
                 pod = self._pod_name(job, pe, decision.launch)
                 # The new launch has not connected yet: a consistent region sees the PE restart.
                 fields = {"launchCount": decision.launch, "phase": PENDING, "nodeName": None, "podName": pod}
-                pe = await self._write_status(pe, {**fields, "connectivity": Connectivity.NONE.value})
+                # The Event alongside the write-ahead, not before it: a replacement is three round
+                # trips (this, the old pod's deletion, the new pod's creation), not four.
+                note = f"{decision.reason}: launch {decision.launch}"
+                _, pe = await asyncio.gather(
+                    self.events.record(obj, "Normal", "Relaunching", note, "Relaunch"),
+                    self._write_status(pe, {**fields, "connectivity": Connectivity.NONE.value}),
+                )
                 # The old launch's pod stays: the next decision retires it before creating the new one.
                 retired = {meta(p).get("uid") for p, _ in decision.retire}
                 pods = [p for p in pods if meta(p).get("uid") not in retired]
@@ -372,6 +376,15 @@ class PeController:
             PES, str(pe.metadata.name), body, pe.metadata.namespace, subresource="status"
         )
         return ProcessingElement.from_wire(written)
+
+
+def _job_came_or_goes(old: Object | None, new: Object | None) -> bool:
+    """A Job's arrival (its PEs may have waited for it) or deletion wakes its PEs; its edits do not:
+    they reach a PE through its own spec, which the job controller patches (`jobs.rolling`), and
+    waking every PE of a 1,000-PE job on each edit cost its upgrade seconds of reconciles."""
+    if old is None or new is None:
+        return True
+    return bool(meta(new).get("deletionTimestamp")) and not meta(old).get("deletionTimestamp")
 
 
 def setup(manager: Manager, settings: PeRuntimeSettings | None = None) -> PeController:

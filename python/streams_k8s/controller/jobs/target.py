@@ -1,0 +1,162 @@
+"""The plan of an edit being applied, and what it wants of each of the job's PEs, worked out once
+per target.
+
+A rolling edit (`jobs.rolling`) looks at every PE of the job on each pass, and every PE or pod
+event of the job brings it back. Parsing each of 1,000 planned PE specs, comparing it with the
+live one and hashing its pod template on each of those passes was most of the operator's CPU in
+a 10% bundle upgrade, and held the event loop while the PE controller's replacements waited.
+So the planned specs are parsed once (with the plan, in its thread), pod template hashes are kept
+per restart nonce, how a live PE differs from the target is kept until its resourceVersion
+changes, and a PE found settled (its spec the target's, its pod ready with the target's content
+and settings) is looked at again only after an event on it or its pods (`note`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from streams_k8s.api.contract import (
+    CONTENT_ID_ANNOTATION,
+    JOB_LABEL,
+    PE_LABEL,
+    POD_TEMPLATE_ANNOTATION,
+    SVC_LABEL,
+    SVC_PE,
+)
+from streams_k8s.api.job import Job
+from streams_k8s.api.processing_element import ProcessingElementSpec
+from streams_k8s.app.plan import Plan
+from streams_k8s.controller.children.desired import Desired
+from streams_k8s.controller.children.pod import pod_template_hash
+from streams_k8s.controller.jobs import widths as widths_module
+from streams_k8s.controller.jobs.base import KeptPlan
+from streams_k8s.controller.jobs.counts import pod_ready
+from streams_k8s.controller.kinds import PES
+from streams_k8s.k8s.client import Resource
+from streams_k8s.k8s.objects import Object, ObjectKey, meta
+from streams_k8s.k8s.store import Store
+
+
+class Change(Enum):
+    """What bringing a live PE to the target takes."""
+
+    NONE = "none"  # its spec is the target's
+    QUIET = "quiet"  # a spec patch (settings that steer only the controllers)
+    DISRUPTIVE = "disruptive"  # a spec patch that replaces or removes its pod
+
+
+@dataclass(frozen=True, slots=True)
+class WantedPe:
+    """A PE of the target: its planned spec as written, and parsed."""
+
+    name: str
+    body: Object
+    spec: ProcessingElementSpec
+
+
+class Target:
+    """The plan of an edit being applied (`jobs.upgrading` makes it, `jobs.rolling` applies it)."""
+
+    def __init__(self, job: Job, planned: KeptPlan, digest: str, running: Plan) -> None:
+        self.job = job
+        self.planned = planned
+        self.digest = digest
+        self.running = running  # the plan the edit starts from: the applied spec's at the widths that run
+        self.wanted: dict[tuple[Resource, str], Desired] = {(d.resource, d.name): d for d in planned.children}
+        pes = [c for c in planned.children if c.resource == PES]
+        self.pes = [
+            WantedPe(c.name, c.body["spec"], ProcessingElementSpec.model_validate(c.body["spec"]))
+            for c in sorted(pes, key=lambda c: int(c.body["spec"]["id"]))
+        ]
+        # Step 2 (`RollingJobs._follow_target`) done in full once: later passes check what changed.
+        self.followed = False
+        self._templates: dict[tuple[str, str | None], str] = {}  # (PE, restart nonce) -> pod template hash
+        self._changes: dict[str, tuple[str, Change, bool]] = {}  # by PE: (resourceVersion, change, content)
+        self.settled: set[str] = set()  # PEs found as the target wants them (spec, ready pod)
+        self._noted: set[str] = set()  # PEs with an event on them or their pods since the last pass
+        for pe in self.pes:  # most PEs keep the job's nonce: hashed here, in the plan's thread
+            self.template(pe, pe.spec.restart_nonce)
+
+    def note(self, pe: str) -> None:
+        """An event on the PE or one of its pods: the next pass looks at it again."""
+        self._noted.add(pe)
+
+    def survey(
+        self, pes: Store, pods: Store, namespace: str, job: str
+    ) -> tuple[list[str], list[str], set[str], int]:
+        """One pass over the PEs not found settled before and those with an event since the last
+        pass: (PEs to patch quietly, PEs to patch disruptively, those of them whose content
+        changes, PEs being created or replaced)."""
+        noted, self._noted = self._noted, set()  # the events after this are the next pass's
+        quiet: list[str] = []
+        disruptive: list[str] = []
+        content: set[str] = set()
+        in_flight = 0
+        for pe in self.pes:
+            if pe.name in self.settled and pe.name not in noted:
+                continue
+            self.settled.discard(pe.name)
+            current = pes.get(ObjectKey(namespace, pe.name))
+            if current is None:
+                in_flight += 1  # being created
+                continue
+            change, changed_content = self.change(pe, current)
+            if change is not Change.NONE:
+                (disruptive if change is Change.DISRUPTIVE else quiet).append(pe.name)
+                if changed_content:
+                    content.add(pe.name)
+            # its pods are made with the restart nonce the user set on the PE itself
+            elif _settled(
+                pods, namespace, job, pe.spec, self.template(pe, current["spec"].get("restartNonce"))
+            ):
+                self.settled.add(pe.name)
+            else:
+                in_flight += 1
+        return quiet, disruptive, content, in_flight
+
+    def template(self, pe: WantedPe, nonce: str | None) -> str:
+        """The pod template hash of ``pe`` with the restart nonce the user set on the PE itself."""
+        key = (pe.name, nonce)
+        found = self._templates.get(key)
+        if found is None:
+            found = pod_template_hash(pe.spec.model_copy(update={"restart_nonce": nonce}))
+            self._templates[key] = found
+        return found
+
+    def change(self, pe: WantedPe, current: Object) -> tuple[Change, bool]:
+        """What bringing the live PE ``current`` to ``pe`` takes, and whether its content (code)
+        changes."""
+        version = str(meta(current).get("resourceVersion"))
+        kept = self._changes.get(pe.name)
+        if kept is not None and kept[0] == version:
+            return kept[1], kept[2]
+        change, content = Change.NONE, False
+        if widths_module.without_own_settings(current["spec"]) != pe.body:
+            now = ProcessingElementSpec.model_validate(current["spec"])
+            content = now.content_id != pe.spec.content_id
+            disruptive = (
+                content
+                or now.suspended != pe.spec.suspended
+                or pod_template_hash(now) != self.template(pe, now.restart_nonce)
+            )
+            change = Change.DISRUPTIVE if disruptive else Change.QUIET
+        self._changes[pe.name] = (version, change, content)
+        return change, content
+
+
+def _settled(pods: Store, namespace: str, job: str, spec: ProcessingElementSpec, template: str) -> bool:
+    """The PE is as its spec says: no pod while suspended, else a ready pod with its content and
+    settings (pod ``template`` hash)."""
+    found = pods.select_by_labels({JOB_LABEL: job, SVC_LABEL: SVC_PE, PE_LABEL: str(spec.id)}, namespace)
+    if spec.suspended:
+        return not found
+    for pod in found:
+        annotations = meta(pod).get("annotations") or {}
+        if (
+            annotations.get(CONTENT_ID_ANNOTATION) == spec.content_id
+            and annotations.get(POD_TEMPLATE_ANNOTATION, template) == template
+            and pod_ready(pod)
+        ):
+            return True
+    return False
