@@ -9,6 +9,7 @@ it with the PEs that ran before the undone edit (the same ids, none twice)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,6 +105,15 @@ async def _children(job: ConsistentJob, resource: Resource) -> list[str]:
     return [i["metadata"]["name"] for i in items if not i["metadata"].get("deletionTimestamp")]
 
 
+def _fused_by_hand(tmp_path: Path, name: str) -> dict[str, Any]:
+    """A job of two parallel regions of width 2 (set by submission-time values) fused into 5 PEs:
+    a region's new channel joins PEs of other operators."""
+    spec = SyntheticSpec(chains=2, length=3, regions=2, width_values=True, required_values=True)
+    bundle = write_sab(tmp_path / "app.sab", spec)
+    values = {"width0": "2", "width1": "2"}
+    return job_manifest(name, bundle, fusion={"manual": 5}, submissionTimeValues=values)
+
+
 @pytest.mark.sandbox(nodes=2)
 async def test_an_operator_stopped_between_the_width_record_and_the_commit_finishes_the_same_edit(
     sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
@@ -112,10 +122,7 @@ async def test_an_operator_stopped_between_the_width_record_and_the_commit_finis
     existing PEs, and PEs get new ids): the ParallelRegion already says the new width when the Job's
     status commit fails and the operator stops. The next operator finishes that edit with the PEs
     it made (same ids, operators and pods), instead of planning the edit again from the new widths."""
-    spec = SyntheticSpec(chains=2, length=3, regions=2, width_values=True, required_values=True)
-    bundle = write_sab(tmp_path / "app.sab", spec)
-    values = {"width0": "2", "width1": "2"}
-    manifest = job_manifest("crash", bundle, fusion={"manual": 5}, submissionTimeValues=values)
+    manifest = _fused_by_hand(tmp_path, "crash")
     async with await KubeClient.connect(str(sandbox.kubeconfig_path)) as client:
         async with operator(sandbox, monkeypatch, tmp_path / "cache"):
             await client.create(JOBS, manifest)
@@ -189,10 +196,7 @@ async def test_a_resized_job_fused_by_hand_keeps_its_pes_through_a_restart_and_a
     """Manual fusion groups a region's new channel with other operators: a restarted operator
     made that PE a second time (numbering the job's PEs at the spec's widths), and a pod-setting
     edit re-fused the job from scratch, replacing PEs whose content it did not change."""
-    spec = SyntheticSpec(chains=2, length=3, regions=2, width_values=True, required_values=True)
-    bundle = write_sab(tmp_path / "app.sab", spec)
-    values = {"width0": "2", "width1": "2"}
-    manifest = job_manifest("hand", bundle, fusion={"manual": 5}, submissionTimeValues=values)
+    manifest = _fused_by_hand(tmp_path, "hand")
     async with await KubeClient.connect(str(sandbox.kubeconfig_path)) as client:
         async with operator(sandbox, monkeypatch, tmp_path / "cache"):
             await client.create(JOBS, manifest)
