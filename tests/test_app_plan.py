@@ -14,7 +14,7 @@ from streams_k8s.api.spec_values import FusionType
 from streams_k8s.app.adl import parse_adl
 from streams_k8s.app.fusion import FusionConstraintError, host_spec
 from streams_k8s.app.model import Application
-from streams_k8s.app.plan import Plan, plan_application, refuse_with_widths
+from streams_k8s.app.plan import Plan, assign_pe_ids, plan_application, refuse_with_widths
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl
 
 
@@ -233,3 +233,13 @@ def test_automatic_pe_count_follows_threads_cpu_and_nodes() -> None:
     big = ResourceRequirements(requests={"cpu": "2"}, limits={"cpu": "4"})
     assert target_pe_count(plan.topology, Fusion(), big, None) == 1
     assert len(plan_application(app, Fusion(), job_name="j", resources=small, nodes=4).pes) == 4
+
+
+def test_pe_ids_come_from_the_previous_plan_then_from_the_pes_known_to_run() -> None:
+    """A re-fusion keeps a previous PE's id, gives a PE the job is known to run (at other widths)
+    its id back, never gives one id twice, and numbers the rest above every id it knows."""
+    previous = {0: ["A"], 1: ["B", "C"], 5: ["E"]}
+    known = {1: ["B", "C"], 4: ["D", "C[2]"], 5: ["F"]}  # 5 is a previous PE's: not given to F
+    sets = [["C", "B"], ["C[2]", "D"], ["F"], ["A"], ["G"], ["E"]]
+    assert assign_pe_ids(sets, previous, known) == [1, 4, 6, 0, 7, 5]
+    assert assign_pe_ids(sets, None, None) == [0, 1, 2, 3, 4, 5]

@@ -150,9 +150,11 @@ def assign_pe_ids(
     """PE id per container (see module docs); ``known``: ids to give back after ``previous``'s."""
     if not previous and not known:
         return list(range(len(operator_sets)))
-    by_key = {"".join(sorted(ops)): pe_id for pe_id, ops in (known or {}).items()}
-    by_key.update({"".join(sorted(ops)): pe_id for pe_id, ops in (previous or {}).items()})
-    next_id = max([*(previous or ()), *(known or ())], default=-1) + 1
+    previous = previous or {}
+    # a known id that a previous PE holds is that PE's: never two PEs of one id
+    by_key = {"".join(sorted(ops)): pe_id for pe_id, ops in (known or {}).items() if pe_id not in previous}
+    by_key.update({"".join(sorted(ops)): pe_id for pe_id, ops in previous.items()})
+    next_id = max([*previous, *(known or ())], default=-1) + 1
     ids = []
     for ops in operator_sets:
         key = "".join(sorted(ops))
