@@ -3,8 +3,7 @@
 PE ids: at first submission, the container index (PEs ordered by their smallest node index). On
 re-fusion, a PE whose sorted operator names equal those of a previous PE keeps that PE's id; the
 others get fresh ids above the previous maximum, in container order. A plan numbered against the
-PEs a job runs (``ids_from``) remembers them (``known_ids``): they may run at other widths than
-the plan's, so a re-fusion of it to those widths gives their PEs their ids back.
+PEs a job runs (``ids_from``, maybe at other widths) keeps them (``known_ids``) for its re-fusions.
 
 PE ports: one input port per operator input port fed from another PE (shared by all its senders)
 or by an import; one output port per operator output port feeding another PE, per splitter
@@ -147,22 +146,20 @@ def assign_pe_ids(
     previous: Mapping[int, Sequence[str]] | None,
     known: Mapping[int, Sequence[str]] | None = None,
 ) -> list[int]:
-    """PE id per container (see module docs); ``known``: ids to give back after ``previous``'s."""
+    """PE id per container (see module docs); ``known``: ids to give back after ``previous``'s
+    (but for one a previous PE holds: never two PEs of one id)."""
+    previous, known = previous or {}, known or {}
     if not previous and not known:
         return list(range(len(operator_sets)))
-    previous = previous or {}
-    # a known id that a previous PE holds is that PE's: never two PEs of one id
-    by_key = {"".join(sorted(ops)): pe_id for pe_id, ops in (known or {}).items() if pe_id not in previous}
+    by_key = {"".join(sorted(ops)): pe_id for pe_id, ops in known.items() if pe_id not in previous}
     by_key.update({"".join(sorted(ops)): pe_id for pe_id, ops in previous.items()})
-    next_id = max([*previous, *(known or ())], default=-1) + 1
+    next_id = max([*previous, *known], default=-1) + 1
     ids = []
     for ops in operator_sets:
-        key = "".join(sorted(ops))
-        if key in by_key:
-            ids.append(by_key.pop(key))
-        else:
-            ids.append(next_id)
-            next_id += 1
+        pe_id = by_key.pop("".join(sorted(ops)), None)
+        if pe_id is None:
+            pe_id, next_id = next_id, next_id + 1
+        ids.append(pe_id)
     return ids
 
 
