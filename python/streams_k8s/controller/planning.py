@@ -15,9 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from streams_k8s.api.host_pool import HostPoolSpec
 from streams_k8s.api.job import Job, job_name_problem
-from streams_k8s.api.processing_element import Placement
 from streams_k8s.app.adl import AdlError, parse_adl
 from streams_k8s.app.bundle import BundleError, read_bundle
 from streams_k8s.app.model import Application
@@ -106,8 +104,8 @@ def check_placement(job: Job, plan: Plan, nodes: Iterable[NodeInfo]) -> Placemen
         return plan_placement(
             namespace=str(job.metadata.namespace),
             job=str(job.metadata.name),
-            pools=[HostPoolSpec.from_record(pool) for pool in plan.host_pools],
-            pes=[PlacedPe(pe.id, Placement.from_record(pe.placement)) for pe in plan.pes],
+            pools=plan.host_pools,
+            pes=[PlacedPe(pe.id, pe.placement) for pe in plan.pes],
             nodes=nodes,
         )
     except PlacementError as err:

@@ -32,7 +32,13 @@ from streams_k8s.api.contract import (
 from streams_k8s.api.host_pool import HostPoolSpec
 from streams_k8s.api.processing_element import Placement
 from streams_k8s.api.spec_values import MembershipMode
+from streams_k8s.app import specs
 from streams_k8s.controller.placement.label_values import LabelValueError, sanitize_label_value
+
+# A PE's placement and a host pool as a PE or HostPool object states them, or as the plan does
+# (`app.specs`, the same fields): a plan is checked without making a model of each PE's.
+PeLocation = Placement | specs.Placement
+PoolSpec = HostPoolSpec | specs.HostPoolSpec
 
 HOSTPOOL_TAG_LABEL = "streams.ibm.com/hostpool"
 EXCLUSIVE_TAINT_KEY = "streams.ibm.com/exclusive-pool"
@@ -92,7 +98,7 @@ class PlacedPe:
     """A PE as placement sees it: its id and its placement spec."""
 
     id: int
-    placement: Placement
+    placement: PeLocation
 
 
 @dataclass(slots=True)
@@ -138,11 +144,11 @@ class _Cluster:
         return self.by_name.get(host) or self.by_address.get(host)
 
 
-def _pool_label(pool: HostPoolSpec) -> str:
+def _pool_label(pool: PoolSpec) -> str:
     return f"host pool '{pool.name}'"
 
 
-def _candidates(pool: HostPoolSpec, cluster: _Cluster, owner: str) -> list[NodeInfo]:
+def _candidates(pool: PoolSpec, cluster: _Cluster, owner: str) -> list[NodeInfo]:
     usable = [n for n in cluster.nodes if not n.unschedulable and n.exclusive_owner() in (None, owner)]
     if pool.hosts:
         chosen = []
@@ -166,7 +172,7 @@ def _candidates(pool: HostPoolSpec, cluster: _Cluster, owner: str) -> list[NodeI
 
 
 def _materialise(
-    pool: HostPoolSpec, cluster: _Cluster, key: str, owner: str, max_index: int | None
+    pool: PoolSpec, cluster: _Cluster, key: str, owner: str, max_index: int | None
 ) -> list[NodeInfo]:
     candidates = _candidates(pool, cluster, owner)
 
@@ -213,7 +219,7 @@ def plan_placement(
     *,
     namespace: str,
     job: str,
-    pools: Sequence[HostPoolSpec],
+    pools: Sequence[PoolSpec],
     pes: Sequence[PlacedPe],
     nodes: Iterable[NodeInfo],
     with_pods: bool = True,
@@ -263,7 +269,7 @@ def _pod_placement(
     pe: PlacedPe,
     namespace: str,
     job: str,
-    pools: Mapping[int, HostPoolSpec],
+    pools: Mapping[int, PoolSpec],
     pool_nodes: Mapping[int, list[str]],
     cluster: _Cluster,
 ) -> PodPlacement:
