@@ -97,6 +97,7 @@ def test_nested_records_become_nested_models() -> None:
             congestion_policy=None,
         ),
     )
+    assert specs.to_wire(exported) == ExportSpec.from_record(exported).to_wire()
     assert ExportSpec.from_record(exported).to_wire() == {
         "jobId": 3,
         "peId": 1,
@@ -119,6 +120,7 @@ def test_nested_records_become_nested_models() -> None:
             filter="x > 1",
         ),
     )
+    assert specs.to_wire(imported) == ImportSpec.from_record(imported).to_wire()
     assert ImportSpec.from_record(imported).to_wire()["streams"] == {
         "nameBasedImports": {
             "0": {"applicationName": "other::App", "importOperName": "In", "streamName": "S"}
@@ -162,6 +164,6 @@ def test_the_placement_plan_prints_is_the_one_the_pe_states(
         isolation_labels=labels,
         host_pool_location=specs.PoolLocation(*location) if location else None,
     )
-    wire = placement.to_wire()
+    wire = specs.to_wire(placement)
     assert wire == Placement.from_record(placement).to_wire()
     assert list(wire) == list(Placement.from_record(placement).to_wire())  # the same key order

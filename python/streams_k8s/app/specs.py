@@ -7,7 +7,8 @@ limits and defaults are the models' own (`api.spec_values`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
+from enum import Enum
 from typing import Any
 
 from streams_k8s.api.spec_values import (
@@ -36,21 +37,6 @@ class Placement:
     isolation: str | None = None  # the operator of this PE that asked for hostIsolation
     isolation_labels: list[str] = field(default_factory=list)  # host-isolated operators of other PEs
     host_pool_location: PoolLocation | None = None
-
-    def to_wire(self) -> dict[str, Any]:
-        """As the ProcessingElement states it (camelCase, unset fields left out), for `plan`'s output
-        (`tests/test_app_specs.py` holds it equal to the model's)."""
-        wire: dict[str, Any] = {} if self.host is None else {"host": self.host}
-        wire |= {"coLocations": list(self.co_locations), "exLocations": list(self.ex_locations)}
-        if self.isolation is not None:
-            wire["isolation"] = self.isolation
-        wire["isolationLabels"] = list(self.isolation_labels)
-        if (location := self.host_pool_location) is not None:
-            pool = {"poolIndex": location.pool_index}
-            wire["hostPoolLocation"] = (
-                pool if location.inpool_index is None else pool | {"inpoolIndex": location.inpool_index}
-            )
-        return wire
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,3 +128,24 @@ class ImportSpec:
     port_id: int
     port_index: int
     streams: ImportedStreams
+
+
+def to_wire(record: Any) -> Any:
+    """A record as the model it becomes states it (`WireModel.to_wire`: camelCase, unset fields
+    left out), for `plan`'s output without a model (`tests/test_app_specs.py` holds them equal)."""
+    if is_dataclass(record):
+        return {
+            _camel(f.name): to_wire(value)
+            for f in fields(record)
+            if (value := getattr(record, f.name)) is not None
+        }
+    if isinstance(record, list):
+        return [to_wire(v) for v in record]
+    if isinstance(record, dict):
+        return {k: to_wire(v) for k, v in record.items()}
+    return record.value if isinstance(record, Enum) else record
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.capitalize() for word in rest)

@@ -20,6 +20,7 @@ from streams_k8s.app.adl import AdlError, parse_adl
 from streams_k8s.app.bundle import BundleError, read_bundle
 from streams_k8s.app.fusion import Fusion, FusionChoice, FusionConstraintError
 from streams_k8s.app.plan import Plan, PlanDiff, plan_application, refuse_with_widths
+from streams_k8s.app.specs import to_wire
 from streams_k8s.app.submission import RegionWidth, SubmissionError, WidthOverride
 from streams_k8s.app.topology import TopologyError
 
@@ -93,7 +94,7 @@ def _pe_rows(plan: Plan) -> list[dict[str, Any]]:
             "hostPool": pe.placement.host_pool_location.pool_index
             if pe.placement.host_pool_location
             else None,
-            "placement": pe.placement.to_wire(),
+            "placement": to_wire(pe.placement),
             "contentId": pe.content_id,
         }
         for pe in plan.pes

@@ -18,6 +18,7 @@ import orjson
 
 from streams_k8s.app.model import AdlExport, AdlImport
 from streams_k8s.app.plan import Plan
+from streams_k8s.app.specs import to_wire
 from streams_k8s.app.topology import Node
 from streams_k8s.console.graph_constraints import PeConstraints, constraints_of, deciding_constraint
 
@@ -181,7 +182,7 @@ def graph_from_plan(plan: Plan) -> JobGraph:
                 id=pe.id,
                 operators=tuple(sorted(pe.nodes)),
                 content_id=pe.content_id,
-                placement=pe.placement.to_wire(),
+                placement=to_wire(pe.placement),
                 restartable=pe.restartable,
             )
             for pe in plan.pes
