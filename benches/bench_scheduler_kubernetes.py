@@ -31,7 +31,7 @@ PODS = VPODS * VREPLICAS // CAPACITY
 
 
 async def scenario() -> dict[str, float]:
-    async with Sandbox(nodes=12, zones=["z0", "z1", "z2"]) as sandbox:
+    async with Sandbox(nodes=12, zones=["z0", "z1", "z2"], schema_guard=False) as sandbox:
         sandbox.install_crd(consumer_crd())
         async with await KubeClient.connect(str(sandbox.kubeconfig_path)) as client:
             deployment = Deployment(sandbox, client)
