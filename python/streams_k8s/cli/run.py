@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import importlib
 import inspect
 from collections.abc import Callable
@@ -26,6 +27,8 @@ from streams_k8s.k8s.settings import RuntimeSettings
 
 ENTRY_POINT_GROUP = "streams_k8s.controllers"
 Setup = Callable[[Manager], Any]
+# A young collection every this many allocations, not 700 (`_long_lived_heap`).
+YOUNG_COLLECTION = 50_000
 
 
 class BadUsage(click.ClickException):
@@ -59,6 +62,21 @@ def _load_setup(spec: str) -> Setup:
     return target  # type: ignore[no-any-return]
 
 
+def _long_lived_heap() -> None:
+    """Garbage collection for a process whose caches hold every watched object for its life.
+
+    The informers' caches are JSON maps that hold no reference cycles, yet with the default
+    thresholds full collections walked them again and again: at 1,000 PEs each took 0.07-0.15 s,
+    with the event loop stopped (one fell into an upgrade's re-plan, tripling it), and at 3,000
+    PEs they were 1.7 s of a submission's 12.9 s of CPU. What the imports made is frozen (never
+    walked again) and young collections wait for `YOUNG_COLLECTION` allocations, so full ones come
+    ~70 times less often; reference counting still frees everything as before. Set once the
+    controllers are set up, for the rest of the process.
+    """
+    gc.freeze()
+    gc.set_threshold(YOUNG_COLLECTION, *gc.get_threshold()[1:])
+
+
 def _listen_help(setting: str) -> str:
     """A listen flag's help from its setting: what listens there, the default and the variable."""
     field = RuntimeSettings.model_fields[setting]
@@ -84,6 +102,7 @@ async def _serve(settings: RuntimeSettings, setups: list[Setup], console: Consol
         except BaseException:
             await client.close()  # run() would close it; a failed setup never gets there
             raise
+        _long_lived_heap()
         return await manager.run()
     raise AssertionError("unreachable")  # pragma: no cover
 
