@@ -210,19 +210,20 @@ class PeController:
                 ran_unrecorded=self.report_wait.ran_unrecorded(key, str(pe.metadata.uid)),
                 disrupted=self._disrupted(pe),
             )
-            await self._retire(decision)
+            if decision.action is not Action.CREATE or placement is None:
+                await self._retire(decision)  # a creation retires the old pods alongside (below)
             if decision.action is Action.RELAUNCH:
                 pod = self._pod_name(job, pe, decision.launch)
                 # The new launch has not connected yet: a consistent region sees the PE restart.
                 fields = {"launchCount": decision.launch, "phase": PENDING, "nodeName": None, "podName": pod}
-                # The Event alongside the write-ahead, not before it: a replacement is three round
-                # trips (this, the old pod's deletion, the new pod's creation), not four.
+                # The Event alongside the write-ahead, not before it: a replacement is two round
+                # trips (this, then the old pod's deletion with the new pod's creation), not three.
                 note = f"{decision.reason}: launch {decision.launch}"
                 _, pe = await asyncio.gather(
                     self.events.record(obj, "Normal", "Relaunching", note, "Relaunch"),
                     self._write_status(pe, {**fields, "connectivity": Connectivity.NONE.value}),
                 )
-                # The old launch's pod stays: the next decision retires it before creating the new one.
+                # The old launch's pod stays: the next decision retires it as it creates the new one.
                 retired = {meta(p).get("uid") for p, _ in decision.retire}
                 pods = [p for p in pods if meta(p).get("uid") not in retired]
                 continue
@@ -234,8 +235,12 @@ class PeController:
             if decision.action is Action.CREATE and placement is not None:
                 uid = str(pe.metadata.uid)
                 if (pending := self.expected.creation_pending(key, uid, decision.launch)) > 0:
+                    await self._retire(decision)
                     return Requeue(after=pending)  # created already; its event re-runs this PE sooner
-                await self._create_pod(job, pe, decision.launch, placement)
+                # The old launch's pod goes as the new one is made (their names differ by launch).
+                await asyncio.gather(
+                    self._retire(decision), self._create_pod(job, pe, decision.launch, placement)
+                )
             elif decision.action is Action.RECORD:
                 if decision.phase == DELETED:  # the Event first: a restart in between records it still
                     await self._warn_stopped(job_obj, pe, decision.launch)
