@@ -592,6 +592,34 @@ async def test_crd_cel_rule_is_enforced(widgets: Client) -> None:
     assert status == 201
 
 
+async def test_crd_cel_rules_ratchet_values_an_update_leaves_unchanged(client: Client) -> None:
+    """A widget stored before its CRD gained a rule it breaks: as on Kubernetes 1.30+, writes that
+    leave the value the rule is on unchanged (status, labels) are accepted, one that changes it
+    is checked."""
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    crd = widget_crd()
+    spec_schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    rules = spec_schema.pop("x-kubernetes-validations")
+    status, _ = await client.call("POST", crds, crd)
+    assert status == 201
+    status, _ = await client.call("POST", WIDGETS, widget("older", size=7))
+    assert status == 201
+    _, stored = await client.call("GET", f"{crds}/widgets.{GROUP}")
+    stored["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
+        "x-kubernetes-validations"
+    ] = rules
+    status, _ = await client.call("PUT", f"{crds}/widgets.{GROUP}", stored)
+    assert status == 200
+
+    status, _ = await client.call("PATCH", f"{WIDGETS}/older/status", {"status": {"phase": "Up"}}, MERGE)
+    assert status == 200
+    status, _ = await client.call("PATCH", f"{WIDGETS}/older", {"metadata": {"labels": {"a": "b"}}}, MERGE)
+    assert status == 200
+    status, err = await client.call("PATCH", f"{WIDGETS}/older", {"spec": {"size": 8}}, MERGE)
+    assert status == 422
+    assert "only red widgets are bigger than 5" in err["message"]
+
+
 async def test_scale_subresource_of_custom_resources_and_statefulsets(widgets: Client) -> None:
     await widgets.call("POST", WIDGETS, widget("sc", replicas=2))
     await widgets.call(

@@ -2,6 +2,12 @@
 
 Rules that use Kubernetes-only CEL libraries (quantity(), url(), ...) cannot be compiled by
 cel-python and are skipped with a warning rather than rejecting valid objects.
+
+Ratcheting, as kube-apiserver does it since 1.30 (`CRDValidationRatcheting`, on by default): an
+update that leaves the value a rule is on as it was gets no error from that rule unless the rule
+uses ``oldSelf`` (transition rules always run). Such rules are not evaluated at all: besides
+accepting what a real server accepts (an object stored before its CRD gained a rule), a status
+write no longer evaluates every rule of the unchanged spec.
 """
 
 from __future__ import annotations
@@ -28,9 +34,10 @@ def _program(rule: str) -> Any:
         return None
 
 
-# Whether a schema or one below it has rules, by the schema's id (kept with it, so an id is
-# never taken for another schema's); a CRD's schemas are few, the table is emptied when full.
-_RULED: dict[int, tuple[dict[str, Any], bool]] = {}
+# Whether a schema or one below it has rules, and transition rules, by the schema's id (kept with
+# it, so an id is never taken for another schema's); a CRD's schemas are few, the table is
+# emptied when full.
+_RULED: dict[int, tuple[dict[str, Any], tuple[bool, bool]]] = {}
 _RULED_MAX = 50_000
 
 
@@ -41,16 +48,20 @@ def check(obj: Any, old: Any, schema: dict[str, Any], path: str = "") -> list[di
     return errors
 
 
-def _ruled(schema: dict[str, Any]) -> bool:
-    """Whether `schema` or a schema below it has rules: the parts of an object with none are
-    not walked (a ProcessingElement's one rule is on `spec.checkpointRepository`)."""
+def _ruled(schema: dict[str, Any]) -> tuple[bool, bool]:
+    """Whether `schema` or a schema below it has rules, and transition rules: the parts of an
+    object with none are not walked (a ProcessingElement's one rule is on
+    `spec.checkpointRepository`), nor the unchanged parts of an update with no transition rule."""
     known = _RULED.get(id(schema))
     if known is not None and known[0] is schema:
         return known[1]
     below = [*(schema.get("properties") or {}).values(), schema.get("additionalProperties")]
     below.append(schema.get("items"))
-    ruled = bool(schema.get("x-kubernetes-validations")) or any(
-        _ruled(sub) for sub in below if isinstance(sub, dict)
+    rules = [str(r.get("rule", "")) for r in schema.get("x-kubernetes-validations") or ()]
+    found = [_ruled(sub) for sub in below if isinstance(sub, dict)]
+    ruled = (
+        bool(rules) or any(r for r, _ in found),
+        any(_uses_old(r) for r in rules) or any(t for _, t in found),
     )
     if len(_RULED) >= _RULED_MAX:
         _RULED.clear()
@@ -58,12 +69,22 @@ def _ruled(schema: dict[str, Any]) -> bool:
     return ruled
 
 
+def _uses_old(rule: str) -> bool:
+    return "oldSelf" in rule
+
+
 def _walk(value: Any, old: Any, schema: dict[str, Any], path: str, errors: list[dict[str, str]]) -> None:
-    if value is None or not _ruled(schema):
+    ruled, transitions = _ruled(schema)
+    if value is None or not ruled:
+        return
+    unchanged = old is not None and value == old  # ratcheted (module docs)
+    if unchanged and not transitions:
         return
     for rule in schema.get("x-kubernetes-validations") or []:
-        if "oldSelf" in rule["rule"] and old is None:
+        if _uses_old(rule["rule"]) and old is None:
             continue  # transition rules only apply to updates
+        if unchanged and not _uses_old(rule["rule"]):
+            continue
         if not _holds(rule["rule"], value, old):
             field = path or "<root>"
             if rule.get("fieldPath"):
