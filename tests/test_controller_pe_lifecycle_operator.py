@@ -69,6 +69,20 @@ async def test_a_deleted_pe_comes_back_and_continues_its_launch_count(
 
 
 @pytest.mark.sandbox(nodes=2)
+async def test_a_pe_deleted_before_its_launch_is_recorded_still_continues_its_count(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its pod ran, but the record waited for a connectivity report (none comes here: the PE
+    controller writes it alone after its grace): the PE that replaces it starts at launch 2."""
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job(tmp_path, 2))
+        await wait_for_phase(client, "life", "Running")
+        assert "launchCount" not in await pe_status(client, "life-1")
+        await client.delete(PES, "life-1", NS)
+        await launched(client, 1, 2)
+
+
+@pytest.mark.sandbox(nodes=2)
 async def test_pod_deletion_and_failure_follow_the_job_template(
     sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

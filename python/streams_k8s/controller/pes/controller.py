@@ -131,10 +131,16 @@ class PeController:
     def _on_pe_event(self, kind: str, old: Object | None, new: Object | None) -> None:
         gone = old if kind == "delete" else None
         if gone is not None:
-            self._taken.pop(str(meta(gone).get("uid")), None)
-            launches = int((gone.get("status") or {}).get("launchCount") or 0)
-            if launches:
-                self._deleted_launches[object_key(gone)] = (str(meta(gone).get("uid")), launches)
+            uid = str(meta(gone).get("uid"))
+            self._taken.pop(uid, None)
+            # Its pods count too: a launch whose record waited for the PE's report was a launch.
+            launches = max(
+                int((gone.get("status") or {}).get("launchCount") or 0),
+                *(pod_launch(p) for p in self.pods_by_owner.live_pe_pods(uid)),
+                self.report_wait.ran_unrecorded(object_key(gone), uid),
+            )
+            if launches > 0:
+                self._deleted_launches[object_key(gone)] = (uid, launches)
 
     def _on_pod_event(self, kind: str, old: Object | None, new: Object | None) -> None:
         """Remember why the cluster took a PE pod, while the deleted pod can still say it."""
