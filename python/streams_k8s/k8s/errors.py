@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 
@@ -54,3 +55,15 @@ class ApiError(Exception):
             body,
             retry_after,
         )
+
+
+async def unless_gone(call: Awaitable[Any]) -> bool:
+    """Await ``call``, a write to one object; False, not an error, when the object was gone (404)
+    or replaced by another (409 on its uid or resourceVersion precondition)."""
+    try:
+        await call
+    except ApiError as err:
+        if not (err.not_found or err.conflict):
+            raise
+        return False
+    return True

@@ -14,8 +14,7 @@ Contract with the job controller (which creates PEs, their ConfigMaps and host p
   ``connectivity`` by the REST API, which also records a pod that has just started running
   (``pes.lifecycle.started_status``); the controller waits for that report (``pes.report_wait``).
 - A PE deleted while its Job lives is recreated by the job controller; its launch count is
-  continued here: the last count is kept on the PE ConfigMap (annotation
-  ``streams.ibm.com/launch-count``), written when the deletion is seen.
+  continued here (`pes.launch_counts`: kept on the PE ConfigMap once the deletion is seen).
 """
 
 from __future__ import annotations
@@ -31,7 +30,6 @@ from streams_k8s.api.contract import (
     CONTENT_ID_ANNOTATION,
     GENERATION_LABEL,
     JOB_LABEL,
-    LAUNCH_COUNT_ANNOTATION,
     SVC_LABEL,
     SVC_ZOMBIE,
     pe_service_name,
@@ -44,6 +42,7 @@ from streams_k8s.controller.kinds import HOSTPOOLS, JOBS, PES
 from streams_k8s.controller.pes.degraded import stopped_note
 from streams_k8s.controller.pes.disruption import disruption, node_disruption
 from streams_k8s.controller.pes.expected_pods import ExpectedPods
+from streams_k8s.controller.pes.launch_counts import LaunchCounts
 from streams_k8s.controller.pes.lifecycle import (
     DELETED,
     PENDING,
@@ -64,7 +63,7 @@ from streams_k8s.controller.placement.constraints import (
 from streams_k8s.controller.placement.node_infos import NodeInfos
 from streams_k8s.controller.placement.nodes import unprepared_nodes
 from streams_k8s.k8s.controller import Requeue, stop_if_deleted, stop_if_owner_deleted
-from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.errors import unless_gone
 from streams_k8s.k8s.events import EventRecorder
 from streams_k8s.k8s.kinds import CONFIGMAPS, NODES, PODS
 from streams_k8s.k8s.manager import Manager
@@ -100,8 +99,7 @@ class PeController:
         self.expected = ExpectedPods()
         self.pods.add_handler(self.expected.observe)
         self.events: EventRecorder = manager.event_recorder("pe-controller")
-        # Launch counts of PEs seen deleted, until written onto their ConfigMap.
-        self._deleted_launches: dict[ObjectKey, tuple[str, int]] = {}
+        self.launch_counts = LaunchCounts(self.client, self.configmaps, self.pods_by_owner, self.report_wait)
         self._jobs_parsed: dict[ObjectKey, tuple[str, Job]] = {}  # by key, dropped when the Job goes
         # Launches whose pod the cluster took (by PE uid): (launch, why), from the pod's last state.
         self._taken: dict[str, tuple[int, str]] = {}
@@ -129,18 +127,9 @@ class PeController:
         ]
 
     def _on_pe_event(self, kind: str, old: Object | None, new: Object | None) -> None:
-        gone = old if kind == "delete" else None
-        if gone is not None:
-            uid = str(meta(gone).get("uid"))
-            self._taken.pop(uid, None)
-            # Its pods count too: a launch whose record waited for the PE's report was a launch.
-            launches = max(
-                int((gone.get("status") or {}).get("launchCount") or 0),
-                *(pod_launch(p) for p in self.pods_by_owner.live_pe_pods(uid)),
-                self.report_wait.ran_unrecorded(object_key(gone), uid),
-            )
-            if launches > 0:
-                self._deleted_launches[object_key(gone)] = (uid, launches)
+        if kind == "delete" and old is not None:
+            self._taken.pop(str(meta(old).get("uid")), None)
+            self.launch_counts.deleted(old)
 
     def _on_pod_event(self, kind: str, old: Object | None, new: Object | None) -> None:
         """Remember why the cluster took a PE pod, while the deleted pod can still say it."""
@@ -178,7 +167,7 @@ class PeController:
             "parsed-jobs": len(self._jobs_parsed),
             "started-pods": len(self.report_wait),
             "taken-pods": len(self._taken),
-            "deleted-launch-counts": len(self._deleted_launches),
+            "deleted-launch-counts": len(self.launch_counts),
             **self.pods_by_owner.retained(),
             **self.expected.retained(),
         }
@@ -190,13 +179,13 @@ class PeController:
         if obj is None:
             self.report_wait.forget(key)
             self.expected.forget(key)
-            await self._keep_launch_count(key)
+            await self.launch_counts.keep(key)
             return None
         pe = ProcessingElement.from_wire(obj)
         if pe.status is not None and pe.status.connectivity is not Connectivity.NONE:
             self.report_wait.reported(key, str(pe.metadata.uid))
         if pe.status is not None and pe.status.launch_count > 0:
-            self._deleted_launches.pop(key, None)  # the successor has launched: its status carries on
+            self.launch_counts.launched(key)
         if pe.metadata.deletion_timestamp is not None:
             return None  # its pods go with it (owner references)
         job_name = pe.metadata.labels.get(JOB_LABEL)
@@ -210,7 +199,7 @@ class PeController:
             decision = decide(
                 pe,
                 pods,
-                previous_launches=self._previous_launches(key, pe),
+                previous_launches=self.launch_counts.previous(key, str(pe.metadata.uid)),
                 ready=not waiting_for,
                 waiting_for=waiting_for,
                 ran_unrecorded=self.report_wait.ran_unrecorded(key, str(pe.metadata.uid)),
@@ -309,26 +298,6 @@ class PeController:
             return None, "nodes"
         return plan.pods[pe.spec.id], ""
 
-    def _previous_launches(self, key: ObjectKey, pe: ProcessingElement) -> int:
-        remembered = self._deleted_launches.get(key)
-        from_memory = remembered[1] if remembered is not None and remembered[0] != pe.metadata.uid else 0
-        cm = self.configmaps.store.get(key)
-        value = meta(cm).get("annotations", {}).get(LAUNCH_COUNT_ANNOTATION, "") if cm is not None else ""
-        return max(from_memory, int(value) if str(value).isdecimal() else 0)
-
-    async def _keep_launch_count(self, key: ObjectKey) -> None:
-        """A PE was deleted: keep its launch count on its ConfigMap for the PE that replaces it."""
-        remembered = self._deleted_launches.get(key)
-        if remembered is None:
-            return
-        cm = self.configmaps.store.get(key)
-        current = meta(cm).get("annotations", {}).get(LAUNCH_COUNT_ANNOTATION, "") if cm is not None else ""
-        if cm is not None and not (str(current).isdecimal() and int(current) >= remembered[1]):
-            patch = {"metadata": {"annotations": {LAUNCH_COUNT_ANNOTATION: str(remembered[1])}}}
-            await self._tolerate_missing(self.client.patch(CONFIGMAPS, key.name, patch, key.namespace))
-        if cm is None:  # the job (which owns the ConfigMap) is gone: no successor will come
-            del self._deleted_launches[key]
-
     async def _create_pod(
         self, job: Job, pe: ProcessingElement, launch: int, placement: PodPlacement
     ) -> None:
@@ -359,26 +328,15 @@ class PeController:
             m = meta(pod)
             if zombie:
                 patch = {"metadata": {"labels": {SVC_LABEL: SVC_ZOMBIE}}}
-                await self._tolerate_missing(self.client.patch(PODS, m["name"], patch, m["namespace"]))
+                await unless_gone(self.client.patch(PODS, m["name"], patch, m["namespace"]))
             else:
                 self.expected.deleting(pod)  # before the request: its event may come before the answer
                 call, deleted = self.client.delete(PODS, m["name"], m["namespace"], uid=m.get("uid")), False
                 try:
-                    deleted = await self._tolerate_missing(call)
+                    deleted = await unless_gone(call)
                 finally:
                     if not deleted:  # no deletion of ours to wait for
                         self.expected.delete_failed(pod)
-
-    @staticmethod
-    async def _tolerate_missing(call: Any) -> bool:
-        """Await ``call``; False when its object was gone already."""
-        try:
-            await call
-        except ApiError as err:
-            if not (err.not_found or err.conflict):  # gone, or replaced by another (uid precondition)
-                raise
-            return False
-        return True
 
     async def _write_status(self, pe: ProcessingElement, fields: dict[str, Any]) -> ProcessingElement:
         """Merge-patch the PE status, conditional on the version the decision was made on."""
