@@ -76,8 +76,13 @@ async def test_a_pe_deleted_before_its_launch_is_recorded_still_continues_its_co
     controller writes it alone after its grace): the PE that replaces it starts at launch 2."""
     async with operator(sandbox, monkeypatch, tmp_path / "cache"):
         await client.create(JOBS, job(tmp_path, 2))
-        await wait_for_phase(client, "life", "Running")
-        assert "launchCount" not in await pe_status(client, "life-1")
+
+        async def pod_running() -> bool:
+            pods = await pods_of(client, "life", 1)
+            return bool(pods) and (pods[0].get("status") or {}).get("phase") == "Running"
+
+        await eventually_async(pod_running, within=30)
+        assert "launchCount" not in await pe_status(client, "life-1")  # deleted within the grace
         await client.delete(PES, "life-1", NS)
         await launched(client, 1, 2)
 
