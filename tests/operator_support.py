@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import orjson
 import pytest
 
 from k8s_support import eventually_async, sandbox_runtime
@@ -131,6 +132,30 @@ async def wait_for_phase(client: KubeClient, name: str, *phases: str, within: fl
     except TimeoutError:
         raise AssertionError(f"job {name} never reached {phases}; status {seen}") from None
     return seen
+
+
+async def first_status(
+    client: KubeClient, name: str, phase: str, since: str, namespace: str = "default", within: float = 30.0
+) -> dict[str, Any]:
+    """The first status of Job ``name`` in ``phase`` after resourceVersion ``since``, from a watch:
+    a phase an edit passes through between two polls (a small upgrade takes milliseconds) is seen
+    all the same."""
+    query = {
+        "watch": True,
+        "resourceVersion": since,
+        "fieldSelector": f"metadata.name={name}",
+        "timeoutSeconds": int(within),
+    }
+    async with (
+        asyncio.timeout(within),
+        client.stream(JOBS, JOBS.path(namespace), query, connect_timeout=5.0) as response,
+    ):
+        async for line in response.content:
+            event = orjson.loads(line)
+            status = (event.get("object") or {}).get("status") or {}
+            if event.get("type") in ("ADDED", "MODIFIED") and status.get("phase") == phase:
+                return dict(status)
+    raise AssertionError(f"job {name} did not reach {phase} after resourceVersion {since}")
 
 
 def condition(status: dict[str, Any], type_: str) -> dict[str, Any]:

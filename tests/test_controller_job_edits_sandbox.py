@@ -14,7 +14,7 @@ import pytest
 from job_inventory import pe_pods
 from k8s_support import eventually_async
 from kubectl_support import KUBECTL, MISSING, Kubectl
-from operator_support import condition, job_manifest, job_status, operator, wait_for_phase
+from operator_support import condition, first_status, job_manifest, job_status, operator, wait_for_phase
 from streams_k8s.api.contract import JOB_LABEL, NAME_TABLE_KEY, PE_LABEL, SVC_LABEL
 from streams_k8s.api.job import Job
 from streams_k8s.app.synthetic import Exported, SyntheticSpec, write_sab
@@ -81,10 +81,11 @@ async def test_pod_setting_edits_replace_exactly_the_pods_they_change_a_batch_at
         assert sorted(before) == [0, 1, 2]
 
         # A pod setting of every PE: every pod replaced, launch count + 1, one PE at a time.
+        since = (await client.get(JOBS, "edit", "default"))["metadata"]["resourceVersion"]
         await client.patch(
             JOBS, "edit", {"spec": {"processingElement": {"runtimeTraceLevel": "TRACE"}}}, "default"
         )
-        upgrading = await wait_for_phase(client, "edit", "Upgrading")
+        upgrading = await first_status(client, "edit", "Upgrading", since)
         assert upgrading["observedGeneration"] == 2
         assert upgrading["upgrade"]["targetGeneration"] == 2
         assert upgrading["upgrade"]["replaced"] == [0, 1, 2]

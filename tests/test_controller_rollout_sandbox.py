@@ -14,7 +14,7 @@ import pytest
 
 from job_inventory import pe_pods
 from k8s_support import eventually_async
-from operator_support import job_manifest, job_status, operator, wait_for_phase
+from operator_support import first_status, job_manifest, job_status, operator, wait_for_phase
 from streams_k8s.api.contract import JOB_LABEL, PE_LABEL, SVC_LABEL
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.controller.jobs.counts import pod_ready
@@ -114,8 +114,9 @@ async def test_a_bundle_upgrade_replaces_changed_pes_a_batch_together_never_two_
         before, contents = await pe_pods(client, "roll"), await content_ids(client, "roll")
         relaunched_before = await relaunch_events(client)
         edited_at = max(c.rv for c in pod_changes(sandbox, "roll"))
+        since = (await client.get(JOBS, "roll", "default"))["metadata"]["resourceVersion"]
         await client.patch(JOBS, "roll", {"spec": {"bundle": {"file": {"path": str(v2)}}}}, "default")
-        upgrading = await wait_for_phase(client, "roll", "Upgrading")
+        upgrading = await first_status(client, "roll", "Upgrading", since)
         replaced = set(upgrading["upgrade"]["replaced"])
         kept = sorted(set(before) - replaced)
         # A PE the edit keeps is deleted while the upgrade runs: it is made again, and the upgrade
