@@ -24,11 +24,10 @@ from streams_k8s.cli.cluster_flags import cluster_flags
 from streams_k8s.k8s.logs import configure_logging
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.settings import RuntimeSettings
+from streams_k8s.sandbox import heap
 
 ENTRY_POINT_GROUP = "streams_k8s.controllers"
 Setup = Callable[[Manager], Any]
-# A young collection every this many allocations, not 700 (`_long_lived_heap`).
-YOUNG_COLLECTION = 50_000
 
 
 class BadUsage(click.ClickException):
@@ -69,12 +68,11 @@ def _long_lived_heap() -> None:
     thresholds full collections walked them again and again: at 1,000 PEs each took 0.07-0.15 s,
     with the event loop stopped (one fell into an upgrade's re-plan, tripling it), and at 3,000
     PEs they were 1.7 s of a submission's 12.9 s of CPU. What the imports made is frozen (never
-    walked again) and young collections wait for `YOUNG_COLLECTION` allocations, so full ones come
-    ~70 times less often; reference counting still frees everything as before. Set once the
-    controllers are set up, for the rest of the process.
+    walked again) and young collections are made as rare as a sandbox makes them (`heap.hold`),
+    for the rest of the process; reference counting still frees everything as before.
     """
     gc.freeze()
-    gc.set_threshold(YOUNG_COLLECTION, *gc.get_threshold()[1:])
+    heap.hold()
 
 
 def _listen_help(setting: str) -> str:

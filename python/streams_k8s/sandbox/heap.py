@@ -1,4 +1,5 @@
-"""The cyclic garbage collector while a sandbox runs.
+"""The cyclic garbage collector while a sandbox runs (and in the operator's process, which holds
+its informers' caches the same way: `cli.run`).
 
 A sandbox holds its stored objects, their watch history and their past versions: millions of
 JSON maps and lists that are never mutated and can hold no reference cycle, and every write
