@@ -8,11 +8,17 @@ update that leaves the value a rule is on as it was gets no error from that rule
 uses ``oldSelf`` (transition rules always run). Such rules are not evaluated at all: besides
 accepting what a real server accepts (an object stored before its CRD gained a rule), a status
 write no longer evaluates every rule of the unchanged spec.
+
+A rule gets only the fields of ``self`` (and ``oldSelf``) it names when it reads nothing else of
+them: cel-python converts its whole input before evaluating, and a Job's root rules on
+``self.metadata.name`` had it convert the job's status on every status write (1,000-element PE
+lists of an upgrade record; kube-apiserver converts lazily, field by field).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -106,13 +112,39 @@ def _walk(value: Any, old: Any, schema: dict[str, Any], path: str, errors: list[
             _walk(item, None, schema["items"], f"{path}[{i}]", errors)
 
 
+# `self.field` (not `self.field(`: a macro or method on self) or a bare `self`.
+_READS = {
+    name: re.compile(rf"\b{name}\b(?:\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)(\s*\()?)?")
+    for name in ("self", "oldSelf")
+}
+
+
+@lru_cache(maxsize=1024)
+def _fields_read(rule: str, name: str) -> frozenset[str] | None:
+    """The fields of ``name`` (``self`` or ``oldSelf``) the rule reads, when it reads them only as
+    ``name.field``; None when it uses the value otherwise (whole, indexed, ``.?field``, macros)."""
+    fields = set()
+    for found in _READS[name].finditer(rule):
+        if found.group(1) is None or found.group(2) is not None:
+            return None
+        fields.add(found.group(1))
+    return frozenset(fields)
+
+
+def _read_part(rule: str, name: str, value: Any) -> Any:
+    fields = _fields_read(rule, name)
+    if fields is None or not isinstance(value, dict):
+        return value
+    return {k: v for k, v in value.items() if k in fields}
+
+
 def _holds(rule: str, value: Any, old: Any) -> bool:
     program = _program(rule)
     if program is None:
         return True
-    activation = {"self": json_to_cel(value)}
+    activation = {"self": json_to_cel(_read_part(rule, "self", value))}
     if old is not None:
-        activation["oldSelf"] = json_to_cel(old)
+        activation["oldSelf"] = json_to_cel(_read_part(rule, "oldSelf", old))
     try:
         result = program.evaluate(activation)
     except Exception as exc:  # evaluation errors (missing field, type mismatch) fail the rule
