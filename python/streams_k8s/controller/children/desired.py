@@ -56,7 +56,7 @@ from streams_k8s.controller.children.names import (
     parallel_region_name,
     pe_port_name,
 )
-from streams_k8s.controller.children.processing_elements import processing_element
+from streams_k8s.controller.children.processing_elements import PeTemplate, processing_element
 from streams_k8s.controller.children.services import pe_service
 from streams_k8s.controller.kinds import (
     CONSISTENT_REGION_OPERATORS,
@@ -79,6 +79,8 @@ class Desired:
 
     resource: Resource
     body: dict[str, Any]
+    # the spec ``body`` renders, when rendered here (saves parsing it back: `jobs.target`)
+    spec: WireModel | None = field(default=None, compare=False, repr=False)
     key: ObjectKey = field(init=False)  # where the informer cache has it (looked up on every reconcile)
 
     def __post_init__(self) -> None:
@@ -122,14 +124,21 @@ def desired_objects(
         *(Desired(SERVICES, pe_service(pe, metadata)) for pe in plan.pes),
         *_regions_and_streams(plan, metadata),
         *_coordination(job, job_uid, plan, metadata, coordinator_mode),
-        *(Desired(PES, processing_element(job, pe, len(plan.pes), metadata)) for pe in plan.pes),
+        *_processing_elements(job, plan, metadata),
     ]
+
+
+def _processing_elements(job: Job, plan: Plan, metadata: ChildMetadata) -> Iterator[Desired]:
+    template = PeTemplate(job, len(plan.pes))
+    for pe in plan.pes:
+        spec = template.spec(pe)
+        yield Desired(PES, processing_element(spec, pe, metadata), spec)
 
 
 def _ours(resource: Resource, kind: str, metadata: dict[str, Any], spec: WireModel) -> Desired:
     """A child of one of our kinds."""
     body = {"apiVersion": API_VERSION, "kind": kind, "metadata": metadata, "spec": spec.to_wire()}
-    return Desired(resource, body)
+    return Desired(resource, body, spec)
 
 
 def _regions_and_streams(plan: Plan, metadata: ChildMetadata) -> Iterator[Desired]:

@@ -13,41 +13,67 @@ from streams_k8s.controller.children.metadata import ChildMetadata, pe_labels
 from streams_k8s.controller.children.resources import divide_resources
 
 
-def processing_element(job: Job, pe: PlannedPe, pes: int, metadata: ChildMetadata) -> dict[str, Any]:
-    """PE ``pe`` of a job of ``pes`` PEs, labelled as in a consistent region or not."""
+def processing_element(spec: ProcessingElementSpec, pe: PlannedPe, metadata: ChildMetadata) -> dict[str, Any]:
+    """PE ``pe`` with its ``spec`` (`PeTemplate.spec`), labelled as in a consistent region or not."""
     in_region = {CR_LABEL: "true" if pe.regions else "false"}
     return {
         "apiVersion": API_VERSION,
         "kind": ProcessingElement.kind_name,
         "metadata": metadata(pe_service_name(metadata.job, pe.id), {**pe_labels(pe.id), **in_region}),
-        "spec": pe_spec(job, pe, pes).to_wire(),
+        "spec": spec.to_wire(),
     }
 
 
-def pe_spec(job: Job, pe: PlannedPe, pes: int) -> ProcessingElementSpec:
-    """The job's PE template (its unset pull policy and secret the job's, an unset
-    restartFailedPod the PE's restartable flag, job-wide resources divided among the ``pes`` PEs)
-    and the planned PE."""
-    template = job.spec.processing_element
-    inherited = template.model_dump(exclude={"resources"})
-    inherited["image_pull_policy"] = template.image_pull_policy or job.spec.image_pull_policy
-    inherited["image_pull_secret"] = template.image_pull_secret or job.spec.image_pull_secret
-    if template.restart_failed_pod is None:
-        inherited["restart_failed_pod"] = pe.restartable
-    resources = (
-        divide_resources(job.spec.resources, pes) if job.spec.resources is not None else template.resources
-    )
-    return ProcessingElementSpec(
-        **inherited,
-        resources=resources,
-        id=pe.id,
-        content_id=pe.content_id,
-        sab_name=job.spec.bundle.name,
-        operators=pe.operators,
-        regions=pe.regions,
-        placement=Placement.from_record(pe.placement),
-        input_ports=len(pe.inputs),
-        restartable=pe.restartable,
-        suspended=job.spec.state is JobState.SUSPENDED,
-        job_restart_nonce=job.spec.restart_nonce,
-    )
+class PeTemplate:
+    """The job's PE template as each PE of a plan of ``pes`` PEs gets it (its unset pull policy and
+    secret the job's, an unset restartFailedPod the PE's restartable flag, job-wide resources
+    divided among the PEs): worked out once per plan, not once per PE."""
+
+    def __init__(self, job: Job, pes: int) -> None:
+        template = job.spec.processing_element
+        inherited = template.model_dump(exclude={"resources"})
+        inherited["image_pull_policy"] = template.image_pull_policy or job.spec.image_pull_policy
+        inherited["image_pull_secret"] = template.image_pull_secret or job.spec.image_pull_secret
+        resources = (
+            divide_resources(job.spec.resources, pes)
+            if job.spec.resources is not None
+            else template.resources
+        )
+        inherited.update(
+            resources=resources,
+            sab_name=job.spec.bundle.name,
+            suspended=job.spec.state is JobState.SUSPENDED,
+            job_restart_nonce=job.spec.restart_nonce,
+        )
+        self._inherited = inherited
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PeTemplate) and self._inherited == other._inherited
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def spec(self, pe: PlannedPe) -> ProcessingElementSpec:
+        """The spec of the planned PE ``pe``."""
+        inherited = self._inherited
+        if inherited["restart_failed_pod"] is None:
+            inherited = {**inherited, "restart_failed_pod": pe.restartable}
+        return ProcessingElementSpec(
+            **inherited,
+            id=pe.id,
+            content_id=pe.content_id,
+            operators=pe.operators,
+            regions=pe.regions,
+            placement=Placement.from_record(pe.placement),
+            input_ports=len(pe.inputs),
+            restartable=pe.restartable,
+        )
+
+    def same_spec(self, other: PeTemplate, pe: PlannedPe, other_pe: PlannedPe) -> bool:
+        """Whether ``pe`` under this template has the spec ``other_pe`` has under ``other``,
+        without building either (most PEs of an edit)."""
+        return self == other and _read(pe) == _read(other_pe)
+
+
+def _read(pe: PlannedPe) -> tuple[object, ...]:
+    """What `PeTemplate.spec` reads of a planned PE."""
+    return (pe.id, pe.content_id, pe.operators, pe.regions, pe.placement, len(pe.inputs), pe.restartable)

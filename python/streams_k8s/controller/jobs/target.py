@@ -5,7 +5,7 @@ A rolling edit (`jobs.rolling`) looks at every PE of the job on each pass, and e
 event of the job brings it back. Parsing each of 1,000 planned PE specs, comparing it with the
 live one and hashing its pod template on each of those passes was most of the operator's CPU in
 a 10% bundle upgrade, and held the event loop while the PE controller's replacements waited.
-So the planned specs are parsed once (with the plan, in its thread), pod template hashes are kept
+So the planned specs are taken as rendered (with the plan, in its thread), pod template hashes are kept
 per restart nonce, how a live PE differs from the target is kept until its resourceVersion
 changes, and a PE found settled (its spec the target's, its pod ready with the target's content
 and settings) is looked at again only after an event on it or its pods (`note`).
@@ -66,7 +66,7 @@ class Target:
         self.wanted: dict[tuple[Resource, str], Desired] = {(d.resource, d.name): d for d in planned.children}
         pes = [c for c in planned.children if c.resource == PES]
         self.pes = [
-            WantedPe(c.name, c.body["spec"], ProcessingElementSpec.model_validate(c.body["spec"]))
+            WantedPe(c.name, c.body["spec"], _pe_spec(c))
             for c in sorted(pes, key=lambda c: int(c.body["spec"]["id"]))
         ]
         # Step 2 (`RollingJobs._follow_target`) done in full once: later passes check what changed.
@@ -143,6 +143,13 @@ class Target:
             change = Change.DISRUPTIVE if disruptive else Change.QUIET
         self._changes[pe.name] = (version, change, content)
         return change, content
+
+
+def _pe_spec(child: Desired) -> ProcessingElementSpec:
+    """The spec a planned PE renders: as rendered, else parsed from its body."""
+    if isinstance(child.spec, ProcessingElementSpec):
+        return child.spec
+    return ProcessingElementSpec.model_validate(child.body["spec"])
 
 
 def _settled(pods: Store, namespace: str, job: str, spec: ProcessingElementSpec, template: str) -> bool:

@@ -6,7 +6,7 @@ its pod settings did, or its placement did; or it goes or comes back with a susp
 reasons are listed), *updated* (only settings that
 steer the controllers changed: restart policies; its pod is kept) or *kept*. A PE of the old plan
 that the new one lacks is *removed*. PE settings are compared as the PE objects carry them
-(`children.processing_elements.pe_spec`) and pods as `children.pod.pod_template_hash` sees them.
+(`children.processing_elements.PeTemplate`) and pods as `children.pod.pod_template_hash` sees them.
 Operators in a consistent region of both plans keep their state (`state_kept`), as the upgrade
 mode (`upgrade_mode`) carries it across.
 
@@ -32,7 +32,7 @@ from streams_k8s.app.submission import (
     resolve_widths,
 )
 from streams_k8s.controller.children.pod import pod_template_hash
-from streams_k8s.controller.children.processing_elements import pe_spec
+from streams_k8s.controller.children.processing_elements import PeTemplate
 from streams_k8s.controller.planning import plan_job
 
 
@@ -123,13 +123,8 @@ class UpgradeDiff:
         }
 
 
-def pe_specs(job: Job, plan: Plan) -> dict[int, ProcessingElementSpec]:
-    """The spec of each PE object of the job's plan, by PE id."""
-    return {pe.id: pe_spec(job, pe, len(plan.pes)) for pe in plan.pes}
-
-
 def _why(old: ProcessingElementSpec, new: ProcessingElementSpec) -> list[Why]:
-    if old == new:  # most PEs of an edit (their pod templates need no hashing)
+    if old == new:  # their pod templates need no hashing
         return []
     reasons = []
     if old.content_id != new.content_id:
@@ -146,7 +141,8 @@ def _why(old: ProcessingElementSpec, new: ProcessingElementSpec) -> list[Why]:
 
 def upgrade_diff(old_job: Job, old_plan: Plan, new_job: Job, new_plan: Plan) -> UpgradeDiff:
     """What applying ``new_job`` (planned as ``new_plan``) to a job running ``old_job`` does."""
-    old, new = pe_specs(old_job, old_plan), pe_specs(new_job, new_plan)
+    old, new = {pe.id: pe for pe in old_plan.pes}, {pe.id: pe for pe in new_plan.pes}
+    old_template, new_template = PeTemplate(old_job, len(old)), PeTemplate(new_job, len(new))
     diff = UpgradeDiff(
         added=sorted(set(new) - set(old)),
         removed=sorted(set(old) - set(new)),
@@ -156,9 +152,13 @@ def upgrade_diff(old_job: Job, old_plan: Plan, new_job: Job, new_plan: Plan) -> 
         ),
     )
     for pe_id in sorted(set(new) & set(old)):
-        if why := _why(old[pe_id], new[pe_id]):
+        if old_template.same_spec(new_template, old[pe_id], new[pe_id]):
+            diff.kept.append(pe_id)
+            continue
+        old_spec, new_spec = old_template.spec(old[pe_id]), new_template.spec(new[pe_id])
+        if why := _why(old_spec, new_spec):
             diff.replaced[pe_id] = why
-        elif old[pe_id] != new[pe_id]:
+        elif old_spec != new_spec:
             diff.updated.append(pe_id)
         else:
             diff.kept.append(pe_id)
