@@ -15,7 +15,8 @@ The instance operator runs as its own process (`streams-k8s run`), the sandbox i
   keeps its UID and launch count); time to Running against creating a job of as many PEs as were
   replaced, in the same sandbox right after.
 
-Each creation and edit is measured with the objects this process already holds frozen out of its
+Each creation and edit starts from a quiet operator (`Rig.quiet`: its client's rate limiter full
+again) and is measured with the objects this process already holds frozen out of its
 garbage collection (`_frozen_heap`): the sandbox runs here, and a full collection of a 1,000-PE
 job's objects stopped it for 0.3-0.5 s at random points of a measurement.
 
@@ -108,6 +109,7 @@ async def _no_partial(client: KubeClient) -> bool:
 async def _create(rig: Rig, job: dict[str, Any]) -> float:
     """Create ``job``; seconds to its first generation Ready (then its PEs get the time to
     connect, so their reports are not counted as the next edit's writes)."""
+    await rig.quiet()
     with _frozen_heap():
         started = time.monotonic()
         await rig.client.create(JOBS, job)
@@ -162,6 +164,7 @@ async def _edit(rig: Rig, name: str, spec: dict[str, Any]) -> Edit:
     """Apply ``spec`` (a merge patch) as generation 2: seconds to Ready, the writes and the
     operator's CPU seconds until every PE is connected again."""
     assert rig.operator.process is not None
+    await rig.quiet()
     mark, cpu = len(rig.sandbox.requests), _cpu_seconds(rig.operator.process.pid)
     with _frozen_heap():
         started, wall = time.monotonic(), time.time()

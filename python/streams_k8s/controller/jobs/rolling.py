@@ -65,6 +65,9 @@ _PLANNED_KINDS = (HOSTPOOLS, PARALLEL_REGIONS, CONSISTENT_REGION_OPERATORS, CONS
 # Those whose spec an edit writes where the target's differs from what runs (a ParallelRegion's is
 # the width, which the commit writes).
 _FOLLOWED_KINDS = (HOSTPOOLS, CONSISTENT_REGION_OPERATORS, CONSISTENT_REGIONS)
+# What an edit records of its regions when its target has none: nothing to prepare before the
+# first pod is replaced (written ahead with the rest of the record: `regions_prepared`).
+NO_REGIONS = "no consistent regions"
 
 
 def batch_size(job: Job, pes: int) -> int:
@@ -222,13 +225,13 @@ class RollingJobs(ResizingJobs):
         """Before the first pod is replaced: checkpoint first (checkpoint-first, waiting for it) and
         tell the regions of the replaced PEs how to start. (obj, status, record, go on?)"""
         namespace, name = str(meta(obj)["namespace"]), str(meta(obj)["name"])
-        planned = {c.name for c in target.planned.children if c.resource == CONSISTENT_REGIONS}
+        planned = _planned_regions(target)
         regions = [  # not those the edit drops (being deleted)
             r
             for r in self.consistent_regions.store.select_by_labels({JOB_LABEL: name}, namespace)
             if meta(r)["name"] in planned
         ]
-        note = "no consistent regions"
+        note = NO_REGIONS
         if regions:
             mode = upgrade_mode(target.job.spec, True)
             nonce = edit_nonce(name, record)
@@ -358,6 +361,16 @@ class RollingJobs(ResizingJobs):
         written = await self._write_status(obj, status)
         self._targets.pop(str(meta(obj)["uid"]), None)
         return await self._refuse_edit(written, status_written(written, status), failure)
+
+
+def _planned_regions(target: Target) -> set[str]:
+    return {c.name for c in target.planned.children if c.resource == CONSISTENT_REGIONS}
+
+
+def regions_prepared(target: Target) -> str | None:
+    """The record's ``checkpoint`` when the edit starts: set when the target has no regions to
+    prepare (one status write fewer before the first pod goes), else left to `_prepare_regions`."""
+    return None if _planned_regions(target) else NO_REGIONS
 
 
 def edit_nonce(job: str, record: UpgradeRecord) -> str:

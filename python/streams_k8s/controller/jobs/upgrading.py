@@ -63,7 +63,7 @@ from streams_k8s.controller.jobs.health import (
     UPGRADING,
 )
 from streams_k8s.controller.jobs.planned import bundle_failure, schedulable_nodes
-from streams_k8s.controller.jobs.rolling import RollingJobs, edit_nonce
+from streams_k8s.controller.jobs.rolling import RollingJobs, edit_nonce, regions_prepared
 from streams_k8s.controller.jobs.status import JobStatusView
 from streams_k8s.controller.jobs.target import Target
 from streams_k8s.controller.jobs.upgrade_diff import (
@@ -209,6 +209,7 @@ class UpgradingJobs(RollingJobs):
             removed=diff.removed,
             widths={r.alias: r.width for r in target.running.parallel_regions},
             next_pe_id=max((pe.id for pe in target.running.pes), default=-1) + 1,
+            checkpoint=regions_prepared(target),
         )
         conditions = status.conditions
         set_condition(conditions, SPEC_APPLIED, "False", UPGRADING, diff.summary(), generation)
