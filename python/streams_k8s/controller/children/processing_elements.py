@@ -50,8 +50,6 @@ class PeTemplate:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, PeTemplate) and self._inherited == other._inherited
 
-    __hash__ = None  # type: ignore[assignment]
-
     def spec(self, pe: PlannedPe) -> ProcessingElementSpec:
         """The spec of the planned PE ``pe``."""
         inherited = self._inherited
@@ -68,12 +66,8 @@ class PeTemplate:
             restartable=pe.restartable,
         )
 
-    def same_spec(self, other: PeTemplate, pe: PlannedPe, other_pe: PlannedPe) -> bool:
-        """Whether ``pe`` under this template has the spec ``other_pe`` has under ``other``,
-        without building either (most PEs of an edit)."""
-        return self == other and _read(pe) == _read(other_pe)
 
-
-def _read(pe: PlannedPe) -> tuple[object, ...]:
-    """What `PeTemplate.spec` reads of a planned PE."""
+def spec_inputs(pe: PlannedPe) -> tuple[object, ...]:
+    """What `PeTemplate.spec` reads of a planned PE: equal inputs under equal templates are equal
+    specs, without building either."""
     return (pe.id, pe.content_id, pe.operators, pe.regions, pe.placement, len(pe.inputs), pe.restartable)

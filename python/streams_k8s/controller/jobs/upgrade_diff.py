@@ -32,7 +32,7 @@ from streams_k8s.app.submission import (
     resolve_widths,
 )
 from streams_k8s.controller.children.pod import pod_template_hash
-from streams_k8s.controller.children.processing_elements import PeTemplate
+from streams_k8s.controller.children.processing_elements import PeTemplate, spec_inputs
 from streams_k8s.controller.planning import plan_job
 
 
@@ -143,6 +143,7 @@ def upgrade_diff(old_job: Job, old_plan: Plan, new_job: Job, new_plan: Plan) -> 
     """What applying ``new_job`` (planned as ``new_plan``) to a job running ``old_job`` does."""
     old, new = {pe.id: pe for pe in old_plan.pes}, {pe.id: pe for pe in new_plan.pes}
     old_template, new_template = PeTemplate(old_job, len(old)), PeTemplate(new_job, len(new))
+    same_template = old_template == new_template
     diff = UpgradeDiff(
         added=sorted(set(new) - set(old)),
         removed=sorted(set(old) - set(new)),
@@ -152,8 +153,8 @@ def upgrade_diff(old_job: Job, old_plan: Plan, new_job: Job, new_plan: Plan) -> 
         ),
     )
     for pe_id in sorted(set(new) & set(old)):
-        if old_template.same_spec(new_template, old[pe_id], new[pe_id]):
-            diff.kept.append(pe_id)
+        if same_template and spec_inputs(old[pe_id]) == spec_inputs(new[pe_id]):
+            diff.kept.append(pe_id)  # most PEs of an edit: kept without building their specs
             continue
         old_spec, new_spec = old_template.spec(old[pe_id]), new_template.spec(new[pe_id])
         if why := _why(old_spec, new_spec):
