@@ -146,10 +146,9 @@ class Target:
 
 
 def _pe_spec(child: Desired) -> ProcessingElementSpec:
-    """The spec a planned PE renders: as rendered, else parsed from its body."""
-    if isinstance(child.spec, ProcessingElementSpec):
-        return child.spec
-    return ProcessingElementSpec.model_validate(child.body["spec"])
+    """The spec a planned PE renders (`desired_objects` keeps it with the body)."""
+    assert isinstance(child.spec, ProcessingElementSpec)
+    return child.spec
 
 
 def _settled(pods: Store, namespace: str, job: str, spec: ProcessingElementSpec, template: str) -> bool:
