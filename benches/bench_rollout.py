@@ -32,7 +32,7 @@ import gc
 import os
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -42,7 +42,7 @@ import pytest
 
 from job_inventory import NS, pe_pods, synthetic_job
 from operator_process import require_operator
-from operator_rig import Rig, operator_rig, spread, until
+from operator_rig import Rig, operator_rig, seconds_until_status, spread, until
 from streams_k8s.api.contract import JOB_LABEL
 from streams_k8s.controller.kinds import JOBS, PES
 from streams_k8s.k8s.client import KubeClient
@@ -75,12 +75,16 @@ def _frozen_heap() -> Iterator[None]:
         gc.unfreeze()
 
 
-async def _ready(client: KubeClient, name: str, generation: int) -> bool:
-    status = (await client.get(JOBS, name, NS)).get("status") or {}
-    ready = next((c for c in status.get("conditions") or () if c["type"] == "Ready"), {})
-    if status.get("phase") == "Failed":
-        raise AssertionError(f"job {name} failed: {status}")
-    return status.get("appliedGeneration") == generation and ready.get("status") == "True"
+def _ready(generation: int) -> Callable[[dict[str, Any]], bool]:
+    """The Job's ``generation`` applied with Ready=True (raises on Failed)."""
+
+    def reached(status: dict[str, Any]) -> bool:
+        if status.get("phase") == "Failed":
+            raise AssertionError(f"job failed: {status}")
+        ready: dict[str, Any] = next((c for c in status.get("conditions") or () if c["type"] == "Ready"), {})
+        return status.get("appliedGeneration") == generation and ready.get("status") == "True"
+
+    return reached
 
 
 async def _pe_specs(client: KubeClient, name: str) -> dict[int, dict[str, Any]]:
@@ -111,10 +115,9 @@ async def _create(rig: Rig, job: dict[str, Any]) -> float:
     connect, so their reports are not counted as the next edit's writes)."""
     await rig.quiet()
     with _frozen_heap():
-        started = time.monotonic()
-        await rig.client.create(JOBS, job)
-        await until(lambda: _ready(rig.client, job["metadata"]["name"], 1), within=900, every=0.1)
-        elapsed = time.monotonic() - started
+        elapsed = await seconds_until_status(
+            rig.client, NS, job["metadata"]["name"], lambda: rig.client.create(JOBS, job), _ready(1), 900
+        )
     await _reconnected(rig.client)
     return elapsed
 
@@ -166,11 +169,15 @@ async def _edit(rig: Rig, name: str, spec: dict[str, Any]) -> Edit:
     assert rig.operator.process is not None
     await rig.quiet()
     mark, cpu = len(rig.sandbox.requests), _cpu_seconds(rig.operator.process.pid)
-    with _frozen_heap():
-        started, wall = time.monotonic(), time.time()
+    wall = 0.0
+
+    async def edit() -> None:
+        nonlocal wall
+        wall = time.time()
         await rig.client.patch(JOBS, name, {"spec": spec}, NS)
-        await until(lambda: _ready(rig.client, name, 2), within=900, every=0.1)
-        elapsed = time.monotonic() - started
+
+    with _frozen_heap():
+        elapsed = await seconds_until_status(rig.client, NS, name, edit, _ready(2), 900)
     planned = await _upgrade_started(rig.client, name) - wall
     partial = await _reconnected(rig.client)
     cpu = _cpu_seconds(rig.operator.process.pid) - cpu
