@@ -12,6 +12,7 @@ Long: one class, the client, whose methods are the REST verbs, their retries and
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import os
 import random
@@ -195,6 +196,14 @@ class KubeClient:
             return await load_configuration(kubeconfig, context)
 
         return cls(await reload(), reload=reload, **options)
+
+    def with_rate_limit(self, qps: float, burst: int) -> KubeClient:
+        """This client (connections, credentials, metrics, concurrency limit) with a token bucket of
+        its own, for requests that must not spend the controllers' budget (and never closed: the
+        session is this client's)."""
+        other = copy.copy(self)
+        other._bucket = TokenBucket(qps, burst)
+        return other
 
     async def close(self) -> None:
         await self._session.close()

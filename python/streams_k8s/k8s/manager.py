@@ -52,6 +52,7 @@ class Manager:
         self._tasks: dict[asyncio.Task[Any], str] = {}
         self._controller_tasks: list[asyncio.Task[None]] = []
         self._recorders: list[EventRecorder] = []
+        self._event_client: KubeClient | None = None
 
     @property
     def client(self) -> KubeClient:
@@ -114,7 +115,12 @@ class Manager:
         return controller
 
     def event_recorder(self, controller: str) -> EventRecorder:
-        recorder = EventRecorder(self.client, controller, self.settings.identity)
+        """A recorder whose Events have a rate limit of their own (qps and burst as the client's),
+        as controller-runtime's recorders have a client of their own: a burst of Events (one per PE
+        a 10% upgrade of 1,000 PEs replaces) never delays the controllers' writes behind it."""
+        if self._event_client is None:
+            self._event_client = self.client.with_rate_limit(self.settings.qps, self.settings.burst)
+        recorder = EventRecorder(self._event_client, controller, self.settings.identity)
         self._recorders.append(recorder)
         return recorder
 
