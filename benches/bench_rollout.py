@@ -16,7 +16,8 @@ The instance operator runs as its own process (`streams-k8s run`), the sandbox i
   replaced, in the same sandbox right after.
 
 Each creation and edit starts from a quiet operator (`Rig.quiet`: its client's rate limiter full
-again) and is measured with the objects this process already holds frozen out of its
+again), ends at the Job status event that shows it Ready (a watch opened before it,
+`seconds_until_status`), and is measured with the objects this process already holds frozen out of its
 garbage collection (`_frozen_heap`): the sandbox runs here, and a full collection of a 1,000-PE
 job's objects stopped it for 0.3-0.5 s at random points of a measurement.
 
