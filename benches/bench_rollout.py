@@ -17,9 +17,9 @@ The instance operator runs as its own process (`streams-k8s run`), the sandbox i
 
 Each creation and edit starts from a quiet operator (`Rig.quiet`: its client's rate limiter full
 again), ends at the Job status event that shows it Ready (a watch opened before it,
-`seconds_until_status`), and is measured with the objects this process already holds frozen out of its
-garbage collection (`_frozen_heap`): the sandbox runs here, and a full collection of a 1,000-PE
-job's objects stopped it for 0.3-0.5 s at random points of a measurement.
+`seconds_until_status`), and is measured with the objects this process already holds frozen out
+of its garbage collection (`_frozen_heap`): the sandbox runs here, and a full collection of a
+1,000-PE job's objects stopped it for 0.3-0.5 s at random points of a measurement.
 
 Run: pytest benches/bench_rollout.py --benchmark-enable -s   (three runs of 1,000 PEs per edit;
 without --benchmark-enable one run of 10 PEs, as a smoke test)
