@@ -7,7 +7,7 @@ import io
 import socket
 import tarfile
 import zipfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,11 +135,16 @@ async def wait_for_phase(client: KubeClient, name: str, *phases: str, within: fl
 
 
 async def first_status(
-    client: KubeClient, name: str, phase: str, since: str, namespace: str = "default", within: float = 30.0
+    client: KubeClient,
+    name: str,
+    reached: Callable[[dict[str, Any]], bool],
+    since: str,
+    namespace: str = "default",
+    within: float = 30.0,
 ) -> dict[str, Any]:
-    """The first status of Job ``name`` in ``phase`` after resourceVersion ``since``, from a watch:
-    a phase an edit passes through between two polls (a small upgrade takes milliseconds) is seen
-    all the same."""
+    """The first status of Job ``name`` that ``reached`` accepts after resourceVersion ``since``,
+    from a watch: a phase an edit passes through between two polls (a small upgrade takes
+    milliseconds) is seen all the same, and a wait ends at the event, not at the next poll."""
     query = {
         "watch": True,
         "resourceVersion": since,
@@ -153,9 +158,9 @@ async def first_status(
         async for line in response.content:
             event = orjson.loads(line)
             status = (event.get("object") or {}).get("status") or {}
-            if event.get("type") in ("ADDED", "MODIFIED") and status.get("phase") == phase:
+            if event.get("type") in ("ADDED", "MODIFIED") and reached(status):
                 return dict(status)
-    raise AssertionError(f"job {name} did not reach {phase} after resourceVersion {since}")
+    raise AssertionError(f"job {name}: no status after resourceVersion {since} was the one awaited")
 
 
 def condition(status: dict[str, Any], type_: str) -> dict[str, Any]:

@@ -85,7 +85,7 @@ async def test_pod_setting_edits_replace_exactly_the_pods_they_change_a_batch_at
         await client.patch(
             JOBS, "edit", {"spec": {"processingElement": {"runtimeTraceLevel": "TRACE"}}}, "default"
         )
-        upgrading = await first_status(client, "edit", "Upgrading", since)
+        upgrading = await first_status(client, "edit", lambda s: s.get("phase") == "Upgrading", since)
         assert upgrading["observedGeneration"] == 2
         assert upgrading["upgrade"]["targetGeneration"] == 2
         assert upgrading["upgrade"]["replaced"] == [0, 1, 2]

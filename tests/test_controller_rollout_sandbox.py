@@ -116,7 +116,7 @@ async def test_a_bundle_upgrade_replaces_changed_pes_a_batch_together_never_two_
         edited_at = max(c.rv for c in pod_changes(sandbox, "roll"))
         since = (await client.get(JOBS, "roll", "default"))["metadata"]["resourceVersion"]
         await client.patch(JOBS, "roll", {"spec": {"bundle": {"file": {"path": str(v2)}}}}, "default")
-        upgrading = await first_status(client, "roll", "Upgrading", since)
+        upgrading = await first_status(client, "roll", lambda s: s.get("phase") == "Upgrading", since)
         replaced = set(upgrading["upgrade"]["replaced"])
         kept = sorted(set(before) - replaced)
         # A PE the edit keeps is deleted while the upgrade runs: it is made again, and the upgrade
