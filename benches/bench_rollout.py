@@ -15,20 +15,28 @@ The instance operator runs as its own process (`streams-k8s run`), the sandbox i
   keeps its UID and launch count); time to Running against creating a job of as many PEs as were
   replaced, in the same sandbox right after.
 
+And, to tell the cost of replacing a pod from the cost of the job's size, the same bundle upgrade
+of a job of 100 PEs rebuilding every operator, all in one batch (``maxUnavailable: 100``, as the
+10% upgrade's 100 PEs go in one batch of its default 250): as many pods replaced as the 10%
+upgrade, against the same peer, in a job a tenth of the size. And the 10% upgrade again with pods
+whose containers take POD_START to start, as on a node with the image cached (the sandbox's
+start at once): what the ratio is where starting a pod costs what it does on a cluster.
+
 Each creation and edit starts from a quiet operator (`Rig.quiet`: its client's rate limiter full
 again), ends at the Job status event that shows it Ready (a watch opened before it,
 `seconds_until_status`), and is measured with the objects this process already holds frozen out
 of its garbage collection (`_frozen_heap`): the sandbox runs here, and a full collection of a
 1,000-PE job's objects stopped it for 0.3-0.5 s at random points of a measurement.
 
-Run: pytest benches/bench_rollout.py --benchmark-enable -s   (three runs of 1,000 PEs per edit;
-without --benchmark-enable one run of 10 PEs, as a smoke test)
+Run: pytest benches/bench_rollout.py --benchmark-enable -s   (three runs of 1,000 PEs per edit,
+100 for the whole-job upgrade; without --benchmark-enable one run of 10 PEs, as a smoke test)
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import os
 import time
@@ -55,6 +63,8 @@ RUNS = 3
 REBUILT_EVERY = 10  # a bundle upgrade rebuilding every tenth operator: 10% of them
 # Writes and CPU are counted until every PE reports full connectivity again, or this long after Ready.
 RECONNECT_WITHIN = 60.0
+# A container start on a node with the image cached: the sandbox's pods start at once unless told.
+POD_START = 1.0
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -204,15 +214,21 @@ async def _template_edit(pes: int, tmp: Path) -> dict[str, Any]:
     }
 
 
-async def _bundle_upgrade(pes: int, tmp: Path) -> dict[str, Any]:
+async def _bundle_upgrade(
+    pes: int, tmp: Path, every: int = REBUILT_EVERY, one_batch: bool = False, pod_start: float = 0.0
+) -> dict[str, Any]:
+    """Rebuild every ``every``-th operator (``one_batch``: every replaced PE at once; ``pod_start``:
+    the seconds a pod's containers take to start)."""
     v1 = synthetic_job("roll", tmp, pes)
     (tmp / "v2").mkdir()
-    rebuilt = frozenset(range(1, pes + 1, REBUILT_EVERY))  # operators 1..pes are the chains'
+    rebuilt = frozenset(range(1, pes + 1, every))  # operators 1..pes are the chains'
     v2 = synthetic_job("roll", tmp / "v2", pes, rebuilt=rebuilt)
-    async with operator_rig(pes + pes // REBUILT_EVERY, tmp) as rig:  # room for the floor's pods
+    spec: dict[str, Any] = {"bundle": v2["spec"]["bundle"], **({"maxUnavailable": pes} if one_batch else {})}
+    # room for the floor's pods too
+    async with operator_rig(pes + len(rebuilt), tmp, start_delay=pod_start) as rig:
         await _create(rig, v1)
         before, specs = await pe_pods(rig.client, "roll"), await _pe_specs(rig.client, "roll")
-        edit = await _edit(rig, "roll", {"bundle": v2["spec"]["bundle"]})
+        edit = await _edit(rig, "roll", spec)
         after, specs_after = await pe_pods(rig.client, "roll"), await _pe_specs(rig.client, "roll")
         replaced = {i for i in after if after[i] != before[i]}
         created = await _create(rig, synthetic_job("floor", tmp, len(replaced)))
@@ -233,20 +249,27 @@ async def _bundle_upgrade(pes: int, tmp: Path) -> dict[str, Any]:
     }
 
 
-CASES = {"template-edit": _template_edit, "bundle-upgrade-10pct": _bundle_upgrade}
+# name -> (the edit measured, its job's PEs when the benchmark is enabled)
+CASES: dict[str, tuple[Callable[[int, Path], Any], int]] = {
+    "template-edit": (_template_edit, 1000),
+    "bundle-upgrade-10pct": (_bundle_upgrade, 1000),
+    "bundle-upgrade-all-of-100": (functools.partial(_bundle_upgrade, every=1, one_batch=True), 100),
+    "bundle-upgrade-10pct-1s-pod-start": (functools.partial(_bundle_upgrade, pod_start=POD_START), 1000),
+}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_rollout(benchmark: Any, tmp_path: Path, case: str) -> None:
     require_operator()
-    pes, runs = (10, 1) if benchmark.disabled else (1000, RUNS)
+    run_case, size = CASES[case]
+    pes, runs = (10, 1) if benchmark.disabled else (size, RUNS)
     results: list[dict[str, Any]] = []
 
     def measure() -> None:
         for run in range(runs):
             directory = tmp_path / f"run{run}"
             directory.mkdir()
-            results.append(asyncio.run(CASES[case](pes, directory)))
+            results.append(asyncio.run(run_case(pes, directory)))
             print(f"\n{case}, {pes} PEs, run {run + 1}: {results[-1]}")
 
     benchmark.pedantic(measure, rounds=1, iterations=1)

@@ -26,7 +26,10 @@ OPERATOR_QPS = 500  # client rate of the operator (and of the benches' bare scri
 REFILL = 1.0
 
 
-def sized_sandbox(pes: int, api_port: int | None = None, pe_hooks: RuntimeHooks | None = None) -> Sandbox:
+def sized_sandbox(
+    pes: int, api_port: int | None = None, pe_hooks: RuntimeHooks | None = None, start_delay: float = 0.0
+) -> Sandbox:
+    """``start_delay``: seconds the simulated kubelet takes to start a pod's containers (0: at once)."""
     nodes = max(3, -(-pes // 80))  # 110 pods and 8 CPUs per node; PEs request 100m
     url = f"http://127.0.0.1:{api_port}" if api_port else None  # PEs report connectivity there
     return Sandbox(
@@ -35,6 +38,7 @@ def sized_sandbox(pes: int, api_port: int | None = None, pe_hooks: RuntimeHooks 
         controller_url=url,
         request_log_size=REQUEST_LOG,
         pe_hooks=pe_hooks,
+        start_delay=start_delay,
         # The test suite's schema guard re-validates every built-in object (a fifth of the
         # sandbox's CPU at 1,000 PEs): a check of our writes, not part of what a cluster does.
         schema_guard=False,
@@ -101,13 +105,15 @@ class Rig:
 
 
 @asynccontextmanager
-async def operator_rig(pes: int, tmp: Path, pe_hooks: RuntimeHooks | None = None) -> AsyncIterator[Rig]:
-    """A sandbox for ``pes`` PEs (its simulated runtime with ``pe_hooks``, if given) with the
-    operator running and its caches given a moment to sync; the operator is stopped on the way
-    out (or before, with `Rig.stop`)."""
+async def operator_rig(
+    pes: int, tmp: Path, pe_hooks: RuntimeHooks | None = None, start_delay: float = 0.0
+) -> AsyncIterator[Rig]:
+    """A sandbox for ``pes`` PEs (its simulated runtime with ``pe_hooks``, if given; pods started
+    ``start_delay`` seconds after they are scheduled) with the operator running and its caches
+    given a moment to sync; the operator is stopped on the way out (or before, with `Rig.stop`)."""
     api_port = free_port()
     async with (
-        sized_sandbox(pes, api_port, pe_hooks) as sandbox,
+        sized_sandbox(pes, api_port, pe_hooks, start_delay) as sandbox,
         await KubeClient.connect(str(sandbox.kubeconfig_path)) as client,
     ):
         operator = OperatorProcess(
