@@ -231,7 +231,9 @@ async def _bundle_upgrade(
         edit = await _edit(rig, "roll", spec)
         after, specs_after = await pe_pods(rig.client, "roll"), await _pe_specs(rig.client, "roll")
         replaced = {i for i in after if after[i] != before[i]}
+        mark = len(rig.sandbox.requests)
         created = await _create(rig, synthetic_job("floor", tmp, len(replaced)))
+        peer_writes = sum(1 for r in list(rig.sandbox.requests)[mark:] if r.method in WRITES)
     changed = {i for i in specs if specs[i]["contentId"] != specs_after[i]["contentId"]}
     assert sorted(specs_after) == sorted(specs)  # no PE added or removed
     assert 0 < len(changed) <= len(rebuilt)  # a PE holds one or two operators
@@ -245,6 +247,8 @@ async def _bundle_upgrade(
         "replaced": len(replaced),
         "unchanged": len(after) - len(replaced),
         **edit.figures(len(replaced)),
+        # as the edit's: until every PE has reported full connectivity (`_create`)
+        "peer_api_writes_per_pe": round(peer_writes / len(replaced), 2),
         "load_average": round(os.getloadavg()[0], 2),
     }
 

@@ -93,8 +93,8 @@ class Rig:
     async def quiet(self) -> None:
         """Let the operator's client rate limiter fill up again before a measurement: writes of
         the step before (1,000 PEs reporting connectivity after a creation) leave it empty, and
-        the next step measured would pay for them (a 10% bundle upgrade right after took 0.95 s
-        where it takes 0.58-0.67 s three seconds later)."""
+        the next step measured would pay for them (when this was added, a 10% bundle upgrade right
+        after a creation took 0.95 s, and 0.58-0.67 s three seconds later)."""
         await asyncio.sleep(REFILL)
 
     def stop(self) -> Usage:
