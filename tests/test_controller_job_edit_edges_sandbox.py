@@ -4,7 +4,8 @@ that run (not the spec's), so what the user or the coordinator set on a region t
 was is kept; a bundle edit deletes the ParallelRegions, ConsistentRegions and coordinator of what it
 drops; an operator stopped after the commit recorded the new widths but before the Job's status
 said so finishes the same edit (the same PE ids); one stopped in the middle of a rollback finishes
-it with the PEs that ran before the undone edit (the same ids, none twice)."""
+it with the PEs that ran before the undone edit (the same ids, none twice); a rollback puts back
+the Exports the undone edit wrote."""
 
 from __future__ import annotations
 
@@ -18,10 +19,11 @@ from job_inventory import pe_pods
 from k8s_support import eventually_async
 from operator_support import job_manifest, job_status, operator, wait_for_phase
 from streams_k8s.api.contract import JOB_LABEL
-from streams_k8s.app.synthetic import SyntheticSpec, write_sab
+from streams_k8s.app.synthetic import Exported, SyntheticSpec, write_sab
 from streams_k8s.controller.kinds import (
     CONSISTENT_REGION_OPERATORS,
     CONSISTENT_REGIONS,
+    EXPORTS,
     JOBS,
     PARALLEL_REGIONS,
 )
@@ -276,3 +278,46 @@ async def test_a_rollback_resumed_after_a_restart_gives_back_the_stable_pes_with
             await eventually_async(lambda: edits._pods_ready(client, "rb", len(ran)), within=30)
             assert {i: s["operators"] for i, s in (await pe_specs(client, "rb")).items()} == ran
             assert await region_widths(client, "rb") == [(3, 3)]
+
+
+async def export_names(client: KubeClient, job: str) -> list[str | None]:
+    items, _ = await client.list_all(EXPORTS, "default", label_selector=f"{JOB_LABEL}={job}")
+    return sorted(e["spec"]["stream"].get("name") for e in items)
+
+
+@pytest.mark.sandbox(nodes=1)
+async def test_a_rollback_puts_back_the_exports_the_undone_edit_wrote(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """v2 exports its stream under another name, with pods that fit no node: the edit writes v2's
+    Export, times out and is rolled back; the rollback writes v1's Export again (it once kept v2's,
+    taking it for one the runtime had edited, as v1's own plan had not changed it)."""
+    (tmp_path / "v1").mkdir()
+    (tmp_path / "v2").mkdir()
+    v1 = write_sab(tmp_path / "v1" / "app.sab", SyntheticSpec(chains=1, length=2, exports=(Exported("old"),)))
+    v2 = write_sab(tmp_path / "v2" / "app.sab", SyntheticSpec(chains=1, length=2, exports=(Exported("new"),)))
+    edit = {
+        "bundle": {"file": {"path": str(v2)}},
+        "processingElement": {"resources": {"requests": {"cpu": "500"}}},  # fits no node
+        "submissionTimeOutInSeconds": 4,
+    }
+    async with (
+        await KubeClient.connect(str(sandbox.kubeconfig_path)) as client,
+        operator(sandbox, monkeypatch, tmp_path / "cache"),
+    ):
+        await client.create(JOBS, job_manifest("rb", v1, fusion={"legacy": True}, stableAfterSeconds=0))
+        await edits.applied(client, "rb", 1)
+
+        async def stable() -> bool:
+            return (await job_status(client, "rb")).get("lastStableGeneration") == 1
+
+        await eventually_async(stable, within=20)
+        assert await export_names(client, "rb") == ["old"]
+        await client.patch(JOBS, "rb", {"spec": edit}, "default")
+
+        async def written() -> bool:
+            return await export_names(client, "rb") == ["new"]
+
+        await eventually_async(written, within=20)
+        await wait_for_phase(client, "rb", "RolledBack", within=30)
+        assert await export_names(client, "rb") == ["old"]

@@ -232,6 +232,13 @@ class JobPhase(StrEnum):
     DELETING = "Deleting"
 
 
+class UndoneEdit(WireModel):
+    """The edit a rollback undoes: what its children were written from."""
+
+    spec: dict[str, Any] = Field(json_schema_extra={"x-kubernetes-preserve-unknown-fields": True})
+    bundle_digest: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+
 class UpgradeRecord(WireModel):
     """An edit being applied, written before any child is touched (write-ahead)."""
 
@@ -258,6 +265,9 @@ class UpgradeRecord(WireModel):
     )
     next_pe_id: Annotated[int, Field(ge=0)] | None = Field(
         None, description="The id the first PE the edit adds gets (then the next ones, in plan order)."
+    )
+    undone: UndoneEdit | None = Field(
+        None, description="A rollback's: the edit it undoes, whose Exports, Imports and regions it puts back."
     )
 
 

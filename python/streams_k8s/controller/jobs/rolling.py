@@ -10,8 +10,10 @@ and the upgrade waits for it, however long (past ``checkpointTimeoutSeconds`` it
 SpecApplied CheckpointOverdue; a checkpoint that fails stops the upgrade, nothing replaced, the
 hold released); the regions of replaced PEs are told how to start (reset to that or the last
 checkpoint, or clean for ``stateless``); ``status.upgrade.checkpoint`` records that this was done.
-Exports, Imports and regions are compared with the applied spec's at the widths that run: what the
-user, the runtime or the coordinator set on one the edit leaves as it was is kept.
+Exports, Imports and regions are compared with the applied spec's at the widths that run (a
+rollback's with the undone edit's, made again from ``status.upgrade.undone``: what that edit wrote
+is put back): what the user, the runtime or the coordinator set on one the edit leaves as it was
+is kept.
 """
 
 from __future__ import annotations
@@ -117,6 +119,11 @@ class RollingJobs(ResizingJobs):
     ) -> tuple[Object, JobStatusView, bool]:
         raise NotImplementedError  # `jobs.upgrading`
 
+    async def _undone_target(
+        self, obj: Object, status: JobStatusView, record: UpgradeRecord, applied: KeptPlan
+    ) -> Target | None:
+        raise NotImplementedError  # `jobs.upgrading`
+
     async def _note_edit(
         self, obj: Object, status: JobStatusView, reason: str, message: str
     ) -> tuple[Object, JobStatusView]:
@@ -207,15 +214,19 @@ class RollingJobs(ResizingJobs):
             for child in self.children[resource].store.select_by_labels({JOB_LABEL: name}, namespace):
                 if (resource, child_name := str(meta(child)["name"])) not in wanted:
                     await self.client.delete_if_present(resource, child_name, namespace)
-        # what runs: the applied spec's children at the widths its regions run at
-        _, running_children = self._children_at(
-            applied_job(obj, status),
-            str(m["uid"]),
-            applied,
-            self._running_widths(obj, applied),
-            status.generation_id or 0,
-        )
-        running = {(d.resource, d.name): d for d in running_children}
+        record = status.upgrade
+        undone = await self._undone_target(obj, status, record, applied) if record is not None else None
+        if undone is not None:  # a rollback: what the undone edit wrote is put back
+            running = undone.wanted
+        else:  # what runs: the applied spec's children at the widths its regions run at
+            _, running_children = self._children_at(
+                applied_job(obj, status),
+                str(m["uid"]),
+                applied,
+                self._running_widths(obj, applied),
+                status.generation_id or 0,
+            )
+            running = {(d.resource, d.name): d for d in running_children}
         await widths_module.follow_ports(self.client, wanted, namespace, name, running)
         await widths_module.follow_regions(self.client, wanted, namespace, running, _FOLLOWED_KINDS)
 

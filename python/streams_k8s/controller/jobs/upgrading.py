@@ -42,12 +42,13 @@ why: it never loops.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping, Sequence
 
 from streams_k8s.api.contract import (
     name_table_stamp,
 )
-from streams_k8s.api.job import Job, JobPhase, JobSpec, JobState, UpgradeRecord
+from streams_k8s.api.job import Job, JobPhase, JobSpec, JobState, UndoneEdit, UpgradeRecord
 from streams_k8s.app.plan import plan_at_widths
 from streams_k8s.controller.bundles.fetch import BundleError, FetchedBundle
 from streams_k8s.controller.children.certificates import needs_transport_certificate, transport_certificate
@@ -77,6 +78,8 @@ from streams_k8s.controller.jobs.upgrade_diff import (
 from streams_k8s.controller.planning import SubmissionFailure, check_placement, read_application
 from streams_k8s.k8s.conditions import set_condition
 from streams_k8s.k8s.objects import Object, meta
+
+log = logging.getLogger(__name__)
 
 PAUSE_ANNOTATION = "streams.ibm.com/pause-reconciliation"
 
@@ -255,6 +258,34 @@ class UpgradingJobs(RollingJobs):
             self._targets[uid] = (record.target_generation, target)
         return target
 
+    async def _undone_target(
+        self, obj: Object, status: JobStatusView, record: UpgradeRecord, applied: KeptPlan
+    ) -> Target | None:
+        """The plan of the edit the rollback ``record`` undoes, made again: what the Exports,
+        Imports and regions were written from (None when it cannot be made again)."""
+        if record.undone is None:
+            return None
+        job = Job.from_wire({**obj, "spec": record.undone.spec})
+        widths = self._running_widths(obj, applied) if record.widths is None else record.widths
+        try:
+            fetched = await (await self._bundle_fetcher()).fetch_pinned(
+                str(job.metadata.namespace), job.spec.bundle, record.undone.bundle_digest
+            )
+            generations = (record.target_generation, record.generation_id)
+            return await asyncio.to_thread(
+                self._build_target,
+                job,
+                str(meta(obj)["uid"]),
+                fetched,
+                generations,
+                status,
+                applied,
+                (widths, None),
+            )
+        except (BundleError, SubmissionFailure) as err:
+            log.warning("job %s: the undone edit cannot be planned again: %s", meta(obj).get("name"), err)
+            return None
+
     async def _start_rollback(
         self, obj: Object, status: JobStatusView, record: UpgradeRecord
     ) -> tuple[Object, JobStatusView]:
@@ -272,6 +303,7 @@ class UpgradingJobs(RollingJobs):
             removed=record.added,
             widths=record.widths,
             next_pe_id=_above(record),
+            undone=UndoneEdit(spec=record.spec, bundle_digest=record.bundle_digest),
         )
         conditions = status.conditions
         message = f"generation {record.target_generation} did not reach Running: rolling back"
