@@ -35,7 +35,8 @@ An edit that is not Running within the target's ``submissionTimeOutInSeconds`` i
 ``spec.rollback`` (the default) and a last stable spec exist: the last stable spec is applied the
 same way (phase RollingBack, then RolledBack; a Warning Event names what failed; its record
 carries the widths and ids the undone edit started from and the ids it removed, so a restart gives
-back the same PEs). A rollback that does not reach Running in time either stops in Failed, saying
+back the same PEs, and the undone edit itself, so the Exports, Imports and regions it wrote are put
+back). A rollback that does not reach Running in time either stops in Failed, saying
 why: it never loops.
 """
 
