@@ -245,6 +245,7 @@ async def test_an_edit_that_never_runs_is_rolled_back_and_a_failed_rollback_stop
         status = await wait_for_phase(client, "back", "RolledBack", within=40)
         assert status["appliedGeneration"] == 1
         assert condition(status, "Stalled")["reason"] == "RolledBack"
+        assert condition(status, "Ready")["message"] == "generation 1 runs; generation 2 is not applied"
         assert "did not reach Running" in condition(status, "SpecApplied")["message"]
         await recorded(client, "back", {"RollingBack", "RolledBack"})
         await eventually_async(lambda: _pods_ready(client, "back", 2), within=20)

@@ -85,7 +85,7 @@ def _doing(status: JobStatusView) -> str:
 
 
 def _not_ready(status: JobStatusView, generation: int) -> str:
-    if status.phase is JobPhase.RUNNING and status.applied_generation != generation:
+    if status.phase in _RUNS and status.applied_generation != generation:
         return f"generation {status.applied_generation} runs; generation {generation} is not applied"
     pods = status.condition(PODS_READY)
     if status.phase is JobPhase.RUNNING and pods is not None:
