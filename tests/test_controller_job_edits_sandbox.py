@@ -248,6 +248,9 @@ async def test_an_edit_that_never_runs_is_rolled_back_and_a_failed_rollback_stop
         assert condition(status, "Ready")["message"] == "generation 1 runs; generation 2 is not applied"
         assert "did not reach Running" in condition(status, "SpecApplied")["message"]
         await recorded(client, "back", {"RollingBack", "RolledBack"})
+        events, _ = await client.list_all(EVENTS, "default")
+        (note,) = [e["note"] for e in events if e["reason"] == "RolledBack"]
+        assert "(1 PEs replaced," in note  # the edit had patched its first batch, one PE
         await eventually_async(lambda: _pods_ready(client, "back", 2), within=20)
         assert (await client.get(PES, "back-0", "default"))["spec"]["resources"]["requests"]["cpu"] != "500"
         assert (await job_status(client, "back"))["phase"] == "RolledBack"  # the edit is not retried

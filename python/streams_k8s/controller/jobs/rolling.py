@@ -115,7 +115,7 @@ class RollingJobs(ResizingJobs):
         raise NotImplementedError  # `jobs.upgrading`
 
     async def _timed_out(
-        self, obj: Object, status: JobStatusView, record: UpgradeRecord
+        self, obj: Object, status: JobStatusView, record: UpgradeRecord, untouched: set[int]
     ) -> tuple[Object, JobStatusView, bool]:
         raise NotImplementedError  # `jobs.upgrading`
 
@@ -166,7 +166,8 @@ class RollingJobs(ResizingJobs):
         live = {str(meta(pe)["name"]): pe for pe in pes if pe is not None}  # those patched
         await widths_module.patch_pes(self.client, wanted, namespace, quiet, content, live)
         if (in_flight or disruptive) and _overdue(record, target):
-            obj, status, stop = await self._timed_out(obj, status, record)
+            untouched = {int(n.rsplit("-", 1)[1]) for n in disruptive}
+            obj, status, stop = await self._timed_out(obj, status, record, untouched)
             if stop:
                 return obj, status
         if disruptive and record.checkpoint is None:

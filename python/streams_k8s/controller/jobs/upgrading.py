@@ -288,9 +288,10 @@ class UpgradingJobs(RollingJobs):
             return None
 
     async def _start_rollback(
-        self, obj: Object, status: JobStatusView, record: UpgradeRecord
+        self, obj: Object, status: JobStatusView, record: UpgradeRecord, untouched: set[int]
     ) -> tuple[Object, JobStatusView]:
-        """Write ahead a rollback: the last stable spec becomes the target (`jobs.rolling`)."""
+        """Write ahead a rollback: the last stable spec becomes the target (`jobs.rolling`); the
+        PEs the undone edit replaced (all of its but ``untouched``) are replaced back."""
         generation = int(meta(obj).get("generation") or 1)
         rollback = UpgradeRecord(
             target_generation=status.last_stable_generation or status.applied_generation or 1,
@@ -299,6 +300,7 @@ class UpgradingJobs(RollingJobs):
             generation_id=record.generation_id + 1,
             started=utc_now(),
             rollback=True,
+            replaced=[i for i in record.replaced if i not in untouched],
             # what the undone edit started from and changed, so a restart plans the same PEs
             added=record.removed,
             removed=record.added,
@@ -314,10 +316,11 @@ class UpgradingJobs(RollingJobs):
         return written, status_written(written, status)
 
     async def _timed_out(
-        self, obj: Object, status: JobStatusView, record: UpgradeRecord
+        self, obj: Object, status: JobStatusView, record: UpgradeRecord, untouched: set[int]
     ) -> tuple[Object, JobStatusView, bool]:
         """The edit is not Running in time: roll back; a rollback stops in Failed; without a
-        rollback the edit goes on, Stalled saying so. (obj, status, stop rolling this edit?)"""
+        rollback the edit goes on, Stalled saying so. (obj, status, stop rolling this edit?)
+        ``untouched``: the PEs the edit has not patched yet."""
         timeout = int(record.spec.get("submissionTimeOutInSeconds") or 300)
         what = "the rollback" if record.rollback else f"generation {record.target_generation}"
         message = f"{what} did not reach Running within submissionTimeOutInSeconds={timeout}"
@@ -333,7 +336,7 @@ class UpgradingJobs(RollingJobs):
         if record.spec.get("rollback", True) and status.last_stable_spec:
             # a checkpoint-first edit may have held the drains: the rollback does not need it
             await self._release_hold(applied_job(obj, status), edit_nonce(str(meta(obj)["name"]), record))
-            obj, status = await self._start_rollback(obj, status, record)
+            obj, status = await self._start_rollback(obj, status, record, untouched)
             await self.recorder.record(
                 obj, "Warning", "RollingBack", f"{message}: applying the last stable spec"
             )
