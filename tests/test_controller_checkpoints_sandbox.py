@@ -100,16 +100,24 @@ async def consistent_job(
     ):
         await client.create(JOBS, job_manifest("cj", bundle, **spec))
         await wait_for_phase(client, "cj", "Submitted", "Running")
-        job = ConsistentJob(client, sandbox, "cj", await CoordinatorPod(sandbox, dedicated("cj")).start())
-        try:
-            PARTICIPANT.connect(job.coordinator.url)
-            await wait_for_phase(client, "cj", "Running")
-            await eventually_async(lambda: job.all_in("PROCESSING"), within=20)
+        async with coordinated(sandbox, client, "cj") as job:
             yield job
-        finally:
-            await job.coordinator.stop()
-            await PARTICIPANT.close()
-            PARTICIPANT.seen.clear()
+
+
+@asynccontextmanager
+async def coordinated(sandbox: Sandbox, client: KubeClient, name: str) -> AsyncIterator[ConsistentJob]:
+    """The submitted job's coordinator up, as its pod would run it, the simulated PEs answering
+    it, until the job is Running with every region PROCESSING."""
+    job = ConsistentJob(client, sandbox, name, await CoordinatorPod(sandbox, dedicated(name)).start())
+    try:
+        PARTICIPANT.connect(job.coordinator.url)
+        await wait_for_phase(client, name, "Running")
+        await eventually_async(lambda: job.all_in("PROCESSING"), within=20)
+        yield job
+    finally:
+        await job.coordinator.stop()
+        await PARTICIPANT.close()
+        PARTICIPANT.seen.clear()
 
 
 def synthetic(tmp_path: Path, regions: int = 2) -> Path:

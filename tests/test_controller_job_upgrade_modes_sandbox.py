@@ -1,25 +1,37 @@
 """Upgrade modes end to end: an edit of a running job with consistent regions replaces its PEs,
 and the regions keep their state per ``spec.upgradeMode``: ``checkpoint-first`` checkpoints every
-region before the first old pod goes and resets the new PEs to it, ``last-checkpoint`` resets them
-to the last completed checkpoint, ``stateless`` starts them clean. The coordinator runs as its pod
+region before the first old pod goes and resets the new PEs to it (also when the operator stops
+in the middle and the next one finishes), ``last-checkpoint`` resets them to the last completed
+checkpoint, ``stateless`` starts them clean. The coordinator runs as its pod
 would and the simulated PE runtime answers drains and resets (`test_controller_checkpoints_sandbox`)."""
 
 from __future__ import annotations
 
+import contextlib
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from k8s_support import eventually_async
-from operator_support import job_status
+from operator_support import job_manifest, job_status, operator, wait_for_phase
 from repo_paths import shared_testdata
 from streams_k8s.api.contract import JOB_LABEL, SVC_LABEL
 from streams_k8s.controller.kinds import JOBS
+from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.events import EVENTS
 from streams_k8s.k8s.kinds import PODS
 from streams_k8s.sandbox import Sandbox
-from test_controller_checkpoints_sandbox import PARTICIPANT, SANDBOX, ConsistentJob, consistent_job, synthetic
+from test_controller_checkpoints_sandbox import (
+    API_PORT,
+    PARTICIPANT,
+    SANDBOX,
+    ConsistentJob,
+    consistent_job,
+    coordinated,
+    synthetic,
+)
 
 
 async def applied(job: ConsistentJob, generation: int) -> bool:
@@ -46,6 +58,28 @@ async def pod_creations(job: ConsistentJob) -> list[float]:
     ]
 
 
+async def checkpointed_first(job: ConsistentJob, before: list[int | None]) -> list[dict[str, Any]]:
+    """The regions' statuses once the new PEs have reset to the checkpoint the upgrade asked for:
+    a new one (past ``before``, the last completed sequence ids), completed before the first new
+    pod was made, so before any old pod went; the drains it held released."""
+
+    async def reset_to_the_checkpoint() -> bool:
+        found = await job.statuses()
+        return all(
+            s.get("lastCompletedReset") == (s.get("checkpointRequest") or {}).get("seqID") for s in found
+        )
+
+    await eventually_async(reset_to_the_checkpoint, within=30)
+    statuses = await job.statuses()
+    for was, status in zip(before, statuses, strict=True):
+        asked = status["checkpointRequest"]
+        assert asked["seqID"] is not None
+        assert asked["seqID"] > (was or 0)
+        assert asked["completed"] / 1000 <= min(await pod_creations(job)) + 1
+        assert not status.get("drainsHeld")
+    return statuses
+
+
 @SANDBOX
 @pytest.mark.parametrize("app", ["generated", "apps.consistent"])
 async def test_checkpoint_first_checkpoints_before_the_first_pod_goes_and_resets_the_new_pes_to_it(
@@ -59,22 +93,7 @@ async def test_checkpoint_first_checkpoints_before_the_first_pod_goes_and_resets
     async with consistent_job(sandbox, monkeypatch, tmp_path, bundle, upgradeMode="checkpoint-first") as job:
         before = [s.get("lastCompletedSeqID") for s in await job.statuses()]
         await edit(job)
-
-        async def reset_to_the_checkpoint() -> bool:  # the new PEs reset to it
-            found = await job.statuses()
-            return all(
-                s.get("lastCompletedReset") == (s.get("checkpointRequest") or {}).get("seqID") for s in found
-            )
-
-        await eventually_async(reset_to_the_checkpoint, within=30)
-        statuses = await job.statuses()
-        for was, status in zip(before, statuses, strict=True):
-            asked = status["checkpointRequest"]
-            assert asked["seqID"] is not None
-            assert asked["seqID"] > (was or 0)  # a new checkpoint, on the upgrade's request
-            # it completed before the first new pod was made (so before any old pod went)
-            assert asked["completed"] / 1000 <= min(await pod_creations(job)) + 1
-            assert not status.get("drainsHeld")  # released once the upgrade ran
+        statuses = await checkpointed_first(job, before)
         resets = [n.message for n in PARTICIPANT.seen if n.type == "triggerReset"]
         assert {m.split(";")[0] for m in resets} >= {
             f"seqId={s['checkpointRequest']['seqID']}" for s in statuses
@@ -111,3 +130,45 @@ async def test_last_checkpoint_resets_the_new_pes_and_stateless_starts_them_clea
         await eventually_async(started, within=30)
         resets_seen = [n for n in PARTICIPANT.seen[heard:] if n.type == "triggerReset"]
         assert bool(resets_seen) is resets
+
+
+async def _reached(client: KubeClient, point: str) -> bool:
+    """The upgrade has got to ``point``: its record written ahead; its checkpoint requested and
+    not complete yet; or the checkpoint done, the pods being replaced."""
+    status = await job_status(client, "cj")
+    record = status.get("upgrade")
+    if record is None:
+        return False
+    if point == "checkpoint awaited":
+        waiting = any(c.get("reason") == "WaitingForCheckpoint" for c in status.get("conditions") or ())
+        return waiting and record.get("checkpoint") is None
+    if point == "replacing":
+        return record.get("checkpoint") is not None
+    return True
+
+
+@SANDBOX
+@pytest.mark.parametrize("point", ["written ahead", "checkpoint awaited", "replacing"])
+async def test_an_operator_stopped_in_a_checkpoint_first_upgrade_finishes_it_checkpoint_first(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, point: str
+) -> None:
+    """The operator stops at ``point`` of the upgrade; the next one finishes it: one new
+    checkpoint, completed before the first new pod, the new PEs reset to it, the drains released."""
+    bundle = synthetic(tmp_path, regions=2)
+    async with (
+        await KubeClient.connect(str(sandbox.kubeconfig_path)) as client,
+        contextlib.AsyncExitStack() as first,
+    ):
+        await first.enter_async_context(operator(sandbox, monkeypatch, tmp_path / "cache", api_port=API_PORT))
+        await client.create(JOBS, job_manifest("cj", bundle, upgradeMode="checkpoint-first"))
+        await wait_for_phase(client, "cj", "Submitted", "Running")
+        async with coordinated(sandbox, client, "cj") as job:
+            before = [s.get("lastCompletedSeqID") for s in await job.statuses()]
+            trace = {"spec": {"processingElement": {"runtimeTraceLevel": "TRACE"}}}
+            await client.patch(JOBS, "cj", trace, "default")
+            await eventually_async(lambda: _reached(client, point), within=30, every=0.005)
+            await first.aclose()  # the operator stops here
+            async with operator(sandbox, monkeypatch, tmp_path / "cache", api_port=API_PORT):
+                await eventually_async(lambda: applied(job, 2), within=60)
+                await checkpointed_first(job, before)
+                assert (await job_status(client, "cj"))["phase"] == "Running"
