@@ -22,9 +22,7 @@ from streams_k8s.k8s.events import EVENTS
 from streams_k8s.sandbox import Sandbox
 from test_controller_checkpoints_sandbox import PARTICIPANT, SANDBOX, consistent_job, synthetic
 from test_controller_job_edits_sandbox import _no_pods
-from test_controller_job_upgrade_modes_sandbox import applied
-
-TRACE = {"spec": {"processingElement": {"runtimeTraceLevel": "TRACE"}}}
+from test_controller_job_upgrade_modes_sandbox import TRACE, applied
 
 
 @SANDBOX

@@ -31,9 +31,7 @@ from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.sandbox import Sandbox
 from test_controller_checkpoints_sandbox import SANDBOX, ConsistentJob, consistent_job
 from test_controller_job_edits_sandbox import pe_specs, region_widths
-from test_controller_job_upgrade_modes_sandbox import applied
-
-TRACE = {"spec": {"processingElement": {"runtimeTraceLevel": "TRACE"}}}
+from test_controller_job_upgrade_modes_sandbox import TRACE, applied
 
 
 @SANDBOX

@@ -40,9 +40,11 @@ async def applied(job: ConsistentJob, generation: int) -> bool:
     return status.get("appliedGeneration") == generation and ready.get("status") == "True"
 
 
+TRACE = {"spec": {"processingElement": {"runtimeTraceLevel": "TRACE"}}}  # every PE replaced
+
+
 async def edit(job: ConsistentJob) -> None:
-    trace = {"spec": {"processingElement": {"runtimeTraceLevel": "TRACE"}}}
-    await job.client.patch(JOBS, job.name, trace, "default")
+    await job.client.patch(JOBS, job.name, TRACE, "default")
     await eventually_async(lambda: applied(job, 2), within=60)
     await eventually_async(lambda: job.all_in("PROCESSING"), within=30)
 
@@ -152,8 +154,9 @@ async def _reached(client: KubeClient, point: str) -> bool:
 async def test_an_operator_stopped_in_a_checkpoint_first_upgrade_finishes_it_checkpoint_first(
     sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, point: str
 ) -> None:
-    """The operator stops at ``point`` of the upgrade; the next one finishes it: one new
-    checkpoint, completed before the first new pod, the new PEs reset to it, the drains released."""
+    """The operator stops at ``point`` of the upgrade; the next one finishes it: a new checkpoint
+    (the one the edit asked for: its request's nonce is the edit's), completed before the first
+    new pod, the new PEs reset to it, the drains released."""
     bundle = synthetic(tmp_path, regions=2)
     async with (
         await KubeClient.connect(str(sandbox.kubeconfig_path)) as client,
@@ -164,8 +167,7 @@ async def test_an_operator_stopped_in_a_checkpoint_first_upgrade_finishes_it_che
         await wait_for_phase(client, "cj", "Submitted", "Running")
         async with coordinated(sandbox, client, "cj") as job:
             before = [s.get("lastCompletedSeqID") for s in await job.statuses()]
-            trace = {"spec": {"processingElement": {"runtimeTraceLevel": "TRACE"}}}
-            await client.patch(JOBS, "cj", trace, "default")
+            await client.patch(JOBS, "cj", TRACE, "default")
             await eventually_async(lambda: _reached(client, point), within=30, every=0.005)
             await first.aclose()  # the operator stops here
             async with operator(sandbox, monkeypatch, tmp_path / "cache", api_port=API_PORT):
