@@ -5,7 +5,8 @@ was is kept; a bundle edit deletes the ParallelRegions, ConsistentRegions and co
 drops; an operator stopped after the commit recorded the new widths but before the Job's status
 said so finishes the same edit (the same PE ids); one stopped in the middle of a rollback finishes
 it with the PEs that ran before the undone edit (the same ids, none twice); a rollback puts back
-the Exports the undone edit wrote."""
+the Exports the undone edit wrote; an edit made as soon as the one before runs rolls back to that
+one, not further."""
 
 from __future__ import annotations
 
@@ -319,3 +320,36 @@ async def test_a_rollback_puts_back_the_exports_the_undone_edit_wrote(
         await eventually_async(written, within=20)
         await wait_for_phase(client, "rb", "RolledBack", within=30)
         assert await export_names(client, "rb") == ["old"]
+
+
+@pytest.mark.sandbox(nodes=1)
+async def test_an_edit_made_as_soon_as_the_one_before_runs_rolls_back_to_that_one(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """With ``stableAfterSeconds: 0`` a generation is stable once it runs; an edit that arrives
+    before the pass that would record it must not skip it: the edit's rollback applied the
+    generation before it (v1, undoing the upgrade to v2 that had run)."""
+    (tmp_path / "v1").mkdir()
+    (tmp_path / "v2").mkdir()
+    v1 = write_sab(tmp_path / "v1" / "app.sab", SyntheticSpec(chains=1, length=2))
+    v2 = write_sab(tmp_path / "v2" / "app.sab", SyntheticSpec(chains=2, length=2))
+    manifest = job_manifest(
+        "rb", v1, fusion={"legacy": True}, stableAfterSeconds=0, submissionTimeOutInSeconds=4
+    )
+    async with (
+        await KubeClient.connect(str(sandbox.kubeconfig_path)) as client,
+        operator(sandbox, monkeypatch, tmp_path / "cache"),
+    ):
+        await client.create(JOBS, manifest)
+        await edits.applied(client, "rb", 1)
+        await client.patch(JOBS, "rb", {"spec": {"bundle": {"file": {"path": str(v2)}}}}, "default")
+
+        async def runs_v2() -> bool:
+            return (await job_status(client, "rb")).get("appliedGeneration") == 2
+
+        await eventually_async(runs_v2, within=30, every=0.001)
+        never_runs = {"processingElement": {"resources": {"requests": {"cpu": "500"}}}}  # fits no node
+        await client.patch(JOBS, "rb", {"spec": never_runs}, "default")
+        status = await wait_for_phase(client, "rb", "RolledBack", within=30)
+        assert (status["lastStableGeneration"], status["appliedGeneration"]) == (2, 2)
+        assert status["appliedSpec"]["bundle"]["file"]["path"] == str(v2)

@@ -65,6 +65,10 @@ class RunningJobs(UpgradingJobs):
             planned = None
         if planned is not None:
             ended = status.upgrade is not None  # unless it goes on, it ends in this pass
+            if not ended and status.applied_generation != int(m.get("generation") or 1):
+                # an edit is about to start: what ran until now may be due to become the last
+                # stable spec (its next pass would have recorded it; the edit's rollback needs it)
+                obj, status, _ = await self._record_stable(obj, status, running)
             obj, status, upgrading = await self._follow_edit(obj, job, status, planned, running)
             # the next pass keeps what now runs: a rollback commits the applied generation again,
             # whose PEs ``planned`` (made again after a restart) may number otherwise
