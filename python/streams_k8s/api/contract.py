@@ -117,6 +117,11 @@ def pe_service_name(job: str, pe: int | str) -> str:
     return f"{job}-{pe}"
 
 
+def pe_id_of(name: str) -> int:
+    """The PE id in a `pe_service_name`."""
+    return int(name.rsplit("-", 1)[1])
+
+
 # Where a PE is reached: its headless Service in the job's namespace. A template for settings that
 # let an operator point datagrams elsewhere.
 PE_HOST_TEMPLATE: Final = "{job}-{pe}.{namespace}"

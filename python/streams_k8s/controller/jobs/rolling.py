@@ -25,6 +25,7 @@ from streams_k8s.api.contract import (
     PE_LABEL,
     SVC_LABEL,
     SVC_PE,
+    pe_id_of,
     pe_service_name,
 )
 from streams_k8s.api.job import Job, JobPhase, JobState, UpgradeMode, UpgradeRecord
@@ -166,7 +167,7 @@ class RollingJobs(ResizingJobs):
         live = {str(meta(pe)["name"]): pe for pe in pes if pe is not None}  # those patched
         await widths_module.patch_pes(self.client, wanted, namespace, quiet, content, live)
         if (in_flight or disruptive) and _overdue(record, target):
-            untouched = {int(n.rsplit("-", 1)[1]) for n in disruptive}
+            untouched = {pe_id_of(n) for n in disruptive}
             obj, status, stop = await self._timed_out(obj, status, record, untouched)
             if stop:
                 return obj, status
@@ -264,7 +265,7 @@ class RollingJobs(ResizingJobs):
                     return obj, status, record, False
                 note = outcome.summary()
             if not suspending:
-                pes = None if resuming else {int(n.rsplit("-", 1)[1]) for n in disruptive}
+                pes = None if resuming else {pe_id_of(n) for n in disruptive}
                 told = [
                     r
                     for r in regions

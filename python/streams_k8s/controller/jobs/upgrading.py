@@ -235,16 +235,7 @@ class UpgradingJobs(RollingJobs):
         if kept is not None and kept[0] == record.target_generation:
             return kept[1]
         job = Job.from_wire({**obj, "spec": record.spec})
-        fetcher = await self._bundle_fetcher()
-        try:
-            fetched = await fetcher.fetch_pinned(
-                str(job.metadata.namespace), job.spec.bundle, record.bundle_digest
-            )
-        except BundleError as err:
-            raise bundle_failure(err) from None
-        generations = (record.target_generation, record.generation_id)
-        # as when the edit started (a restart may find the widths it records, and PEs it made)
-        widths = self._running_widths(obj, applied) if record.widths is None else record.widths
+        widths = self._started_widths(obj, record, applied)
         ids = None
         if record.next_pe_id is not None:
             live = self._live_ids(job, uid)
@@ -252,8 +243,8 @@ class UpgradingJobs(RollingJobs):
             if record.rollback:  # the PEs the undone edit removed come back with their ids
                 started = await asyncio.to_thread(plan_at_widths, applied.plan, widths)
                 ids.update(given_back(pe_operators(started), live, record.added))
-        target = await asyncio.to_thread(
-            self._build_target, job, uid, fetched, generations, status, applied, (widths, ids)
+        target = await self._plan_recorded(
+            obj, status, record, applied, job, record.bundle_digest, (widths, ids)
         )
         if self._cached(obj):
             self._targets[uid] = (record.target_generation, target)
@@ -267,25 +258,42 @@ class UpgradingJobs(RollingJobs):
         if record.undone is None:
             return None
         job = Job.from_wire({**obj, "spec": record.undone.spec})
-        widths = self._running_widths(obj, applied) if record.widths is None else record.widths
+        try:
+            widths = self._started_widths(obj, record, applied)
+            digest = record.undone.bundle_digest
+            return await self._plan_recorded(obj, status, record, applied, job, digest, (widths, None))
+        except SubmissionFailure as failure:
+            log.warning("job %s: the undone edit cannot be planned again: %s", meta(obj).get("name"), failure)
+            return None
+
+    async def _plan_recorded(
+        self,
+        obj: Object,
+        status: JobStatusView,
+        record: UpgradeRecord,
+        applied: KeptPlan,
+        job: Job,
+        digest: str,
+        start: tuple[dict[str, int], Mapping[int, Sequence[str]] | None],
+    ) -> Target:
+        """``job``'s plan from the bundle content ``digest``, as the job generation ``record``'s
+        edit makes (`SubmissionFailure` when the content is gone or the plan cannot be made);
+        ``start``: the widths and PE ids, as `_build_target` takes them."""
         try:
             fetched = await (await self._bundle_fetcher()).fetch_pinned(
-                str(job.metadata.namespace), job.spec.bundle, record.undone.bundle_digest
+                str(job.metadata.namespace), job.spec.bundle, digest
             )
-            generations = (record.target_generation, record.generation_id)
-            return await asyncio.to_thread(
-                self._build_target,
-                job,
-                str(meta(obj)["uid"]),
-                fetched,
-                generations,
-                status,
-                applied,
-                (widths, None),
-            )
-        except (BundleError, SubmissionFailure) as err:
-            log.warning("job %s: the undone edit cannot be planned again: %s", meta(obj).get("name"), err)
-            return None
+        except BundleError as err:
+            raise bundle_failure(err) from None
+        generations = (record.target_generation, record.generation_id)
+        return await asyncio.to_thread(
+            self._build_target, job, str(meta(obj)["uid"]), fetched, generations, status, applied, start
+        )
+
+    def _started_widths(self, obj: Object, record: UpgradeRecord, applied: KeptPlan) -> dict[str, int]:
+        """The widths the job's regions ran at when ``record``'s edit started (a restart may find
+        other widths, and PEs the edit made)."""
+        return self._running_widths(obj, applied) if record.widths is None else record.widths
 
     async def _start_rollback(
         self, obj: Object, status: JobStatusView, record: UpgradeRecord, untouched: set[int]
