@@ -12,9 +12,9 @@ of them:
   to this pod (the sender resolves it the same way).
 `Full` when every connection is up (or there is none), `None` when none is, `Partial` otherwise.
 The state is evaluated `connect_delay` after the PE starts and after each change of a Service, an
-EndpointSlice or a name table it depends on, or of a PE it talks to (the runtime retries a
-connection every 100 ms), and reported when it changes (the controller's starting value is
-`None`): `PUT {controller}/api/state/job/{job}/pe/{pe}/connectivity` with the JSON string body,
+EndpointSlice or the entries of a name table it depends on, or of a PE it talks to (the runtime
+retries a connection every 100 ms), and reported when it changes (the controller's starting value
+is `None`): `PUT {controller}/api/state/job/{job}/pe/{pe}/connectivity` with the JSON string body,
 retried while the controller fails. The job and PE id come from the `streams.ibm.com/job` /
 `streams.ibm.com/pe` labels (or the STREAMS_JOB_NAME / STREAMS_PE_ID env). A pod with no AADL
 mounted has no static connections. What it resolves and reports is written to the container's
@@ -25,9 +25,8 @@ network), so a server that trusts PE pods by source address (the instance API's 
 sees them as a cluster would show them.
 
 The reporter is pluggable (any async callable), and `RuntimeHooks` (`pe_hooks`) is where further
-behaviour attaches: the runtime calls `pe_started` / `pe_stopped`;
-`consistent_region.ConsistentRegionParticipant` is the hook that answers consistent-region drains
-and resets.
+behaviour attaches: the runtime calls `pe_started` / `pe_stopped`; `consistent_region`'s
+`ConsistentRegionParticipant` is the hook that answers consistent-region drains and resets.
 """
 
 from __future__ import annotations
@@ -53,6 +52,7 @@ from streams_k8s.sandbox.pe_wiring import (
     PePort,
     Wiring,
     WiringError,
+    entries_changed,
     mounted_config_map,
     parse_aadl,
     parse_name_table,
@@ -127,7 +127,7 @@ class SimulatedPeRuntime:
             self._queue(self._on_service.get((meta["namespace"], meta["name"])))
         elif rt.key == ENDPOINT_SLICES:
             self._on_slice(event)
-        elif rt.key == CONFIGMAPS:
+        elif rt.key == CONFIGMAPS and entries_changed(event):
             self._queue(self._on_table.get((meta["namespace"], meta["name"])))
 
     def _on_pod(self, event: WatchEvent) -> None:
