@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from streams_k8s.api.contract import (
     APP_LABEL,
     CR_LABEL,
+    GENERATION_LABEL,
     JOB_LABEL,
     PE_LABEL,
     SVC_LABEL,
@@ -18,7 +20,7 @@ from streams_k8s.api.contract import (
 from streams_k8s.api.processing_element import ProcessingElementSpec
 from streams_k8s.app.adl import parse_adl
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl
-from streams_k8s.controller.children.desired import Desired, desired_objects
+from streams_k8s.controller.children.desired import Desired, Rendered, desired_objects
 from streams_k8s.controller.kinds import CONSISTENT_REGIONS, PES
 from streams_k8s.controller.planning import SubmissionFailure, plan_job, validate_job
 from streams_k8s.k8s.kinds import CONFIGMAPS, SERVICES
@@ -151,3 +153,39 @@ def test_each_pe_service_has_one_port_per_input_port_of_its_pe() -> None:
         assert [(p["name"], p["port"]) for p in inputs] == [
             (f"sys-{port.id}", 10000 + port.id) for port in planned.inputs
         ]
+
+
+def test_an_edit_takes_the_children_of_the_pes_it_leaves_as_they_run() -> None:
+    """Rendered against the plan that runs, an edit's children are what a fresh render gives (but
+    the generation label of the PEs it leaves: nothing rewrites them); those PEs' children are the
+    running ones, and an edit of the PE template leaves none."""
+    stamp = "Sat Nov 21 10:00:00 UTC 2026"
+    app = SyntheticSpec(chains=3, length=2)
+    job = validate_job(manifest(fusion={"manual": 6}))
+    plan = plan_job(job, parse_adl(synthetic_adl(app)), job_id=3, nodes=3)
+    running = desired_objects(job, UID, plan, generation=1, stamp=stamp)
+    earlier = Rendered(job.spec, plan, running)
+    rebuilt = parse_adl(synthetic_adl(replace(app, rebuilt=frozenset({1}))))  # a new build of one operator
+    ids = {pe.id: pe.operators for pe in plan.pes}
+    new_plan = plan_job(job, rebuilt, job_id=3, nodes=3, ids_from=ids)
+    content = {pe.id: pe.content_id for pe in plan.pes}
+    changed = {pe.id for pe in new_plan.pes if content.get(pe.id) != pe.content_id}
+    assert 0 < len(changed) < len(plan.pes)
+
+    fresh = desired_objects(job, UID, new_plan, generation=2, stamp=stamp)
+    edited = desired_objects(job, UID, new_plan, generation=2, stamp=stamp, earlier=earlier)
+    assert [(c.resource, c.name) for c in edited] == [(c.resource, c.name) for c in fresh]
+    by_name = {(c.resource, c.name): c for c in running}
+    for child, rendered in zip(edited, fresh, strict=True):
+        pe = child.body["metadata"]["labels"].get(PE_LABEL)
+        if child.resource in (CONFIGMAPS, SERVICES, PES) and pe is not None and int(pe) not in changed:
+            assert child is by_name[(child.resource, child.name)]
+            assert child.body["metadata"]["labels"][GENERATION_LABEL] == "1"
+            labels = {**child.body["metadata"]["labels"], GENERATION_LABEL: "2"}
+            assert {**child.body, "metadata": {**child.body["metadata"], "labels": labels}} == rendered.body
+        else:
+            assert child.body == rendered.body
+
+    traced = validate_job(manifest(fusion={"manual": 6}, processingElement={"runtimeTraceLevel": "DEBUG"}))
+    retraced = desired_objects(traced, UID, plan, generation=2, stamp=stamp, earlier=earlier)
+    assert not {id(c) for c in retraced} & {id(c) for c in running}

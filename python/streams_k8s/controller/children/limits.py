@@ -106,10 +106,13 @@ def child_problem(child: Desired) -> str | None:
     return None
 
 
-def check_children(children: Iterable[Desired]) -> None:
-    """`SubmissionFailure(Planned, PlanTooLarge)` for the first child the cluster would refuse."""
+def check_children(children: Iterable[Desired], checked: Iterable[Desired] = ()) -> None:
+    """`SubmissionFailure(Planned, PlanTooLarge)` for the first child the cluster would refuse;
+    those of ``checked`` (children checked before, taken again by `desired_objects`) are not
+    checked again."""
+    seen = {id(child) for child in checked}
     for child in children:
-        if (problem := child_problem(child)) is not None:
+        if id(child) not in seen and (problem := child_problem(child)) is not None:
             raise SubmissionFailure("Planned", PLAN_TOO_LARGE, problem)
 
 

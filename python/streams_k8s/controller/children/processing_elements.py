@@ -6,7 +6,7 @@ from typing import Any
 
 from streams_k8s.api.base import API_VERSION
 from streams_k8s.api.contract import CR_LABEL, pe_service_name
-from streams_k8s.api.job import Job, JobState
+from streams_k8s.api.job import JobSpec, JobState
 from streams_k8s.api.processing_element import Placement, ProcessingElement, ProcessingElementSpec
 from streams_k8s.app.physical import PlannedPe
 from streams_k8s.controller.children.metadata import ChildMetadata, pe_labels
@@ -25,25 +25,21 @@ def processing_element(spec: ProcessingElementSpec, pe: PlannedPe, metadata: Chi
 
 
 class PeTemplate:
-    """The job's PE template as each PE of a plan of ``pes`` PEs gets it (its unset pull policy and
-    secret the job's, an unset restartFailedPod the PE's restartable flag, job-wide resources
+    """A job spec's PE template as each PE of a plan of ``pes`` PEs gets it (its unset pull policy
+    and secret the job's, an unset restartFailedPod the PE's restartable flag, job-wide resources
     divided among the PEs): worked out once per plan, not once per PE."""
 
-    def __init__(self, job: Job, pes: int) -> None:
-        template = job.spec.processing_element
+    def __init__(self, spec: JobSpec, pes: int) -> None:
+        template = spec.processing_element
         inherited = template.model_dump(exclude={"resources"})
-        inherited["image_pull_policy"] = template.image_pull_policy or job.spec.image_pull_policy
-        inherited["image_pull_secret"] = template.image_pull_secret or job.spec.image_pull_secret
-        resources = (
-            divide_resources(job.spec.resources, pes)
-            if job.spec.resources is not None
-            else template.resources
-        )
+        inherited["image_pull_policy"] = template.image_pull_policy or spec.image_pull_policy
+        inherited["image_pull_secret"] = template.image_pull_secret or spec.image_pull_secret
+        resources = template.resources if spec.resources is None else divide_resources(spec.resources, pes)
         inherited.update(
             resources=resources,
-            sab_name=job.spec.bundle.name,
-            suspended=job.spec.state is JobState.SUSPENDED,
-            job_restart_nonce=job.spec.restart_nonce,
+            sab_name=spec.bundle.name,
+            suspended=spec.state is JobState.SUSPENDED,
+            job_restart_nonce=spec.restart_nonce,
         )
         self._inherited = inherited
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from streams_k8s.api.contract import JOB_LABEL, name_table_stamp
 from streams_k8s.api.job import Job
 from streams_k8s.app.plan import PLANNING_ERRORS, Plan, plan_at_widths
-from streams_k8s.controller.children.desired import Desired, desired_objects
+from streams_k8s.controller.children.desired import Desired, Rendered, desired_objects
 from streams_k8s.controller.children.limits import check_children
 from streams_k8s.controller.jobs import widths as widths_module
 from streams_k8s.controller.jobs.base import PLANNED, KeptPlan, status_written, utc_now
@@ -39,6 +39,7 @@ class ResizingJobs(PlannedJobs):
                 stamp=stamp,
                 transport=planned.transport,
                 coordinator_mode=self.coordinator_mode,
+                earlier=Rendered(job.spec, planned.plan, planned.children),
             )
             planned.resized = {key: (plan, children)}  # only the current widths are worth keeping
         return planned.resized[key]
@@ -105,7 +106,7 @@ class ResizingJobs(PlannedJobs):
             raise SubmissionFailure(PLANNED, "ResizeFailed", f"{alias} to width {width}: {err}") from None
         check_placement(job, target, schedulable_nodes(self.nodes.store.select()))
         try:
-            check_children(children)
+            check_children(children, checked=planned.children)
         except SubmissionFailure as failure:
             raise SubmissionFailure(PLANNED, "ResizeFailed", f"{alias} to width {width}: {failure}") from None
         if pending is None:

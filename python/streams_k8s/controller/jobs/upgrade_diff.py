@@ -142,7 +142,7 @@ def _why(old: ProcessingElementSpec, new: ProcessingElementSpec) -> list[Why]:
 def upgrade_diff(old_job: Job, old_plan: Plan, new_job: Job, new_plan: Plan) -> UpgradeDiff:
     """What applying ``new_job`` (planned as ``new_plan``) to a job running ``old_job`` does."""
     old, new = {pe.id: pe for pe in old_plan.pes}, {pe.id: pe for pe in new_plan.pes}
-    old_template, new_template = PeTemplate(old_job, len(old)), PeTemplate(new_job, len(new))
+    old_template, new_template = PeTemplate(old_job.spec, len(old)), PeTemplate(new_job.spec, len(new))
     same_template = old_template == new_template
     diff = UpgradeDiff(
         added=sorted(set(new) - set(old)),

@@ -53,7 +53,7 @@ from streams_k8s.api.job import Job, JobPhase, JobSpec, JobState, UndoneEdit, Up
 from streams_k8s.app.plan import plan_at_widths
 from streams_k8s.controller.bundles.fetch import BundleError, FetchedBundle
 from streams_k8s.controller.children.certificates import needs_transport_certificate, transport_certificate
-from streams_k8s.controller.children.desired import desired_objects
+from streams_k8s.controller.children.desired import Rendered, desired_objects
 from streams_k8s.controller.children.limits import check_children
 from streams_k8s.controller.jobs.base import KeptPlan, applied_job, status_written, utc_now
 from streams_k8s.controller.jobs.health import (
@@ -169,13 +169,14 @@ class UpgradingJobs(RollingJobs):
         path = str(fetched.path)
         app = read_application(path, job.spec.bundle.name)
         running = plan_at_widths(applied.plan, widths)
+        applied_spec = JobSpec.model_validate(status.applied_spec or job.spec.to_wire())
         plan = plan_edit(
             job,
             app,
             job_id=int(status.id or 0),
             nodes=status.planned_nodes,
             running=running,
-            applied=JobSpec.model_validate(status.applied_spec or job.spec.to_wire()),
+            applied=applied_spec,
             ids=ids,
         )
         check_placement(job, plan, schedulable_nodes(self.nodes.store.select()))
@@ -190,8 +191,10 @@ class UpgradingJobs(RollingJobs):
             stamp=name_table_stamp(utc_now()),
             transport=transport if needs_transport_certificate(job) else None,
             coordinator_mode=self.coordinator_mode,
+            # what runs, when the applied spec says what it was rendered from
+            earlier=Rendered(applied_spec, applied.plan, applied.children) if status.applied_spec else None,
         )
-        check_children(children)
+        check_children(children, checked=applied.children)
         return Target(job, KeptPlan(generation, int(status.id or 0), plan, children), fetched.digest, running)
 
     async def _start(

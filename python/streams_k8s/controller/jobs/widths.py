@@ -102,7 +102,9 @@ class WidthChange:
     region: Object
     running: Plan
     target: Plan
-    desired: list[Desired]  # every child of the target plan, labelled with the new generation
+    # every child of the target plan, labelled with the new generation (a PE the change leaves keeps
+    # its children as they run: `children.desired.Rendered`)
+    desired: list[Desired]
     generation: int
     running_desired: list[Desired]  # every child of the running plan: what the change undoes
 
