@@ -65,6 +65,7 @@ from streams_k8s.controller.children.names import (
     parallel_region_name,
     pe_port_name,
 )
+from streams_k8s.controller.children.pod import pod_template_hash
 from streams_k8s.controller.children.processing_elements import PeTemplate, processing_element, spec_inputs
 from streams_k8s.controller.children.services import pe_service
 from streams_k8s.controller.kinds import (
@@ -90,6 +91,9 @@ class Desired:
     body: dict[str, Any]
     # the spec ``body`` renders, when rendered here (saves parsing it back: `jobs.target`)
     spec: WireModel | None = field(default=None, compare=False, repr=False)
+    # a PE's: the pod template hash of its spec (`children.pod.pod_template_hash`), worked out with
+    # the plan and taken along with the PE when a later plan takes its children (`jobs.target`)
+    pod_template: str | None = field(default=None, compare=False, repr=False)
     key: ObjectKey = field(init=False)  # where the informer cache has it (looked up on every reconcile)
 
     def __post_init__(self) -> None:
@@ -119,19 +123,24 @@ class Rendered:
         if not same_job or PeTemplate(self.spec, len(self.plan.pes)) != PeTemplate(job.spec, len(plan.pes)):
             return {}
         before = {pe.id: pe for pe in self.plan.pes}
-        children = {(c.resource, c.name): c for c in self.children}
-        found: dict[int, tuple[Desired, Desired, Desired]] = {}
-        for pe in plan.pes:
-            old = before.get(pe.id)
-            if old is None or not _rendered_alike(old, pe):
-                continue
-            name = pe_service_name(str(job.metadata.name), pe.id)
-            config_map, service, processing_element = (
-                children.get((resource, name)) for resource in (CONFIGMAPS, SERVICES, PES)
-            )
-            if config_map is not None and service is not None and processing_element is not None:
-                found[pe.id] = (config_map, service, processing_element)
-        return found
+        alike = {
+            pe_service_name(str(job.metadata.name), pe.id): pe.id
+            for pe in plan.pes
+            if (old := before.get(pe.id)) is not None and _rendered_alike(old, pe)
+        }
+        found: dict[int, list[Desired | None]] = {}
+        for child in self.children:  # a host pool or region may have a PE's name: the kind tells
+            if (pe_id := alike.get(child.name)) is not None and child.resource in _PE_KINDS:
+                found.setdefault(pe_id, [None] * len(_PE_KINDS))[_PE_KINDS.index(child.resource)] = child
+        return {
+            pe_id: (config_map, service, processing_element)
+            for pe_id, (config_map, service, processing_element) in found.items()
+            if config_map is not None and service is not None and processing_element is not None
+        }
+
+
+# What each PE renders, in the order `Rendered.reusable` gives them.
+_PE_KINDS = (CONFIGMAPS, SERVICES, PES)
 
 
 def _rendered_alike(old: PlannedPe, new: PlannedPe) -> bool:
@@ -188,7 +197,7 @@ def _pe_children(
     return (
         Desired(CONFIGMAPS, pe_config_map(pe, metadata)),
         Desired(SERVICES, pe_service(pe, metadata)),
-        Desired(PES, processing_element(spec, pe, metadata), spec),
+        Desired(PES, processing_element(spec, pe, metadata), spec, pod_template_hash(spec)),
     )
 
 

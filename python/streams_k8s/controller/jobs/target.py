@@ -5,10 +5,11 @@ A rolling edit (`jobs.rolling`) looks at every PE of the job on each pass, and e
 event of the job brings it back. Parsing each of 1,000 planned PE specs, comparing it with the
 live one and hashing its pod template on each of those passes was most of the operator's CPU in
 a 10% bundle upgrade, and held the event loop while the PE controller's replacements waited.
-So the planned specs are taken as rendered (with the plan, in its thread), pod template hashes are kept
-per restart nonce, how a live PE differs from the target is kept until its resourceVersion
-changes, and a PE found settled (its spec the target's, its pod ready with the target's content
-and settings) is looked at again only after an event on it or its pods (`note`).
+So the planned specs and their pod template hashes are taken as rendered (with the plan, in its
+thread), the hash with another restart nonce set on a PE itself is kept per nonce, how a live PE
+differs from the target is kept until its resourceVersion changes, and a PE found settled (its
+spec the target's, its pod ready with the target's content and settings) is looked at again only
+after an event on it or its pods (`note`).
 """
 
 from __future__ import annotations
@@ -48,11 +49,12 @@ class Change(Enum):
 
 @dataclass(frozen=True, slots=True)
 class WantedPe:
-    """A PE of the target: its planned spec as written, and parsed."""
+    """A PE of the target: its planned spec as written, parsed, and its pods' template hash."""
 
     name: str
     body: Object
     spec: ProcessingElementSpec
+    pod_template: str
 
 
 class Target:
@@ -65,18 +67,14 @@ class Target:
         self.running = running  # the plan the edit starts from: the applied spec's at the widths that run
         self.wanted: dict[tuple[Resource, str], Desired] = {(d.resource, d.name): d for d in planned.children}
         pes = [c for c in planned.children if c.resource == PES]
-        self.pes = [
-            WantedPe(c.name, c.body["spec"], _pe_spec(c))
-            for c in sorted(pes, key=lambda c: int(c.body["spec"]["id"]))
-        ]
+        self.pes = [_wanted(c) for c in sorted(pes, key=lambda c: int(c.body["spec"]["id"]))]
         # Step 2 (`RollingJobs._follow_target`) done in full once: later passes check what changed.
         self.followed = False
-        self._templates: dict[tuple[str, str | None], str] = {}  # (PE, restart nonce) -> pod template hash
+        # (PE, restart nonce the user set on the PE itself) -> pod template hash, when not the spec's
+        self._templates: dict[tuple[str, str | None], str] = {}
         self._changes: dict[str, tuple[str, Change, bool]] = {}  # by PE: (resourceVersion, change, content)
         self.settled: set[str] = set()  # PEs found as the target wants them (spec, ready pod)
         self._noted: set[str] = set()  # PEs with an event on them or their pods since the last pass
-        for pe in self.pes:  # most PEs keep the job's nonce: hashed here, in the plan's thread
-            self.template(pe, pe.spec.restart_nonce)
 
     def note(self, pe: str) -> None:
         """An event on the PE or one of its pods: the next pass looks at it again."""
@@ -117,6 +115,8 @@ class Target:
 
     def template(self, pe: WantedPe, nonce: str | None) -> str:
         """The pod template hash of ``pe`` with the restart nonce the user set on the PE itself."""
+        if nonce == pe.spec.restart_nonce:  # most PEs keep the job's: hashed with the plan
+            return pe.pod_template
         key = (pe.name, nonce)
         found = self._templates.get(key)
         if found is None:
@@ -145,10 +145,11 @@ class Target:
         return change, content
 
 
-def _pe_spec(child: Desired) -> ProcessingElementSpec:
-    """The spec a planned PE renders (`desired_objects` keeps it with the body)."""
+def _wanted(child: Desired) -> WantedPe:
+    """A planned PE as `desired_objects` renders it: with its spec and pod template hash."""
     assert isinstance(child.spec, ProcessingElementSpec)
-    return child.spec
+    assert child.pod_template is not None
+    return WantedPe(child.name, child.body["spec"], child.spec, child.pod_template)
 
 
 def _settled(pods: Store, namespace: str, job: str, spec: ProcessingElementSpec, template: str) -> bool:
