@@ -132,8 +132,9 @@ class Target:
         if kept is not None and kept[0] == version:
             return kept[1], kept[2]
         change, content = Change.NONE, False
-        if widths_module.without_own_settings(current["spec"]) != pe.body:
-            now = ProcessingElementSpec.model_validate(current["spec"])
+        live = current["spec"]
+        if live != pe.body and widths_module.without_own_settings(live) != pe.body:
+            now = ProcessingElementSpec.model_validate(live)
             content = now.content_id != pe.spec.content_id
             disruptive = (
                 content
