@@ -23,6 +23,7 @@ from streams_k8s.naming import (
     PePortLabel,
 )
 from streams_k8s.naming.resolver import NameNotFound, Resolver, fixed_job_name, rest_job_name_lookup
+from streams_k8s.naming.table import undated
 
 # The spec's example: job 7, three PEs.
 SPEC_TABLE = """\
@@ -72,6 +73,16 @@ def test_writer_matches_java_properties_store_and_parses_back() -> None:
     text = table.to_text(datetime(2021, 3, 2, 10, 15, tzinfo=UTC))
     assert text.splitlines()[:3] == ["#Operator port labels", "#Tue Mar 02 10:15:00 UTC 2021", "7.1.0=3.0@7"]
     assert NameTable.parse(text) == table
+
+
+def test_a_table_written_again_with_the_same_entries_is_the_same_undated() -> None:
+    table = NameTable.parse(SPEC_TABLE)
+    first, again = (table.to_text(datetime(2021, 3, day, tzinfo=UTC)) for day in (2, 3))
+    assert first != again
+    assert undated(first) == undated(again) == "#Operator port labels\n" + first.split("\n", 2)[2]
+    # only a comment under the header comment is the date: an entry there is kept
+    assert undated("#h\n7.4.0=2.0@7\n") == "#h\n7.4.0=2.0@7\n"
+    assert undated("7.4.0=2.0@7\n#d\n") == "7.4.0=2.0@7\n#d\n"
 
 
 def test_bad_tables_name_the_line_or_entry() -> None:

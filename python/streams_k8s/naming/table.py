@@ -25,6 +25,16 @@ def render_name_table(entries: Iterable[tuple[object, object]], stamp: str) -> s
     return "\n".join(lines) + "\n"
 
 
+def undated(text: str) -> str:
+    """The file without its date line (the comment under the header comment, as `render_name_table`
+    writes them): two tables equal so hold the same lines otherwise, and a PE resolves the same
+    through either."""
+    lines = text.split("\n", 2)
+    if len(lines) == 3 and lines[0].startswith("#") and lines[1].startswith("#"):
+        return f"{lines[0]}\n{lines[2]}"
+    return text
+
+
 class NameTableError(ValueError):
     """A name table that cannot be used; the message names every bad line."""
 

@@ -193,7 +193,7 @@ class RollingJobs(ResizingJobs):
         namespace, name = str(m["namespace"]), str(m["name"])
         wanted = target.wanted
         table = self.configmaps.store.get(ObjectKey(namespace, name))
-        if table is None or table.get("data") != wanted[(CONFIGMAPS, name)].body["data"]:
+        if not widths_module.name_table_written(table, wanted[(CONFIGMAPS, name)]):
             await widths_module.write_name_table(self.client, wanted, namespace, name)
         with self._child_changes.to_check(ObjectKey(namespace, name), target.planned.children) as pending:
             await self._create_missing(pending, lambda c: True)

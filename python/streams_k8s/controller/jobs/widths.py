@@ -50,6 +50,7 @@ from streams_k8s.k8s.conditions import set_condition
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.kinds import CONFIGMAPS, SERVICES
 from streams_k8s.k8s.objects import Object, merge_patch_to, meta
+from streams_k8s.naming.table import undated
 
 RESIZED = "Resized"
 RESIZING, FAILED = "Resizing", "ResizeFailed"
@@ -176,6 +177,18 @@ async def apply(client: KubeClient, change: WidthChange) -> None:
     await follow_ports(client, wanted, namespace, job)
     await write_name_table(client, wanted, namespace, job)
     await follow_regions(client, wanted, namespace, before)
+
+
+def name_table_written(live: Object | None, wanted: Desired) -> bool:
+    """The job's ConfigMap ``live`` holds the wanted name table and transport certificate: its date
+    line aside (a table rewritten only to move it would have every PE pod's mounted copy updated)."""
+    if live is None:
+        return False
+    have, want = live.get("data") or {}, wanted.body["data"]
+    return {**have, NAME_TABLE_KEY: undated(have.get(NAME_TABLE_KEY, ""))} == {
+        **want,
+        NAME_TABLE_KEY: undated(want[NAME_TABLE_KEY]),
+    }
 
 
 async def write_name_table(
