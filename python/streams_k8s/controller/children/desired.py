@@ -124,23 +124,17 @@ class Rendered:
             return {}
         before = {pe.id: pe for pe in self.plan.pes}
         alike = {
-            pe_service_name(str(job.metadata.name), pe.id): pe.id
+            pe.id: pe_service_name(str(job.metadata.name), pe.id)
             for pe in plan.pes
             if (old := before.get(pe.id)) is not None and _rendered_alike(old, pe)
         }
-        found: dict[int, list[Desired | None]] = {}
-        for child in self.children:  # a host pool or region may have a PE's name: the kind tells
-            if (pe_id := alike.get(child.name)) is not None and child.resource in _PE_KINDS:
-                found.setdefault(pe_id, [None] * len(_PE_KINDS))[_PE_KINDS.index(child.resource)] = child
+        names = set(alike.values())
+        rendered = {(c.resource, c.name): c for c in self.children if c.name in names}
         return {
-            pe_id: (config_map, service, processing_element)
-            for pe_id, (config_map, service, processing_element) in found.items()
-            if config_map is not None and service is not None and processing_element is not None
+            pe_id: (rendered[(CONFIGMAPS, name)], rendered[(SERVICES, name)], rendered[(PES, name)])
+            for pe_id, name in alike.items()
+            if all((kind, name) in rendered for kind in (CONFIGMAPS, SERVICES, PES))
         }
-
-
-# What each PE renders, in the order `Rendered.reusable` gives them.
-_PE_KINDS = (CONFIGMAPS, SERVICES, PES)
 
 
 def _rendered_alike(old: PlannedPe, new: PlannedPe) -> bool:
