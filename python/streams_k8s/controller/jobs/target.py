@@ -8,8 +8,9 @@ a 10% bundle upgrade, and held the event loop while the PE controller's replacem
 So the planned specs and their pod template hashes are taken as rendered (with the plan, in its
 thread), the hash with another restart nonce set on a PE itself is kept per nonce, how a live PE
 differs from the target is kept until its resourceVersion changes, and a PE found settled (its
-spec the target's, its pod ready with the target's content and settings) is looked at again only
-after an event on it or its pods (`note`).
+spec the target's, its pod ready with the target's content and settings) or in flight (its spec
+the target's, its pod not yet) is looked at again only after an event on it or its pods (`note`):
+a 10% upgrade of 1,000 PEs looked at its 100 replaced PEs again on each of its ~40 passes.
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class Target:
         self._templates: dict[tuple[str, str | None], str] = {}
         self._changes: dict[str, tuple[str, Change, bool]] = {}  # by PE: (resourceVersion, change, content)
         self.settled: set[str] = set()  # PEs found as the target wants them (spec, ready pod)
+        self._in_flight: set[str] = set()  # PEs found with the target's spec, being created or replaced
         self._noted: set[str] = set()  # PEs with an event on them or their pods since the last pass
 
     def note(self, pe: str) -> None:
@@ -83,21 +85,21 @@ class Target:
     def survey(
         self, pes: Store, pods: Store, namespace: str, job: str
     ) -> tuple[list[str], list[str], set[str], int]:
-        """One pass over the PEs not found settled before and those with an event since the last
-        pass: (PEs to patch quietly, PEs to patch disruptively, those of them whose content
-        changes, PEs being created or replaced)."""
+        """One pass over the PEs not found settled or in flight before and those with an event
+        since the last pass: (PEs to patch quietly, PEs to patch disruptively, those of them whose
+        content changes, how many PEs are being created or replaced)."""
         noted, self._noted = self._noted, set()  # the events after this are the next pass's
         quiet: list[str] = []
         disruptive: list[str] = []
         content: set[str] = set()
-        in_flight = 0
         for pe in self.pes:
-            if pe.name in self.settled and pe.name not in noted:
+            if pe.name not in noted and (pe.name in self.settled or pe.name in self._in_flight):
                 continue
             self.settled.discard(pe.name)
+            self._in_flight.discard(pe.name)
             current = pes.get(ObjectKey(namespace, pe.name))
             if current is None:
-                in_flight += 1  # being created
+                self._in_flight.add(pe.name)  # being created
                 continue
             change, changed_content = self.change(pe, current)
             if change is not Change.NONE:
@@ -110,8 +112,8 @@ class Target:
             ):
                 self.settled.add(pe.name)
             else:
-                in_flight += 1
-        return quiet, disruptive, content, in_flight
+                self._in_flight.add(pe.name)
+        return quiet, disruptive, content, len(self._in_flight)
 
     def template(self, pe: WantedPe, nonce: str | None) -> str:
         """The pod template hash of ``pe`` with the restart nonce the user set on the PE itself."""
