@@ -10,7 +10,8 @@ thread), the hash with another restart nonce set on a PE itself is kept per nonc
 differs from the target is kept until its resourceVersion changes, and a PE found settled (its
 spec the target's, its pod ready with the target's content and settings) or in flight (its spec
 the target's, its pod not yet) is looked at again only after an event on it or its pods (`note`):
-a 10% upgrade of 1,000 PEs looked at its 100 replaced PEs again on each of its ~40 passes.
+a pass takes the PEs still to patch and those with an event, not all of the job's (a 10% upgrade
+of 1,000 PEs went over all of them, its 100 replaced ones looked at again, on each of ~40 passes).
 """
 
 from __future__ import annotations
@@ -74,8 +75,12 @@ class Target:
         # (PE, restart nonce the user set on the PE itself) -> pod template hash, when not the spec's
         self._templates: dict[tuple[str, str | None], str] = {}
         self._changes: dict[str, tuple[str, Change, bool]] = {}  # by PE: (resourceVersion, change, content)
-        self.settled: set[str] = set()  # PEs found as the target wants them (spec, ready pod)
-        self._in_flight: set[str] = set()  # PEs found with the target's spec, being created or replaced
+        self._order = {pe.name: i for i, pe in enumerate(self.pes)}
+        # Each PE is in one of: to look at on every pass (not looked at yet, or its spec still to
+        # patch), in flight (the target's spec, its pod being created or replaced), or neither:
+        # settled (the target's spec, its pod ready with the target's content and settings).
+        self._every_pass: set[str] = set(self._order)
+        self._in_flight: set[str] = set()
         self._noted: set[str] = set()  # PEs with an event on them or their pods since the last pass
 
     def note(self, pe: str) -> None:
@@ -85,17 +90,16 @@ class Target:
     def survey(
         self, pes: Store, pods: Store, namespace: str, job: str
     ) -> tuple[list[str], list[str], set[str], int]:
-        """One pass over the PEs not found settled or in flight before and those with an event
-        since the last pass: (PEs to patch quietly, PEs to patch disruptively, those of them whose
-        content changes, how many PEs are being created or replaced)."""
+        """One pass, in PE id order, over the PEs not found settled or in flight before and those
+        with an event since the last pass: (PEs to patch quietly, PEs to patch disruptively, those
+        of them whose content changes, how many PEs are being created or replaced)."""
         noted, self._noted = self._noted, set()  # the events after this are the next pass's
         quiet: list[str] = []
         disruptive: list[str] = []
         content: set[str] = set()
-        for pe in self.pes:
-            if pe.name not in noted and (pe.name in self.settled or pe.name in self._in_flight):
-                continue
-            self.settled.discard(pe.name)
+        for i in sorted(self._order[name] for name in (noted & self._order.keys()) | self._every_pass):
+            pe = self.pes[i]
+            self._every_pass.discard(pe.name)
             self._in_flight.discard(pe.name)
             current = pes.get(ObjectKey(namespace, pe.name))
             if current is None:
@@ -103,15 +107,14 @@ class Target:
                 continue
             change, changed_content = self.change(pe, current)
             if change is not Change.NONE:
+                self._every_pass.add(pe.name)
                 (disruptive if change is Change.DISRUPTIVE else quiet).append(pe.name)
                 if changed_content:
                     content.add(pe.name)
             # its pods are made with the restart nonce the user set on the PE itself
-            elif _settled(
+            elif not _settled(
                 pods, namespace, job, pe.spec, self.template(pe, current["spec"].get("restartNonce"))
             ):
-                self.settled.add(pe.name)
-            else:
                 self._in_flight.add(pe.name)
         return quiet, disruptive, content, len(self._in_flight)
 
