@@ -113,18 +113,20 @@ class Rendered:
     plan: Plan
     children: Sequence[Desired]
 
-    def reusable(self, job: Job, plan: Plan) -> dict[int, tuple[Desired, Desired, Desired]]:
-        """The ConfigMap, Service and ProcessingElement of each PE of ``plan`` (by id) that
-        ``job`` renders as these were rendered."""
+    def reusable(
+        self, job_name: str, plan: Plan, template: PeTemplate
+    ) -> dict[int, tuple[Desired, Desired, Desired]]:
+        """The ConfigMap, Service and ProcessingElement of each PE of ``plan`` (by id) that the
+        job renders under ``template`` as these were rendered."""
         same_job = (self.plan.application_name, self.plan.application_scope) == (
             plan.application_name,
             plan.application_scope,
         )
-        if not same_job or PeTemplate(self.spec, len(self.plan.pes)) != PeTemplate(job.spec, len(plan.pes)):
+        if not same_job or PeTemplate(self.spec, len(self.plan.pes)) != template:
             return {}
         before = {pe.id: pe for pe in self.plan.pes}
         alike = {
-            pe.id: pe_service_name(str(job.metadata.name), pe.id)
+            pe.id: pe_service_name(job_name, pe.id)
             for pe in plan.pes
             if (old := before.get(pe.id)) is not None and _rendered_alike(old, pe)
         }
@@ -170,8 +172,8 @@ def desired_objects(
         },
         owner=job.as_owner(job_uid),
     )
-    kept = earlier.reusable(job, plan) if earlier is not None else {}
     template = PeTemplate(job.spec, len(plan.pes))
+    kept = earlier.reusable(str(job.metadata.name), plan, template) if earlier is not None else {}
     pes = [kept.get(pe.id) or _pe_children(pe, metadata, template) for pe in plan.pes]
     return [
         Desired(CONFIGMAPS, name_table_config_map(plan, metadata, stamp, transport)),
