@@ -13,7 +13,9 @@ The instance operator runs as its own process (`streams-k8s run`), the sandbox i
 - a bundle upgrade rebuilding 10% of the operators (every tenth: their shared objects change, so
   their PEs' content does): only the PEs holding one are replaced (counted, and every other pod
   keeps its UID and launch count); time to Running against creating a job of as many PEs as were
-  replaced, in the same sandbox right after.
+  replaced, in the same sandbox right after; and both split where each first writes one of the
+  job's children (`_until_first_child`): the plan before (the whole job re-planned, against the
+  peer's plan of as many PEs as were replaced), the rollout after.
 
 And, to tell the cost of replacing a pod from the cost of the job's size, the same bundle upgrade
 of a job of 100 PEs rebuilding every operator, all in one batch (``maxUnavailable: 100``, as the
@@ -47,6 +49,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from job_inventory import NS, pe_pods, synthetic_job
@@ -164,6 +167,28 @@ class Edit:
         return max(self._times(method, resource))
 
 
+# What a job is made of: the first write of one is where an edit or a creation starts rolling out.
+CHILDREN = {"configmaps", "services", "streamspes", "pods"}
+
+
+def _until_first_child(writes: list[RequestRecord], job: str) -> float:
+    """Seconds from the write of Job ``job`` (its creation or edit) to the first write of one of its
+    children (its name table, a PE's ConfigMap, Service, ProcessingElement or pod; not a status):
+    the plan's part of either figure, before anything rolls out."""
+
+    def name(r: RequestRecord) -> str:
+        return (r.info.name if r.info else None) or str(orjson.loads(r.body)["metadata"]["name"])
+
+    def of(r: RequestRecord, resources: set[str]) -> bool:
+        return bool(r.info and r.info.resource in resources and not r.info.subresource)
+
+    def mine(r: RequestRecord) -> bool:
+        return name(r) == job or name(r).startswith(f"{job}-")
+
+    started = min(r.time for r in writes if of(r, {"streamsjobs"}) and name(r) == job)
+    return min(r.time for r in writes if of(r, CHILDREN) and mine(r)) - started
+
+
 async def _upgrade_started(client: KubeClient, name: str) -> float:
     """When the job controller recorded the UpgradeStarted Event (epoch seconds)."""
     events, _ = await client.list_all(EVENTS, NS)
@@ -233,22 +258,29 @@ async def _bundle_upgrade(
         replaced = {i for i in after if after[i] != before[i]}
         mark = len(rig.sandbox.requests)
         created = await _create(rig, synthetic_job("floor", tmp, len(replaced)))
-        peer_writes = sum(1 for r in list(rig.sandbox.requests)[mark:] if r.method in WRITES)
+        peer_writes = [r for r in list(rig.sandbox.requests)[mark:] if r.method in WRITES]
     changed = {i for i in specs if specs[i]["contentId"] != specs_after[i]["contentId"]}
     assert sorted(specs_after) == sorted(specs)  # no PE added or removed
     assert 0 < len(changed) <= len(rebuilt)  # a PE holds one or two operators
     assert replaced == changed  # only the PEs whose content changed (the rest keep pod and launch)
     assert all(after[i][1] == before[i][1] + 1 for i in replaced)
+    planning = _until_first_child(edit.writes, "roll")
+    peer_planning = _until_first_child(peer_writes, "floor")
     return {
         "rebuilt_operators": len(rebuilt),
         "upgrade_to_ready_s": round(edit.seconds, 2),
         "create_same_count_s": round(created, 2),
         "ratio": round(edit.seconds / created, 2),
+        # the ratio split where each figure writes its first child: the upgrade re-plans the whole
+        # job before it, its peer plans as many PEs as were replaced
+        "edit_to_first_child_written_s": round(planning, 2),
+        "peer_to_first_child_written_s": round(peer_planning, 2),
+        "ratio_from_first_child_written": round((edit.seconds - planning) / (created - peer_planning), 2),
         "replaced": len(replaced),
         "unchanged": len(after) - len(replaced),
         **edit.figures(len(replaced)),
         # as the edit's: until every PE has reported full connectivity (`_create`)
-        "peer_api_writes_per_pe": round(peer_writes / len(replaced), 2),
+        "peer_api_writes_per_pe": round(len(peer_writes) / len(replaced), 2),
         "load_average": round(os.getloadavg()[0], 2),
     }
 
