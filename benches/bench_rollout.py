@@ -167,26 +167,23 @@ class Edit:
         return max(self._times(method, resource))
 
 
-# What a job is made of: the first write of one is where an edit or a creation starts rolling out.
+# A job's name table and its PEs' objects: the first write of one is where an edit or a creation
+# starts rolling out.
 CHILDREN = {"configmaps", "services", "streamspes", "pods"}
 
 
 def _until_first_child(writes: list[RequestRecord], job: str) -> float:
     """Seconds from the write of Job ``job`` (its creation or edit) to the first write of one of its
-    children (its name table, a PE's ConfigMap, Service, ProcessingElement or pod; not a status):
-    the plan's part of either figure, before anything rolls out."""
+    children (its name table, a PE's ConfigMap, Service, ProcessingElement or pod; not a status, not
+    the job ids' ConfigMap): the plan's part of either figure, before anything rolls out."""
 
-    def name(r: RequestRecord) -> str:
-        return (r.info.name if r.info else None) or str(orjson.loads(r.body)["metadata"]["name"])
+    def named(resources: set[str]) -> Iterator[tuple[str, float]]:
+        for r in writes:
+            if r.info and r.info.resource in resources and not r.info.subresource:
+                yield r.info.name or str(orjson.loads(r.body)["metadata"]["name"]), r.time
 
-    def of(r: RequestRecord, resources: set[str]) -> bool:
-        return bool(r.info and r.info.resource in resources and not r.info.subresource)
-
-    def mine(r: RequestRecord) -> bool:
-        return name(r) == job or name(r).startswith(f"{job}-")
-
-    started = min(r.time for r in writes if of(r, {"streamsjobs"}) and name(r) == job)
-    return min(r.time for r in writes if of(r, CHILDREN) and mine(r)) - started
+    started = min(t for name, t in named({"streamsjobs"}) if name == job)
+    return min(t for name, t in named(CHILDREN) if name == job or name.startswith(f"{job}-")) - started
 
 
 async def _upgrade_started(client: KubeClient, name: str) -> float:
