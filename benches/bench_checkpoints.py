@@ -48,7 +48,7 @@ from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.consistent.fsm import NotificationType
 from streams_k8s.controller.checkpoints import checkpoint_outcome, request_checkpoint
 from streams_k8s.controller.kinds import CONSISTENT_REGIONS, JOBS
-from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
+from streams_k8s.sandbox.cluster.consistent_region import ConsistentRegionParticipant
 
 REGIONS = 4
 PES_PER_REGION = 25

@@ -21,7 +21,7 @@ from streams_k8s.k8s.client import Resource
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.settings import RuntimeSettings
 from streams_k8s.sandbox import Sandbox
-from streams_k8s.sandbox.pe_identity import session_from
+from streams_k8s.sandbox.cluster.pe_identity import session_from
 
 PODS = Resource("", "v1", "pods", "Pod")
 JOB = "bench"

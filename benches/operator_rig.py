@@ -17,7 +17,7 @@ from operator_support import first_status
 from streams_k8s.controller.kinds import JOBS
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.sandbox import Sandbox
-from streams_k8s.sandbox.pe_hooks import RuntimeHooks
+from streams_k8s.sandbox.cluster.pe_hooks import RuntimeHooks
 
 REQUEST_LOG = 1_000_000  # the sandbox keeps 10,000 by default: too few for 1,000 PEs
 OPERATOR_QPS = 500  # client rate of the operator (and of the benches' bare scripts)

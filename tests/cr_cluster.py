@@ -27,7 +27,7 @@ from streams_k8s.k8s.kinds import ENDPOINT_SLICES, PODS
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.write_guard import peer
 from streams_k8s.sandbox import Sandbox
-from streams_k8s.sandbox.pe_identity import PeIdentity, session_from
+from streams_k8s.sandbox.cluster.pe_identity import PeIdentity, session_from
 
 NAMESPACE = "default"
 

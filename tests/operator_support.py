@@ -26,7 +26,7 @@ from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.kinds import PODS
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.sandbox import Sandbox
-from streams_k8s.sandbox.pe_identity import session_from
+from streams_k8s.sandbox.cluster.pe_identity import session_from
 
 # Every child created; Running as well once the PE controller has the pods ready.
 SUBMITTED = ("Submitted", "Running")

@@ -32,7 +32,7 @@ from streams_k8s.controller.kinds import JOBS
 from streams_k8s.controller.rest.openapi import OPENAPI
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.sandbox import Sandbox
-from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
+from streams_k8s.sandbox.cluster.consistent_region import ConsistentRegionParticipant
 
 JOB = "fuzz"
 EXAMPLES = 6  # per operation and caller: ~ (17 + 14 operations) x 2 callers x 6

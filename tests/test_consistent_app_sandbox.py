@@ -19,7 +19,7 @@ from operator_support import as_pe
 from repo_paths import SHARED_TESTDATA
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.sandbox import Sandbox
-from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
+from streams_k8s.sandbox.cluster.consistent_region import ConsistentRegionParticipant
 
 SAB = SHARED_TESTDATA / "apps" / "apps.consistent.ConsistentRegion.sab"
 ADL_NS = {"a": "http://www.ibm.com/xmlns/prod/streams/application/v4200"}

@@ -19,7 +19,7 @@ from operator_support import as_pe
 from streams_k8s.consistent.kinds import CONSISTENT_REGIONS
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.sandbox import Sandbox
-from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
+from streams_k8s.sandbox.cluster.consistent_region import ConsistentRegionParticipant
 from tokens import allow_job_updates, token_for
 
 

@@ -40,7 +40,7 @@ from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.kinds import ENDPOINT_SLICES, STATEFULSETS
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.sandbox import Sandbox
-from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
+from streams_k8s.sandbox.cluster.consistent_region import ConsistentRegionParticipant
 
 SERVICES = Resource("", "v1", "services", "Service")
 NODES = Resource("", "v1", "nodes", "Node")

@@ -34,7 +34,7 @@ from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.kinds import PODS
 from streams_k8s.sandbox import Sandbox
-from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
+from streams_k8s.sandbox.cluster.consistent_region import ConsistentRegionParticipant
 
 API_PORT = free_port()
 PARTICIPANT = ConsistentRegionParticipant(None, poll_interval=0.02)

@@ -34,7 +34,7 @@ from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.events import EVENTS
 from streams_k8s.k8s.kinds import CONFIGMAPS, NODES
 from streams_k8s.sandbox import Sandbox
-from streams_k8s.sandbox.nodes import NodeSpec
+from streams_k8s.sandbox.cluster.nodes import NodeSpec
 
 RETRY_DELAY = 0.3  # the first automatic retry in these tests (10 s in production)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

@@ -51,7 +51,7 @@ from streams_k8s.k8s.events import EVENTS
 from streams_k8s.k8s.kinds import CONFIGMAPS, NODES, PODS, SECRETS, SERVICES
 from streams_k8s.naming import NameTable
 from streams_k8s.sandbox import Sandbox
-from streams_k8s.sandbox.nodes import NodeSpec
+from streams_k8s.sandbox.cluster.nodes import NodeSpec
 
 CHILDREN = (
     CONFIGMAPS,

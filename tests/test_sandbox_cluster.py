@@ -10,7 +10,7 @@ import pytest
 from kubernetes_asyncio.client import ApiClient, AppsV1Api, CoreV1Api
 
 from streams_k8s.sandbox import Sandbox
-from streams_k8s.sandbox.nodes import NodeSpec
+from streams_k8s.sandbox.cluster.nodes import NodeSpec
 
 ZONES = [NodeSpec("a1", zone="za"), NodeSpec("a2", zone="za"), NodeSpec("b1", zone="zb")]
 

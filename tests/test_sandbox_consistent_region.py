@@ -15,7 +15,7 @@ from aiohttp import web
 from kubernetes_asyncio.client import ApiClient, CoreV1Api
 
 from streams_k8s.sandbox import Sandbox
-from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant, parse_message
+from streams_k8s.sandbox.cluster.consistent_region import ConsistentRegionParticipant, parse_message
 
 
 class FakeRegionOperator:

@@ -22,7 +22,7 @@ from streams_k8s.controller.kinds import JOBS, PARALLEL_REGIONS, PES
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.kinds import CONFIGMAPS, ENDPOINT_SLICES, PODS, SERVICES
 from streams_k8s.sandbox import Sandbox
-from streams_k8s.sandbox.pe_identity import PeIdentity
+from streams_k8s.sandbox.cluster.pe_identity import PeIdentity
 
 NS = "default"
 JOB, JOB_ID = "pipe", 7

@@ -12,8 +12,8 @@ from aiohttp import web
 from kubernetes_asyncio.client import ApiClient, CoreV1Api
 
 from streams_k8s.sandbox import Sandbox
-from streams_k8s.sandbox.pe_hooks import RuntimeHooks
-from streams_k8s.sandbox.pe_identity import PeIdentity
+from streams_k8s.sandbox.cluster.pe_hooks import RuntimeHooks
+from streams_k8s.sandbox.cluster.pe_identity import PeIdentity
 
 
 class FakeControllerApi:

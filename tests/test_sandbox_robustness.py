@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streams_k8s.sandbox import ApiError, Sandbox
-from streams_k8s.sandbox.cluster import SimulatedCluster
-from streams_k8s.sandbox.gc import GarbageCollector
-from streams_k8s.sandbox.nodes import make_nodes
+from streams_k8s.sandbox.cluster.cluster import SimulatedCluster
+from streams_k8s.sandbox.cluster.nodes import make_nodes
+from streams_k8s.sandbox.controllers.gc import GarbageCollector
 from streams_k8s.sandbox.patch import JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH
 from streams_k8s.sandbox.registry import Registry
 from streams_k8s.sandbox.worker import Worker

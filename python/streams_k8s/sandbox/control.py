@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from aiohttp import web
 
-from streams_k8s.sandbox.cluster import SimulatedCluster
+from streams_k8s.sandbox.cluster.cluster import SimulatedCluster
 from streams_k8s.sandbox.errors import ApiError
 from streams_k8s.sandbox.faults import Faults
 from streams_k8s.sandbox.http_bodies import json_response

@@ -17,17 +17,17 @@ from aiohttp import web
 from streams_k8s.api import KINDS
 from streams_k8s.api.crd import crd_manifest
 from streams_k8s.sandbox import heap
-from streams_k8s.sandbox.cluster import SimulatedCluster
+from streams_k8s.sandbox.cluster.cluster import SimulatedCluster
+from streams_k8s.sandbox.cluster.consistent_region import ConsistentRegionParticipant
+from streams_k8s.sandbox.cluster.nodes import NodeSpec, load_nodes, make_nodes
+from streams_k8s.sandbox.cluster.pe_hooks import HttpConnectivityReporter, Reporter, RuntimeHooks
+from streams_k8s.sandbox.cluster.pe_runtime import SimulatedPeRuntime
 from streams_k8s.sandbox.conformance import SchemaGuard, enabled_by_environment
-from streams_k8s.sandbox.consistent_region import ConsistentRegionParticipant
 from streams_k8s.sandbox.control import ControlEndpoints
+from streams_k8s.sandbox.controllers.gc import GarbageCollector
 from streams_k8s.sandbox.crd_files import install_crd, install_crds
 from streams_k8s.sandbox.faults import Faults
-from streams_k8s.sandbox.gc import GarbageCollector
 from streams_k8s.sandbox.kubeconfig import write_kubeconfig
-from streams_k8s.sandbox.nodes import NodeSpec, load_nodes, make_nodes
-from streams_k8s.sandbox.pe_hooks import HttpConnectivityReporter, Reporter, RuntimeHooks
-from streams_k8s.sandbox.pe_runtime import SimulatedPeRuntime
 from streams_k8s.sandbox.pod_security import PodSecurity
 from streams_k8s.sandbox.pod_streams import ContainerLogs
 from streams_k8s.sandbox.rbac import bootstrap as bootstrap_rbac

@@ -8,7 +8,7 @@ from typing import Any
 
 from streams_k8s.sandbox.admission import metadata, names, ports
 from streams_k8s.sandbox.admission.field_errors import FieldErrors, GoLiteral, child, index
-from streams_k8s.sandbox.nodes import POD_NETWORK
+from streams_k8s.sandbox.cluster.nodes import POD_NETWORK
 
 _SERVICE_TYPES = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]
 _AFFINITIES = ["ClientIP", "None"]

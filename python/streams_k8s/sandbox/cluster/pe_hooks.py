@@ -10,7 +10,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from streams_k8s.sandbox.pe_identity import PeIdentity, pe_log, session_from
+from streams_k8s.sandbox.cluster.pe_identity import PeIdentity, pe_log, session_from
 from streams_k8s.sandbox.pod_streams import ContainerLogs
 
 Reporter = Callable[[PeIdentity, str], Awaitable[None]]

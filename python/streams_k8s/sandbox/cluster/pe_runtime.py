@@ -45,10 +45,9 @@ from streams_k8s.api.contract import (
     PE_PORT_BASE,
     pe_service_name,
 )
-from streams_k8s.sandbox.endpoints import ENDPOINT_SLICES, SERVICE_NAME_LABEL
-from streams_k8s.sandbox.pe_hooks import HttpConnectivityReporter, Reporter, RuntimeHooks
-from streams_k8s.sandbox.pe_identity import PeIdentity, identify, is_pe_pod
-from streams_k8s.sandbox.pe_wiring import (
+from streams_k8s.sandbox.cluster.pe_hooks import HttpConnectivityReporter, Reporter, RuntimeHooks
+from streams_k8s.sandbox.cluster.pe_identity import PeIdentity, identify, is_pe_pod
+from streams_k8s.sandbox.cluster.pe_wiring import (
     PePort,
     Wiring,
     WiringError,
@@ -57,10 +56,7 @@ from streams_k8s.sandbox.pe_wiring import (
     parse_aadl,
     parse_name_table,
 )
-from streams_k8s.sandbox.pod_streams import ContainerLogs
-from streams_k8s.sandbox.registry import Registry
-from streams_k8s.sandbox.resources import ResourceType
-from streams_k8s.sandbox.running_pe import (
+from streams_k8s.sandbox.cluster.running_pe import (
     NONE,
     ConfigMapKey,
     PeKey,
@@ -70,9 +66,13 @@ from streams_k8s.sandbox.running_pe import (
     connectivity,
     file_under,
 )
+from streams_k8s.sandbox.controllers.endpoints import ENDPOINT_SLICES, SERVICE_NAME_LABEL
+from streams_k8s.sandbox.controllers.workloads import is_ready
+from streams_k8s.sandbox.pod_streams import ContainerLogs
+from streams_k8s.sandbox.registry import Registry
+from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.store import WatchEvent
 from streams_k8s.sandbox.worker import Worker
-from streams_k8s.sandbox.workloads import is_ready
 
 log = logging.getLogger(__name__)
 

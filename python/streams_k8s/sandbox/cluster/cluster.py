@@ -6,17 +6,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from streams_k8s.sandbox.cluster.kubelet import Kubelet
+from streams_k8s.sandbox.cluster.nodes import NodeSpec
+from streams_k8s.sandbox.controllers.endpoints import (
+    EndpointsController,
+    EndpointSliceController,
+    ServicePods,
+)
+from streams_k8s.sandbox.controllers.scheduler import Scheduler, tolerates
+from streams_k8s.sandbox.controllers.workloads import WorkloadControllers
 from streams_k8s.sandbox.disruption import POD_GC, TAINT_MANAGER, mark_disruption
-from streams_k8s.sandbox.endpoints import EndpointsController, EndpointSliceController, ServicePods
 from streams_k8s.sandbox.errors import ApiError
-from streams_k8s.sandbox.kubelet import Kubelet
-from streams_k8s.sandbox.nodes import NodeSpec
 from streams_k8s.sandbox.pod_streams import ContainerLogs
 from streams_k8s.sandbox.registry import Registry
-from streams_k8s.sandbox.scheduler import Scheduler, tolerates
 from streams_k8s.sandbox.store import clone
 from streams_k8s.sandbox.worker import Worker
-from streams_k8s.sandbox.workloads import WorkloadControllers
 
 NODES = ("", "nodes")
 PODS = ("", "pods")

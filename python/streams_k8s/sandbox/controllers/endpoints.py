@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from streams_k8s.sandbox.controllers.workloads import is_ready
 from streams_k8s.sandbox.errors import ApiError
 from streams_k8s.sandbox.label_index import LabelIndex, SelectorIndex
 from streams_k8s.sandbox.registry import Registry
 from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.store import WatchEvent
 from streams_k8s.sandbox.worker import Worker
-from streams_k8s.sandbox.workloads import is_ready
 
 PODS = ("", "pods")
 NODES = ("", "nodes")

@@ -24,8 +24,8 @@ import aiohttp
 import orjson
 
 from streams_k8s.api.contract import CR_LABEL
-from streams_k8s.sandbox.pe_hooks import RuntimeHooks
-from streams_k8s.sandbox.pe_identity import PeIdentity, session_from
+from streams_k8s.sandbox.cluster.pe_hooks import RuntimeHooks
+from streams_k8s.sandbox.cluster.pe_identity import PeIdentity, session_from
 
 log = logging.getLogger(__name__)
 

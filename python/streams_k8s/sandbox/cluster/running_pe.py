@@ -8,8 +8,8 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from streams_k8s.sandbox.pe_identity import PeIdentity, pe_log
-from streams_k8s.sandbox.pe_wiring import Wiring
+from streams_k8s.sandbox.cluster.pe_identity import PeIdentity, pe_log
+from streams_k8s.sandbox.cluster.pe_wiring import Wiring
 from streams_k8s.sandbox.pod_streams import ContainerLogs
 
 FULL, PARTIAL, NONE = "Full", "Partial", "None"

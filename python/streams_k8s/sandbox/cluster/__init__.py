@@ -1,0 +1,1 @@
+"""The simulated cluster: nodes, kubelet and PE runtime."""
