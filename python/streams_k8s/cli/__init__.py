@@ -29,6 +29,11 @@ COMMANDS: dict[str, LazyCommand] = {
         "console",
         "Serve the web console (jobs, job graphs, PEs, regions, Events) until interrupted.",
     ),
+    "control-plane": LazyCommand(
+        "streams_k8s.cli.control_plane",
+        "control_plane",
+        "Run a real Kubernetes control plane on loopback until interrupted.",
+    ),
     "coordinator": LazyCommand(
         "streams_k8s.cli.coordinator",
         "coordinator",

@@ -77,6 +77,11 @@ class ControlPlane:
         return self.directory / "logs"
 
     @property
+    def audit_log(self) -> Path:
+        """One JSON audit event per request (components.AUDIT_POLICY): who asked what, the answer."""
+        return self.directory / "audit" / "audit.log"
+
+    @property
     def admin_kubeconfig(self) -> Path:
         return self.directory / "admin.kubeconfig"
 
@@ -122,7 +127,7 @@ class ControlPlane:
         )
         self._run(
             "kube-apiserver",
-            components.apiserver(b / "kube-apiserver", pki, self.ports),
+            components.apiserver(b / "kube-apiserver", pki, self.ports, self.directory / "audit"),
             Probe(f"{self.url}/readyz", self.admin_context()),
             timeout,
         )

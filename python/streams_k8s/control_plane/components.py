@@ -49,7 +49,22 @@ def etcd(binary: Path, data: Path, ports: Ports) -> list[str]:
     ]
 
 
-def apiserver(binary: Path, pki: Pki, ports: Ports) -> list[str]:
+# Every request's outcome (who, what, the answer's code) in the audit log, so a suite can hold a
+# client to "no write of yours is refused". Metadata only: no bodies.
+AUDIT_POLICY = """\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+"""
+
+
+def apiserver(binary: Path, pki: Pki, ports: Ports, audit: Path) -> list[str]:
+    """`audit` is a directory: the policy is written there, the log goes to `audit.log` in it."""
+    audit.mkdir(parents=True, exist_ok=True)
+    policy = audit / "policy.yaml"
+    policy.write_text(AUDIT_POLICY)
     kubelet_client = pki.client(APISERVER_KUBELET_CLIENT)
     return [
         str(binary),
@@ -72,6 +87,11 @@ def apiserver(binary: Path, pki: Pki, ports: Ports) -> list[str]:
         f"--kubelet-client-certificate={kubelet_client.cert}",
         f"--kubelet-client-key={kubelet_client.key}",
         "--allow-privileged=true",
+        f"--audit-policy-file={policy}",
+        f"--audit-log-path={audit / 'audit.log'}",
+        "--audit-log-format=json",
+        "--audit-log-mode=batch",
+        "--audit-log-batch-max-wait=1s",
         "--profiling=false",
         "--v=1",
     ]
