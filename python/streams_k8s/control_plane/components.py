@@ -90,8 +90,8 @@ def apiserver(binary: Path, pki: Pki, ports: Ports, audit: Path) -> list[str]:
         f"--audit-policy-file={policy}",
         f"--audit-log-path={audit / 'audit.log'}",
         "--audit-log-format=json",
-        "--audit-log-mode=batch",
-        "--audit-log-batch-max-wait=1s",
+        # written before the answer is sent: what a test reads after a request is there
+        "--audit-log-mode=blocking",
         "--profiling=false",
         "--v=1",
     ]
