@@ -34,6 +34,7 @@ POD_SECURITY = {f"pod-security.kubernetes.io/{mode}": "restricted" for mode in (
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
 _failures = pytest.StashKey[int]()
+_version = pytest.StashKey[str]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -66,9 +67,15 @@ def _binaries() -> Path:
     return Path(built.stdout.strip().splitlines()[-1])
 
 
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if _version in config.stash:
+        terminalreporter.write_line(f"real control plane: /version {config.stash[_version]}")
+
+
 @pytest.fixture(scope="session")
 def control_plane(pytestconfig: pytest.Config) -> Iterator[ControlPlane]:
     plane = ControlPlane(_binaries()).start()
+    pytestconfig.stash[_version] = plane.version()
     try:
         yield plane
     finally:

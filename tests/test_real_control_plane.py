@@ -13,7 +13,6 @@ PODS = Resource("", "v1", "pods", "Pod")
 
 
 def test_the_api_server_is_the_pinned_release(control_plane: ControlPlane) -> None:
-    print(f"\nreal control plane: /version {control_plane.version()} at {control_plane.url}")
     assert control_plane.version() == "v1.37.2"
     assert control_plane.healthy() == dict.fromkeys(
         ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"), True
