@@ -114,3 +114,26 @@ async def cluster_namespace(admin: KubeClient) -> AsyncIterator[str]:
         yield name
     finally:
         await admin.delete_if_present(NAMESPACES, name)
+
+
+def _kubectl(plane: ControlPlane, *args: str) -> str:
+    done = subprocess.run(
+        ["kubectl", "--kubeconfig", str(plane.admin_kubeconfig), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO,
+    )
+    if done.returncode != 0:
+        pytest.fail(f"kubectl {' '.join(args)} failed: {done.stderr.strip()}", pytrace=False)
+    return done.stdout
+
+
+@pytest.fixture(scope="session")
+def installed(control_plane: ControlPlane) -> ControlPlane:
+    """The project installed as its README says: the CRDs (server-side apply), then `deploy/`
+    (namespace `streams` enforcing Pod Security restricted, RBAC, the operator's Deployment)."""
+    _kubectl(control_plane, "apply", "--server-side", "-f", "crds/")
+    _kubectl(control_plane, "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+    _kubectl(control_plane, "apply", "-k", "deploy/")
+    return control_plane
