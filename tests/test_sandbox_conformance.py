@@ -23,7 +23,7 @@ def test_check_names_the_object_and_the_schemas_complaint() -> None:
     assert check(pod_with()) is None
     assert check(pod_with(fusoin=1)) == (
         "Pod default/p: spec: Additional properties are not allowed ('fusoin' was unexpected) "
-        "(kubernetes-validate --strict, Kubernetes 1.33)"
+        "(kubernetes-validate --strict, Kubernetes 1.37)"
     )
     assert check({"apiVersion": "example.com/v1", "kind": "Gizmo"}) is None  # no schema: the CRD's job
 

@@ -6,15 +6,22 @@ from typing import Any
 
 from streams_k8s.sandbox.registry import Registry
 from streams_k8s.sandbox.release import KUBERNETES_VERSION as RELEASE
+from streams_k8s.sandbox.release import PATCH
 
+_MAJOR, _MINOR = RELEASE.split(".")
+# kube-apiserver's /version, marked as the sandbox's by its build metadata (as k3s marks its own)
 KUBERNETES_VERSION = {
-    "major": RELEASE.split(".")[0],
-    "minor": RELEASE.split(".")[1],
-    "gitVersion": f"v{RELEASE}.0-streams-sandbox",
+    "major": _MAJOR,
+    "minor": _MINOR,
+    "emulationMajor": _MAJOR,
+    "emulationMinor": _MINOR,
+    "minCompatibilityMajor": _MAJOR,
+    "minCompatibilityMinor": str(int(_MINOR) - 1),
+    "gitVersion": f"v{RELEASE}.{PATCH}+streams-sandbox",
     "gitCommit": "0000000000000000000000000000000000000000",
     "gitTreeState": "clean",
     "buildDate": "2026-01-01T00:00:00Z",
-    "goVersion": "go1.24",
+    "goVersion": "go1.26.8",
     "compiler": "gc",
     "platform": "linux/amd64",
 }
@@ -54,6 +61,11 @@ def group_list(registry: Registry) -> dict[str, Any]:
         "apiVersion": "v1",
         "groups": [group(name, versions) for name, versions in sorted(_groups(registry).items())],
     }
+
+
+def builtin_group(registry: Registry, name: str) -> bool:
+    """A group of kube-apiserver's own (not a CRD's): what it does not find there is a Status."""
+    return any(rt.builtin for rt in registry.types.values() if rt.group == name)
 
 
 def api_group(registry: Registry, name: str) -> dict[str, Any] | None:

@@ -50,17 +50,17 @@ class ApiError(Exception):
 
     def status(self) -> dict[str, Any]:
         """The `Status` body of this error."""
-        details: dict[str, Any] = {}
-        if self.name is not None:
-            details["name"] = self.name
-        if self.group is not None:
-            details["group"] = self.group
-        if self.kind is not None:
-            details["kind"] = self.kind
-        if self.causes:
-            details["causes"] = self.causes
-        if self.retry_after is not None:
-            details["retryAfterSeconds"] = self.retry_after
+        # StatusDetails' fields are all omitempty; an error that carries details at all sends the
+        # object even when every field is empty (`details: {}`), as kube-apiserver's do.
+        fields = {
+            "name": self.name,
+            "group": self.group,
+            "kind": self.kind,
+            "causes": self.causes,
+            "retryAfterSeconds": self.retry_after,
+        }
+        details = {key: value for key, value in fields.items() if value}
+        has_details = any(value is not None for value in fields.values())
         body: dict[str, Any] = {
             "kind": "Status",
             "apiVersion": "v1",
@@ -72,7 +72,7 @@ class ApiError(Exception):
         }
         if not self.reason:
             del body["reason"]
-        if details:
+        if has_details:
             body["details"] = details
         return body
 
@@ -123,6 +123,24 @@ def invalid(kind: str, name: str, causes: list[dict[str, str]], group: str = "")
 
 def cause(field: str, message: str, reason: str = "FieldValueInvalid") -> dict[str, str]:
     return {"reason": reason, "message": message, "field": field}
+
+
+def not_served() -> ApiError:
+    """A path in a built-in group-version with nothing there (an unknown resource or version, a
+    resource addressed in the wrong scope, a subresource it lacks): kube-apiserver's NotFound with
+    empty details."""
+    return ApiError(404, "the server could not find the requested resource", name="", group="", kind="")
+
+
+def method_not_allowed() -> ApiError:
+    return ApiError(
+        405,
+        "the server does not allow this method on the requested resource",
+        reason="MethodNotAllowed",
+        name="",
+        group="",
+        kind="",
+    )
 
 
 def bad_request(message: str) -> ApiError:

@@ -3,10 +3,11 @@ health checks and the OpenAPI documents."""
 
 from __future__ import annotations
 
+import orjson
 from aiohttp import web
 
 from streams_k8s.sandbox import discovery
-from streams_k8s.sandbox.errors import ApiError
+from streams_k8s.sandbox.errors import not_served
 from streams_k8s.sandbox.http_bodies import JSON, json_response
 from streams_k8s.sandbox.openapi import PROTOBUF_V2, OpenApi
 from streams_k8s.sandbox.registry import Registry
@@ -31,21 +32,30 @@ def serve_non_resource(
             return web.Response(body=b"", content_type=PROTOBUF_V2)
         return web.Response(body=openapi.v2(), content_type=JSON)
     if path == "/openapi/v3":
-        return json_response(openapi.v3_index())
+        # kube-apiserver's index says text/plain, whatever was asked
+        return web.Response(body=orjson.dumps(openapi.v3_index()), content_type="text/plain", charset="utf-8")
     if path.startswith("/openapi/v3/"):
         document = openapi.v3(path.removeprefix("/openapi/v3/"))
         if document is None:
-            raise ApiError(404, "the server could not find the requested resource", reason="NotFound")
+            return web.Response(status=404)  # an empty 404, as kube-apiserver's
         return web.Response(body=document, content_type=JSON)
     parts = [p for p in path.split("/") if p]
+    doc = None
     if len(parts) == 2 and parts[0] == "api":
         doc = discovery.resource_list(registry, "", parts[1])
     elif len(parts) == 2 and parts[0] == "apis":
         doc = discovery.api_group(registry, parts[1])
     elif len(parts) == 3 and parts[0] == "apis":
         doc = discovery.resource_list(registry, parts[1], parts[2])
-    else:
-        doc = None
-    if doc is None:
-        raise ApiError(404, "the server could not find the requested resource", reason="NotFound")
-    return json_response(doc)
+    if doc is not None:
+        return json_response(doc)
+    builtin = parts[:1] == ["api"] or (parts[:1] == ["apis"] and discovery.builtin_group(registry, parts[1]))
+    if builtin and len(parts) > 1:
+        raise not_served()
+    return page_not_found()
+
+
+def page_not_found() -> web.Response:
+    """What kube-apiserver answers for a path no API serves (a group it does not know, a custom
+    resource's group-version it does not serve): Go's plain-text 404, not a Status."""
+    return web.Response(status=404, text="404 page not found\n")

@@ -53,7 +53,7 @@ class OpenApi:
         types = list(self.registry.served[(group, version)].values())
         document = {
             "openapi": "3.0.0",
-            "info": {"title": "Kubernetes", "version": f"v{KUBERNETES_VERSION}.0"},
+            "info": {"title": "Kubernetes", "version": KUBERNETES_VERSION},
             "paths": paths(types, version, V3),
             "components": {
                 "schemas": schemas(types, version, V3_REFS),
@@ -82,7 +82,7 @@ class OpenApi:
             definitions.update(schemas(types, version, V2_REFS))
         document = {
             "swagger": "2.0",
-            "info": {"title": "Kubernetes", "version": f"v{KUBERNETES_VERSION}.0"},
+            "info": {"title": "Kubernetes", "version": KUBERNETES_VERSION},
             "paths": all_paths,
             "definitions": definitions,
             "securityDefinitions": {
