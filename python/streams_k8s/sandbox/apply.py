@@ -190,12 +190,7 @@ def apply(
             {"reason": "FieldManagerConflict", "message": f'conflict with "{who}"', "field": _dotted(p)}
             for p, who in conflicts
         ]
-        raise ApiError(
-            409,
-            f"Apply failed with {len(conflicts)} conflict(s): "
-            + "; ".join(f'conflict with "{who}": {_dotted(p)}' for p, who in conflicts),
-            causes=causes,
-        )
+        raise ApiError(409, _conflict_message(conflicts), causes=causes)
     previous = decode(mine.get("fieldsV1") or {}) if mine else set()
     kept_by_others = set().union(*(decode(e.get("fieldsV1") or {}) for e in others)) if others else set()
     result = copy.deepcopy(live)
@@ -226,3 +221,15 @@ def apply(
 
 def _dotted(path: Path) -> str:
     return "".join(f".{p[2:]}" if p.startswith("f:") else f"[{p[2:]}]" for p in path if p != ".")
+
+
+def _conflict_message(conflicts: list[tuple[Any, str]]) -> str:
+    """As kube-apiserver words it: the one conflict, or the conflicting paths by manager."""
+    if len(conflicts) == 1:
+        path, who = conflicts[0]
+        return f'Apply failed with 1 conflict: conflict with "{who}": {_dotted(path)}'
+    lines = []
+    for manager in sorted({who for _, who in conflicts}):
+        lines.append(f'conflicts with "{manager}":')
+        lines += [f"- {_dotted(path)}" for path, who in conflicts if who == manager]
+    return f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines)

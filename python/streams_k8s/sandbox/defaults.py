@@ -11,6 +11,9 @@ _RBAC_GROUP = "rbac.authorization.k8s.io"
 
 
 def _pod_spec(spec: dict[str, Any]) -> None:
+    for volume in spec.get("volumes") or []:
+        if isinstance(volume, dict) and set(volume) <= {"name"}:
+            volume["emptyDir"] = {}  # a volume that names no source is an emptyDir
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("schedulerName", "default-scheduler")
@@ -48,6 +51,7 @@ def _container(container: dict[str, Any]) -> None:
 def _pod(obj: dict[str, Any]) -> None:
     spec = obj.setdefault("spec", {})
     _pod_spec(spec)
+    spec.setdefault("enableServiceLinks", True)  # pods, not pod templates
     for container in spec.get("containers") or []:
         # A pod (not a template) requests what it limits, unless it says otherwise.
         resources = container.get("resources") if isinstance(container, dict) else None
@@ -80,6 +84,12 @@ def _service(obj: dict[str, Any]) -> None:
     spec.setdefault("sessionAffinity", "None")
     if spec["type"] != "ExternalName":
         spec.setdefault("internalTrafficPolicy", "Cluster")
+        # IPv4 only (a single-stack cluster); a headless Service without a selector may have both
+        headless_only = spec.get("clusterIP") == "None" and not spec.get("selector")
+        spec.setdefault("ipFamilyPolicy", "RequireDualStack" if headless_only else "SingleStack")
+        spec.setdefault("ipFamilies", ["IPv4", "IPv6"] if headless_only else ["IPv4"])
+    if spec["type"] in ("NodePort", "LoadBalancer"):
+        spec.setdefault("externalTrafficPolicy", "Cluster")
     for port in spec.get("ports") or []:
         if isinstance(port, dict):
             port.setdefault("protocol", "TCP")
@@ -104,7 +114,9 @@ def _statefulset(obj: dict[str, Any]) -> None:
     spec.setdefault("podManagementPolicy", "OrderedReady")
     strategy = spec.setdefault("updateStrategy", {"type": "RollingUpdate"})
     if strategy.get("type") == "RollingUpdate":
-        strategy.setdefault("rollingUpdate", {}).setdefault("partition", 0)
+        rolling = strategy.setdefault("rollingUpdate", {})
+        rolling.setdefault("partition", 0)
+        rolling.setdefault("maxUnavailable", 1)  # MaxUnavailableStatefulSet, on by default since 1.37
     spec.setdefault("persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"})
 
 
@@ -120,8 +132,12 @@ def _deployment(obj: dict[str, Any]) -> None:
         rolling.setdefault("maxUnavailable", "25%")
 
 
-def _new_workload(obj: dict[str, Any]) -> None:
-    obj["status"] = {"replicas": 0}
+def _new_deployment(obj: dict[str, Any]) -> None:
+    obj["status"] = {}  # its counts are omitempty
+
+
+def _new_statefulset(obj: dict[str, Any]) -> None:
+    obj["status"] = {"replicas": 0, "availableReplicas": 0}
 
 
 def _namespace(obj: dict[str, Any]) -> None:
@@ -150,8 +166,12 @@ def _network_policy(obj: dict[str, Any]) -> None:
 
 def _binding(obj: dict[str, Any]) -> None:
     for subject in obj.get("subjects") or []:
-        if isinstance(subject, dict) and "apiGroup" not in subject:
-            subject["apiGroup"] = _RBAC_GROUP if subject.get("kind") in ("User", "Group") else ""
+        if (
+            isinstance(subject, dict)
+            and "apiGroup" not in subject
+            and subject.get("kind") in ("User", "Group")
+        ):
+            subject["apiGroup"] = _RBAC_GROUP
 
 
 def _endpoints(obj: dict[str, Any]) -> None:
@@ -159,6 +179,12 @@ def _endpoints(obj: dict[str, Any]) -> None:
         for port in subset.get("ports") or [] if isinstance(subset, dict) else []:
             if isinstance(port, dict):
                 port.setdefault("protocol", "TCP")
+
+
+def _node(obj: dict[str, Any]) -> None:
+    spec = obj.get("spec")
+    if isinstance(spec, dict) and spec.get("podCIDR") and not spec.get("podCIDRs"):
+        spec["podCIDRs"] = [spec["podCIDR"]]  # v1's conversion keeps the two in step
 
 
 def _endpoint_slice(obj: dict[str, Any]) -> None:
@@ -173,6 +199,7 @@ _ON_WRITE: dict[tuple[str, str], Callable[[dict[str, Any]], None]] = {
     ("", "namespaces"): _namespace,
     ("", "secrets"): _secret,
     ("", "endpoints"): _endpoints,
+    ("", "nodes"): _node,
     ("apps", "statefulsets"): _statefulset,
     ("apps", "deployments"): _deployment,
     ("networking.k8s.io", "networkpolicies"): _network_policy,
@@ -184,8 +211,8 @@ _ON_CREATE: dict[tuple[str, str], Callable[[dict[str, Any]], None]] = {
     ("", "pods"): _new_pod,
     ("", "services"): _new_service,
     ("", "namespaces"): _new_namespace,
-    ("apps", "statefulsets"): _new_workload,
-    ("apps", "deployments"): _new_workload,
+    ("apps", "statefulsets"): _new_statefulset,
+    ("apps", "deployments"): _new_deployment,
 }
 
 

@@ -25,8 +25,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from streams_k8s.sandbox.admission.field_errors import FieldErrors
 from streams_k8s.sandbox.authn import AUTHENTICATED, SUPERUSERS, Identity, service_account_user
-from streams_k8s.sandbox.errors import bad_request, cause, invalid
+from streams_k8s.sandbox.errors import bad_request, invalid
 from streams_k8s.sandbox.registry import Registry
 from streams_k8s.sandbox.store import clone
 
@@ -149,31 +150,32 @@ class Authorizer:
         if not isinstance(spec, dict):
             raise bad_request("spec must be an object")
         resource, non_resource = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
-        errors = []
+        errors = FieldErrors()
         if (resource is None) == (non_resource is None):
-            errors.append(
-                cause("spec", "Invalid value: exactly one of nonResourceAttributes or resourceAttributes")
-            )
+            why = "exactly one of nonResourceAttributes or resourceAttributes must be specified"
+            errors.invalid("spec", non_resource, why)
         if kind == "SelfSubjectAccessReview":
             user = caller
         else:
             groups = spec.get("groups") or []
             if not spec.get("user") and not groups:
-                errors.append(
-                    cause("spec.user", "Invalid value: at least one of user or group must be specified")
+                errors.invalid(
+                    "spec.user", spec.get("user") or "", "at least one of user or group must be specified"
                 )
             user = Identity(str(spec.get("user") or ""), str(spec.get("uid") or ""), tuple(map(str, groups)))
-        if kind == "LocalSubjectAccessReview" and isinstance(resource, dict):
-            if resource.get("namespace") not in (None, "", namespace):
-                errors.append(
-                    cause(
-                        "spec.resourceAttributes.namespace",
-                        "Invalid value: must match metadata.namespace",
-                    )
+        if kind == "LocalSubjectAccessReview":
+            if isinstance(resource, dict) and (resource.get("namespace") or "") != namespace:
+                errors.invalid(
+                    "spec.resourceAttributes.namespace",
+                    resource.get("namespace") or "",
+                    "must match metadata.namespace",
                 )
-            resource = {**resource, "namespace": namespace}
-        if errors:
-            raise invalid(kind, "", errors, AUTHORIZATION)
+            if non_resource is not None:
+                errors.invalid(
+                    "spec.nonResourceAttributes", non_resource, "disallowed on this kind of request"
+                )
+        if errors:  # the internal object's kind is empty when kube-apiserver words this error
+            raise invalid("", "", errors, AUTHORIZATION)
         if isinstance(resource, dict):
             attrs = Attributes(
                 verb=str(resource.get("verb") or ""),

@@ -69,8 +69,9 @@ class LabelSelector:
                     elif op == "!=":
                         reqs.append(Requirement(key, "!=", (_value(take(), text),)))
                     elif op in ("in", "notin"):
-                        if take() != "(":
-                            raise bad_request(f"unable to parse requirement: expected '(' in {text!r}")
+                        found = take()
+                        if found != "(":
+                            raise bad_request(f"unable to parse requirement: found '{found}' expected: '('")
                         values: list[str] = []
                         while True:
                             v = take()
@@ -130,6 +131,26 @@ def selector_to_string(spec: Mapping[str, Any] | None) -> str:
 
 
 FieldMatcher = Callable[[Mapping[str, Any]], bool]
+# The built-in kinds served here for which kube-apiserver converts no field labels: they select
+# on metadata.name and metadata.namespace only, and say so. Other kinds (Pods, Events, ..., custom
+# resources) answer "field label not supported".
+_WITHOUT_FIELD_CONVERSION = frozenset(
+    {
+        "ConfigMap",
+        "Endpoints",
+        "ServiceAccount",
+        "StatefulSet",
+        "Deployment",
+        "Lease",
+        "EndpointSlice",
+        "NetworkPolicy",
+        "CustomResourceDefinition",
+        "Role",
+        "RoleBinding",
+        "ClusterRole",
+        "ClusterRoleBinding",
+    }
+)
 
 
 def parse_field_selector(
@@ -144,7 +165,11 @@ def parse_field_selector(
             raise bad_request(f"invalid selector: '{text}'; can't understand '{part}'")
         path, op, value = m.group(1), m.group(2), m.group(3)
         if path not in ("metadata.name", "metadata.namespace", *supported):
-            raise bad_request(f'field label not supported: "{path}" for {kind}')
+            if kind in _WITHOUT_FIELD_CONVERSION:
+                raise bad_request(
+                    f'"{path}" is not a known field selector: only "metadata.name", "metadata.namespace"'
+                )
+            raise bad_request(f"field label not supported: {path}")
         checks.append(((paths or {}).get(path, path), op != "!=", value))
 
     def matches(obj: Mapping[str, Any]) -> bool:

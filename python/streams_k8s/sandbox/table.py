@@ -39,11 +39,8 @@ def _row_object(obj: dict[str, Any], include: str, api_version: str, convert: Co
 def _row(
     specs: list[Column], obj: dict[str, Any], include: str, api_version: str, convert: Converter | None
 ) -> dict[str, Any]:
-    row: dict[str, Any] = {"cells": [c.cell(obj) for c in specs]}
-    included = _row_object(obj, include, api_version, convert)
-    if included is not None:
-        row["object"] = included
-    return row
+    # `object: null` for None, as kube-apiserver's TableRow (the field has no omitempty)
+    return {"cells": [c.cell(obj) for c in specs], "object": _row_object(obj, include, api_version, convert)}
 
 
 def table(

@@ -23,7 +23,7 @@ from streams_k8s.sandbox import admission, defaults, object_meta, storage_views
 from streams_k8s.sandbox.admission import FieldValidation
 from streams_k8s.sandbox.admission.services import keep_allocated
 from streams_k8s.sandbox.crds import CRD_KEY, prepare_crd
-from streams_k8s.sandbox.errors import ApiError, bad_request, not_found
+from streams_k8s.sandbox.errors import ApiError, bad_request, cause, invalid, not_found
 from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.store import Store
 
@@ -59,7 +59,10 @@ class WritePipeline:
         """Check an apply configuration (an object of `rt` named as the URL, a field manager); the
         manager."""
         if not manager:
-            raise bad_request("PATCH with application/apply-patch+yaml requires the fieldManager parameter")
+            required = cause(
+                "fieldManager", "Required value: is required for apply patch", "FieldValueRequired"
+            )
+            raise invalid("PatchOptions", "", [required], "meta.k8s.io")
         if not isinstance(config, dict):
             raise bad_request("an apply configuration must be an object")
         object_meta.check_name(name, config.get("metadata") or {})
@@ -67,7 +70,7 @@ class WritePipeline:
             raise bad_request(
                 f"an apply configuration needs apiVersion {rt.api_version(version)} and kind {rt.kind}"
             )
-        admission.check_apply_config(rt, version, ns, name, config)
+        admission.check_apply_config(rt, version, name, config)
         return manager
 
     def check_namespace_open(self, ns: str) -> None:

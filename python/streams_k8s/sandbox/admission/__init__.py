@@ -27,7 +27,7 @@ from streams_k8s.sandbox.admission import (
     workloads,
 )
 from streams_k8s.sandbox.admission.decoding import check_apply_config, decode
-from streams_k8s.sandbox.admission.field_errors import FieldErrors
+from streams_k8s.sandbox.admission.field_errors import Cause, FieldErrors
 from streams_k8s.sandbox.admission.field_validation import FieldValidation, parse_json, parse_yaml
 from streams_k8s.sandbox.errors import invalid
 from streams_k8s.sandbox.resources import ResourceType
@@ -111,15 +111,18 @@ def validate(
                 rules[1](obj, old, errors)
         elif old is None:
             metadata.validate(obj["metadata"], names.name_is_path_segment, rt.namespaced, errors)
-    if errors:
+    if errors.all():
         name = obj["metadata"].get("name", "")
-        raise invalid(rt.kind, name if isinstance(name, str) else "", _unique(errors), rt.group)
-    for warning in metadata.finalizer_warnings(obj["metadata"]):
-        warn(warning)
+        # events.k8s.io Events are validated as the core Events they are stored as, and named so
+        group = "" if rt.key == ("events.k8s.io", "events") else rt.group
+        raise invalid(rt.kind, name if isinstance(name, str) else "", _unique(errors.all()), group)
+    if not rt.builtin:
+        for warning in metadata.finalizer_warnings(obj["metadata"], old and old["metadata"]):
+            warn(warning)
     limits.check_stored_size(rt, obj)
 
 
-def _unique(errors: FieldErrors) -> FieldErrors:
+def _unique(errors: list[Cause]) -> FieldErrors:
     """The API server reports a repeated cause once."""
     out = FieldErrors()
     for cause in errors:

@@ -135,6 +135,32 @@ def _resource_field_paths() -> list[str]:
     )
 
 
+# What kube-apiserver converts in a downward API fieldPath (pods.ConvertDownwardAPIFieldLabel)
+_CONVERTIBLE_FIELD_PATHS = frozenset(
+    {
+        "metadata.annotations",
+        "metadata.labels",
+        *_ENV_FIELD_PATHS,
+        "spec.restartPolicy",
+        "spec.schedulerName",
+        "status.phase",
+        "spec.host",
+    }
+)
+
+
+def _field_path_conversion_error(api_version: str, field_path: str) -> str | None:
+    if api_version != "v1":
+        return f"unsupported pod version: {api_version}"
+    if field_path.endswith("']") and "['" in field_path:
+        base = field_path[:-2].split("['", 1)[0]
+        if base not in ("metadata.annotations", "metadata.labels"):
+            return f"field label does not support subscript: {field_path}"
+    elif field_path not in _CONVERTIBLE_FIELD_PATHS:
+        return f"field label not supported: {field_path}"
+    return None
+
+
 def _field_ref(ref: dict[str, Any], path: str, errors: FieldErrors) -> None:
     if not ref.get("apiVersion"):
         errors.required(child(path, "apiVersion"))
@@ -143,16 +169,22 @@ def _field_ref(ref: dict[str, Any], path: str, errors: FieldErrors) -> None:
     if not field_path:
         errors.required(child(path, "fieldPath"))
         return
+    conversion_error = _field_path_conversion_error(ref["apiVersion"], field_path)
+    if conversion_error is not None:
+        errors.invalid(
+            child(path, "fieldPath"), field_path, f"error converting fieldPath: {conversion_error}"
+        )
+        return
     if field_path.endswith("']") and "['" in field_path:
         base, subscript = field_path[:-2].split("['", 1)
         if base == "metadata.annotations":
             errors.invalid_each(path, subscript.lower(), names.qualified_name(subscript.lower()))
-        elif base == "metadata.labels":
-            errors.invalid_each(path, subscript, names.qualified_name(subscript))
         else:
-            errors.invalid(path, base, "does not support subscript")
-    elif field_path not in _ENV_FIELD_PATHS:
-        errors.not_supported(child(path, "fieldPath"), field_path, _ENV_FIELD_PATHS)
+            errors.invalid_each(path, subscript, names.qualified_name(subscript))
+    else:
+        field_path = "spec.nodeName" if field_path == "spec.host" else field_path
+        if field_path not in _ENV_FIELD_PATHS:
+            errors.not_supported(child(path, "fieldPath"), field_path, _ENV_FIELD_PATHS)
 
 
 def _key_selector(ref: dict[str, Any], path: str, errors: FieldErrors) -> None:

@@ -9,7 +9,8 @@ from streams_k8s.sandbox.admission.field_errors import FieldErrors
 
 
 def validate_lease(lease: dict[str, Any], errors: FieldErrors) -> None:
-    metadata.validate(lease["metadata"], names.name_is_dns_subdomain, True, errors)
+    # apimachinery's ObjectMeta rules alone: a finalizer without a domain is not refused here
+    metadata.validate(lease["metadata"], names.name_is_dns_subdomain, True, errors, kube_finalizers=False)
     spec = lease.get("spec") or {}
     duration = spec.get("leaseDurationSeconds")
     if duration is not None and duration <= 0:
@@ -20,5 +21,5 @@ def validate_lease(lease: dict[str, Any], errors: FieldErrors) -> None:
 
 
 def validate_lease_update(lease: dict[str, Any], old: dict[str, Any], errors: FieldErrors) -> None:
-    metadata.validate_update(lease["metadata"], old["metadata"], errors)
+    metadata.validate_update(lease["metadata"], old["metadata"], errors, kube_finalizers=False)
     validate_lease(lease, errors)

@@ -12,7 +12,10 @@ import binascii
 from collections.abc import Callable
 from datetime import datetime
 from functools import cache
+from importlib import resources
 from typing import Any
+
+import orjson
 
 from streams_k8s.api.quantity import parse_quantity
 from streams_k8s.sandbox.admission import builtin_schemas
@@ -58,9 +61,47 @@ def field_path(path: Path) -> str:
     return text
 
 
+class EmbeddedField(str):
+    """A field a struct has through an embedded struct (`Probe`'s `httpGet`, from its
+    `ProbeHandler`): Go's decoder names it with the embedded type's name (`ProbeHandler.httpGet`)."""
+
+    via: str
+
+    def __new__(cls, name: str, via: str) -> EmbeddedField:
+        field = super().__new__(cls, name)
+        field.via = via
+        return field
+
+
 def _go_field_path(path: Path) -> str:
     """`spec.containers.env.name`: the struct fields only, as Go's decoder names a field."""
-    return ".".join(s for s in _segments(path) if isinstance(s, str))
+    return ".".join(
+        f"{s.via}.{s}" if isinstance(s, EmbeddedField) else s for s in _segments(path) if isinstance(s, str)
+    )
+
+
+@cache
+def _go_structs() -> dict[str, list[list[Any]]]:
+    """The Go structs of the built-in kinds, by protobuf message name (tools/protobuf-fields)."""
+    document = orjson.loads(resources.files(__package__).joinpath("protobuf_fields.json").read_bytes())
+    structs: dict[str, list[list[Any]]] = document["messages"]
+    return structs
+
+
+def _embedded(message: str) -> dict[str, str]:
+    """JSON field -> the path of embedded structs (`ProbeHandler`) a struct has it through."""
+    out: dict[str, str] = {}
+    for field in _go_structs().get(message, []):
+        go_type, flags = field[3], field[4]
+        if "i" in flags:
+            via = go_type.rsplit(".", 1)[-1]
+            out.update(dict.fromkeys(_declared(go_type), via))
+            out.update({name: f"{via}.{inner}" for name, inner in _embedded(go_type).items()})
+    return out
+
+
+def _declared(message: str) -> list[str]:
+    return [field[2] for field in _go_structs().get(message, []) if field[2]]
 
 
 def _go_package_type(name: str) -> str:
@@ -127,21 +168,24 @@ def mismatch(value: Any, go_type: str, path: Path, struct: str, literal: bool = 
 @cache
 def struct_fields(name: str) -> Fields:
     """The field checks of a named definition with properties (a Go struct), built once."""
-    return _fields(builtin_schemas.definitions()[name], name)
+    message = name.replace("io.k8s.", "k8s.io.", 1)  # the definition's Go type, as protobuf names it
+    return _fields(builtin_schemas.definitions()[name], name, _embedded(message))
 
 
-def _fields(schema: dict[str, Any], struct: str) -> Fields:
+def _fields(schema: dict[str, Any], struct: str, embedded: dict[str, str] | None = None) -> Fields:
     props: dict[str, Any] | None = schema.get("properties")
     extra = schema.get("additionalProperties")
     checks = {k: _check(s, struct) for k, s in props.items()} if props is not None else None
     extra_check = _check(extra, struct) if isinstance(extra, dict) else None
+    via = embedded or {}
+    segments = {k: EmbeddedField(k, via[k]) if k in via else k for k in props or ()}
 
     def fields(value: dict[str, Any], path: Path, unknown: list[str]) -> None:
         for k in list(value):
             if checks is not None and k in checks:
                 check = checks[k]
                 if check is not None:
-                    check(value[k], path, k, unknown)
+                    check(value[k], path, segments[k], unknown)
             elif extra_check is not None:
                 extra_check(value[k], path, (k,), unknown)
             elif checks is not None:
@@ -179,7 +223,7 @@ def _check(schema: dict[str, Any], struct: str) -> Check | None:
 
 def _ref_check(name: str, struct: str) -> Check | None:
     if name == INT_OR_STRING:
-        return _int_or_string
+        return _int_or_string_check(struct)
     if name == QUANTITY:
         return _quantity
     if name in _TIMES:
@@ -267,10 +311,13 @@ def _number_check(schema: dict[str, Any], kind: str, struct: str) -> Check:
     return check
 
 
-def _int_or_string(value: Any, parent: Path, segment: Any, unknown: list[str]) -> None:
-    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
-        return
-    raise DecodeTypeError(f"json: cannot unmarshal {_json_kind(value)} into Go value of type int32")
+def _int_or_string_check(struct: str) -> Check:
+    def check(value: Any, parent: Path, segment: Any, unknown: list[str]) -> None:
+        if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+            return
+        raise mismatch(value, "int32", (parent, segment), struct)
+
+    return check
 
 
 def _quantity(value: Any, parent: Path, segment: Any, unknown: list[str]) -> None:

@@ -65,9 +65,7 @@ def _merge_string_data(secret: dict[str, Any]) -> None:
 # -- server-side apply configurations ------------------------------------------------------------
 
 
-def check_apply_config(
-    rt: ResourceType, version: str, ns: str | None, name: str, config: dict[str, Any]
-) -> None:
+def check_apply_config(rt: ResourceType, version: str, name: str, config: dict[str, Any]) -> None:
     """Server-side apply converts the configuration to the kind's typed form first: a field the
     schema does not declare fails the request, whatever its `fieldValidation`, and kube-apiserver
     answers that with a 500 (kubernetes#122480)."""
@@ -89,7 +87,10 @@ def check_apply_config(
         return
     why = found[0] if len(found) == 1 else "errors:\n  " + "\n  ".join(found)
     group_version = f"{rt.group}/{version}" if rt.group else f"/{version}"
-    where = f"{ns}/{name}" if ns else f"/{name}"
+    # the typed object's own namespace and name: what the configuration says (a name alone, often)
+    meta = config.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    where = f"{meta.get('namespace') or ''}/{meta.get('name') or name}"
     raise ApiError(
         500,
         f"failed to create typed patch object ({where}; {group_version}, Kind={rt.kind}): {why}",

@@ -73,7 +73,7 @@ def _legacy(event: dict[str, Any], strict: bool, errors: FieldErrors) -> None:
             if len(value) > limit:
                 errors.invalid(shown, "", f"can have at most {limit} characters")
         if len(event.get("message", "")) > _NOTE_MAX:
-            errors.invalid("note" if strict else "message", "", f"can have at most {_NOTE_MAX} characters")
+            errors.invalid("message", "", f"can have at most {_NOTE_MAX} characters")
     errors.invalid_each("namespace", namespace, names.dns1123_subdomain(namespace))
 
 

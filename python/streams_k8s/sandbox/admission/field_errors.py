@@ -33,14 +33,31 @@ def go_quote(text: str) -> str:
     return "".join(out)
 
 
-class GoLiteral(str):
-    """A value already in the form Go prints it (a struct's %#v): shown as is."""
+class GoJson(str):
+    """A value already as the API server prints it: a Go struct through encoding/json (internal
+    types without json tags print their Go field names, in declaration order)."""
+
+
+def go_json(value: Any) -> str:
+    """A value as Go's encoding/json marshals it: compact, map keys sorted, `<`, `>` and `&`
+    escaped as it escapes them for HTML."""
+    return _html_escaped(orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode())
+
+
+def go_struct(**fields: Any) -> GoJson:
+    """A Go struct as encoding/json marshals it: its fields in the order given (declaration order)."""
+    return GoJson(_html_escaped(orjson.dumps(fields).decode()))
+
+
+def _html_escaped(text: str) -> str:
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def go_value(value: Any) -> str:
-    """A bad value as the API server prints it in a cause: strings quoted, numbers and booleans
-    bare, string maps and lists in Go's %#v form, anything else as JSON."""
-    if isinstance(value, GoLiteral):
+    """A bad value as the API server prints it in a cause (field.Error, as of 1.37):
+    strings quoted, numbers and booleans bare, anything else as JSON (maps with sorted keys; a
+    struct's fields in their order through `GoJson`)."""
+    if isinstance(value, GoJson):
         return str(value)
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -48,14 +65,7 @@ def go_value(value: Any) -> str:
         return str(value)
     if isinstance(value, str):
         return go_quote(value)
-    if value is None:
-        return "null"
-    if isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
-        items = ", ".join(f"{go_quote(k)}:{go_quote(v)}" for k, v in sorted(value.items()))
-        return f"map[string]string{{{items}}}"
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return "[]string{" + ", ".join(go_quote(v) for v in value) + "}"
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    return go_json(value)
 
 
 def go_map(value: Any) -> str:
@@ -86,7 +96,16 @@ def key(path: str, name: str) -> str:
 
 
 class FieldErrors(list[Cause]):
-    """The causes found in one object, in the order the API server reports them."""
+    """The causes found in one object, in the order the API server reports them. The rules
+    Kubernetes has moved to declarative validation (for some kinds, as of 1.37) are reported after
+    all the others, as it appends them: those go to `declarative`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.declarative: list[Cause] = []
+
+    def all(self) -> list[Cause]:
+        return [*self, *self.declarative]
 
     def invalid(self, path: str, value: Any, detail: str = "") -> None:
         body = f"Invalid value: {go_value(value)}"
@@ -120,8 +139,9 @@ class FieldErrors(list[Cause]):
         elif value not in allowed:
             self.not_supported(path, value, allowed)
 
-    def duplicate(self, path: str, value: Any) -> None:
-        self.append(cause(path, f"Duplicate value: {go_value(value)}", "FieldValueDuplicate"))
+    def duplicate(self, path: str, value: Any, detail: str = "") -> None:
+        body = f"Duplicate value: {go_value(value)}"
+        self.append(cause(path, f"{body}: {detail}" if detail else body, "FieldValueDuplicate"))
 
     def forbidden(self, path: str, detail: str) -> None:
         self.append(cause(path, f"Forbidden: {detail}", "FieldValueForbidden"))

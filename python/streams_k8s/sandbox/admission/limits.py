@@ -1,5 +1,6 @@
 """Size limits outside any one kind's validation: the request body (kube-apiserver's 3 MiB), and
-what etcd accepts in one write (its default 1.5 MiB request limit)."""
+what etcd accepts in one write (its default 1.5 MiB request limit; over the 2 MiB of a gRPC
+message, kube-apiserver's etcd client refuses to send it at all)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from streams_k8s.sandbox.resources import ResourceType
 
 MAX_REQUEST_BODY = 3 * 1024 * 1024
 ETCD_MAX_REQUEST = 1536 * 1024
+GRPC_MAX_SEND = 2 * 1024 * 1024
+# What the etcd transaction adds to the object: its key, the compare and the put (an estimate).
+_TXN_OVERHEAD = 200
 
 
 def request_too_large() -> ApiError:
@@ -21,8 +25,18 @@ def request_too_large() -> ApiError:
 
 
 def check_stored_size(rt: ResourceType, obj: dict[str, Any]) -> None:
-    """kube-apiserver passes etcd's refusal on as a 500 without a reason (kubernetes#112152)."""
-    if stored_size(rt, obj) > ETCD_MAX_REQUEST:
+    """kube-apiserver passes etcd's refusal (or its gRPC client's) on as a 500 without a reason
+    (kubernetes#112152)."""
+    size = stored_size(rt, obj)
+    message = size + _TXN_OVERHEAD
+    if message > GRPC_MAX_SEND:
+        raise ApiError(
+            500,
+            "rpc error: code = ResourceExhausted desc = trying to send message larger than max "
+            f"({message} vs. {GRPC_MAX_SEND})",
+            reason="",
+        )
+    if size > ETCD_MAX_REQUEST:
         raise ApiError(500, "etcdserver: request is too large", reason="")
 
 

@@ -6,15 +6,21 @@ from __future__ import annotations
 from typing import Any
 
 from streams_k8s.sandbox.admission import names
-from streams_k8s.sandbox.admission.field_errors import FieldErrors, child
+from streams_k8s.sandbox.admission.field_errors import FieldErrors, GoJson, child, go_struct, index
 
 TOTAL_ANNOTATION_SIZE = 256 * 1024
 _STANDARD_FINALIZERS = ("kubernetes", "orphan", "foregroundDeletion")
 
 
 def validate(
-    meta: dict[str, Any], name_check: names.NameCheck, namespaced: bool, errors: FieldErrors
+    meta: dict[str, Any],
+    name_check: names.NameCheck,
+    namespaced: bool,
+    errors: FieldErrors,
+    kube_finalizers: bool = True,
 ) -> None:
+    """`kube_finalizers`: the kind is validated by Kubernetes' own ObjectMeta rules, which also
+    refuse a finalizer without a domain (all built-in kinds but a few, such as Leases)."""
     path = "metadata"
     generate = meta.get("generateName")
     if generate:
@@ -36,13 +42,19 @@ def validate(
     validate_annotations(meta.get("annotations"), child(path, "annotations"), errors)
     _owner_references(meta.get("ownerReferences") or [], child(path, "ownerReferences"), errors)
     _finalizers(meta.get("finalizers") or [], child(path, "finalizers"), errors)
+    if kube_finalizers:
+        _standard_or_qualified(meta.get("finalizers") or [], child(path, "finalizers"), errors)
 
 
-def validate_update(meta: dict[str, Any], old: dict[str, Any], errors: FieldErrors) -> None:
+def validate_update(
+    meta: dict[str, Any], old: dict[str, Any], errors: FieldErrors, kube_finalizers: bool = True
+) -> None:
     """What may not change in metadata (the rest is validated as on create)."""
     for field in ("name", "namespace", "uid", "creationTimestamp"):
         if meta.get(field) != old.get(field):
             errors.immutable(child("metadata", field), meta.get(field))
+    if kube_finalizers:
+        _standard_or_qualified(meta.get("finalizers") or [], "metadata.finalizers", errors)
 
 
 def validate_labels(labels: dict[str, str] | None, path: str, errors: FieldErrors) -> None:
@@ -63,25 +75,39 @@ def validate_annotations(annotations: dict[str, str] | None, path: str, errors: 
 
 def _owner_references(refs: list[dict[str, Any]], path: str, errors: FieldErrors) -> None:
     controller = ""
-    for ref in refs:
+    for i, ref in enumerate(refs):
+        at = index(path, i)
         api_version = ref.get("apiVersion", "")
         group_version = api_version.split("/")
-        if len(group_version) > 2 or not group_version[-1]:
-            errors.invalid(child(path, "apiVersion"), api_version, "version must not be empty")
+        if not api_version:
+            errors.required(child(at, "apiVersion"), "must not be empty")
+        elif len(group_version) > 2 or not group_version[-1]:
+            errors.invalid(child(at, "apiVersion"), api_version, "must be <group>/<version> or <version>")
         for field in ("kind", "name", "uid"):
             if not ref.get(field):
-                errors.invalid(child(path, field), ref.get(field, ""), f"{field} must not be empty")
+                errors.required(child(at, field), "must not be empty")
         if ref.get("controller"):
             current = f"{ref.get('kind', '')}/{ref.get('name', '')}"
             if controller:
                 errors.invalid(
                     path,
-                    refs,
+                    _printed(refs),
                     'Only one reference can have Controller set to true. Found "true" in references '
                     f"for {controller} and {current}",
                 )
             else:
                 controller = current
+
+
+def _printed(refs: list[dict[str, Any]]) -> GoJson:
+    """Owner references as metav1.OwnerReference marshals them (its fields in order, unset
+    pointers left out)."""
+    fields = ("apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion")
+    structs = []
+    for ref in refs:
+        present = {f: ref.get(f, "") for f in fields[:4]} | {f: ref[f] for f in fields[4:] if f in ref}
+        structs.append(go_struct(**present))
+    return GoJson("[" + ",".join(structs) + "]")
 
 
 def _finalizers(finalizers: list[str], path: str, errors: FieldErrors) -> None:
@@ -91,11 +117,24 @@ def _finalizers(finalizers: list[str], path: str, errors: FieldErrors) -> None:
         errors.invalid(path, finalizers, "finalizer orphan and foregroundDeletion cannot be both set")
 
 
-def finalizer_warnings(meta: dict[str, Any]) -> list[str]:
-    """The API server's warning for finalizers without a domain (kept: they are valid)."""
-    return [
-        f'metadata.finalizers: "{f}": prefer a domain-qualified finalizer name including a path (/) '
-        "to avoid accidental conflicts with other finalizer writers"
-        for f in meta.get("finalizers") or []
-        if "/" not in f and f not in _STANDARD_FINALIZERS
-    ]
+def _standard_or_qualified(finalizers: list[str], path: str, errors: FieldErrors) -> None:
+    for i, finalizer in enumerate(finalizers):
+        if "/" not in finalizer and finalizer not in _STANDARD_FINALIZERS:
+            why = "name is neither a standard finalizer name nor is it fully qualified"
+            errors.invalid(index(path, i), finalizer, why)
+
+
+def finalizer_warnings(meta: dict[str, Any], old: dict[str, Any] | None) -> list[str]:
+    """What the API server warns of a custom resource's finalizers that it adds without a domain
+    (they are valid there)."""
+    added = set(meta.get("finalizers") or []) - set((old or {}).get("finalizers") or [])
+    warnings = []
+    for finalizer in sorted(added):
+        warnings += [f'metadata.finalizers: "{finalizer}": {m}' for m in names.qualified_name(finalizer)]
+        if "/" not in finalizer and finalizer not in _STANDARD_FINALIZERS:
+            including = " including a path (/)" if "." in finalizer else ""
+            warnings.append(
+                f'metadata.finalizers: "{finalizer}": prefer a domain-qualified finalizer name{including} '
+                "to avoid accidental conflicts with other finalizer writers"
+            )
+    return warnings

@@ -59,6 +59,11 @@ def max_len_error(limit: int) -> str:
     return f"must be no more than {limit} characters"
 
 
+def max_bytes_error(limit: int) -> str:
+    """What apimachinery's `validate/content` says of a label key or value too long (1.34+)."""
+    return f"must be no more than {limit} bytes"
+
+
 def empty_error() -> str:
     return "must be non-empty"
 
@@ -90,10 +95,10 @@ def dns1123_label(value: str) -> list[str]:
     return errors
 
 
-def dns1123_subdomain(value: str) -> list[str]:
+def dns1123_subdomain(value: str, too_long: Callable[[int], str] = max_len_error) -> list[str]:
     errors = []
     if _byte_len(value) > SUBDOMAIN_MAX:
-        errors.append(max_len_error(SUBDOMAIN_MAX))
+        errors.append(too_long(SUBDOMAIN_MAX))
     if not _DNS1123_SUBDOMAIN.match(value):
         errors.append(regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
     return errors
@@ -109,7 +114,8 @@ def dns1035_label(value: str) -> list[str]:
 
 
 def qualified_name(value: str) -> list[str]:
-    """A label key, annotation key or finalizer: `[prefix/]name`, prefix a DNS subdomain."""
+    """A label key, annotation key or finalizer: `[prefix/]name`, prefix a DNS subdomain (as
+    apimachinery's `validate/content.IsLabelKey` words it)."""
     errors: list[str] = []
     parts = value.split("/")
     if len(parts) == 1:
@@ -119,17 +125,17 @@ def qualified_name(value: str) -> list[str]:
         if not prefix:
             errors.append("prefix part " + empty_error())
         else:
-            errors += ["prefix part " + m for m in dns1123_subdomain(prefix)]
+            errors += ["prefix part " + m for m in dns1123_subdomain(prefix, max_bytes_error)]
     else:
         return [
-            "a qualified name "
+            "a valid label key "
             + regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
             + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
         ]
     if not name:
         errors.append("name part " + empty_error())
     elif _byte_len(name) > LABEL_MAX:
-        errors.append("name part " + max_len_error(LABEL_MAX))
+        errors.append("name part " + max_bytes_error(LABEL_MAX))
     if not _QNAME.match(name):
         errors.append("name part " + regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc"))
     return errors
@@ -138,7 +144,7 @@ def qualified_name(value: str) -> list[str]:
 def label_value(value: str) -> list[str]:
     errors = []
     if _byte_len(value) > LABEL_MAX:
-        errors.append(max_len_error(LABEL_MAX))
+        errors.append(max_bytes_error(LABEL_MAX))
     if not _LABEL_VALUE.match(value):
         errors.append(regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
     return errors

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from streams_k8s.sandbox.admission import metadata, names, selectors
-from streams_k8s.sandbox.admission.field_errors import FieldErrors, child, index
+from streams_k8s.sandbox.admission.field_errors import FieldErrors, child, go_struct, index
 
 _STANDARD_FINALIZERS = ("kubernetes", "orphan", "foregroundDeletion")
 
@@ -33,23 +33,28 @@ def validate_node(node: dict[str, Any], errors: FieldErrors) -> None:
     spec = node.get("spec") or {}
     seen: set[tuple[str, str]] = set()
     for i, taint in enumerate(spec.get("taints") or []):
-        at = index("spec.taints", i)
+        at = index("metadata.taints", i)  # kube-apiserver's own path for them (its ValidateNode)
         key = taint.get("key", "")
         errors.invalid_each(child(at, "key"), key, names.qualified_name(key))
         if taint.get("value"):
-            errors.invalid_each(child(at, "value"), taint["value"], names.label_value(taint["value"]))
+            value_messages = names.label_value(taint["value"])
+            if value_messages:
+                errors.invalid(child(at, "value"), taint["value"], ";".join(value_messages))
         effect = taint.get("effect", "")
         if not effect:
             errors.required(child(at, "effect"))
         else:
             selectors.taint_effect(effect, child(at, "effect"), errors)
         if (key, effect) in seen:
-            errors.duplicate(at, f"taints must be unique by key and effect pair: {key}:{effect}")
+            printed = go_struct(
+                Key=key, Value=taint.get("value", ""), Effect=effect, TimeAdded=taint.get("timeAdded")
+            )
+            errors.duplicate(at, printed, "taints must be unique by key and effect pair")
+            continue
         seen.add((key, effect))
-    for field in ("podCIDR",):
-        if spec.get(field):
-            errors.invalid_each(child("spec", field), spec[field], names.cidr(spec[field]))
-    for i, cidr in enumerate(spec.get("podCIDRs") or []):
+    # v1 keeps podCIDRs in step with podCIDR before validation
+    cidrs = spec.get("podCIDRs") or ([spec["podCIDR"]] if spec.get("podCIDR") else [])
+    for i, cidr in enumerate(cidrs):
         errors.invalid_each(index("spec.podCIDRs", i), cidr, names.cidr(cidr))
 
 

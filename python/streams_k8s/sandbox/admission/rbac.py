@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from streams_k8s.sandbox.admission import metadata, names
-from streams_k8s.sandbox.admission.field_errors import FieldErrors, GoLiteral, child, index
+from streams_k8s.sandbox.admission.field_errors import FieldErrors, child, go_struct, index
+from streams_k8s.sandbox.errors import cause
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 _SUBJECT_KINDS = ["Group", "ServiceAccount", "User"]
@@ -39,8 +40,8 @@ def validate_cluster_role_update(role: dict[str, Any], old: dict[str, Any], erro
 
 
 def _rule(rule: dict[str, Any], path: str, namespaced: bool, errors: FieldErrors) -> None:
-    if not rule.get("verbs"):
-        errors.required(child(path, "verbs"), "verbs must contain at least one value")
+    if not rule.get("verbs"):  # declarative in 1.37: reported after the rest, without its detail
+        errors.declarative.append(cause(child(path, "verbs"), "Required value", "FieldValueRequired"))
     urls = rule.get("nonResourceURLs") or []
     if urls:
         if namespaced:
@@ -71,8 +72,8 @@ def validate_role_binding(binding: dict[str, Any], errors: FieldErrors, namespac
     if kind not in kinds:
         errors.not_supported("roleRef.kind", kind, kinds)
     role_name = ref.get("name", "")
-    if not role_name:
-        errors.required("roleRef.name")
+    if not role_name:  # declarative in 1.37
+        errors.declarative.append(cause("roleRef.name", "Required value", "FieldValueRequired"))
     else:
         errors.invalid_each("roleRef.name", role_name, names.path_segment(role_name))
     for i, subject in enumerate(binding.get("subjects") or []):
@@ -85,8 +86,8 @@ def validate_cluster_role_binding(binding: dict[str, Any], errors: FieldErrors) 
 
 def _subject(subject: dict[str, Any], namespaced: bool, path: str, errors: FieldErrors) -> None:
     name, kind = subject.get("name", ""), subject.get("kind", "")
-    if not name:
-        errors.required(child(path, "name"))
+    if not name:  # declarative in 1.37
+        errors.declarative.append(cause(child(path, "name"), "Required value", "FieldValueRequired"))
     if kind == "ServiceAccount":
         if name:
             errors.invalid_each(child(path, "name"), name, names.dns1123_subdomain(name))
@@ -109,9 +110,6 @@ def validate_binding_update(binding: dict[str, Any], old: dict[str, Any], errors
         ref = binding.get("roleRef") or {}
         errors.invalid(
             "roleRef",
-            GoLiteral(
-                f'rbac.RoleRef{{APIGroup:"{ref.get("apiGroup", "")}", Kind:"{ref.get("kind", "")}", '
-                f'Name:"{ref.get("name", "")}"}}'
-            ),
-            "cannot change roleRef",
+            go_struct(APIGroup=ref.get("apiGroup", ""), Kind=ref.get("kind", ""), Name=ref.get("name", "")),
+            "field is immutable",
         )

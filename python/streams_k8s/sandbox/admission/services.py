@@ -7,8 +7,8 @@ import ipaddress
 from typing import Any
 
 from streams_k8s.sandbox.admission import metadata, names, ports
-from streams_k8s.sandbox.admission.field_errors import FieldErrors, GoLiteral, child, index
-from streams_k8s.sandbox.cluster.nodes import POD_NETWORK
+from streams_k8s.sandbox.admission.field_errors import FieldErrors, child, go_struct, index
+from streams_k8s.sandbox.errors import cause
 
 _SERVICE_TYPES = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]
 _AFFINITIES = ["ClientIP", "None"]
@@ -16,10 +16,12 @@ _ADDRESS_TYPES = ["FQDN", "IPv4", "IPv6"]
 _MAX_SLICE_ENDPOINTS = 1000
 _MAX_SLICE_ADDRESSES = 100
 _MAX_SLICE_PORTS = 20000
+_LINK_LOCAL_MULTICAST = (ipaddress.ip_network("224.0.0.0/24"), ipaddress.ip_network("ff02::/16"))
 
 
 def validate_service(service: dict[str, Any], errors: FieldErrors) -> None:
-    metadata.validate(service["metadata"], names.name_is_dns1035_label, True, errors)
+    # DNS-1123 labels since 1.36 (RelaxedServiceNameValidation): a name may start with a digit
+    metadata.validate(service["metadata"], names.name_is_dns_label, True, errors)
     spec = service.get("spec") or {}
     service_ports = spec.get("ports") or []
     kind = spec.get("type", "ClusterIP")
@@ -52,10 +54,8 @@ def validate_service(service: dict[str, Any], errors: FieldErrors) -> None:
         if pair in seen_ports:
             errors.duplicate(
                 index("spec.ports", i),
-                GoLiteral(
-                    f'core.ServicePort{{Name:"", Protocol:"{pair[0]}", AppProtocol:(*string)(nil), '
-                    f'Port:{pair[1]}, TargetPort:intstr.IntOrString{{Type:0, IntVal:0, StrVal:""}}, '
-                    "NodePort:0}"
+                go_struct(
+                    Name="", Protocol=pair[0], AppProtocol=None, Port=pair[1], TargetPort=0, NodePort=0
                 ),
             )
         seen_ports.add(pair)
@@ -64,8 +64,10 @@ def validate_service(service: dict[str, Any], errors: FieldErrors) -> None:
     affinity = spec.get("sessionAffinity", "None")
     if affinity not in _AFFINITIES:
         errors.not_supported("spec.sessionAffinity", affinity, _AFFINITIES)
-    if cluster_ip and not headless and names.ip_address(cluster_ip):
-        errors.invalid("spec.clusterIP", cluster_ip, "must be empty, 'None', or a valid IP address")
+    if kind != "ExternalName":
+        for i, ip in enumerate(_cluster_ips(spec)):
+            if not (i == 0 and ip == "None"):
+                errors.invalid_each(index("spec.clusterIPs", i), ip, names.ip_address(ip))
     for i, ip in enumerate(spec.get("externalIPs") or []):
         errors.invalid_each(index("spec.externalIPs", i), ip, names.ip_address(ip))
     if kind not in _SERVICE_TYPES:
@@ -95,29 +97,39 @@ def _named_port(port: dict[str, Any], require_name: bool, path: str, errors: Fie
     return name
 
 
+def _cluster_ips(spec: dict[str, Any]) -> list[str]:
+    """`clusterIPs`, or the one `clusterIP` an older client sets (the API server fills one from
+    the other before it validates)."""
+    cluster_ip = spec.get("clusterIP")
+    return list(spec.get("clusterIPs") or ([cluster_ip] if cluster_ip else []))
+
+
 def validate_service_update(service: dict[str, Any], old: dict[str, Any], errors: FieldErrors) -> None:
     metadata.validate_update(service["metadata"], old["metadata"], errors)
     spec, old_spec = service.get("spec") or {}, old.get("spec") or {}
-    if (
-        spec.get("type") != "ExternalName"
-        and old_spec.get("type") != "ExternalName"
-        and old_spec.get("clusterIP")
-        and spec.get("clusterIP") != old_spec.get("clusterIP")
-    ):
-        errors.immutable("spec.clusterIP", spec.get("clusterIP", ""))
+    kinds = (spec.get("type"), old_spec.get("type"))
+    headless = spec.get("clusterIP") == "None" and old_spec.get("clusterIP") == "None"
+    if "ExternalName" not in kinds and not headless:
+        new_ips, old_ips = _cluster_ips(spec), _cluster_ips(old_spec)
+        for i, ip in enumerate(old_ips):
+            if (new_ips[i] if i < len(new_ips) else None) != ip:
+                errors.invalid(index("spec.clusterIPs", i), new_ips, "may not change once set")
+                break
     validate_service(service, errors)
 
 
 def keep_allocated(service: dict[str, Any], old: dict[str, Any]) -> None:
     """An update that leaves out the allocated cluster IP keeps it (as kube-apiserver's REST storage
-    does), unless the Service becomes or stops being an ExternalName."""
+    does), unless the Service becomes or stops being an ExternalName; one that changes
+    `clusterIP` alone asks for that address in `clusterIPs` too."""
     spec, old_spec = service.setdefault("spec", {}), old.get("spec") or {}
     if "ExternalName" in (spec.get("type"), old_spec.get("type")):
         return
     if not spec.get("clusterIP") and old_spec.get("clusterIP"):
         spec["clusterIP"] = old_spec["clusterIP"]
     if not spec.get("clusterIPs") and old_spec.get("clusterIPs"):
-        spec["clusterIPs"] = old_spec["clusterIPs"]
+        same = spec.get("clusterIP") == old_spec.get("clusterIP")
+        spec["clusterIPs"] = old_spec["clusterIPs"] if same else [spec["clusterIP"]]
 
 
 # -- Endpoints ------------------------------------------------------------------------------------
@@ -146,10 +158,7 @@ def validate_endpoints_update(endpoints: dict[str, Any], old: dict[str, Any], er
 
 def _endpoint_address(address: dict[str, Any], path: str, errors: FieldErrors) -> None:
     ip = address.get("ip", "")
-    messages = names.ip_address(ip)
-    errors.invalid_each(child(path, "ip"), ip, messages)
-    if not messages:
-        _non_special_ip(ip, child(path, "ip"), errors)
+    errors.invalid_each(child(path, "ip"), ip, names.ip_address(ip))
     if address.get("hostname"):
         errors.invalid_each(
             child(path, "hostname"), address["hostname"], names.dns1123_label(address["hostname"])
@@ -158,19 +167,24 @@ def _endpoint_address(address: dict[str, Any], path: str, errors: FieldErrors) -
         errors.invalid_each(
             child(path, "nodeName"), address["nodeName"], names.dns1123_subdomain(address["nodeName"])
         )
+    _endpoint_ip(ip, child(path, "ip"), errors)
 
 
-def _non_special_ip(ip: str, path: str, errors: FieldErrors) -> None:
-    parsed = ipaddress.ip_address(ip)
-    if parsed in POD_NETWORK:
-        return  # the sandbox's pod addresses are loopback ones (see the README's differences)
+def _endpoint_ip(ip: str, path: str, errors: FieldErrors) -> None:
+    """What an endpoint may not be (kube-apiserver's ValidateEndpointIP): loopback addresses
+    included, so a cluster's pods never get them."""
+    try:
+        parsed = ipaddress.ip_address(ip)
+    except ValueError:
+        errors.invalid(path, ip, "must be a valid IP address")
+        return
     if parsed.is_unspecified:
-        errors.invalid(path, ip, "may not be unspecified (0.0.0.0)")
-    elif parsed.is_loopback:
+        errors.invalid(path, ip, f"may not be unspecified ({ip})")
+    if parsed.is_loopback:
         errors.invalid(path, ip, "may not be in the loopback range (127.0.0.0/8, ::1/128)")
-    elif parsed.is_link_local:
+    if parsed.is_link_local:
         errors.invalid(path, ip, "may not be in the link-local range (169.254.0.0/16, fe80::/10)")
-    elif parsed.is_multicast:
+    if any(parsed in network for network in _LINK_LOCAL_MULTICAST):
         errors.invalid(path, ip, "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)")
 
 
@@ -190,12 +204,12 @@ def validate_endpoint_slice(slice_: dict[str, Any], errors: FieldErrors) -> None
     for i, endpoint in enumerate(endpoints):
         at = index("endpoints", i)
         addresses = endpoint.get("addresses") or []
-        if not addresses:
-            errors.required(child(at, "addresses"), "must contain at least 1 address")
+        if not addresses:  # a declarative rule since 1.37
+            errors.declarative.append(cause(child(at, "addresses"), "Required value", "FieldValueRequired"))
         elif len(addresses) > _MAX_SLICE_ADDRESSES:
             errors.too_many(child(at, "addresses"), len(addresses), _MAX_SLICE_ADDRESSES)
         for j, address in enumerate(addresses):
-            _slice_address(address, address_type, index(child(at, "addresses"), j), errors)
+            _slice_address(address, address_type, child(at, "addresses"), j, errors)
         if endpoint.get("hostname"):
             errors.invalid_each(
                 child(at, "hostname"), endpoint["hostname"], names.dns1123_label(endpoint["hostname"])
@@ -221,29 +235,25 @@ def validate_endpoint_slice(slice_: dict[str, Any], errors: FieldErrors) -> None
             ports.number(port["port"], child(at, "port"), errors)
 
 
-def _slice_address(address: str, address_type: str, path: str, errors: FieldErrors) -> None:
-    if address_type == "IPv4":
-        try:
-            ipaddress.IPv4Address(address)
-        except ValueError:
-            errors.invalid(path, address, "must be a valid IPv4 address")
+def _slice_address(address: str, address_type: str, at: str, i: int, errors: FieldErrors) -> None:
+    """Address `i` of the endpoint's `addresses` (at `at`); a family mismatch is reported on the
+    list, as kube-apiserver does."""
+    path = index(at, i)
+    if address_type in ("IPv4", "IPv6"):
+        messages = names.ip_address(address)
+        if messages:
+            errors.invalid_each(path, address, messages)
             return
-    elif address_type == "IPv6":
-        try:
-            ipaddress.IPv6Address(address)
-        except ValueError:
-            errors.invalid(path, address, "must be a valid IPv6 address")
-            return
+        version = 4 if address_type == "IPv4" else 6
+        if ipaddress.ip_address(address).version != version:
+            errors.invalid(at, address, f"must be an {address_type} address")
+        _endpoint_ip(address, path, errors)
     elif address_type == "FQDN":
         errors.invalid_each(path, address, names.dns1123_subdomain(address))
-        return
-    else:
-        return
-    _non_special_ip(address, path, errors)
 
 
 def validate_endpoint_slice_update(slice_: dict[str, Any], old: dict[str, Any], errors: FieldErrors) -> None:
     metadata.validate_update(slice_["metadata"], old["metadata"], errors)
     validate_endpoint_slice(slice_, errors)
-    if slice_.get("addressType") != old.get("addressType"):
-        errors.immutable("addressType", slice_.get("addressType", ""))
+    if slice_.get("addressType") != old.get("addressType"):  # declarative since 1.37, worded so
+        errors.declarative.append(cause("addressType", "Invalid value: null: field is immutable"))

@@ -1,5 +1,5 @@
 """Deployments and StatefulSets: selectors that match their templates, strategies, replica counts,
-and the fields an update may not change (selectors; most of a StatefulSet's spec)."""
+and the fields an update may not change (selectors; a StatefulSet's service and claims)."""
 
 from __future__ import annotations
 
@@ -7,25 +7,25 @@ import re
 from typing import Any
 
 from streams_k8s.sandbox.admission import metadata, names, pods, selectors
-from streams_k8s.sandbox.admission.field_errors import FieldErrors, child
+from streams_k8s.sandbox.admission.field_errors import FieldErrors, GoJson, child, go_struct
 from streams_k8s.sandbox.selectors import LabelSelector, selector_from_spec
 
 _PERCENT = re.compile(r"^[0-9]+%$")
 _NONNEGATIVE = "must be greater than or equal to 0"
-_STATEFULSET_MUTABLE = (
-    "replicas",
-    "ordinals",
-    "template",
-    "updateStrategy",
-    "persistentVolumeClaimRetentionPolicy",
-    "minReadySeconds",
-)
+# What a StatefulSet update may not change (in 1.37 the rest of its spec may change).
+_STATEFULSET_IMMUTABLE = ("selector", "volumeClaimTemplates", "serviceName", "podManagementPolicy")
 
 
 def _nonnegative(spec: dict[str, Any], field: str, path: str, errors: FieldErrors) -> None:
     value = spec.get(field)
     if value is not None and value < 0:
         errors.invalid(child(path, field), value, _NONNEGATIVE)
+
+
+def printed_selector(selector: dict[str, Any]) -> GoJson:
+    """A LabelSelector as it marshals (empty fields left out)."""
+    fields = ("matchLabels", "matchExpressions")
+    return go_struct(**{f: selector[f] for f in fields if selector.get(f)})
 
 
 def _selector(spec: dict[str, Any], kind: str, errors: FieldErrors) -> LabelSelector | None:
@@ -35,7 +35,7 @@ def _selector(spec: dict[str, Any], kind: str, errors: FieldErrors) -> LabelSele
         return None
     selectors.label_selector(selector, "spec.selector", errors)
     if not selector.get("matchLabels") and not selector.get("matchExpressions"):
-        errors.invalid("spec.selector", selector, f"empty selector is invalid for {kind}")
+        errors.invalid("spec.selector", printed_selector(selector), f"empty selector is invalid for {kind}")
         return None
     valid_operators = ("In", "NotIn", "Exists", "DoesNotExist")
     if any(e.get("operator") not in valid_operators for e in selector.get("matchExpressions") or []):
@@ -137,7 +137,7 @@ def validate_deployment_update(deployment: dict[str, Any], old: dict[str, Any], 
     validate_deployment(deployment, errors)
     selector = (deployment.get("spec") or {}).get("selector")
     if selector != (old.get("spec") or {}).get("selector"):
-        errors.immutable("spec.selector", selector)
+        errors.immutable("spec.selector", printed_selector(selector or {}))
 
 
 # -- StatefulSets ---------------------------------------------------------------------------------
@@ -148,7 +148,9 @@ def validate_statefulset(statefulset: dict[str, Any], errors: FieldErrors) -> No
     _statefulset_spec(statefulset.get("spec") or {}, errors)
 
 
-def _statefulset_spec(spec: dict[str, Any], errors: FieldErrors) -> None:
+def _statefulset_spec(spec: dict[str, Any], errors: FieldErrors, check_template: bool = True) -> None:
+    """`check_template`: the pod template is validated too (an update of a StatefulSet stored
+    with a template now invalid is not, as kube-apiserver tolerates it)."""
     policy = spec.get("podManagementPolicy", "")
     if not policy:
         errors.required("spec.podManagementPolicy")
@@ -190,9 +192,13 @@ def _statefulset_spec(spec: dict[str, Any], errors: FieldErrors) -> None:
         errors.invalid("spec.ordinals.start", start, _NONNEGATIVE)
     selector = _selector(spec, "statefulset", errors)
     template = spec.get("template") or {}
-    # kube-apiserver checks a StatefulSet template's labels and annotations only; the pods it
-    # makes are validated when the controller creates them.
     _template_matches(spec, selector, "spec.template.metadata.labels", errors)
+    if check_template:
+        # hostname and subdomain are the controller's to set on each pod
+        pod_spec = {
+            k: v for k, v in (template.get("spec") or {}).items() if k not in ("hostname", "subdomain")
+        }
+        pods.validate_template({**template, "spec": pod_spec}, "spec.template", errors)
     meta = template.get("metadata") or {}
     metadata.validate_labels(meta.get("labels"), "spec.template.labels", errors)
     metadata.validate_annotations(meta.get("annotations"), "spec.template.annotations", errors)
@@ -204,12 +210,12 @@ def validate_statefulset_update(
 ) -> None:
     metadata.validate_update(statefulset["metadata"], old["metadata"], errors)
     spec, old_spec = statefulset.get("spec") or {}, old.get("spec") or {}
-    _statefulset_spec(spec, errors)
-    fixed = {k: v for k, v in spec.items() if k not in _STATEFULSET_MUTABLE}
-    old_fixed = {k: v for k, v in old_spec.items() if k not in _STATEFULSET_MUTABLE}
-    if fixed != old_fixed:
-        errors.forbidden(
-            "spec",
-            "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', "
-            "'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
-        )
+    old_errors = FieldErrors()
+    _statefulset_spec(old_spec, old_errors)
+    _statefulset_spec(spec, errors, check_template=not old_errors.all())
+    for field in _STATEFULSET_IMMUTABLE:
+        if spec.get(field) != old_spec.get(field):
+            value = spec.get(field)
+            errors.immutable(
+                child("spec", field), printed_selector(value or {}) if field == "selector" else value
+            )
