@@ -1,5 +1,5 @@
-"""A real `kubectl` against a sandbox's kubeconfig, for the tests that drive the sandbox the way a
-user does."""
+"""A real `kubectl` against an API server's kubeconfig (the sandbox's, or the real control plane's
+with the test's namespace), for the tests that drive the API server the way a user does."""
 
 from __future__ import annotations
 
@@ -13,8 +13,6 @@ from pathlib import Path
 import orjson
 import yaml
 
-from streams_k8s.sandbox import Sandbox
-
 KUBECTL = shutil.which("kubectl")
 MISSING = (
     "kubectl is not installed (.ci/run installs it from the Debian package sources: kubectl or "
@@ -23,8 +21,8 @@ MISSING = (
 
 
 class Kubectl:
-    def __init__(self, sandbox: Sandbox, tmp: Path) -> None:
-        self.env = {**os.environ, "KUBECONFIG": str(sandbox.kubeconfig_path), "HOME": str(tmp)}
+    def __init__(self, kubeconfig: Path, tmp: Path) -> None:
+        self.env = {**os.environ, "KUBECONFIG": str(kubeconfig), "HOME": str(tmp)}
         self.cache = tmp / "kube-cache"
         self.tmp = tmp
 

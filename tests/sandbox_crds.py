@@ -1,4 +1,5 @@
-"""CRD manifests the sandbox tests write themselves (independent of the generated crds/)."""
+"""CRD manifests the sandbox tests write themselves (independent of the generated crds/). A test
+that changes the CRD itself gives it a group of its own (the real server's CRDs outlive a test)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,12 @@ from typing import Any
 GROUP = "test.streams.ibm.com"
 
 
-def widget_crd(scope: str = "Namespaced") -> dict[str, Any]:
-    """A CRD exercising every schema feature the sandbox implements, plus status and scale."""
+def widget_crd(
+    scope: str = "Namespaced", group: str = GROUP, short_names: tuple[str, ...] = ("wd",)
+) -> dict[str, Any]:
+    """A CRD exercising every schema feature the sandbox implements, plus status and scale. A
+    second Widget CRD beside the first (another group) goes without `wd`: kubectl would have to
+    choose between them."""
     spec_schema = {
         "type": "object",
         "required": ["color"],
@@ -31,11 +36,16 @@ def widget_crd(scope: str = "Namespaced") -> dict[str, Any]:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"widgets.{GROUP}"},
+        "metadata": {"name": f"widgets.{group}"},
         "spec": {
-            "group": GROUP,
+            "group": group,
             "scope": scope,
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
+            "names": {
+                "plural": "widgets",
+                "singular": "widget",
+                "kind": "Widget",
+                "shortNames": list(short_names),
+            },
             "versions": [
                 {
                     "name": "v1",
@@ -82,13 +92,18 @@ def widget_crd(scope: str = "Namespaced") -> dict[str, Any]:
     }
 
 
-def widget(name: str, **spec: Any) -> dict[str, Any]:
+def widget(name: str, *, group: str = GROUP, **spec: Any) -> dict[str, Any]:
     return {
-        "apiVersion": f"{GROUP}/v1",
+        "apiVersion": f"{group}/v1",
         "kind": "Widget",
         "metadata": {"name": name},
         "spec": {"color": "blue", **spec},
     }
 
 
-WIDGETS = f"/apis/{GROUP}/v1/namespaces/default/widgets"
+def widgets_path(group: str = GROUP) -> str:
+    """Where Widgets of `group` live in the test's namespace (a `Writes` or client path)."""
+    return f"/apis/{group}/v1/namespaces/{{namespace}}/widgets"
+
+
+WIDGETS = widgets_path()

@@ -151,7 +151,7 @@ async def test_kubectl_waits_for_an_edit_to_be_ready_and_shows_the_applied_gener
     sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=2, length=2))
-    kubectl = Kubectl(sandbox, tmp_path)
+    kubectl = Kubectl(sandbox.kubeconfig_path, tmp_path)
     async with operator(sandbox, monkeypatch, tmp_path / "cache"):
         await client.create(JOBS, job_manifest("waited", bundle))
         await kubectl.run("wait", "--for=condition=Ready", "stj/waited", "--timeout=60s")

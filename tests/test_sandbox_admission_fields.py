@@ -1,7 +1,8 @@
-"""Field validation through the sandbox's HTTP API, as kube-apiserver does it: `fieldValidation=Strict`
-fails a write with unknown or duplicate fields (400 on create and update, 422 on a patch), `Warn` (the
-default) sends one `Warning` header per field, `Ignore` drops them silently; for built-in kinds and
-for custom resources. Wrong types are a 400 worded as Go's JSON decoder words them."""
+"""Field validation over HTTP, on the sandbox and on kube-apiserver (`writes_fixture`):
+`fieldValidation=Strict` fails a write with unknown or duplicate fields (400 on create and update,
+422 on a patch), `Warn` (the default) sends one `Warning` header per field, `Ignore` drops them
+silently; for built-in kinds and for custom resources. Wrong types are a 400 worded as Go's JSON
+decoder words them."""
 
 from __future__ import annotations
 
@@ -9,21 +10,14 @@ from typing import Any
 
 import pytest
 
-from sandbox_crds import GROUP, widget, widget_crd
-from sandbox_writes import APPLY, STRATEGIC, Writes
-from streams_k8s.sandbox import Sandbox
+from api_writes import APPLY, STRATEGIC, Writes
+from sandbox_crds import WIDGETS, widget, widget_crd
 
 pytest_plugins = ["writes_fixture"]
 
-DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
-CMS = "/api/v1/namespaces/default/configmaps"
-WIDGETS = f"/apis/{GROUP}/v1/namespaces/default/widgets"
-pytestmark = pytest.mark.sandbox(simulate=False)
-
-
-@pytest.fixture(autouse=True)
-def widgets_served(sandbox: Sandbox) -> None:
-    sandbox.install_crd(widget_crd())
+DEPLOYMENTS = "/apis/apps/v1/namespaces/{namespace}/deployments"
+CMS = "/api/v1/namespaces/{namespace}/configmaps"
+pytestmark = [pytest.mark.sandbox(simulate=False), pytest.mark.usefixtures("widgets_served")]
 
 
 def deployment(name: str, **spec: Any) -> dict[str, Any]:
@@ -119,7 +113,8 @@ async def test_server_side_apply_of_an_undeclared_field_fails_as_on_a_cluster(wr
     # kube-apiserver answers this with a 500 (kubernetes#122480), whatever the field validation.
     assert reply.status == 500
     assert reply.message == (
-        "failed to create typed patch object (default/d; apps/v1, Kind=Deployment): "
+        # the typed object's namespace: none, the configuration names none
+        "failed to create typed patch object (/d; apps/v1, Kind=Deployment): "
         ".spec.replica: field not declared in schema"
     )
     assert (await writes.get(f"{DEPLOYMENTS}/d")).status == 404
@@ -145,7 +140,7 @@ async def test_wrong_types_are_bad_requests_in_go_words(writes: Writes) -> None:
     )
 
 
-PODS = "/api/v1/namespaces/default/pods"
+PODS = "/api/v1/namespaces/{namespace}/pods"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
@@ -178,11 +173,13 @@ _GO = "json: cannot unmarshal"
         ),
         (
             {"containers": [{"name": "m", "image": "x", "livenessProbe": {"httpGet": {"port": True}}}]},
-            f"{_GO} bool into Go value of type int32",
+            f"{_GO} bool into Go struct field HTTPGetAction.spec.containers.livenessProbe.ProbeHandler"
+            ".httpGet.port of type int32",
         ),
         (
             {"volumes": [{"name": "v", "configMap": {"items": [{"key": "k", "path": "p", "mode": "0644"}]}}]},
-            f"{_GO} string into Go struct field KeyToPath.spec.volumes.configMap.items.mode of type int32",
+            f"{_GO} string into Go struct field KeyToPath.spec.volumes.VolumeSource.configMap.items.mode"
+            " of type int32",
         ),
     ],
 )

@@ -1,7 +1,7 @@
-"""Object metadata and the smaller kinds through the sandbox's HTTP API, validated as by
-kube-apiserver: each kind's name format, label keys and values, annotation keys and their 256 KiB
-total, owner references, finalizers; Namespaces, Nodes, Leases, Events, RBAC objects and
-NetworkPolicies."""
+"""Object metadata and the smaller kinds over HTTP, on the sandbox and on kube-apiserver
+(`writes_fixture`), validated as kube-apiserver does: each kind's name format, label keys and
+values, annotation keys and their 256 KiB total, owner references, finalizers; Namespaces, Nodes,
+Leases, Events, RBAC objects and NetworkPolicies."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from sandbox_writes import Writes
+from api_writes import Writes
 
 pytest_plugins = ["writes_fixture"]
 
-CMS = "/api/v1/namespaces/default/configmaps"
+CMS = "/api/v1/namespaces/{namespace}/configmaps"
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
 pytestmark = pytest.mark.sandbox(simulate=False)
 
@@ -42,10 +42,10 @@ async def test_names_follow_each_kinds_rule(writes: Writes) -> None:
     reply = await writes.create("/api/v1/namespaces", namespace)
     assert reply.causes == [("metadata.name", 'Invalid value: "team.a": must not contain dots')]
     role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "a%b"}}
-    reply = await writes.create(f"{RBAC}/namespaces/default/roles", role)
+    reply = await writes.create(f"{RBAC}/namespaces/{{namespace}}/roles", role)
     assert reply.causes == [("metadata.name", "Invalid value: \"a%b\": may not contain '%'")]
     role["metadata"]["name"] = "system:streams.Operator"  # RBAC names are path segments only
-    assert (await writes.create(f"{RBAC}/namespaces/default/roles", role)).status == 201
+    assert (await writes.create(f"{RBAC}/namespaces/{{namespace}}/roles", role)).status == 201
     generated = await writes.create(CMS, {"metadata": {"generateName": "gen-"}})
     assert generated.status == 201
 
@@ -58,11 +58,11 @@ async def test_label_keys_values_and_annotations(writes: Writes) -> None:
     assert messages[0].startswith(
         'Invalid value: "Bad Key": name part must consist of alphanumeric characters'
     )
-    assert messages[1].startswith('Invalid value: "a/b/c": a qualified name must consist of')
+    assert messages[1].startswith('Invalid value: "a/b/c": a valid label key must consist of')
     assert messages[2].startswith('Invalid value: "not valid!": a valid label must be an empty string or')
     reply = await writes.create(CMS, config_map(labels={"k": "v" * 64}))
     assert reply.causes == [
-        ("metadata.labels", f'Invalid value: "{"v" * 64}": must be no more than 63 characters')
+        ("metadata.labels", f'Invalid value: "{"v" * 64}": must be no more than 63 bytes')
     ]
     reply = await writes.create(CMS, config_map(annotations={"Example.COM/Key": "x", "bad key": "y"}))
     assert [field for field, _ in reply.causes] == ["metadata.annotations"]  # keys are case-insensitive
@@ -78,17 +78,30 @@ async def test_owner_references_and_finalizers(writes: Writes) -> None:
     ]
     reply = await writes.create(CMS, config_map(ownerReferences=refs, finalizers=["bad finalizer"]))
     fields = [field for field, _ in reply.causes]
-    assert fields == ["metadata.ownerReferences.uid", "metadata.ownerReferences", "metadata.finalizers"]
-    assert reply.causes[1][1].endswith(
+    assert fields == [
+        "metadata.ownerReferences[1].uid",
+        "metadata.ownerReferences",
+        "metadata.finalizers",
+        "metadata.finalizers[0]",
+    ]
+    assert reply.causes[0][1] == "Required value: must not be empty"
+    assert reply.causes[1][1] == (
+        'Invalid value: [{"apiVersion":"v1","kind":"Pod","name":"p","uid":"1","controller":true},'
+        '{"apiVersion":"apps/v1","kind":"StatefulSet","name":"s","uid":"","controller":true}]: '
         'Only one reference can have Controller set to true. Found "true" in references for Pod/p and '
         "StatefulSet/s"
     )
+    # A built-in kind refuses a finalizer without a domain (a custom resource only warns of it).
     reply = await writes.create(CMS, config_map(finalizers=["cleanup"]))
-    assert reply.status == 201
-    assert reply.warnings == [
-        '299 - "metadata.finalizers: \\"cleanup\\": prefer a domain-qualified finalizer name including a '
-        'path (/) to avoid accidental conflicts with other finalizer writers"'
+    assert reply.causes == [
+        (
+            "metadata.finalizers[0]",
+            'Invalid value: "cleanup": name is neither a standard finalizer name nor is it fully qualified',
+        )
     ]
+    assert (
+        await writes.create(CMS, config_map(finalizers=["kubernetes", "example.com/cleanup"]))
+    ).status == 201
 
 
 async def test_namespaces_nodes_and_leases(writes: Writes) -> None:
@@ -106,8 +119,17 @@ async def test_namespaces_nodes_and_leases(writes: Writes) -> None:
         },
     }
     reply = await writes.create("/api/v1/nodes", node)
-    assert [field for field, _ in reply.causes] == ["spec.taints[1]", "spec.taints[2].effect", "spec.podCIDR"]
-    leases = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+    # metadata.taints: kube-apiserver's own path for a node's taints
+    assert [field for field, _ in reply.causes] == [
+        "metadata.taints[1]",
+        "metadata.taints[2].effect",
+        "spec.podCIDRs[0]",
+    ]
+    assert reply.causes[0][1] == (
+        'Duplicate value: {"Key":"k","Value":"","Effect":"NoSchedule","TimeAdded":null}: '
+        "taints must be unique by key and effect pair"
+    )
+    leases = "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
     lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"}}
     reply = await writes.create(leases, {**lease, "spec": {"leaseDurationSeconds": 0}})
     assert reply.causes == [("spec.leaseDurationSeconds", "Invalid value: 0: must be greater than 0")]
@@ -117,12 +139,12 @@ async def test_namespaces_nodes_and_leases(writes: Writes) -> None:
 
 
 async def test_events_written_through_events_k8s_io_need_their_reporting_fields(writes: Writes) -> None:
-    events = "/apis/events.k8s.io/v1/namespaces/default/events"
+    events = "/apis/events.k8s.io/v1/namespaces/{namespace}/events"
     event = {
         "apiVersion": "events.k8s.io/v1",
         "kind": "Event",
         "metadata": {"name": "e"},
-        "regarding": {"kind": "Pod", "name": "p", "namespace": "default"},
+        "regarding": {"kind": "Pod", "name": "p", "namespace": writes.namespace},
         "reason": "Started",
         "type": "Normal",
         "note": "x" * 1025,
@@ -138,7 +160,7 @@ async def test_events_written_through_events_k8s_io_need_their_reporting_fields(
         "reportingController",
         "reportingInstance",
         "action",
-        "note",
+        "message",  # the field as stored: events.k8s.io Events are core Events
         "type",
     ]
     event.update(
@@ -158,7 +180,7 @@ async def test_events_written_through_events_k8s_io_need_their_reporting_fields(
         "metadata": {"name": "legacy"},
         "involvedObject": {"kind": "Pod", "name": "p", "namespace": "other"},
     }
-    reply = await writes.create("/api/v1/namespaces/default/events", core)
+    reply = await writes.create("/api/v1/namespaces/{namespace}/events", core)
     assert reply.causes == [
         ("involvedObject.namespace", 'Invalid value: "other": does not match event.namespace')
     ]
@@ -174,13 +196,13 @@ async def test_rbac_rules_references_and_subjects(writes: Writes) -> None:
             {"verbs": ["get"], "nonResourceURLs": ["/healthz"]},
         ],
     }
-    reply = await writes.create(f"{RBAC}/namespaces/default/roles", role)
-    assert reply.causes == [
-        ("rules[0].verbs", "Required value: verbs must contain at least one value"),
+    reply = await writes.create(f"{RBAC}/namespaces/{{namespace}}/roles", role)
+    assert reply.causes == [  # the declarative rules (a required field) come last
         (
             "rules[1].nonResourceURLs",
-            'Invalid value: []string{"/healthz"}: namespaced rules cannot apply to non-resource URLs',
+            'Invalid value: ["/healthz"]: namespaced rules cannot apply to non-resource URLs',
         ),
+        ("rules[0].verbs", "Required value"),
     ]
     binding = {
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -189,15 +211,20 @@ async def test_rbac_rules_references_and_subjects(writes: Writes) -> None:
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"},
         "subjects": [{"kind": "ServiceAccount", "name": "operator"}, {"kind": "User", "name": "alice"}],
     }
-    created = await writes.create(f"{RBAC}/namespaces/default/rolebindings", binding)
+    created = await writes.create(f"{RBAC}/namespaces/{{namespace}}/rolebindings", binding)
     assert created.status == 201, created.body
-    assert created.body["subjects"][1]["apiGroup"] == "rbac.authorization.k8s.io"
-    reply = await writes.patch(f"{RBAC}/namespaces/default/rolebindings/b", {"roleRef": {"name": "other"}})
+    assert [subject.get("apiGroup") for subject in created.body["subjects"]] == [
+        None,
+        "rbac.authorization.k8s.io",
+    ]
+    reply = await writes.patch(
+        f"{RBAC}/namespaces/{{namespace}}/rolebindings/b", {"roleRef": {"name": "other"}}
+    )
     assert reply.causes == [
         (
             "roleRef",
-            'Invalid value: rbac.RoleRef{APIGroup:"rbac.authorization.k8s.io", Kind:"Role", Name:"other"}: '
-            "cannot change roleRef",
+            'Invalid value: {"APIGroup":"rbac.authorization.k8s.io","Kind":"Role","Name":"other"}: '
+            "field is immutable",
         )
     ]
     cluster_binding = {
@@ -231,7 +258,7 @@ async def test_network_policy_peers_and_ports(writes: Writes) -> None:
             ],
         },
     }
-    reply = await writes.create("/apis/networking.k8s.io/v1/namespaces/default/networkpolicies", policy)
+    reply = await writes.create("/apis/networking.k8s.io/v1/namespaces/{namespace}/networkpolicies", policy)
     assert [field for field, _ in reply.causes] == [
         "spec.ingress[0].ports[0].port",
         "spec.ingress[0].ports[1].endPort",
@@ -240,7 +267,7 @@ async def test_network_policy_peers_and_ports(writes: Writes) -> None:
         "spec.ingress[0].from[2].ipBlock.cidr",
     ]
     policy["spec"]["ingress"] = [{"ports": [{"port": 10000}]}]
-    created = await writes.create("/apis/networking.k8s.io/v1/namespaces/default/networkpolicies", policy)
+    created = await writes.create("/apis/networking.k8s.io/v1/namespaces/{namespace}/networkpolicies", policy)
     assert created.status == 201
     assert created.body["spec"]["policyTypes"] == ["Ingress"]
     assert created.body["spec"]["ingress"][0]["ports"][0]["protocol"] == "TCP"

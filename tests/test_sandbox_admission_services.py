@@ -1,6 +1,7 @@
-"""Services, Endpoints and EndpointSlices through the sandbox's HTTP API, validated as by
-kube-apiserver: DNS-1035 service names, service ports (DNS-label names, numbers, protocols, target
-ports), the allocated cluster IP on update, endpoint addresses and the EndpointSlice address type."""
+"""Services, Endpoints and EndpointSlices over HTTP, on the sandbox and on kube-apiserver
+(`writes_fixture`), validated as kube-apiserver does: DNS-1035 service names, service ports
+(DNS-label names, numbers, protocols, target ports), the allocated cluster IP on update, endpoint
+addresses and the EndpointSlice address type."""
 
 from __future__ import annotations
 
@@ -8,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from sandbox_writes import Writes
+from api_writes import Writes
 
 pytest_plugins = ["writes_fixture"]
 
-SERVICES = "/api/v1/namespaces/default/services"
-ENDPOINTS = "/api/v1/namespaces/default/endpoints"
-SLICES = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices"
+SERVICES = "/api/v1/namespaces/{namespace}/services"
+ENDPOINTS = "/api/v1/namespaces/{namespace}/endpoints"
+SLICES = "/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices"
 
 
 def service(name: str, *ports: dict[str, Any], **spec: Any) -> dict[str, Any]:
@@ -26,23 +27,25 @@ def service(name: str, *ports: dict[str, Any], **spec: Any) -> dict[str, Any]:
     }
 
 
-async def test_service_names_are_dns_1035_labels(writes: Writes) -> None:
-    reply = await writes.create(SERVICES, service("1pe", {"port": 80}))
+async def test_service_names_are_dns_1123_labels(writes: Writes) -> None:
+    # DNS-1123 labels since Kubernetes 1.36 (RelaxedServiceNameValidation): a digit may lead.
+    assert (await writes.create(SERVICES, service("1pe", {"port": 80}))).status == 201
+    reply = await writes.create(SERVICES, service("Pe", {"port": 80}))
     assert reply.status == 422
     assert reply.causes == [
         (
             "metadata.name",
-            'Invalid value: "1pe": a DNS-1035 label must consist of lower case alphanumeric characters or '
-            "'-', start with an alphabetic character, and end with an alphanumeric character (e.g. "
-            "'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
+            'Invalid value: "Pe": a lowercase RFC 1123 label must consist of lower case alphanumeric '
+            "characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  "
+            "or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
         )
     ]
     long_name = "s" * 64
     reply = await writes.create(SERVICES, service(long_name, {"port": 80}))
-    assert (
-        "metadata.name",
-        f'Invalid value: "{long_name}": must be no more than 63 characters',
-    ) in reply.causes
+    assert reply.causes == [
+        ("metadata.name", f'Invalid value: "{long_name}": must be no more than 63 characters'),
+        ("spec.selector", f'Invalid value: "{long_name}": must be no more than 63 bytes'),
+    ]
 
 
 async def test_service_port_names_are_dns_labels_not_iana_names(writes: Writes) -> None:
@@ -73,7 +76,10 @@ async def test_service_port_names_are_dns_labels_not_iana_names(writes: Writes) 
         "spec.ports[2].targetPort",
         'Invalid value: "sys-notifications": must be no more than 15 characters',
     )
-    assert reply.causes[4][1].startswith('Duplicate value: core.ServicePort{Name:"", Protocol:"TCP"')
+    assert reply.causes[4][1] == (
+        'Duplicate value: {"Name":"","Protocol":"TCP","AppProtocol":null,"Port":80,"TargetPort":0,'
+        '"NodePort":0}'
+    )  # the internal Go struct, as encoding/json prints it
 
 
 async def test_headless_services_need_no_ports_and_cluster_ips_must_be_ips(writes: Writes) -> None:
@@ -81,8 +87,11 @@ async def test_headless_services_need_no_ports_and_cluster_ips_must_be_ips(write
     reply = await writes.create(SERVICES, service("noports"))
     assert reply.causes == [("spec.ports", "Required value")]
     reply = await writes.create(SERVICES, service("odd", {"port": 80}, clusterIP="10.96.0.300"))
-    assert reply.causes == [
-        ("spec.clusterIP", "Invalid value: \"10.96.0.300\": must be empty, 'None', or a valid IP address")
+    assert reply.causes == [  # the API server fills clusterIPs from clusterIP first
+        (
+            "spec.clusterIPs[0]",
+            'Invalid value: "10.96.0.300": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)',
+        )
     ]
 
 
@@ -95,7 +104,7 @@ async def test_cluster_ip_is_immutable_and_kept_when_an_update_leaves_it_out(wri
     assert replaced.body["spec"]["clusterIPs"] == [ip]
     moved = await writes.patch(f"{SERVICES}/svc", {"spec": {"clusterIP": "10.96.0.99", "clusterIPs": None}})
     assert moved.status == 422
-    assert moved.causes[0] == ("spec.clusterIP", 'Invalid value: "10.96.0.99": field is immutable')
+    assert moved.causes == [("spec.clusterIPs[0]", 'Invalid value: ["10.96.0.99"]: may not change once set')]
 
 
 @pytest.mark.sandbox(simulate=False)
@@ -106,7 +115,8 @@ async def test_endpoints_addresses_and_ports(writes: Writes) -> None:
         "metadata": {"name": "svc"},
         "subsets": [
             {
-                "addresses": [{"ip": "127.0.0.1"}, {"ip": "10.0.0.300"}],
+                # 127.244.1.5: a loopback address, as the sandbox's pods once had (issue 31)
+                "addresses": [{"ip": "127.0.0.1"}, {"ip": "127.244.1.5"}, {"ip": "10.0.0.300"}],
                 "ports": [{"name": "a", "port": 80}, {"port": 81}],
             },
             {"ports": [{"port": 82}]},
@@ -114,17 +124,20 @@ async def test_endpoints_addresses_and_ports(writes: Writes) -> None:
     }
     reply = await writes.create(ENDPOINTS, body)
     assert reply.status == 422
+    loopback = "may not be in the loopback range (127.0.0.0/8, ::1/128)"
     assert reply.causes == [
+        ("subsets[0].addresses[0].ip", f'Invalid value: "127.0.0.1": {loopback}'),
+        ("subsets[0].addresses[1].ip", f'Invalid value: "127.244.1.5": {loopback}'),
         (
-            "subsets[0].addresses[0].ip",
-            'Invalid value: "127.0.0.1": may not be in the loopback range (127.0.0.0/8, ::1/128)',
-        ),
-        (
-            "subsets[0].addresses[1].ip",
+            "subsets[0].addresses[2].ip",
             'Invalid value: "10.0.0.300": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)',
         ),
+        ("subsets[0].addresses[2].ip", 'Invalid value: "10.0.0.300": must be a valid IP address'),
         ("subsets[0].ports[1].name", "Required value"),
         ("subsets[1]", "Required value: must specify `addresses` or `notReadyAddresses`"),
+    ]
+    assert reply.warnings == [
+        '299 - "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"'
     ]
 
 
@@ -144,16 +157,24 @@ async def test_endpoint_slices_address_type_is_checked_and_immutable(writes: Wri
         f"{SLICES}/svc-abc", {"addressType": "IPv6", "endpoints": [{"addresses": ["::5"]}]}
     )
     assert reply.status == 422
-    assert ("addressType", 'Invalid value: "IPv6": field is immutable') in reply.causes
+    assert reply.causes == [("addressType", "Invalid value: null: field is immutable")]
     bad = {
         **body,
         "metadata": {"name": "svc-bad"},
-        "endpoints": [{"addresses": ["fe80::1"]}, {"addresses": []}],
+        "endpoints": [{"addresses": ["fe80::1"]}, {"addresses": []}, {"addresses": ["127.244.1.5"]}],
     }
     reply = await writes.create(SLICES, bad)
-    assert reply.causes == [
-        ("endpoints[0].addresses[0]", 'Invalid value: "fe80::1": must be a valid IPv4 address'),
-        ("endpoints[1].addresses", "Required value: must contain at least 1 address"),
+    assert reply.causes == [  # declarative rules (the Required) come last
+        ("endpoints[0].addresses", 'Invalid value: "fe80::1": must be an IPv4 address'),
+        (
+            "endpoints[0].addresses[0]",
+            'Invalid value: "fe80::1": may not be in the link-local range (169.254.0.0/16, fe80::/10)',
+        ),
+        (
+            "endpoints[2].addresses[0]",
+            'Invalid value: "127.244.1.5": may not be in the loopback range (127.0.0.0/8, ::1/128)',
+        ),
+        ("endpoints[1].addresses", "Required value"),
     ]
 
 

@@ -7,20 +7,29 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
+import pytest_asyncio
 import yaml
 
-from sandbox_writes import Writes
+from api_writes import Writes
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.conformance import check
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 KUBECTL = shutil.which("kubectl")
-pytest_plugins = ["writes_fixture"]
 pytestmark = pytest.mark.sandbox(simulate=False)
+
+
+@pytest_asyncio.fixture
+async def writes(sandbox: Sandbox) -> AsyncIterator[Writes]:
+    """Writes to the sandbox alone: the real control plane gets deploy/ in the operator's suite."""
+    async with aiohttp.ClientSession() as session:
+        yield Writes(session, sandbox.url, "default")
 
 
 def render(directory: Path) -> list[dict[str, Any]]:

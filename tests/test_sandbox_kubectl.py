@@ -1,22 +1,32 @@
-"""The contract suite's core through a real `kubectl` against the sandbox's kubeconfig:
-get, list, create, apply, patch, delete, scale and wait, for built-in kinds and a CRD."""
+"""The contract suite's core through a real `kubectl`, against the sandbox and against the real
+control plane (`api_server_fixtures`): get, list, create, apply, patch, delete, scale and wait, for
+built-in kinds and a CRD. What needs the simulated cluster (nodes, running pods) or the sandbox's
+own options (TLS, a token) runs on the sandbox alone."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from api_server import ApiServer
 from kubectl_support import KUBECTL, MISSING, Kubectl
 from sandbox_crds import GROUP, widget, widget_crd
 from streams_k8s.sandbox import Sandbox
 
+pytest_plugins = ["api_server_fixtures"]
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason=MISSING)
 
 
 @pytest.fixture
-def kubectl(sandbox: Sandbox, tmp_path: Path) -> Kubectl:
-    return Kubectl(sandbox, tmp_path)
+def kubectl(api_server: ApiServer, tmp_path: Path) -> Kubectl:
+    return Kubectl(api_server.kubeconfig, tmp_path)
+
+
+@pytest.fixture
+def sandbox_kubectl(sandbox: Sandbox, tmp_path: Path) -> Kubectl:
+    return Kubectl(sandbox.kubeconfig_path, tmp_path)
 
 
 def configmap(name: str, **data: str) -> dict[str, object]:
@@ -32,11 +42,15 @@ async def test_get_and_list_builtin_kinds(kubectl: Kubectl) -> None:
     _, out, _ = await kubectl.run("get", "namespaces")
     assert "default" in out
     assert "Active" in out
-    nodes = await kubectl.json("get", "nodes")
-    assert len(nodes["items"]) == 3  # type: ignore[arg-type]
     _, out, _ = await kubectl.run("api-resources")
     assert "statefulsets" in out
     assert "leases" in out
+
+
+async def test_the_simulated_nodes_are_listed(sandbox_kubectl: Kubectl) -> None:
+    """Sandbox only: its simulated cluster's nodes (the real control plane has none of its own)."""
+    nodes = await sandbox_kubectl.json("get", "nodes")
+    assert len(nodes["items"]) == 3  # type: ignore[arg-type]
 
 
 async def test_create_get_patch_delete_configmap(kubectl: Kubectl) -> None:
@@ -69,8 +83,12 @@ async def test_create_get_patch_delete_configmap(kubectl: Kubectl) -> None:
     assert "NotFound" in err or "not found" in err
 
 
-async def test_apply_scale_and_wait_for_a_statefulset(kubectl: Kubectl) -> None:
-    sts = {
+def statefulset(image: str) -> dict[str, object]:
+    template = {
+        "metadata": {"labels": {"app": "db"}},
+        "spec": {"containers": [{"name": "c", "image": image}]},
+    }
+    return {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
         "metadata": {"name": "db"},
@@ -78,22 +96,29 @@ async def test_apply_scale_and_wait_for_a_statefulset(kubectl: Kubectl) -> None:
             "replicas": 1,
             "serviceName": "db",
             "selector": {"matchLabels": {"app": "db"}},
-            "template": {
-                "metadata": {"labels": {"app": "db"}},
-                "spec": {"containers": [{"name": "c", "image": "db:1"}]},
-            },
+            "template": template,
         },
     }
-    _, out, _ = await kubectl.run("apply", "-f", kubectl.manifest("sts.yaml", sts))
+
+
+async def test_apply_and_scale_a_statefulset(kubectl: Kubectl) -> None:
+    _, out, _ = await kubectl.run("apply", "-f", kubectl.manifest("sts.yaml", statefulset("db:1")))
     assert "created" in out
-    sts["spec"]["template"]["spec"]["containers"][0]["image"] = "db:2"  # type: ignore[index]
-    _, out, _ = await kubectl.run("apply", "-f", kubectl.manifest("sts.yaml", sts))
+    _, out, _ = await kubectl.run("apply", "-f", kubectl.manifest("sts.yaml", statefulset("db:2")))
     assert "configured" in out
     await kubectl.run("scale", "statefulset", "db", "--replicas=2")
-    await kubectl.run("wait", "--for=condition=Ready", "pod/db-1", "--timeout=20s")
     got = await kubectl.json("get", "statefulset", "db")
     assert got["metadata"]["generation"] == 3  # type: ignore[index]
     assert got["spec"]["template"]["spec"]["containers"][0]["image"] == "db:2"  # type: ignore[index]
+    assert got["spec"]["replicas"] == 2  # type: ignore[index]
+
+
+async def test_wait_for_the_pods_of_a_statefulset(sandbox_kubectl: Kubectl) -> None:
+    """Sandbox only: its simulated kubelet runs the pods (the real control plane has no nodes)."""
+    kubectl = sandbox_kubectl
+    await kubectl.run("apply", "-f", kubectl.manifest("sts.yaml", statefulset("db:2")))
+    await kubectl.run("scale", "statefulset", "db", "--replicas=2")
+    await kubectl.run("wait", "--for=condition=Ready", "pod/db-1", "--timeout=20s")
     _, out, _ = await kubectl.run("get", "pods", "-l", "app=db", "-o", "wide")
     assert "Running" in out
     assert "node-" in out  # the NODE column of -o wide
@@ -102,45 +127,46 @@ async def test_apply_scale_and_wait_for_a_statefulset(kubectl: Kubectl) -> None:
     assert rc == 0 or "no matching resources found" in err  # kubectl 1.20 says so for a pod already gone
 
 
-async def test_custom_resources_through_kubectl(kubectl: Kubectl, sandbox: Sandbox) -> None:
-    await kubectl.run("apply", "-f", kubectl.manifest("crd.yaml", widget_crd()))
-    await kubectl.run(
-        "wait", "--for=condition=Established", "crd/widgets.test.streams.ibm.com", "--timeout=20s"
-    )
-    await kubectl.run("apply", "-f", kubectl.manifest("w.yaml", widget("gear", replicas=1)))
-    _, out, _ = await kubectl.run("get", "wd")
+async def test_custom_resources_through_kubectl(kubectl: Kubectl, api_server: ApiServer) -> None:
+    group = f"{api_server.namespace}.{GROUP}"  # the CRD is the test's own: the real server outlives it
+    widgets = f"widgets.{group}"
+    api_server.delete_after(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{widgets}")
+    await kubectl.run("apply", "-f", kubectl.manifest("crd.yaml", widget_crd(group=group, short_names=())))
+    await kubectl.run("wait", "--for=condition=Established", f"crd/{widgets}", "--timeout=20s")
+    await kubectl.run("apply", "-f", kubectl.manifest("w.yaml", widget("gear", group=group, replicas=1)))
+    _, out, _ = await kubectl.run("get", widgets)
     assert "COLOR" in out
     assert "blue" in out
-    await kubectl.run("scale", "widget/gear", "--replicas=4")
-    _, out, _ = await kubectl.run("get", "widget", "gear", "-o", "jsonpath={.spec.replicas}")
+    await kubectl.run("scale", f"{widgets}/gear", "--replicas=4")
+    _, out, _ = await kubectl.run("get", widgets, "gear", "-o", "jsonpath={.spec.replicas}")
     assert out == "4"
-    # The controller's side: status through the API (kubectl patch --subresource needs kubectl >= 1.24).
-    rt = sandbox.registry.types[(GROUP, "widgets")]
-    gear = sandbox.registry.get(rt, "default", "gear")
+    # The controller's side: the status subresource.
     ready = {
         "type": "Ready",
         "status": "True",
         "reason": "Running",
         "lastTransitionTime": "2026-01-01T00:00:00Z",
     }
-    status = {"phase": "Running", "conditions": [ready]}
-    sandbox.registry.update(rt, "v1", "default", "gear", {**gear, "status": status}, "status")
-    await kubectl.run("wait", "--for=condition=Ready", "widget/gear", "--timeout=20s")
-    _, out, _ = await kubectl.run("get", "widget", "gear")
-    assert "Running" in out  # the Phase printer column
-    rc, _, err = await kubectl.run(
-        "apply", "-f", kubectl.manifest("bad.yaml", widget("bad", size=42)), ok=False
+    status = {"status": {"phase": "Running", "conditions": [ready]}}
+    await kubectl.run(
+        "patch", widgets, "gear", "--subresource=status", "--type=merge", "-p", json.dumps(status)
     )
+    await kubectl.run("wait", "--for=condition=Ready", f"{widgets}/gear", "--timeout=20s")
+    _, out, _ = await kubectl.run("get", widgets, "gear")
+    assert "Running" in out  # the Phase printer column
+    bad = kubectl.manifest("bad.yaml", widget("bad", group=group, size=42))
+    rc, _, err = await kubectl.run("apply", "-f", bad, ok=False)
     assert rc != 0
     assert "spec.size" in err
-    await kubectl.run("delete", "widget", "gear")
-    _, out, _ = await kubectl.run("get", "widgets", "-o", "name")
+    await kubectl.run("delete", widgets, "gear")
+    _, out, _ = await kubectl.run("get", widgets, "-o", "name")
     assert out.strip() == ""
 
 
 @pytest.mark.sandbox(tls=True, token="kubectl-token")
-async def test_kubectl_over_tls_with_a_bearer_token(kubectl: Kubectl) -> None:
-    _, out, _ = await kubectl.run("get", "namespace", "default", "-o", "name")
+async def test_kubectl_over_tls_with_a_bearer_token(sandbox_kubectl: Kubectl) -> None:
+    """Sandbox only: its TLS and token options."""
+    _, out, _ = await sandbox_kubectl.run("get", "namespace", "default", "-o", "name")
     assert out.strip() == "namespace/default"
 
 
@@ -190,7 +216,7 @@ async def test_policies_roles_and_endpoint_slices_are_served(kubectl: Kubectl) -
         "kind": "RoleBinding",
         "metadata": {"name": "reader"},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
-        "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": "default"}],
+        "subjects": [{"kind": "ServiceAccount", "name": "default"}],
     }
     await kubectl.run("apply", "-f", kubectl.manifest("policies.yaml", policy, role, binding))
     _, out, _ = await kubectl.run("get", "netpol,roles,rolebindings,endpointslices", "-o", "name")

@@ -1,6 +1,7 @@
-"""A real `kubectl` against the sandbox meets a real API server's admission: `kubectl explain` works
-from the OpenAPI documents, `kubectl apply` (strict field validation by default) of a typo'd Job
-fails with the field named, and an invalid built-in object is refused with the real message."""
+"""A real `kubectl` meets the API server's admission, on the sandbox as on the real control plane
+(`api_server_fixtures`): `kubectl explain` works from the OpenAPI documents, `kubectl apply` (strict
+field validation by default) of a typo'd Job fails with the field named, and an invalid built-in
+object is refused with the real message."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from api_server import ApiServer
 from kubectl_support import KUBECTL, MISSING, Kubectl
-from streams_k8s.sandbox import Sandbox
 
+pytest_plugins = ["api_server_fixtures"]
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason=MISSING)
 
 TYPO_JOB = {
@@ -22,8 +24,8 @@ TYPO_JOB = {
 
 
 @pytest.fixture
-def kubectl(sandbox: Sandbox, tmp_path: Path) -> Kubectl:
-    return Kubectl(sandbox, tmp_path)
+def kubectl(api_server: ApiServer, tmp_path: Path) -> Kubectl:
+    return Kubectl(api_server.kubeconfig, tmp_path)
 
 
 async def test_explain_a_project_crd_field_and_a_built_in_field(kubectl: Kubectl) -> None:

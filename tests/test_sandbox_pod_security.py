@@ -1,6 +1,7 @@
-"""Pod Security admission in the sandbox, and the project's pods under it: the operator's, the
-coordinators' and PE pods are admitted where the namespace enforces "restricted"; a PE that needs
-SYS_PTRACE or a hostPath only where it enforces "privileged", as the README documents."""
+"""Pod Security admission, on the sandbox and on the real control plane (`api_server_fixtures`), and
+the project's pods under it: the operator's, the coordinators' and PE pods are admitted where the
+namespace enforces "restricted"; a PE that needs SYS_PTRACE or a hostPath only where it enforces
+"privileged", as the README documents. The sandbox's rules themselves are checked offline first."""
 
 from __future__ import annotations
 
@@ -11,20 +12,23 @@ from typing import Any
 import pytest
 import yaml
 
+from api_server import ApiServer
+from kubectl_support import KUBECTL, MISSING, Kubectl
 from repo_paths import REPO
 from streams_k8s.api.consistent_region import ConsistentRegionOperator
 from streams_k8s.consistent.manifests import coordinator_deployment
 from streams_k8s.consistent.pool_manifests import coordinator_pool, pool_scheduler
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
-from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.pod_security import violations
 from test_controller_pod_spec import make_pe, pod
 
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 PODS = Resource("", "v1", "pods", "Pod")
+SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
 BARE = {"containers": [{"name": "c", "image": "i"}]}
+pytest_plugins = ["api_server_fixtures"]
 
 
 def as_pod(name: str, template: dict[str, Any], namespace: str) -> dict[str, Any]:
@@ -84,24 +88,40 @@ def test_the_projects_pods_meet_restricted() -> None:
 
 
 @pytest.fixture
-async def client(sandbox: Sandbox) -> AsyncIterator[KubeClient]:
-    async with await KubeClient.connect(str(sandbox.kubeconfig_path)) as c:
+async def client(api_server: ApiServer) -> AsyncIterator[KubeClient]:
+    async with await KubeClient.connect(str(api_server.kubeconfig)) as c:
         yield c
 
 
-async def namespace(client: KubeClient, name: str, **labels: str) -> str:
+async def namespace(api: ApiServer, client: KubeClient, name: str, **labels: str) -> str:
+    """A namespace of the test's own with these Pod Security labels, ready for pods."""
+    name = api.unique(name)
     psa = {f"pod-security.kubernetes.io/{mode}": level for mode, level in labels.items()}
     await client.create(NAMESPACES, {"metadata": {"name": name, "labels": psa}})
+    api.delete_after(f"/api/v1/namespaces/{name}")
+    if api.real:  # pods are refused until kube-controller-manager made the default ServiceAccount
+        await api.until("GET", f"/api/v1/namespaces/{name}/serviceaccounts/default", lambda s, _: s == 200)
     return name
 
 
+async def create_pod(client: KubeClient, manifest: dict[str, Any]) -> dict[str, Any]:
+    """Create a pod and, first, the ServiceAccount it runs as (a cluster refuses a pod without it)."""
+    account = manifest["spec"].get("serviceAccountName")
+    if account:
+        sa = {"metadata": {"name": account, "namespace": manifest["metadata"]["namespace"]}}
+        await client.create_if_absent(SERVICE_ACCOUNTS, sa)
+    return await client.create(PODS, manifest)
+
+
 @pytest.mark.sandbox(simulate=False)
-async def test_enforce_restricted_admits_the_projects_pods_and_refuses_others(client: KubeClient) -> None:
-    ns = await namespace(client, "strict", enforce="restricted")
-    await client.create(PODS, as_pod("operator", operator_template(), ns))
+async def test_enforce_restricted_admits_the_projects_pods_and_refuses_others(
+    api_server: ApiServer, client: KubeClient
+) -> None:
+    ns = await namespace(api_server, client, "strict", enforce="restricted")
+    await create_pod(client, as_pod("operator", operator_template(), ns))
     for index, template in enumerate(coordinator_templates()):
-        await client.create(PODS, as_pod(f"coordinator-{index}", template, ns))
-    await client.create(PODS, pe_pod(ns))
+        await create_pod(client, as_pod(f"coordinator-{index}", template, ns))
+    await create_pod(client, pe_pod(ns))
     with pytest.raises(ApiError) as refused:
         await client.create(PODS, {"metadata": {"name": "bare", "namespace": ns}, "spec": BARE})
     assert refused.value.status == 403
@@ -114,68 +134,52 @@ async def test_enforce_restricted_admits_the_projects_pods_and_refuses_others(cl
 
 
 @pytest.mark.sandbox(simulate=False)
-async def test_the_documented_exceptions_need_the_privileged_level(client: KubeClient) -> None:
-    baseline = await namespace(client, "base", enforce="baseline")
-    privileged = await namespace(client, "open", enforce="privileged")
+async def test_the_documented_exceptions_need_the_privileged_level(
+    api_server: ApiServer, client: KubeClient
+) -> None:
+    baseline = await namespace(api_server, client, "base", enforce="baseline")
+    privileged = await namespace(api_server, client, "open", enforce="privileged")
     for needs in ({"allowPtrace": True}, {"dataPath": "/srv/data"}):
         with pytest.raises(ApiError) as refused:
-            await client.create(PODS, pe_pod(baseline, **needs))
+            await create_pod(client, pe_pod(baseline, **needs))
         assert refused.value.status == 403
-        admitted = await client.create(PODS, pe_pod(privileged, **needs))
+        admitted = await create_pod(client, pe_pod(privileged, **needs))
         await client.delete_if_present(PODS, admitted["metadata"]["name"], privileged)  # or GC did
 
 
 @pytest.mark.sandbox(simulate=False)
-async def test_warn_and_audit_modes_and_workload_templates(sandbox: Sandbox, client: KubeClient) -> None:
-    ns = await namespace(client, "warned", warn="restricted", audit="baseline")
-    created = await client.request(
-        "POST",
-        PODS,
-        PODS.path(ns),
-        verb="create",
-        body={"metadata": {"name": "bare"}, "spec": {**BARE, "hostNetwork": True}},
-    )
-    assert created["metadata"]["name"] == "bare"  # warn and audit never refuse
-    warning = next(r for r in sandbox.requests if r.path.endswith(f"/namespaces/{ns}/pods"))
-    assert warning.status == 201
-    assert sandbox.pod_security.audit[-1][1] == "baseline"
+async def test_warn_and_audit_modes_and_workload_templates(api_server: ApiServer, client: KubeClient) -> None:
+    ns = await namespace(api_server, client, "warned", warn="restricted", audit="baseline")
+    bare = {"metadata": {"name": "bare"}, "spec": {**BARE, "hostNetwork": True}}
+    async with (
+        api_server.session() as http,
+        http.post(f"{api_server.url}/api/v1/namespaces/{ns}/pods", json=bare) as created,
+    ):
+        assert created.status == 201  # warn and audit never refuse
+        (warning,) = created.headers.getall("Warning")
+    assert warning.startswith('299 - "would violate PodSecurity \\"restricted:latest\\": host namespaces')
+    if api_server.sandbox is not None:  # where it records what audit found (a cluster: its audit log)
+        assert api_server.sandbox.pod_security.audit[-1][1] == "baseline"
     # a Deployment is checked on its template, for warn and audit only (enforce is for pods)
-    strict = await namespace(client, "strict-deployments", enforce="restricted", warn="restricted")
-    bare = {"metadata": {"labels": {"a": "b"}}, "spec": BARE}
+    strict = await namespace(
+        api_server, client, "strict-deployments", enforce="restricted", warn="restricted"
+    )
+    template = {"metadata": {"labels": {"a": "b"}}, "spec": BARE}
     deployment = {
         "metadata": {"name": "d", "namespace": strict},
-        "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": bare},
+        "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": template},
     }
     await client.create(DEPLOYMENTS, deployment)
     with pytest.raises(ApiError) as invalid:
-        await namespace(client, "typo", enforce="strict")
+        await namespace(api_server, client, "typo", enforce="strict")
     assert invalid.value.status == 422
 
 
-async def test_kubectl_prints_the_warning(sandbox: Sandbox, client: KubeClient, tmp_path: Path) -> None:
-    import asyncio
-    import shutil
-
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl is not installed")
-    ns = await namespace(client, "warned", warn="restricted")
-    manifest = tmp_path / "pod.yaml"
-    manifest.write_text(
-        yaml.safe_dump(
-            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": ns}, "spec": BARE}
-        )
-    )
-    process = await asyncio.create_subprocess_exec(
-        kubectl,
-        "--kubeconfig",
-        str(sandbox.kubeconfig_path),
-        "create",
-        "-f",
-        str(manifest),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    _, err = await process.communicate()
-    assert process.returncode == 0
-    assert 'would violate PodSecurity "restricted:latest"' in err.decode()
+async def test_kubectl_prints_the_warning(api_server: ApiServer, client: KubeClient, tmp_path: Path) -> None:
+    if KUBECTL is None:
+        pytest.skip(MISSING)
+    ns = await namespace(api_server, client, "warned", warn="restricted")
+    kubectl = Kubectl(api_server.kubeconfig, tmp_path)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": ns}, "spec": BARE}
+    _, _, err = await kubectl.run("create", "-f", kubectl.manifest("pod.yaml", pod))
+    assert 'would violate PodSecurity "restricted:latest"' in err

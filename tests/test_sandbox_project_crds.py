@@ -1,5 +1,7 @@
-"""The sandbox serves the project's CRDs (generated from the models, installed by default) and
-accepts the example Jobs, with their schema defaults applied and their CEL rules enforced."""
+"""The project's CRDs (generated from the models) are served with their short names and status
+subresources, and accept the example Jobs with their schema defaults applied and their CEL rules
+enforced: on the sandbox, which installs them at start, and on the real control plane, where
+`kubectl apply --server-side -f crds/` installed them (`api_server_fixtures`)."""
 
 from __future__ import annotations
 
@@ -10,9 +12,10 @@ from typing import Any
 import pytest
 import yaml
 
-from streams_k8s.sandbox import ApiError, Sandbox
+from api_server import ApiServer
 
 ROOT = Path(__file__).resolve().parents[1]
+pytest_plugins = ["api_server_fixtures"]
 pytestmark = [pytest.mark.sandbox(simulate=False)]
 GROUP = "streams.ibm.com"
 
@@ -26,28 +29,31 @@ def example_jobs() -> list[dict[str, Any]]:
     return [d for d in docs if isinstance(d, dict) and d.get("kind") == "Job"]
 
 
-def test_every_streams_kind_is_served_with_its_short_name_and_status(sandbox: Sandbox) -> None:
-    served = {rt.plural: rt for rt in sandbox.registry.types.values() if rt.group == GROUP}
-    assert served["streamsjobs"].short_names == ["stj"]
-    assert served["streamspes"].short_names == ["stp"]
-    assert all(rt.status_subresource for rt in served.values())
-    assert len(served) == 8
+async def test_every_streams_kind_is_served_with_its_short_name_and_status(api_server: ApiServer) -> None:
+    status, discovery = await api_server.call("GET", f"/apis/{GROUP}/v1")
+    assert status == 200
+    served = {r["name"]: r for r in discovery["resources"]}
+    assert served["streamsjobs"]["shortNames"] == ["stj"]
+    assert served["streamspes"]["shortNames"] == ["stp"]
+    kinds = {name for name in served if "/" not in name}
+    assert len(kinds) == 8
+    assert {f"{kind}/status" for kind in kinds} <= set(served)
 
 
-def test_example_jobs_are_accepted_and_invalid_ones_refused(sandbox: Sandbox) -> None:
+async def test_example_jobs_are_accepted_and_invalid_ones_refused(api_server: ApiServer) -> None:
     jobs = example_jobs()
     if not jobs:
         pytest.skip("no example Jobs in examples/ in this checkout")
-    rt = sandbox.registry.types[(GROUP, "streamsjobs")]
+    path = f"/apis/{GROUP}/v1/namespaces/{api_server.namespace}/streamsjobs"
     for job in jobs:
-        created = sandbox.registry.create(rt, "v1", "default", copy.deepcopy(job))
+        job = {**job, "metadata": {**job["metadata"], "namespace": api_server.namespace}}
+        status, created = await api_server.call("POST", path, job)
+        assert status == 201, created
         assert created["metadata"]["generation"] == 1
     bad = copy.deepcopy(jobs[0])
-    bad["metadata"]["name"] = "two-sources"
+    bad["metadata"] = {"name": "two-sources"}
     bad["spec"]["bundle"]["file"] = {"path": "/a.sab"}
     bad["spec"]["bundle"]["http"] = {"url": "https://example.com/a.sab"}
-    with pytest.raises(ApiError) as caught:
-        sandbox.registry.create(rt, "v1", "default", bad)
-    assert caught.value.code == 422
-    assert caught.value.causes is not None
-    assert caught.value.causes[0]["field"] == "spec.bundle"
+    status, refused = await api_server.call("POST", path, bad)
+    assert status == 422
+    assert refused["details"]["causes"][0]["field"] == "spec.bundle"

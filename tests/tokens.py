@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.kubeconfig import write_kubeconfig
@@ -67,3 +69,14 @@ async def admin_token(client: KubeClient, account: str = "test-admin") -> str:
     }
     await client.create_if_absent(CLUSTER_ROLE_BINDINGS, binding)
     return await token_for(client, account)
+
+
+def kubeconfig_with_token(kubeconfig: Path, token: str, directory: Path) -> Path:
+    """A copy of `kubeconfig` (any API server's) whose user presents `token` instead."""
+    config = yaml.safe_load(kubeconfig.read_text())
+    for user in config["users"]:
+        user["user"] = {"token": token}
+    path = directory / f"kubeconfig-{abs(hash(token))}"
+    path.write_text(yaml.safe_dump(config))
+    path.chmod(0o600)
+    return path

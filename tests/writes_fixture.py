@@ -1,18 +1,19 @@
-"""The `writes` fixture (a `sandbox_writes.Writes` on the `sandbox` fixture), loaded by test modules
-with `pytest_plugins = ["writes_fixture"]`."""
+"""The `writes` fixture (an `api_writes.Writes` on the `api_server` fixture: the sandbox, then the
+real control plane), loaded by test modules with `pytest_plugins = ["writes_fixture"]`."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-import aiohttp
 import pytest_asyncio
 
-from sandbox_writes import Writes
-from streams_k8s.sandbox import Sandbox
+from api_server import ApiServer
+from api_writes import Writes
+
+pytest_plugins = ["api_server_fixtures"]
 
 
 @pytest_asyncio.fixture
-async def writes(sandbox: Sandbox) -> AsyncIterator[Writes]:
-    async with aiohttp.ClientSession() as session:
-        yield Writes(sandbox, session)
+async def writes(api_server: ApiServer) -> AsyncIterator[Writes]:
+    async with api_server.session() as session:
+        yield Writes(session, api_server.url, api_server.namespace)

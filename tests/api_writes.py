@@ -1,6 +1,7 @@
-"""Writes to the sandbox over HTTP for the admission tests: the status, the body, the `Warning`
-headers, and the causes of a 422 as (field, message) pairs. A test module that says
-`pytest_plugins = ["writes_fixture"]` gets a `Writes` on the `sandbox` fixture as `writes`."""
+"""Writes to an API server over HTTP for the admission tests: the status, the body, the `Warning`
+headers, and the causes of a 422 as (field, message) pairs. A path may hold `{namespace}`, the
+test's namespace. A test module that says `pytest_plugins = ["writes_fixture"]` gets a `Writes` on
+the `api_server` fixture (the sandbox, then the real control plane) as `writes`."""
 
 from __future__ import annotations
 
@@ -9,8 +10,6 @@ from typing import Any
 
 import aiohttp
 import orjson
-
-from streams_k8s.sandbox import Sandbox
 
 JSON = "application/json"
 MERGE = "application/merge-patch+json"
@@ -35,16 +34,21 @@ class Reply:
 
 
 class Writes:
-    def __init__(self, sandbox: Sandbox, session: aiohttp.ClientSession) -> None:
-        self.sandbox = sandbox
+    def __init__(self, session: aiohttp.ClientSession, url: str, namespace: str) -> None:
         self.session = session
+        self.url = url
+        self.namespace = namespace
 
     async def send(
         self, method: str, path: str, body: Any = None, content_type: str = JSON, **query: str
     ) -> Reply:
         data = body if isinstance(body, bytes) else orjson.dumps(body) if body is not None else None
         async with self.session.request(
-            method, self.sandbox.url + path, data=data, headers={"Content-Type": content_type}, params=query
+            method,
+            self.url + path.format(namespace=self.namespace),
+            data=data,
+            headers={"Content-Type": content_type},
+            params=query,
         ) as r:
             raw = await r.read()
             return Reply(r.status, orjson.loads(raw) if raw else None, r.headers.getall("Warning", []))

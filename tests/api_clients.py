@@ -1,9 +1,11 @@
-"""Two ways to speak to the sandbox in contract tests: raw aiohttp and kubernetes_asyncio's
-ApiClient. Both return (status, decoded JSON body) so one test body exercises both."""
+"""Two ways to speak to an API server in contract tests: raw aiohttp and kubernetes_asyncio's
+ApiClient. Both return (status, decoded JSON body) so one test body exercises both; a path may hold
+`{namespace}`, the test's namespace."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import aiohttp
@@ -11,21 +13,31 @@ import orjson
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from streams_k8s.sandbox import Sandbox
+from api_server import ApiServer
 
+# The contract tests run with each (`client_kind`).
+CLIENT_KINDS = ("http", "kubernetes_asyncio")
 JSON = "application/json"
 MERGE = "application/merge-patch+json"
 JSONPATCH = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 
 
+def decoded(raw: bytes | str) -> Any:
+    """A JSON answer decoded; any other (kube-apiserver's `404 page not found`) as its text."""
+    text = raw.decode() if isinstance(raw, bytes) else raw
+    if not text:
+        return None
+    return orjson.loads(text) if text[0] in "{[" else text
+
+
 class RawHttp:
     name = "http"
 
-    def __init__(self, sandbox: Sandbox, session: aiohttp.ClientSession) -> None:
-        self.url = sandbox.url
+    def __init__(self, api: ApiServer, session: aiohttp.ClientSession) -> None:
+        self.url = api.url
+        self.namespace = api.namespace
         self.session = session
-        self.headers = {"Authorization": f"Bearer {sandbox.token}"} if sandbox.token else {}
 
     async def call(
         self,
@@ -36,17 +48,16 @@ class RawHttp:
         query: dict[str, Any] | None = None,
     ) -> tuple[int, Any]:
         data = orjson.dumps(body) if body is not None else None
-        headers = {**self.headers, "Content-Type": content_type, "Accept": JSON}
+        headers = {"Content-Type": content_type, "Accept": JSON}
         params = {k: str(v) for k, v in (query or {}).items()}
-        async with self.session.request(
-            method, self.url + path, data=data, headers=headers, params=params
-        ) as r:
-            raw = await r.read()
-            return r.status, orjson.loads(raw) if raw else None
+        url = self.url + path.format(namespace=self.namespace)
+        async with self.session.request(method, url, data=data, headers=headers, params=params) as r:
+            return r.status, decoded(await r.read())
 
     async def watch(self, path: str, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         params = {k: str(v) for k, v in {**query, "watch": "true"}.items()}
-        async with self.session.get(self.url + path, params=params, headers=self.headers) as r:
+        url = self.url + path.format(namespace=self.namespace)
+        async with self.session.get(url, params=params) as r:
             if r.status != 200:
                 yield {"type": "HTTP", "status": r.status, "object": orjson.loads(await r.read())}
                 return
@@ -58,14 +69,15 @@ class RawHttp:
 class KubeAsyncio:
     name = "kubernetes_asyncio"
 
-    def __init__(self, api: ApiClient) -> None:
+    def __init__(self, api: ApiClient, namespace: str) -> None:
         self.api = api
+        self.namespace = namespace
 
     async def _request(
         self, method: str, path: str, body: Any, content_type: str, query: dict[str, Any] | None
     ) -> Any:
         return await self.api.call_api(
-            path,
+            path.format(namespace=self.namespace),
             method,
             query_params=[(k, str(v)) for k, v in (query or {}).items()],
             header_params={"Content-Type": content_type, "Accept": JSON},
@@ -86,9 +98,8 @@ class KubeAsyncio:
         try:
             response = await self._request(method, path, body, content_type, query)
         except ApiException as exc:
-            return exc.status, orjson.loads(exc.body) if exc.body else None
-        raw = await response.read()
-        return response.status, orjson.loads(raw) if raw else None
+            return exc.status, decoded(exc.body or b"")
+        return response.status, decoded(await response.read())
 
     async def watch(self, path: str, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         try:
@@ -110,3 +121,13 @@ class KubeAsyncio:
 
 
 Client = RawHttp | KubeAsyncio
+
+
+async def until(client: Client, path: str, done: Callable[[int, Any], bool], within: float = 30.0) -> Any:
+    """GET `path` until `done(status, body)` (controllers at work on the real server): that body."""
+    async with asyncio.timeout(within):
+        while True:
+            status, body = await client.call("GET", path)
+            if done(status, body):
+                return body
+            await asyncio.sleep(0.05)
