@@ -1,5 +1,6 @@
-"""The write guard: reads stay open; a write comes from a trusted pod (by source address) or
-presents a token whose user the API server allows; anyone else gets a JSON 401/403. Over HTTP."""
+"""The write guard: reads stay open; a write comes from a trusted pod (by source address, or by a
+token bound to it) or presents a token whose user the API server allows; anyone else gets a JSON
+401/403. Over HTTP."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from streams_k8s.k8s.objects import object_key
 from streams_k8s.k8s.pod_addresses import PodsByAddress
 from streams_k8s.k8s.reviews import Access, Decision, Review
 from streams_k8s.k8s.write_guard import WriteTarget, write_guard
@@ -19,9 +21,14 @@ from test_controller_pods_by_owner import Pods
 def pod(job: str, ip: str = "127.0.0.1", phase: str = "Running") -> dict[str, Any]:
     labels = {"app": "streams", "svc": "pe", "job": job}
     return {
-        "metadata": {"name": f"{job}-0", "namespace": "ns", "labels": labels},
+        "metadata": {"name": f"{job}-0", "namespace": "ns", "uid": f"uid-{job}", "labels": labels},
         "status": {"phase": phase, "podIP": ip, "podIPs": [{"ip": ip}]},
     }
+
+
+def bound(name: str, uid: str, namespace: str = "ns") -> str:
+    """A token whose review names the pod it is bound to (see `Reviews.token`)."""
+    return f"bound:{namespace}:{name}:{uid}"
 
 
 class Reviews:
@@ -33,6 +40,13 @@ class Reviews:
         self.tokens.append(token)
         if token == "broken":
             raise ConnectionError("API server unreachable")
+        if token.startswith("bound:"):  # a projected token: its service account's user, the pod in extra
+            _, namespace, name, uid = token.split(":")
+            extra = {
+                "authentication.kubernetes.io/pod-name": (name,),
+                "authentication.kubernetes.io/pod-uid": (uid,),
+            }
+            return Review(True, f"system:serviceaccount:{namespace}:default", extra=extra)
         return Review(token in ("good", "weak"), f"user-{token}", "bad token")
 
     async def access(self, user: Review, access: Access) -> Decision:
@@ -104,3 +118,24 @@ async def test_tokens_are_reviewed_then_authorized_and_cached(api: tuple[str, Po
     # a write naming nothing that exists: the handler answers, once the caller is authenticated
     assert (await call(f"{base}/job/missing", token="good"))[0] == 204
     assert (await call(f"{base}/job/missing"))[0] == 401
+
+
+async def test_a_token_bound_to_a_trusted_pod_writes_as_the_pod_would(api: tuple[str, Pods, Reviews]) -> None:
+    base, pods, reviews = api
+    far = pod("j", ip="10.244.3.7")  # its address is not the caller's: only its token says who it is
+    pods.store.put(object_key(far), far)
+    pods.event("add", None, far)
+    assert (await call(f"{base}/job/j", token=bound("j-0", "uid-j")))[0] == 204
+    assert reviews.accesses == []  # trusted as its pod, no SubjectAccessReview
+    # another job's pod: its service account is asked about, and may not
+    status, body, _ = await call(f"{base}/job/k", token=bound("j-0", "uid-j"))
+    assert (status, body["reason"]) == (403, "Forbidden")
+    assert reviews.accesses[-1].name == "k"
+    # a pod of that name that is not the token's (recreated: another uid), or one of another namespace
+    assert (await call(f"{base}/job/j", token=bound("j-0", "uid-old")))[0] == 403
+    assert (await call(f"{base}/job/j", token=bound("j-0", "uid-j", "elsewhere")))[0] == 403
+    # a terminated pod writes no more
+    done = pod("j", ip="10.244.3.7", phase="Succeeded")
+    pods.store.put(object_key(done), done)
+    pods.event("update", far, done)
+    assert (await call(f"{base}/job/j", token=bound("j-0", "uid-j")))[0] == 403

@@ -29,10 +29,11 @@ Host header (``streams-<job>-consistentregion-api.<ns>``) or a ``/jobs/{ns}/{job
 the pod running a job publishes itself as the EndpointSlice of the job's selector-less API Service.
 
 Who may write on the REST API (report progress, drain, reset; ``streams_k8s.k8s.write_guard``):
-the job's own PE pods, recognised by source address among the PE pods this coordinator watches
-(a path naming a PE admits that PE's pods only), or a client whose bearer token passes
-TokenReview and whose user may ``update`` the job's Job (``streamsjobs.streams.ibm.com``, by
-name, in its namespace), per SubjectAccessReview. Reads stay open: the runtime sends no
+the job's own PE pods, recognised by source address among the PE pods this coordinator watches,
+or by a token bound to such a pod (TokenReview; a path naming a PE admits that PE's pods only),
+or a client whose bearer token passes TokenReview and whose user may ``update`` the job's Job
+(``streamsjobs.streams.ibm.com``, by name, in its namespace), per SubjectAccessReview (unless
+``token_review`` is off: then the job's pods only). Reads stay open: the runtime sends no
 credentials. Anyone else's write is a 401 or 403 with a JSON body.
 """
 
@@ -192,7 +193,7 @@ class Coordinator(JobRegions):
         guard = write_guard(
             self._write_target,
             self.pods_by_address,
-            TokenReviewer(client) if reviews else None,
+            TokenReviewer(client),  # also how a pod proves it is one of the job's
             AccessReviewer(client) if reviews else None,
         )
         middlewares = [guard]

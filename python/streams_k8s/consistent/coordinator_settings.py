@@ -39,8 +39,9 @@ class CoordinatorSettings(BaseSettings):
     udp_host: str = Field(PE_HOST_TEMPLATE, description="where a PE gets its hints (its headless Service)")
     token_review: bool = Field(
         True,
-        description="accept writes with a bearer token (TokenReview + SubjectAccessReview); off: "
-        "only the job's PE pods may write",
+        description="accept writes from users presenting a bearer token (TokenReview + "
+        "SubjectAccessReview); off: only the job's PE pods may write (by address, or by a token "
+        "bound to the pod)",
     )
 
     @field_validator("udp_host")

@@ -1,4 +1,5 @@
-"""Pods indexed by IP address, from a pod informer: who sent a request, by its source address.
+"""Pods indexed by IP address, from a pod informer: who sent a request, by its source address (or,
+for a request presenting a token bound to a pod, by the pod's name: `bound`).
 
 A server that trusts requests from certain pods (the PE pods of a job) looks their peer address
 up here instead of scanning the cache per request. Terminated pods (phase Succeeded or Failed)
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from streams_k8s.k8s.informer import Informer
-from streams_k8s.k8s.objects import Object, ObjectKey, object_key
+from streams_k8s.k8s.objects import Object, ObjectKey, meta, object_key
 
 _TERMINATED = ("Succeeded", "Failed")
 
@@ -33,6 +34,7 @@ def pod_addresses(pod: Object) -> set[str]:
 
 class PodsByAddress:
     def __init__(self, informer: Informer) -> None:
+        self._store = informer.store
         self._by_address: dict[str, dict[ObjectKey, Object]] = defaultdict(dict)
         informer.add_handler(self._on_event)
         for pod in informer.store.select():
@@ -55,3 +57,11 @@ class PodsByAddress:
     def at(self, address: str) -> list[Object]:
         """The live pods at this address (a peer address as the socket gives it)."""
         return list(self._by_address.get(peer_address(address), {}).values())
+
+    def bound(self, namespace: str, name: str, uid: str) -> Object | None:
+        """The live pod a token is bound to: of that name and uid (the pod of that name now may be
+        another one), not terminated."""
+        pod = self._store.get(ObjectKey(namespace, name))
+        if pod is None or meta(pod).get("uid") != uid:
+            return None
+        return pod if (pod.get("status") or {}).get("phase") not in _TERMINATED else None

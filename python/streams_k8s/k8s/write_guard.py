@@ -1,13 +1,19 @@
 """Who may write on an HTTP API that pods call without credentials.
 
 The Streams runtime calls its APIs with no credentials at all, so a write (any method but GET,
-HEAD and OPTIONS) is accepted from one of two callers:
+HEAD and OPTIONS) is accepted from one of these callers:
 
 - a pod the API trusts for what the request acts on, recognised by the request's source address
   (looked up in the pod cache, ``PodsByAddress``): the API's ``WriteTarget`` says which pods (a
   namespace and labels they carry);
-- a client presenting ``Authorization: Bearer <token>``: the token is reviewed with TokenReview,
-  then the user it names must be allowed the target's ``Access`` (SubjectAccessReview).
+- a pod proving who it is with a token bound to it (a projected service-account token: its
+  TokenReview names the pod in the user's extra, ``authentication.kubernetes.io/pod-name`` and
+  ``pod-uid``, in the service account's namespace): trusted exactly as a write from that pod's
+  address is (the target trusts the pod, found live in the pod cache with that uid). A client whose
+  pods' addresses do not reach the server, such as the simulated cluster, calls so;
+- a client presenting any other ``Authorization: Bearer <token>`` (or a pod-bound one the target
+  does not trust): the token is reviewed with TokenReview, then the user it names must be allowed
+  the target's ``Access`` (SubjectAccessReview).
 
 Anyone else gets a 401 (no credentials, not a trusted pod) or a 403 (a pod that may not write
 there, or a user the API server does not allow), with a JSON body. A presented token is always
@@ -33,6 +39,9 @@ from streams_k8s.k8s.reviews import Access, AccessReviews, Decision, Review, Tok
 
 # The reviewed user of a request that presented a token.
 USER = web.RequestKey("user", str)
+POD_NAME_EXTRA = "authentication.kubernetes.io/pod-name"
+POD_UID_EXTRA = "authentication.kubernetes.io/pod-uid"
+_SERVICE_ACCOUNT_USER = "system:serviceaccount:"
 CACHE_SECONDS = 30.0
 _MAX_CACHED = 4096
 _SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
@@ -89,6 +98,22 @@ def _forbidden(message: str) -> web.Response:
     return json_error(403, "Forbidden", message)
 
 
+def bound_pod(review: Review) -> tuple[str, str, str] | None:
+    """(namespace, name, uid) of the pod a reviewed token is bound to; None for any other token."""
+    names, uids = review.extra.get(POD_NAME_EXTRA) or (), review.extra.get(POD_UID_EXTRA) or ()
+    if len(names) != 1 or len(uids) != 1 or not review.user.startswith(_SERVICE_ACCOUNT_USER):
+        return None
+    namespace, _, account = review.user.removeprefix(_SERVICE_ACCOUNT_USER).partition(":")
+    return (namespace, names[0], uids[0]) if namespace and account else None
+
+
+def from_trusted_pod_token(review: Review, target: WriteTarget, pods: PodsByAddress | None) -> bool:
+    """The reviewed token is bound to a live pod (of that uid) the target trusts."""
+    bound = bound_pod(review)
+    pod = pods.bound(*bound) if pods is not None and bound is not None else None
+    return pod is not None and target.trusts(pod)
+
+
 def peer(request: web.Request) -> str:
     """The source address of the connection (never a forwarded-for header: anyone can send one)."""
     transport = request.transport
@@ -104,7 +129,8 @@ def write_guard(
     *,
     cache_seconds: float = CACHE_SECONDS,
 ) -> Middleware:
-    """The middleware. ``pods`` None trusts no pod; ``tokens`` or ``access`` None accepts no token."""
+    """The middleware. ``pods`` None trusts no pod; ``tokens`` None accepts no token; ``access``
+    None accepts only tokens bound to a pod the target trusts."""
     reviews, decisions = Verdicts(cache_seconds), Verdicts(cache_seconds)
 
     async def authenticated(request: web.Request, header: str) -> Review | web.Response:
@@ -112,7 +138,7 @@ def write_guard(
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             return _unauthorized("only bearer tokens are accepted")
-        if tokens is None or access is None:
+        if tokens is None:
             return _unauthorized("this server accepts no tokens (its token review is off)")
         try:
             review = await reviews.get(token, lambda: tokens(token))
@@ -123,7 +149,10 @@ def write_guard(
         return review
 
     async def allowed(review: Review, target: WriteTarget) -> web.Response | None:
-        assert access is not None
+        if from_trusted_pod_token(review, target, pods):
+            return None
+        if access is None:
+            return _forbidden(f"{review.user} may not write on {target.description} (only its pods may)")
         key = (review.user, review.uid, review.groups, target.access)
         try:
             decision: Decision = await decisions.get(key, lambda: access(review, target.access))

@@ -19,10 +19,10 @@ endpoints are 404, malformed input 400 (naming the field), a value the API serve
 anything unexpected 500, all with a JSON body `{"status", "reason", "message"}`.
 
 Who may write (PUT, PATCH, POST, DELETE; see `streams_k8s.k8s.write_guard` and the README): the
-PE pods of the job the path names, by source address (and, where the path names a PE, that PE's
-pods only), or a client whose bearer token passes TokenReview and whose user may `update` the
-Job (`streamsjobs.streams.ibm.com`, by name, in its namespace), per SubjectAccessReview. Reads
-stay open: the runtime sends no credentials.
+PE pods of the job the path names, by source address or by a token bound to the pod (and, where
+the path names a PE, that PE's pods only), or a client whose bearer token passes TokenReview and
+whose user may `update` the Job (`streamsjobs.streams.ibm.com`, by name, in its namespace), per
+SubjectAccessReview. Reads stay open: the runtime sends no credentials.
 """
 
 from __future__ import annotations
