@@ -87,6 +87,11 @@ class PeController:
     ) -> None:
         self.settings = settings or PeRuntimeSettings()
         self.report_wait = ReportWait(report_grace)  # for a started pod's connectivity report
+        # The version each PE's last status write was made on: a cache still showing it has not
+        # seen the write yet (its watch event reconciles the PE again), and a decision on it would
+        # act on the old status: a pod a kubelet takes a while to finish (status written, then
+        # deleted), recorded Deleted, was otherwise created again on the next event of its pod.
+        self._written_on: dict[ObjectKey, str] = {}
         self.client = manager.client
         self.pes = manager.informer(PES)
         self.jobs = manager.informer(JOBS)
@@ -177,11 +182,15 @@ class PeController:
     async def reconcile(self, key: ObjectKey) -> Requeue | None:
         obj = self.pes.store.get(key)
         if obj is None:
+            self._written_on.pop(key, None)
             self.report_wait.forget(key)
             self.expected.forget(key)
             await self.launch_counts.keep(key)
             return None
         pe = ProcessingElement.from_wire(obj)
+        if self._written_on.get(key) == pe.metadata.resource_version:
+            return None  # our status write is not in the cache yet: its event brings the PE back
+        self._written_on.pop(key, None)
         if pe.status is not None and pe.status.connectivity is not Connectivity.NONE:
             self.report_wait.reported(key, str(pe.metadata.uid))
         if pe.status is not None and pe.status.launch_count > 0:
@@ -344,6 +353,8 @@ class PeController:
         written = await self.client.patch(
             PES, str(pe.metadata.name), body, pe.metadata.namespace, subresource="status"
         )
+        key = ObjectKey(pe.metadata.namespace or "", str(pe.metadata.name))
+        self._written_on[key] = str(pe.metadata.resource_version)
         return ProcessingElement.from_wire(written)
 
 
