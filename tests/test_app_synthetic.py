@@ -33,6 +33,7 @@ def schema() -> etree.XMLSchema:
         exlocate_chain_ends=st.booleans(),
         isolate_heads=st.integers(0, 1),
         consistent_chains=st.integers(0, 2),
+        consistent_period=st.sampled_from([0.0, 2.5]),
         replicate_pools=st.booleans(),
         width_values=st.booleans(),
         required_values=st.booleans(),
@@ -45,6 +46,11 @@ def test_generated_adl_is_schema_valid_and_parses(spec: SyntheticSpec, schema: e
     assert len(app.operators) == spec.operators
     assert len(app.parallel_regions) == min(spec.regions, spec.chains)
     assert len(app.consistent_regions) == min(spec.consistent_chains, spec.chains)
+    for region in app.consistent_regions:
+        periodic = (
+            ("periodic", spec.consistent_period) if spec.consistent_period else ("operatorDriven", None)
+        )
+        assert (region.trigger, region.period) == periodic
 
 
 def test_written_sab_round_trips(tmp_path: Path) -> None:

@@ -55,6 +55,7 @@ class SyntheticSpec:
     exlocate_chain_ends: bool = False
     isolate_heads: int = 0
     consistent_chains: int = 0
+    consistent_period: float = 0.0  # seconds between a region's checkpoints; 0: operator-driven
     replicate_pools: bool = False  # regions replicate their chain's host pool per channel
     # region widths from submission-time values width0, width1, … (default ``width``, or required)
     width_values: bool = False
@@ -279,7 +280,7 @@ class _Writer:
             for i, op in enumerate(self.region_ops)
         )
         consistent = "".join(
-            _CONSISTENT_REGION.format(index=c) for c in range(min(s.consistent_chains, s.chains))
+            _consistent_region(c, s.consistent_period) for c in range(min(s.consistent_chains, s.chains))
         )
         ops = "".join(self.operator(op) for op in sorted(self.names))
         name = quoteattr(s.name)
@@ -322,10 +323,17 @@ def _types_and_definitions(spec: SyntheticSpec) -> str:
 
 _CONSISTENT_REGION = (
     '<splAnnotation internal="true" tag="consistentRegion"><value key="index" type="int64">{index}</value>'
-    '<value key="trigger" type="enum{{periodic,operatorDriven}}">operatorDriven</value>'
+    '<value key="trigger" type="enum{{periodic,operatorDriven}}">{trigger}</value>{period}'
     '<value key="drainTimeout" type="float64">180</value><value key="resetTimeout" type="float64">180</value>'
     '<value key="maxConsecutiveResetAttempts" type="int32">5</value></splAnnotation>'
 )
+
+
+def _consistent_region(index: int, period: float) -> str:
+    if not period:
+        return _CONSISTENT_REGION.format(index=index, trigger="operatorDriven", period="")
+    every = f'<value key="period" type="float64">{period}</value>'
+    return _CONSISTENT_REGION.format(index=index, trigger="periodic", period=every)
 
 
 def synthetic_adl(spec: SyntheticSpec) -> bytes:
