@@ -77,6 +77,14 @@ class ApiError(Exception):
         return body
 
 
+class PageNotFound(ApiError):
+    """A path no API is installed at: kube-apiserver answers Go's plain-text `404 page not found`,
+    not a Status."""
+
+    def __init__(self) -> None:
+        super().__init__(404, "404 page not found")
+
+
 def not_found(resource: str, name: str, group: str = "") -> ApiError:
     return ApiError(
         404, f'{_qualified(resource, group)} "{name}" not found', name=name, group=group, kind=resource

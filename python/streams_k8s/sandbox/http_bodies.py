@@ -11,7 +11,7 @@ import yaml
 from aiohttp import web
 
 from streams_k8s.sandbox.admission import FieldValidation, parse_json, parse_yaml
-from streams_k8s.sandbox.errors import ApiError, bad_request
+from streams_k8s.sandbox.errors import ApiError, PageNotFound, bad_request
 from streams_k8s.sandbox.registry import Registry
 from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.selectors import FieldMatcher, LabelSelector
@@ -24,6 +24,8 @@ def json_response(body: Any, status: int = 200, headers: dict[str, str] | None =
 
 
 def error_response(err: ApiError) -> web.Response:
+    if isinstance(err, PageNotFound):
+        return web.Response(status=404, text="404 page not found\n")
     headers = {"Retry-After": str(err.retry_after)} if err.retry_after is not None else None
     return json_response(err.status(), err.code, headers)
 

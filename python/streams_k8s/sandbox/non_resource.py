@@ -7,7 +7,7 @@ import orjson
 from aiohttp import web
 
 from streams_k8s.sandbox import discovery
-from streams_k8s.sandbox.errors import not_served
+from streams_k8s.sandbox.errors import PageNotFound, not_served
 from streams_k8s.sandbox.http_bodies import JSON, json_response
 from streams_k8s.sandbox.openapi import PROTOBUF_V2, OpenApi
 from streams_k8s.sandbox.registry import Registry
@@ -52,10 +52,4 @@ def serve_non_resource(
     builtin = parts[:1] == ["api"] or (parts[:1] == ["apis"] and discovery.builtin_group(registry, parts[1]))
     if builtin and len(parts) > 1:
         raise not_served()
-    return page_not_found()
-
-
-def page_not_found() -> web.Response:
-    """What kube-apiserver answers for a path no API serves (a group it does not know, a custom
-    resource's group-version it does not serve): Go's plain-text 404, not a Status."""
-    return web.Response(status=404, text="404 page not found\n")
+    raise PageNotFound()

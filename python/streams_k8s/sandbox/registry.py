@@ -85,13 +85,6 @@ class Registry:
             watcher.signal("end")
         del self.store.collections[rt.store_key]
 
-    def resolve(self, group: str, version: str, plural: str) -> ResourceType:
-        rt = self.served.get((group, version), {}).get(plural)
-        if rt is None:
-            gv = f"{group}/{version}" if group else version
-            raise ApiError(404, f"the server could not find the requested resource ({plural} in {gv})")
-        return rt
-
     # -- reads ----------------------------------------------------------------------------------
 
     def get(self, rt: ResourceType, ns: str | None, name: str) -> dict[str, Any]:

@@ -15,11 +15,11 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from streams_k8s.sandbox import disruption, scale
+from streams_k8s.sandbox import disruption, routing, scale
 from streams_k8s.sandbox.admission import FieldValidation
 from streams_k8s.sandbox.admission.limits import MAX_REQUEST_BODY, request_too_large
 from streams_k8s.sandbox.authn import Authenticator, Identity
-from streams_k8s.sandbox.errors import ApiError, bad_request, not_found
+from streams_k8s.sandbox.errors import ApiError, bad_request, method_not_allowed, not_found
 from streams_k8s.sandbox.faults import Faults
 from streams_k8s.sandbox.http_bodies import (
     JSON,
@@ -169,20 +169,19 @@ class ApiServer:
         return await self.faults.answer(lost, self._resource(request, info, body))
 
     async def _resource(self, request: web.Request, info: RequestInfo, body: bytes) -> web.StreamResponse:
-        rt = self.registry.resolve(info.group, info.version, info.resource)
-        _check_scope(rt, info)
+        rt = routing.resolve(self.registry, info)
         ns, name, sub = info.namespace, info.name, info.subresource
-        if sub is not None and sub not in rt.subresources:
-            raise not_found(f"{rt.plural}/{sub}", name or "", rt.group)
+        if sub is not None and sub not in rt.subresources:  # a custom resource's: its object is looked for
+            raise not_found(rt.plural, name or "", rt.group)
         if rt.review or (rt.key == ("", "serviceaccounts") and sub == "token"):
             return self._review(request, rt, info, body)
         if rt.key == PODS and sub in POD_STREAMS and name is not None and ns is not None:
             if info.verb not in (("get",) if sub == "log" else ("get", "create")):
-                raise _not_allowed(f"pods/{sub}")
+                raise method_not_allowed()
             return await serve_pod_stream(request, self.registry, self.logs, ns, name, sub)
         verb = _VERBS.get(info.verb)
         if verb is None:
-            raise _not_allowed(rt.plural)
+            raise method_not_allowed()
         return await verb(self, _Call(request, info, rt, body))
 
     async def _get(self, call: _Call) -> web.StreamResponse:
@@ -236,10 +235,8 @@ class ApiServer:
             if name is not None and sub == "eviction":
                 disruption.evict(self.registry, rt, call.ns, name, (data or {}).get("deleteOptions"))
                 return json_response({**_SUCCESS, "code": 201}, 201)
-            raise _not_allowed(f"{rt.plural}/{name}")
+            raise method_not_allowed()
         fields = FieldValidation.from_query(request.query.get("fieldValidation"))
-        if name is not None:
-            raise _not_allowed(f"{rt.plural}/{name}")
         data = decode_object(request, call.body, fields)
         return json_response(self.registry.create(rt, call.version, call.ns, data, call.dry_run, fields), 201)
 
@@ -269,9 +266,9 @@ class ApiServer:
         if content_type == APPLY_PATCH:
             config = decode_object(request, call.body, fields)
             manager, force = request.query.get("fieldManager"), request.query.get("force") == "true"
-            return json_response(
-                registry.apply(rt, version, ns, name, config, sub, call.dry_run, manager, force)
-            )
+            creates = sub is None and registry.find(rt, ns, name) is None
+            applied = registry.apply(rt, version, ns, name, config, sub, call.dry_run, manager, force)
+            return json_response(applied, 201 if creates else 200)
         patch = decode_patch(call.body, fields)
         return json_response(
             registry.patch(rt, version, ns, name, content_type, patch, sub, call.dry_run, fields)
@@ -310,8 +307,8 @@ class ApiServer:
 
     def _review(self, request: web.Request, rt: ResourceType, info: RequestInfo, body: bytes) -> web.Response:
         """A create the server answers and never stores: TokenRequest and the reviews."""
-        if info.verb != "create" or (rt.review and info.name is not None):
-            raise _not_allowed(rt.plural)
+        if info.verb != "create":
+            raise method_not_allowed()
         data = decode_object(request, body)
         if not rt.review:
             assert info.name is not None
@@ -367,34 +364,3 @@ _VERBS: dict[str, Callable[[ApiServer, _Call], Awaitable[web.StreamResponse]]] =
     "delete": ApiServer._delete,
     "deletecollection": ApiServer._delete_collection,
 }
-
-
-def _check_scope(rt: ResourceType, info: RequestInfo) -> None:
-    """A namespaced resource is addressed in a namespace (but for the verbs across namespaces); a
-    cluster-scoped one never is: 404 otherwise."""
-    if rt.namespaced != (info.namespace is not None) and info.verb not in (
-        "list",
-        "watch",
-        "deletecollection",
-    ):
-        if rt.namespaced:
-            raise ApiError(
-                404,
-                f"the server could not find the requested resource ({rt.plural} must be "
-                "addressed in a namespace)",
-            )
-        raise ApiError(
-            404, f"the server could not find the requested resource ({rt.plural} is not namespaced)"
-        )
-    if not rt.namespaced and info.namespace is not None:
-        raise ApiError(
-            404, f"the server could not find the requested resource ({rt.plural} is not namespaced)"
-        )
-
-
-def _not_allowed(what: str) -> ApiError:
-    return ApiError(
-        405,
-        f"the server does not allow this method on the requested resource ({what})",
-        reason="MethodNotAllowed",
-    )
