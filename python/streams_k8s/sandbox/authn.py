@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from streams_k8s.sandbox.admission.field_errors import go_quote
 from streams_k8s.sandbox.clock import now, stamp
 from streams_k8s.sandbox.errors import ApiError, bad_request, cause, invalid, not_found
 from streams_k8s.sandbox.registry import Registry
@@ -67,6 +68,21 @@ class IssuedToken:
     expires: float  # time.time()
     bound: tuple[str, str, str] | None  # (kind, name, uid)
     credential: str
+
+
+def _invalid(why: str) -> str:
+    """A token review's error as kube-apiserver's authenticator chain words it."""
+    return f"[invalid bearer token, {why}]"
+
+
+def _go_list(items: tuple[str, ...] | list[str]) -> str:
+    """A list of strings as Go's %q prints it: `["a" "b"]`."""
+    return "[" + " ".join(go_quote(item) for item in items) + "]"
+
+
+def _group_version(api_version: str) -> str:
+    """`v1` -> `/v1`, `apps/v1` -> `apps/v1`: a GroupVersion as Go prints it in a GroupVersionKind."""
+    return api_version if "/" in api_version else f"/{api_version}"
 
 
 def service_account_user(namespace: str, name: str) -> str:
@@ -113,18 +129,22 @@ class Authenticator:
             return None, (), "invalid bearer token, token has expired"
         accepted = tuple(a for a in audiences if a in issued.audiences)
         if not accepted:
-            return None, (), f"token audiences {list(issued.audiences)} is invalid for the target audiences"
+            why = f"token audiences {_go_list(issued.audiences)} is invalid for the target audiences"
+            return None, (), _invalid(f"{why} {_go_list(audiences)}")
         account = self.registry.find(
             self.registry.types[("", "serviceaccounts")], issued.namespace, issued.service_account
         )
-        if account is None or account["metadata"]["uid"] != issued.service_account_uid:
-            return None, (), f"service account {issued.namespace}/{issued.service_account} has been deleted"
+        if account is None:
+            return None, (), _invalid(f'serviceaccounts "{issued.service_account}" not found')
+        if account["metadata"]["uid"] != issued.service_account_uid:
+            why = f"service account UID ({account['metadata']['uid']}) does not match claim"
+            return None, (), _invalid(f"{why} ({issued.service_account_uid})")
         extra = {"authentication.kubernetes.io/credential-id": [issued.credential]}
         if issued.bound is not None:
             kind, name, uid = issued.bound
             bound = self.registry.find(self.registry.types[_BOUND_KINDS[kind]], issued.namespace, name)
             if bound is None or bound["metadata"]["uid"] != uid:
-                return None, (), f"the token's bound {kind.lower()} {issued.namespace}/{name} is gone"
+                return None, (), _invalid("service account token has been invalidated")
             if kind == "Pod":
                 extra["authentication.kubernetes.io/pod-name"] = [name]
                 extra["authentication.kubernetes.io/pod-uid"] = [uid]
@@ -145,21 +165,21 @@ class Authenticator:
         errors = []
         if not isinstance(audiences, list) or not all(isinstance(a, str) and a for a in audiences):
             errors.append(cause("spec.audiences", "Invalid value: must be a list of non-empty strings"))
-        if (
-            isinstance(seconds, bool)
-            or not isinstance(seconds, int)
-            or not MIN_EXPIRATION <= seconds <= MAX_EXPIRATION
-        ):
+        if isinstance(seconds, bool) or not isinstance(seconds, int) or seconds < MIN_EXPIRATION:
+            shown = f"Invalid value: {seconds!r}"
+            errors.append(
+                cause("spec.expirationSeconds", f"{shown}: may not specify a duration less than 10 minutes")
+            )
+        elif seconds > MAX_EXPIRATION:
             errors.append(
                 cause(
                     "spec.expirationSeconds",
-                    f"Invalid value: {seconds!r}: may not specify a duration less than 10 minutes "
-                    f"or more than {MAX_EXPIRATION} seconds",
+                    f"Invalid value: {seconds}: may not specify a duration larger than 2^32 seconds",
                 )
             )
-        bound = self._bound(namespace, spec.get("boundObjectRef"), errors)
-        if errors:
-            raise invalid("TokenRequest", name, errors, "authentication.k8s.io")
+        if errors:  # named "" as kube-apiserver names it (its internal object has no name yet)
+            raise invalid("TokenRequest", "", errors, "authentication.k8s.io")
+        bound = self._bound(namespace, name, spec.get("boundObjectRef"))
         token = secrets.token_urlsafe(32)
         expires = time.time() + seconds
         credential = f"JTI={secrets.token_hex(16)}"
@@ -167,6 +187,7 @@ class Authenticator:
             namespace, name, account["metadata"]["uid"], tuple(audiences), expires, bound, credential
         )
         spec.update({"audiences": audiences, "expirationSeconds": seconds})
+        spec.setdefault("boundObjectRef", None)  # a pointer without omitempty: null when unset
         return {
             "apiVersion": "authentication.k8s.io/v1",
             "kind": "TokenRequest",
@@ -175,18 +196,24 @@ class Authenticator:
             "status": {"token": token, "expirationTimestamp": _timestamp(expires)},
         }
 
-    def _bound(self, namespace: str, ref: Any, errors: list[dict[str, str]]) -> tuple[str, str, str] | None:
+    def _bound(self, namespace: str, account: str, ref: Any) -> tuple[str, str, str] | None:
+        """(kind, name, uid) of the object a token is bound to: a Pod running as the account, or a
+        Secret."""
         if not ref:
             return None
-        if not isinstance(ref, dict) or ref.get("kind") not in _BOUND_KINDS or not ref.get("name"):
-            errors.append(
-                cause("spec.boundObjectRef", "Invalid value: the kind must be Pod or Secret, with a name")
-            )
-            return None
-        kind, name = str(ref["kind"]), str(ref["name"])
+        if not isinstance(ref, dict) or ref.get("kind") not in _BOUND_KINDS:
+            kind = ref.get("kind", "") if isinstance(ref, dict) else ""
+            version = ref.get("apiVersion", "") if isinstance(ref, dict) else ""
+            raise bad_request(f"cannot bind token to object of type {_group_version(version)}, Kind={kind}")
+        kind, name = str(ref["kind"]), str(ref.get("name") or "")
         obj = self.registry.find(self.registry.types[_BOUND_KINDS[kind]], namespace, name)
         if obj is None:
             raise not_found(_BOUND_KINDS[kind][1], name)
+        if kind == "Pod" and ((obj.get("spec") or {}).get("serviceAccountName") or "default") != account:
+            raise bad_request(
+                f'cannot bind token for serviceaccount "{account}" to pod running with different '
+                "serviceaccount name."
+            )
         if ref.get("uid") and ref["uid"] != obj["metadata"]["uid"]:
             raise ApiError(
                 409, f"the uid of {kind.lower()} {name} is {obj['metadata']['uid']}, not {ref['uid']}"
@@ -208,7 +235,7 @@ class Authenticator:
             )
         wanted = tuple(spec.get("audiences") or API_AUDIENCES)
         identity, audiences, error = self.identity(token, wanted)
-        status: dict[str, Any] = {"authenticated": identity is not None}
+        status: dict[str, Any] = {"authenticated": True} if identity is not None else {}  # omitempty
         if identity is not None:
             status["user"] = identity.to_wire()
             status["audiences"] = list(audiences)
