@@ -12,8 +12,8 @@
 //
 // The facts are read by reflection from the Go types and their `protobuf:"..."` and `json:"..."`
 // tags, starting from the kinds registered in client-go's scheme (every built-in group, with the
-// review and subresource kinds and the meta options such as DeleteOptions) and in apiextensions'
-// (CRDs). A tag's number is taken as written; its wire kind and opt/rep are not: some hand-written
+// review and subresource kinds and the meta options such as DeleteOptions), in apiextensions'
+// (CRDs) and in meta.k8s.io/v1. A tag's number is taken as written; its wire kind and opt/rep are not: some hand-written
 // tags are stale (PriorityClass.value is tagged "bytes", DeleteOptions.propagationPolicy "varint"),
 // while the generated marshallers follow the Go type, and so does this table. Every message is
 // then marshalled, filled, by its generated code and the table checked against the bytes.
@@ -80,14 +80,15 @@ var (
 
 func main() {
 	out := flag.String("o", "", "file to write (default: standard output)")
+	samples := flag.String("samples", "", "also write a sample object of each kind, as protobuf and JSON, to this file")
 	flag.Parse()
-	if err := run(*out); err != nil {
+	if err := run(*out, *samples); err != nil {
 		fmt.Fprintln(os.Stderr, "protobuf-fields:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out string) (err error) {
+func run(out, samples string) (err error) {
 	defer func() { // the walk panics on a Go type it has no protobuf form for
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%v", r)
@@ -100,7 +101,11 @@ func run(out string) (err error) {
 		custom:   map[string]bool{},
 		lists:    map[string]bool{},
 	}
-	for _, scheme := range []*runtime.Scheme{clientgoscheme.Scheme, apiextensionsscheme.Scheme} {
+	// meta.k8s.io/v1: where kube-apiserver looks for a DeleteOptions body that names no kind
+	metaScheme := runtime.NewScheme()
+	metav1.AddToGroupVersion(metaScheme, metav1.SchemeGroupVersion)
+	kindOf := map[string]registered{} // one kind per message, for the samples
+	for _, scheme := range []*runtime.Scheme{clientgoscheme.Scheme, apiextensionsscheme.Scheme, metaScheme} {
 		for gvk, goType := range scheme.AllKnownTypes() {
 			if gvk.Version == runtime.APIVersionInternal || !isMessage(goType) {
 				continue
@@ -109,11 +114,20 @@ func run(out string) (err error) {
 			if t.kinds[apiVersion] == nil {
 				t.kinds[apiVersion] = map[string]string{}
 			}
-			t.kinds[apiVersion][gvk.Kind] = t.message(goType)
+			name := t.message(goType)
+			t.kinds[apiVersion][gvk.Kind] = name
+			if known, ok := kindOf[name]; !ok || gvk.String() < known.gvk.String() {
+				kindOf[name] = registered{scheme, gvk}
+			}
 		}
 	}
 	if err := t.check(); err != nil {
 		return err
+	}
+	if samples != "" {
+		if err := t.writeSamples(samples, kindOf); err != nil {
+			return err
+		}
 	}
 	text, err := t.render()
 	if err != nil {
@@ -319,11 +333,7 @@ func (t *table) check() error {
 	for name, fields := range t.messages {
 		goType := t.goTypes[name]
 		value := reflect.New(goType)
-		if _, sample, ok := t.handWritten(goType); ok {
-			value.Elem().Set(reflect.ValueOf(sample))
-		} else {
-			fill(value.Elem())
-		}
+		t.fill(value.Elem(), 1)
 		data, err := value.Interface().(protoMarshaler).Marshal()
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", name, err))
@@ -385,26 +395,18 @@ var scalarWire = map[string]string{
 	"uint32": "varint", "uint64": "varint", "float32": "fixed32", "float64": "fixed64",
 }
 
-// fill sets every tagged field of a struct to a value that is not its zero value, one level deep
-// (a nested message's own fields are checked with that message).
-func fill(v reflect.Value) {
-	if v.Kind() == reflect.Slice { // a list message
-		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
-		set(v.Index(0))
+// fill sets every tagged field of a value to something other than its zero value, down to depth
+// levels of nested structs (deeper ones stay zero, a pointer to one is set): a slice or map gets one
+// element, a time, quantity or raw JSON a valid one.
+func (t *table) fill(v reflect.Value, depth int) {
+	if _, sample, ok := t.handWritten(v.Type()); ok {
+		v.Set(reflect.ValueOf(sample))
 		return
 	}
-	for i := 0; i < v.NumField(); i++ {
-		if tag, ok := v.Type().Field(i).Tag.Lookup("protobuf"); ok && tag != "-" {
-			set(v.Field(i))
-		}
-	}
-}
-
-func set(v reflect.Value) {
 	switch v.Kind() {
 	case reflect.Pointer:
 		v.Set(reflect.New(v.Type().Elem()))
-		set(v.Elem())
+		t.fill(v.Elem(), depth)
 	case reflect.String:
 		v.SetString("x")
 	case reflect.Bool:
@@ -417,18 +419,28 @@ func set(v reflect.Value) {
 		v.SetFloat(1.5)
 	case reflect.Slice:
 		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
-		if v.Type().Elem().Kind() != reflect.Struct {
-			set(v.Index(0))
-		}
+		t.fill(v.Index(0), depth)
 	case reflect.Map:
 		m := reflect.MakeMap(v.Type())
 		key, value := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
-		set(key)
-		if value.Kind() != reflect.Struct {
-			set(value)
-		}
+		t.fill(key, depth)
+		t.fill(value, depth)
 		m.SetMapIndex(key, value)
 		v.Set(m)
+	case reflect.Struct:
+		if depth == 0 {
+			return
+		}
+		// RawExtension, FieldsV1, apiextensions JSON: their raw bytes are the JSON they marshal to
+		if raw := v.FieldByName("Raw"); raw.IsValid() && reflect.PointerTo(v.Type()).Implements(jsonMarshalerType) {
+			raw.SetBytes([]byte(`{"a":[1]}`))
+			return
+		}
+		for i := 0; i < v.NumField(); i++ {
+			if tag, ok := v.Type().Field(i).Tag.Lookup("protobuf"); ok && tag != "-" {
+				t.fill(v.Field(i), depth-1)
+			}
+		}
 	}
 }
 

@@ -23,6 +23,8 @@ from streams_k8s.sandbox.errors import ApiError, bad_request, method_not_allowed
 from streams_k8s.sandbox.faults import Faults
 from streams_k8s.sandbox.http_bodies import (
     JSON,
+    BodyKind,
+    check_acceptable,
     decode_object,
     decode_patch,
     delete_options,
@@ -170,11 +172,12 @@ class ApiServer:
 
     async def _resource(self, request: web.Request, info: RequestInfo, body: bytes) -> web.StreamResponse:
         rt = routing.resolve(self.registry, info)
+        check_acceptable(request)
         ns, name, sub = info.namespace, info.name, info.subresource
         if sub is not None and sub not in rt.subresources:  # a custom resource's: its object is looked for
             raise not_found(rt.plural, name or "", rt.group)
         if rt.review or (rt.key == ("", "serviceaccounts") and sub == "token"):
-            return self._review(request, rt, info, body)
+            return self._review(_Call(request, info, rt, body))
         if rt.key == PODS and sub in POD_STREAMS and name is not None and ns is not None:
             if info.verb not in (("get",) if sub == "log" else ("get", "create")):
                 raise method_not_allowed()
@@ -229,7 +232,7 @@ class ApiServer:
     async def _create(self, call: _Call) -> web.StreamResponse:
         request, rt, name, sub = call.request, call.rt, call.info.name, call.info.subresource
         if sub in _ACTION_SUBRESOURCES:
-            data = decode_object(request, call.body)
+            data = decode_object(request, call.body, call.body_kind)
             if name is not None and sub == "binding":
                 return json_response(self._bind(call.ns, name, data), 201)
             if name is not None and sub == "eviction":
@@ -237,18 +240,18 @@ class ApiServer:
                 return json_response({**_SUCCESS, "code": 201}, 201)
             raise method_not_allowed()
         fields = FieldValidation.from_query(request.query.get("fieldValidation"))
-        data = decode_object(request, call.body, fields)
+        data = decode_object(request, call.body, call.body_kind, fields)
         return json_response(self.registry.create(rt, call.version, call.ns, data, call.dry_run, fields), 201)
 
     async def _update(self, call: _Call) -> web.StreamResponse:
         request, rt, name, version = call.request, call.rt, call.object_name, call.version
         if call.info.subresource in _ACTION_SUBRESOURCES:
-            wanted = decode_object(request, call.body)
+            wanted = decode_object(request, call.body, call.body_kind)
             return json_response(
                 scale.update_scale(self.registry, rt, version, call.ns, name, wanted, call.dry_run)
             )
         fields = FieldValidation.from_query(request.query.get("fieldValidation"))
-        data = decode_object(request, call.body, fields)
+        data = decode_object(request, call.body, call.body_kind, fields)
         sub = call.info.subresource
         return json_response(
             self.registry.update(rt, version, call.ns, name, data, sub, call.dry_run, fields=fields)
@@ -264,7 +267,7 @@ class ApiServer:
             )
         fields = FieldValidation.from_query(request.query.get("fieldValidation"))
         if content_type == APPLY_PATCH:
-            config = decode_object(request, call.body, fields)
+            config = decode_object(request, call.body, call.body_kind, fields)
             manager, force = request.query.get("fieldManager"), request.query.get("force") == "true"
             creates = sub is None and registry.find(rt, ns, name) is None
             applied = registry.apply(rt, version, ns, name, config, sub, call.dry_run, manager, force)
@@ -305,11 +308,12 @@ class ApiServer:
             }
         )
 
-    def _review(self, request: web.Request, rt: ResourceType, info: RequestInfo, body: bytes) -> web.Response:
+    def _review(self, call: _Call) -> web.Response:
         """A create the server answers and never stores: TokenRequest and the reviews."""
+        request, rt, info = call.request, call.rt, call.info
         if info.verb != "create":
             raise method_not_allowed()
-        data = decode_object(request, body)
+        data = decode_object(request, call.body, call.body_kind)
         if not rt.review:
             assert info.name is not None
             assert info.namespace is not None
@@ -352,6 +356,20 @@ class _Call:
     @property
     def dry_run(self) -> bool:
         return "dryRun" in self.request.query
+
+    @property
+    def body_kind(self) -> BodyKind:
+        """What the request's body holds: a subresource's own kind (a Scale, an Eviction...) or
+        the resource's object."""
+        rt, sub = self.rt, self.info.subresource
+        if sub == "scale":
+            return BodyKind("autoscaling/v1", "Scale")
+        for extra in rt.extra_subresources:
+            if extra.name == sub:
+                group = rt.group if extra.group is None else extra.group
+                version = extra.version or self.version
+                return BodyKind(f"{group}/{version}" if group else version, extra.kind)
+        return BodyKind(rt.api_version(self.version), rt.kind, custom_resource=not rt.builtin)
 
 
 _VERBS: dict[str, Callable[[ApiServer, _Call], Awaitable[web.StreamResponse]]] = {
