@@ -161,7 +161,9 @@ class Authenticator:
             raise not_found("serviceaccounts", name)
         spec = dict(body.get("spec") or {})
         audiences = spec.get("audiences") or list(API_AUDIENCES)
-        seconds = spec.get("expirationSeconds", DEFAULT_EXPIRATION)
+        # null is unset (what a Go client's TokenRequest without one marshals to): the default
+        seconds = spec.get("expirationSeconds")
+        seconds = DEFAULT_EXPIRATION if seconds is None else seconds
         errors = []
         if not isinstance(audiences, list) or not all(isinstance(a, str) and a for a in audiences):
             errors.append(cause("spec.audiences", "Invalid value: must be a list of non-empty strings"))
