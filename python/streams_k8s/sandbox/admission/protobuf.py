@@ -499,13 +499,9 @@ def _schema_or_bool(values: dict[int, Any]) -> Any:
     return values[2] if values[2] is not None else values[1]
 
 
-def _schema_or_string_array(values: dict[int, Any]) -> Any:
-    """JSONSchemaPropsOrStringArray: the property list when not empty, else the schema (or null)."""
-    return values[2] if values[2] else values[1]
-
-
-def _schema_or_array(values: dict[int, Any]) -> Any:
-    """JSONSchemaPropsOrArray: the schema list when not empty, else the schema (or null)."""
+def _list_or_schema(values: dict[int, Any]) -> Any:
+    """JSONSchemaPropsOrStringArray, JSONSchemaPropsOrArray: the list (properties, schemas) when
+    not empty, else the schema (or null)."""
     return values[2] if values[2] else values[1]
 
 
@@ -526,8 +522,8 @@ CUSTOM_JSON: dict[str, Callable[[dict[int, Any]], Any]] = {
         for name, handler in (
             ("JSON", _json),
             ("JSONSchemaPropsOrBool", _schema_or_bool),
-            ("JSONSchemaPropsOrStringArray", _schema_or_string_array),
-            ("JSONSchemaPropsOrArray", _schema_or_array),
+            ("JSONSchemaPropsOrStringArray", _list_or_schema),
+            ("JSONSchemaPropsOrArray", _list_or_schema),
         )
     },
 }
