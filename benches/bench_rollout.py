@@ -59,6 +59,7 @@ from streams_k8s.api.contract import JOB_LABEL
 from streams_k8s.controller.kinds import JOBS, PES
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.events import EVENTS
+from streams_k8s.sandbox.authn import SIMULATION
 from streams_k8s.sandbox.server import RequestRecord
 
 WRITES = {"POST", "PUT", "PATCH", "DELETE"}
@@ -214,7 +215,7 @@ async def _edit(rig: Rig, name: str, spec: dict[str, Any]) -> Edit:
     planned = await _upgrade_started(rig.client, name) - wall
     partial = await _reconnected(rig.client)
     cpu = _cpu_seconds(rig.operator.process.pid) - cpu
-    writes = [r for r in list(rig.sandbox.requests)[mark:] if r.method in WRITES]
+    writes = [r for r in list(rig.sandbox.requests)[mark:] if r.method in WRITES and r.user != SIMULATION]
     return Edit(elapsed, planned, writes, cpu, partial, wall)
 
 
@@ -255,7 +256,9 @@ async def _bundle_upgrade(
         replaced = {i for i in after if after[i] != before[i]}
         mark = len(rig.sandbox.requests)
         created = await _create(rig, synthetic_job("floor", tmp, len(replaced)))
-        peer_writes = [r for r in list(rig.sandbox.requests)[mark:] if r.method in WRITES]
+        peer_writes = [
+            r for r in list(rig.sandbox.requests)[mark:] if r.method in WRITES and r.user != SIMULATION
+        ]
     changed = {i for i in specs if specs[i]["contentId"] != specs_after[i]["contentId"]}
     assert sorted(specs_after) == sorted(specs)  # no PE added or removed
     assert 0 < len(changed) <= len(rebuilt)  # a PE holds one or two operators

@@ -46,8 +46,8 @@ async def scenario() -> dict[str, float]:
                 lost = (await deployment.node_of())["pool-0"]
                 lost_pods = {p for p, n in (await deployment.node_of()).items() if n == lost}
                 started = time.monotonic()
-                deployment.cluster.taint(lost, UNREACHABLE, effect="NoSchedule")
-                deployment.cluster.taint(lost, UNREACHABLE, effect="NoExecute")
+                await deployment.cluster.taint(lost, UNREACHABLE, effect="NoSchedule")
+                await deployment.cluster.taint(lost, UNREACHABLE, effect="NoExecute")
 
                 async def moved() -> bool:
                     placements = await deployment.placements()

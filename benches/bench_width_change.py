@@ -35,6 +35,7 @@ from streams_k8s.controller.kinds import JOBS, PARALLEL_REGIONS, PES
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.kinds import PODS
 from streams_k8s.k8s.objects import Object
+from streams_k8s.sandbox.authn import SIMULATION
 
 JOB = "wide"
 SPECS = {  # PEs at width 4: 1,032 (the figure) and 17 (a smoke test that runs with the suite)
@@ -87,7 +88,7 @@ async def _measure(tmp: Path, spec: SyntheticSpec) -> dict[str, Any]:
         await client.patch(PARALLEL_REGIONS, region, {"spec": {"replicas": 8}}, NS, subresource="scale")
         await until(lambda: _settled(client, region, 8), within=600, every=0.1)
         elapsed = time.monotonic() - started
-        log = list(sandbox.requests)[mark:]
+        log = [r for r in list(sandbox.requests)[mark:] if r.user != SIMULATION]  # not the kubelet's
         after = {i: pe["spec"]["contentId"] for i, pe in (await _pes(client)).items()}
     usage = rig.usage
     assert usage is not None

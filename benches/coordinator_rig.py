@@ -21,7 +21,6 @@ from streams_k8s.k8s.client import Resource
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.settings import RuntimeSettings
 from streams_k8s.sandbox import Sandbox
-from streams_k8s.sandbox.cluster.pe_identity import session_from
 
 PODS = Resource("", "v1", "pods", "Pod")
 JOB = "bench"
@@ -29,6 +28,12 @@ JOB = "bench"
 
 def pe_address(pe: int) -> str:
     return f"127.245.{pe // 250}.{pe % 250 + 1}"
+
+
+def session_from(address: str, timeout: aiohttp.ClientTimeout) -> aiohttp.ClientSession:
+    """A session whose connections leave from ``address`` (a loopback one: Linux routes all of
+    127.0.0.0/8 to this host), as the real runtime's calls leave from its pod's address."""
+    return aiohttp.ClientSession(timeout=timeout, connector=aiohttp.TCPConnector(local_addr=(address, 0)))
 
 
 def pe_pod(pe: int) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from operator_support import first_status
 from streams_k8s.controller.kinds import JOBS
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.sandbox import Sandbox
+from streams_k8s.sandbox.authn import SIMULATION
 from streams_k8s.sandbox.cluster.pe_hooks import RuntimeHooks
 
 REQUEST_LOG = 1_000_000  # the sandbox keeps 10,000 by default: too few for 1,000 PEs
@@ -74,8 +75,12 @@ async def seconds_until_status(
 
 
 async def listed(sandbox: Sandbox, plural: str) -> bool:
-    """The operator has listed ``plural`` (a watch is logged only when it ends)."""
-    return any(r.method == "GET" and r.path.endswith(f"/{plural}") for r in list(sandbox.requests))
+    """The operator has listed ``plural`` (a watch is logged only when it ends; the simulated
+    cluster's own lists, user sandbox:simulation, do not count)."""
+    return any(
+        r.method == "GET" and r.path.endswith(f"/{plural}") and r.user != SIMULATION
+        for r in list(sandbox.requests)
+    )
 
 
 def spread(values: list[float]) -> str:

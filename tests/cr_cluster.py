@@ -1,10 +1,15 @@
-"""A job with consistent regions in the sandbox, without the instance operator (issue 6).
+"""A job with consistent regions in the sandbox, without the instance operator (issue 6), and the
+coordinators the sandbox's pods run.
 
 ``JobWorld`` creates what the instance operator will: the ConsistentRegionOperator, one
 ConsistentRegion per region, a ProcessingElement and a pod per PE; it stands in for the
 operator's connectivity endpoint (the simulated PE runtime's report sets the PE's connectivity
 to Full) and relaunches a failed PE pod at the next launch count. ``CoordinatorPod`` runs the
-coordinator as its pod would (Manager + Coordinator) on loopback ports.
+coordinator in the test's process (Manager + Coordinator) on loopback ports, for jobs that have no
+coordinator pod (no operator rendered one). Where the operator renders the coordinator's
+Deployment (or a coordinator pool runs), its pods run ``streams-k8s coordinator`` processes of
+their own: ``coordinator_accounts`` gives them their service account, ``coordinator_url`` finds
+where one listens.
 """
 
 from __future__ import annotations
@@ -13,21 +18,17 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
-from aiohttp import web
-
-from k8s_support import sandbox_runtime
-from streams_k8s.api.contract import coordinator_service_name
+from k8s_support import eventually_async, sandbox_runtime
+from streams_k8s.api.contract import COORDINATOR_API_PORT, JOB_LABEL, SVC_LABEL
 from streams_k8s.consistent.coordinator import Coordinator, setup
 from streams_k8s.consistent.coordinator_settings import CoordinatorSettings
 from streams_k8s.consistent.kinds import CONSISTENT_REGIONS, PROCESSING_ELEMENTS, REGION_OPERATORS
-from streams_k8s.k8s.client import KubeClient
-from streams_k8s.k8s.errors import ApiError
-from streams_k8s.k8s.kinds import ENDPOINT_SLICES, PODS
+from streams_k8s.consistent.manifests import COORDINATOR_SVC, coordinator_auth_delegation, coordinator_rbac
+from streams_k8s.k8s.client import KubeClient, Resource
+from streams_k8s.k8s.kinds import PODS
 from streams_k8s.k8s.manager import Manager
-from streams_k8s.k8s.write_guard import peer
 from streams_k8s.sandbox import Sandbox
-from streams_k8s.sandbox.cluster.pe_identity import PeIdentity, session_from
+from streams_k8s.sandbox.cluster.pe_identity import PeIdentity, is_ready
 
 NAMESPACE = "default"
 
@@ -246,55 +247,39 @@ def shared(pod_name: str, **overrides: Any) -> CoordinatorSettings:
     return loopback_settings(mode="shared", pod_name=pod_name, **overrides)
 
 
-class JobServiceRouter:
-    """Stands in for the cluster network in front of each job's selector-less
-    ``streams-<job>-consistentregion-api`` Service: forwards ``/jobs/{namespace}/{job}/...`` to
-    the endpoint the job's coordinator published (every pod's port is on loopback here)."""
+_RBAC = {
+    "ServiceAccount": Resource("", "v1", "serviceaccounts", "ServiceAccount"),
+    "Role": Resource("rbac.authorization.k8s.io", "v1", "roles", "Role"),
+    "RoleBinding": Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
+    "ClusterRoleBinding": Resource(
+        "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False
+    ),
+}
 
-    def __init__(self, client: KubeClient) -> None:
-        self.client = client
-        self._runner: web.AppRunner | None = None
-        self.url = ""
 
-    async def start(self) -> JobServiceRouter:
-        app = web.Application()
-        app.router.add_route("*", "/jobs/{namespace}/{job}/{tail:.*}", self._forward)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
-        self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
-        return self
+async def coordinator_accounts(client: KubeClient, namespace: str = NAMESPACE) -> None:
+    """The namespace setup coordinators need (deploy/coordinator-rbac.yaml): their ServiceAccount,
+    Role and bindings; without it the kubelet cannot mint their pods' tokens."""
+    for obj in [*coordinator_rbac(namespace), coordinator_auth_delegation(namespace)]:
+        await client.create_if_absent(_RBAC[obj["kind"]], obj, namespace)
 
-    async def endpoint(self, namespace: str, job: str) -> tuple[str, int] | None:
-        """(pod name, API port) the job's API Service points at (its EndpointSlice)."""
-        try:
-            endpoint_slice = await self.client.get(ENDPOINT_SLICES, coordinator_service_name(job), namespace)
-        except ApiError:
-            return None
-        ports = {p["name"]: p["port"] for p in endpoint_slice.get("ports") or ()}
-        for endpoint in endpoint_slice.get("endpoints") or ():
-            return endpoint["targetRef"]["name"], ports["sys-api"]
-        return None
 
-    async def _forward(self, request: web.Request) -> web.Response:
-        endpoint = await self.endpoint(request.match_info["namespace"], request.match_info["job"])
-        if endpoint is None:
-            return web.Response(status=503, text="the job's API Service has no endpoint")
-        url = f"http://127.0.0.1:{endpoint[1]}{request.rel_url}"
-        # As a Service does, the caller's address reaches the pod (the coordinator trusts PE pods
-        # by it): the forwarded connection leaves from it.
-        timeout = aiohttp.ClientTimeout(total=10)
-        try:
-            async with (
-                session_from(peer(request), timeout) as http,
-                http.request(request.method, url, data=await request.read()) as answer,
-            ):
-                return web.Response(
-                    status=answer.status, body=await answer.read(), content_type=answer.content_type
-                )
-        except (aiohttp.ClientError, RuntimeError) as err:  # RuntimeError: the router is closing
-            return web.Response(status=503, text=str(err))
+def pod_url(sandbox: Sandbox, pod: dict[str, Any]) -> str | None:
+    """Where the process of a pod the sandbox runs listens (its API port), None if none does."""
+    assert sandbox.simulation is not None
+    address = sandbox.simulation.host_network.where(str((pod.get("status") or {}).get("podIP") or ""))
+    return f"http://{address}:{COORDINATOR_API_PORT}" if address else None
 
-    async def close(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
+
+async def coordinator_url(sandbox: Sandbox, client: KubeClient, job: str, within: float = 30.0) -> str:
+    """The REST API of the job's dedicated coordinator, once its pod is Ready."""
+    found: list[str] = []
+
+    async def ready() -> bool:
+        selector = f"{JOB_LABEL}={job},{SVC_LABEL}={COORDINATOR_SVC}"
+        pods, _ = await client.list_all(PODS, NAMESPACE, label_selector=selector)
+        found[:] = [url for p in pods if is_ready(p) and (url := pod_url(sandbox, p))]
+        return bool(found)
+
+    await eventually_async(ready, within=within)
+    return found[0]

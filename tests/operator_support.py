@@ -26,7 +26,7 @@ from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.kinds import PODS
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.sandbox import Sandbox
-from streams_k8s.sandbox.cluster.pe_identity import session_from
+from streams_k8s.sandbox.cluster.pod_tokens import PodRef, PodTokens
 
 # Every child created; Running as well once the PE controller has the pods ready.
 SUBMITTED = ("Submitted", "Running")
@@ -181,14 +181,14 @@ async def drop_job_name_rules(client: KubeClient) -> None:
     await client.replace(CRDS, crd)
 
 
-async def pe_pod_address(client: KubeClient, job: str, pe: int, namespace: str = "default") -> str:
-    """The address of the PE's running pod (a loopback address in the sandbox)."""
-    found: list[str] = []
+async def pe_pod(client: KubeClient, job: str, pe: int, namespace: str = "default") -> dict[str, Any]:
+    """The PE's pod, once it has an address."""
+    found: list[dict[str, Any]] = []
 
     async def running() -> bool:
         selector = f"{JOB_LABEL}={job},{PE_LABEL}={pe}"
         pods, _ = await client.list_all(PODS, namespace, label_selector=selector)
-        found[:] = [p["status"]["podIP"] for p in pods if (p.get("status") or {}).get("podIP")]
+        found[:] = [p for p in pods if (p.get("status") or {}).get("podIP")]
         return bool(found)
 
     await eventually_async(running, within=15)
@@ -199,7 +199,9 @@ async def pe_pod_address(client: KubeClient, job: str, pe: int, namespace: str =
 async def as_pe(
     client: KubeClient, job: str, pe: int, namespace: str = "default"
 ) -> AsyncIterator[aiohttp.ClientSession]:
-    """An HTTP session that calls from the PE's pod, as the Streams runtime in it would."""
-    address = await pe_pod_address(client, job, pe, namespace)
-    async with session_from(address, aiohttp.ClientTimeout(total=10)) as session:
+    """An HTTP session that calls as the PE's pod: presenting a token bound to it, as the
+    simulated PE runtime does (its pod's address is not on this host)."""
+    token = await PodTokens(client).token(PodRef.of(await pe_pod(client, job, pe, namespace)))
+    headers = {"Authorization": f"Bearer {token}"}
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10), headers=headers) as session:
         yield session

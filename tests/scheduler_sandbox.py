@@ -113,6 +113,17 @@ class Deployment:
         assert self.sandbox.cluster is not None
         return self.sandbox.cluster
 
+    def lose(self, nodes: set[str]) -> None:
+        """These nodes become unreachable at once (NoSchedule and NoExecute `UNREACHABLE` taints
+        written in one step, as one event each): the scheduler never sees a zone half lost."""
+        registry = self.sandbox.registry
+        rt = registry.types[("", "nodes")]
+        for name in sorted(nodes):
+            node = registry.get(rt, None, name)
+            taints = [t for t in node["spec"].get("taints") or () if t.get("key") != UNREACHABLE]
+            taints += [{"key": UNREACHABLE, "effect": effect} for effect in ("NoSchedule", "NoExecute")]
+            registry.update(rt, "v1", None, name, {**node, "spec": {**node["spec"], "taints": taints}})
+
     # -- setup ---------------------------------------------------------------------------------
 
     async def start(

@@ -3,9 +3,11 @@ API of a running operator and a job's dedicated coordinator. Bounded (a few hund
 all) so it runs with the suite.
 
 Every answer must be below 500 and JSON when it is an error. Unauthenticated writes from the
-test process (no pod's address) must be 401 or 403. Then the same operations are sent as the
-job's PE 0 would send them (from its pod's address), with the path parameters pinned to the
-job and that PE (and widths small), so that the handlers behind the guard see generated input.
+test process (no pod's address, no token) must be 401 or 403. Then the same operations are sent
+as the job's PE 0 would send them (with a token bound to its pod, as the simulated runtime calls),
+with the path parameters pinned to the job and that PE (and widths small), so that the handlers
+behind the guard see generated input. The coordinator is the process the sandbox's kubelet runs in
+the job's coordinator pod.
 """
 
 from __future__ import annotations
@@ -22,10 +24,9 @@ import pytest
 import requests
 import schemathesis
 from hypothesis import HealthCheck, given, settings
-from requests.adapters import HTTPAdapter
 
-from cr_cluster import CoordinatorPod, dedicated
-from operator_support import SUBMITTED, job_manifest, operator, pe_pod_address, wait_for_phase
+from cr_cluster import coordinator_accounts, coordinator_url
+from operator_support import SUBMITTED, job_manifest, operator, pe_pod, wait_for_phase
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.consistent.rest import BASE_PATH
 from streams_k8s.controller.kinds import JOBS
@@ -33,6 +34,7 @@ from streams_k8s.controller.rest.openapi import OPENAPI
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.cluster.consistent_region import ConsistentRegionParticipant
+from streams_k8s.sandbox.cluster.pod_tokens import PodRef, PodTokens
 
 JOB = "fuzz"
 EXAMPLES = 6  # per operation and caller: ~ (17 + 14 operations) x 2 callers x 6
@@ -46,7 +48,7 @@ class World:
 
     api: str = ""
     coordinator: str = ""
-    pe_address: str = ""
+    pe_token: str = ""  # bound to PE 0's pod
     coordinator_document: dict[str, Any] = field(default_factory=dict)
     ready: threading.Event = field(default_factory=threading.Event)
     failure: BaseException | None = None
@@ -55,7 +57,7 @@ class World:
 
     async def run(self, directory: Path) -> None:
         self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
-        participant = ConsistentRegionParticipant(None, poll_interval=0.05)
+        participant = ConsistentRegionParticipant(poll_interval=0.05)
         with pytest.MonkeyPatch.context() as monkeypatch:
             async with (
                 Sandbox(nodes=2, pe_hooks=participant) as sandbox,
@@ -64,18 +66,15 @@ class World:
             ):
                 assert sandbox.pe_runtime is not None
                 await sandbox.pe_runtime.report_to(running.api)
+                await coordinator_accounts(client)
                 spec = SyntheticSpec(chains=2, length=3, regions=1, width=2, consistent_chains=1)
                 await client.create(JOBS, job_manifest(JOB, write_sab(directory / "app.sab", spec)))
                 await wait_for_phase(client, JOB, *SUBMITTED)
-                self.pe_address = await pe_pod_address(client, JOB, 0)
-                pod = await CoordinatorPod(sandbox, dedicated(JOB, token_review=True)).start()
-                try:
-                    participant.connect(pod.url)
-                    self.api, self.coordinator = running.api, f"{pod.url}{BASE_PATH}"
-                    self.ready.set()
-                    await self._stop.wait()
-                finally:
-                    await pod.stop()
+                self.pe_token = await PodTokens(client).token(PodRef.of(await pe_pod(client, JOB, 0)))
+                self.api = running.api
+                self.coordinator = f"{await coordinator_url(sandbox, client, JOB)}{BASE_PATH}"
+                self.ready.set()
+                await self._stop.wait()
 
     def serve(self, directory: Path) -> threading.Thread:
         def main() -> None:
@@ -106,22 +105,11 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     thread.join(30)
 
 
-class FromAddress(HTTPAdapter):
-    """Connections that leave from one local address (a sandbox pod's)."""
-
-    def __init__(self, address: str) -> None:
-        self.address = address
-        super().__init__()
-
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        kwargs["source_address"] = (self.address, 0)
-        super().init_poolmanager(*args, **kwargs)
-
-
-def session(address: str | None = None) -> requests.Session:
+def session(token: str | None = None) -> requests.Session:
+    """A session presenting ``token`` (None: no credentials)."""
     http = requests.Session()
-    if address is not None:
-        http.mount("http://", FromAddress(address))
+    if token is not None:
+        http.headers["Authorization"] = f"Bearer {token}"
     return http
 
 
@@ -202,7 +190,7 @@ def test_unauthenticated_writes_are_refused_and_nothing_is_a_server_error(
 def test_the_runtime_side_answers_no_server_error(world: World, coordinator_document: dict[str, Any]) -> None:
     instance = pinned(OPENAPI, {"job": [JOB], "pe": ["0"], "port": ["0", "1"], "id": ["0", "1"]})
     coordinator = pinned(coordinator_document, {"pe": ["0"], "region": ["0", "1"]})
-    with session(world.pe_address) as http:
+    with session(world.pe_token) as http:
         sent = fuzz(instance, world.api, http, no_server_error)
         sent += fuzz(coordinator, world.coordinator, http, no_server_error)
     assert sent >= 100

@@ -61,9 +61,9 @@ async def disrupt(sandbox: Sandbox, client: KubeClient, rng: random.Random, job:
     elif placed and len((await client.list_all(NODES))[0]) > 2:
         node = rng.choice(placed)
         if action == "remove":
-            sandbox.cluster.remove_node(node)
+            await sandbox.cluster.remove_node(node)
             return
-        sandbox.cluster.cordon(node)  # kubectl drain: cordon, then the Eviction API
+        await sandbox.cluster.cordon(node)  # kubectl drain: cordon, then the Eviction API
         for pod in pods:
             if pod["spec"].get("nodeName") == node:
                 name = pod["metadata"]["name"]

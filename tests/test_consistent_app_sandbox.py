@@ -125,7 +125,7 @@ async def test_operator_driven_checkpoints_then_a_pe_failure_resets_to_the_last(
 
                 await eventually_async(checkpointed, within=10)
             assert sb.cluster is not None
-            sb.cluster.kubelet.fail_pod("default", world.pod_name(1), reason="Killed", message="test")
+            await sb.cluster.fail_pod("default", world.pod_name(1), reason="Killed", message="test")
             await eventually_async(lambda: state_is("UNHEALTHY"), within=10)
             await world.launch(1)
             await eventually_async(lambda: state_is("PROCESSING"), within=15)

@@ -118,7 +118,7 @@ async def test_a_pe_pod_killed_mid_drain_makes_the_region_unhealthy_then_reset_t
         checkpoint = draining["lastCompletedSeqID"]
         assert checkpoint >= done
         assert s.sandbox.cluster is not None
-        s.sandbox.cluster.kubelet.fail_pod("default", s.world.pod_name(2), reason="Killed", message="test")
+        await s.sandbox.cluster.fail_pod("default", s.world.pod_name(2), reason="Killed", message="test")
         await s.until(0, lambda st: st.get("state") == "UNHEALTHY")
         participant.drain_delay = 0.0
         await s.world.launch(2)  # the instance operator's relaunch, at launch count 2

@@ -2,19 +2,20 @@
 StatefulSet, the pool pods run the jobs their placements give them, and the pool follows
 losses (a pod, a zone) and demand (growing, compacting). Everything is read back over HTTP.
 
-Six nodes over three zones (node-i in zone z{i%3}). The sandbox runs the StatefulSet's pods;
-``PoolProcesses`` starts a coordinator process for each Running pool pod, as its container
-would, and stops it when the pod goes.
+Six nodes over three zones (node-i in zone z{i%3}). The sandbox runs the StatefulSet's pods, and
+in each a `streams-k8s coordinator --mode shared` process (its kubelet starts the container's
+program); the simulated PEs reach each job's coordinator through the job's selector-less API
+Service, whose EndpointSlice the pool pod running the job publishes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 import pytest
 
 from cr_cluster import (
@@ -22,11 +23,10 @@ from cr_cluster import (
     PODS,
     REGION_OPERATORS,
     ConnectivityToPeStatus,
-    CoordinatorPod,
-    JobServiceRouter,
     JobWorld,
+    coordinator_accounts,
+    pod_url,
     region_spec,
-    shared,
 )
 from k8s_support import eventually_async, sandbox_runtime
 from streams_k8s.api.consistent_region import ConsistentRegionOperator, VReplicaPlacement
@@ -51,61 +51,9 @@ POOL_SELECTOR = ",".join(f"{k}={v}" for k, v in POOL_LABELS.items())
 
 
 @dataclass
-class PoolProcesses:
-    """One coordinator process per Running pool pod (by pod UID), as the kubelet would run."""
-
-    sandbox: Sandbox
-    client: KubeClient
-    running: dict[str, tuple[str, CoordinatorPod]] = field(default_factory=dict)  # uid -> (pod, process)
-    task: asyncio.Task[None] | None = None
-
-    async def _follow(self) -> None:
-        while True:
-            items, _ = await self.client.list_all(PODS, NAMESPACE, label_selector=POOL_SELECTOR)
-            live = {
-                item["metadata"]["uid"]: item
-                for item in items
-                if item["status"].get("phase") == "Running"
-                and item["status"].get("podIP")
-                and not item["metadata"].get("deletionTimestamp")
-            }
-            for uid in set(self.running) - set(live):
-                _, process = self.running.pop(uid)
-                await process.stop()
-            for uid, pod in live.items():
-                if uid not in self.running:
-                    name = pod["metadata"]["name"]
-                    settings = shared(name, pod_ip=pod["status"]["podIP"])
-                    self.running[uid] = (name, await CoordinatorPod(self.sandbox, settings).start())
-            await asyncio.sleep(0.1)
-
-    def start(self) -> None:
-        self.task = asyncio.create_task(self._follow())
-
-    async def stop(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
-        for _, process in self.running.values():
-            await process.stop()
-        self.running.clear()
-
-    def jobs_of(self, pod: str) -> set[str]:
-        """The jobs the process of ``pod`` runs."""
-        return {
-            key.name
-            for name, process in self.running.values()
-            if name == pod and process.coordinator is not None
-            for key in process.coordinator.jobs
-        }
-
-
-@dataclass
 class SharedPool:
     sandbox: Sandbox
     client: KubeClient
-    processes: PoolProcesses
     scheduler: Manager | None = None
     task: asyncio.Task[int] | None = None
     worlds: dict[str, JobWorld] = field(default_factory=dict)
@@ -119,7 +67,6 @@ class SharedPool:
         self.task = asyncio.create_task(self.scheduler.run(handle_signals=False))
 
     async def stop(self) -> None:
-        await self.processes.stop()
         if self.scheduler is not None and self.task is not None:
             self.scheduler.stop()
             await self.task
@@ -180,6 +127,25 @@ class SharedPool:
         endpoints = found.get("endpoints") or [{}]
         return endpoints[0].get("targetRef", {}).get("name")
 
+    async def jobs_of(self, pod: str) -> set[str]:
+        """The jobs the coordinator process of ``pod`` runs (its REST API answers for them)."""
+        found = (await self.pool_pods()).get(pod)
+        url = pod_url(self.sandbox, found) if found is not None else None
+        if url is None:
+            return set()
+        running = set()
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as http:
+            for job in self.worlds:
+                try:
+                    async with http.get(
+                        f"{url}/jobs/{NAMESPACE}/{job}/api/consistentregion/region/0/state"
+                    ) as r:
+                        if r.status == 200:
+                            running.add(job)
+                except aiohttp.ClientError:
+                    return set()  # not listening (yet, or any more)
+        return running
+
     async def pool_pods(self) -> dict[str, dict[str, Any]]:
         items, _ = await self.client.list_all(PODS, NAMESPACE, label_selector=POOL_SELECTOR)
         return {i["metadata"]["name"]: i for i in items if not i["metadata"].get("deletionTimestamp")}
@@ -197,9 +163,10 @@ class SharedPool:
             for pod, n in held.items():
                 used[pod] = used.get(pod, 0) + n
         assert all(n <= CAPACITY for n in used.values()), used  # capacity is never exceeded
+        running = {pod: await self.jobs_of(pod) for pod in pods}
         for job, runner in (await self.runners()).items():
             if await self.endpoint_owner(job) != runner or {
-                pod for pod in pods if job in self.processes.jobs_of(pod)
+                pod for pod, jobs in running.items() if job in jobs
             } != {runner}:
                 return False
         return True
@@ -224,25 +191,21 @@ class SharedPool:
 @pytest.fixture
 async def pool() -> AsyncIterator[SharedPool]:
     reporter = ConnectivityToPeStatus()
-    participant = ConsistentRegionParticipant("", poll_interval=0.05)
+    participant = ConsistentRegionParticipant(poll_interval=0.05)  # at each job's API Service
     async with (
         Sandbox(nodes=6, zones=["z0", "z1", "z2"], pe_reporter=reporter, pe_hooks=participant) as sb,
         await KubeClient.connect(str(sb.kubeconfig_path)) as client,
     ):
         reporter.client = client
-        router = await JobServiceRouter(client).start()
-        participant.base_url = router.url + "/jobs/{namespace}/{job}"
-        processes = PoolProcesses(sb, client)
-        shared_pool = SharedPool(sb, client, processes)
+        await coordinator_accounts(client)
+        shared_pool = SharedPool(sb, client)
         await client.create(
             STATEFULSETS, coordinator_pool(namespace=NAMESPACE, image="streams-k8s:test", replicas=0)
         )
-        processes.start()
         try:
             yield shared_pool
         finally:
             await shared_pool.stop()
-            await router.close()
 
 
 async def test_jobs_spread_over_the_pool_and_survive_losing_a_pod_and_a_zone(pool: SharedPool) -> None:
@@ -285,9 +248,10 @@ async def test_jobs_spread_over_the_pool_and_survive_losing_a_pod_and_a_zone(poo
     zone = int(node_of_lost.rsplit("-", 1)[1]) % 3
     lost_nodes = {node for node in zone_nodes if int(node.rsplit("-", 1)[1]) % 3 == zone}
     for node in lost_nodes:
-        pool.sandbox.cluster.taint(node, UNREACHABLE, effect="NoSchedule")  # type: ignore[union-attr]
-        pool.sandbox.cluster.taint(node, UNREACHABLE, effect="NoExecute")  # type: ignore[union-attr]
+        await pool.sandbox.cluster.taint(node, UNREACHABLE, effect="NoSchedule")  # type: ignore[union-attr]
+        await pool.sandbox.cluster.taint(node, UNREACHABLE, effect="NoExecute")  # type: ignore[union-attr]
     moved = [job for job, runner in runners.items() if pods[runner]["spec"]["nodeName"] in lost_nodes]
+    await pool.sandbox.settle()  # the taint eviction controller and the kubelets are done
     await pool.relaunch_evicted_pes()
     assert "job0" in moved
 
@@ -348,7 +312,7 @@ async def test_a_cordoned_nodes_jobs_move_to_a_new_pod_while_the_old_one_still_r
     cordoned = runners["a"]
     moved = sorted(job for job, runner in runners.items() if runner == cordoned)
     pods = await pool.pool_pods()
-    pool.sandbox.cluster.cordon(pods[cordoned]["spec"]["nodeName"])  # type: ignore[union-attr]
+    await pool.sandbox.cluster.cordon(pods[cordoned]["spec"]["nodeName"])  # type: ignore[union-attr]
 
     async def moved_to_the_new_pod() -> bool:
         now = await pool.runners()
@@ -357,7 +321,7 @@ async def test_a_cordoned_nodes_jobs_move_to_a_new_pod_while_the_old_one_still_r
     await eventually_async(moved_to_the_new_pod, within=30)
     assert await pool.replicas() == 3  # ceil(8 / 4) + the stranded pod
     assert cordoned in await pool.pool_pods()  # still there, running nothing
-    assert pool.processes.jobs_of(cordoned) == set()
+    assert await pool.jobs_of(cordoned) == set()
     floor = await pool.checkpoints()
     await eventually_async(lambda: pool.all_past(floor), within=30)
     for job in moved:

@@ -1,5 +1,6 @@
 """Checkpoints on request, held drains and start modes, end to end: the instance operator runs the
-job, the coordinator runs as its pod would, the simulated PE runtime answers drains and resets, and
+job, the coordinator runs in its pod (a process the sandbox's kubelet starts), the simulated PE
+runtime answers drains and resets through the coordinator's Service, and
 the test drives the regions through `controller.checkpoints` (what the job controller calls) or
 `kubectl`-style spec patches, reading back only what the API server holds."""
 
@@ -14,14 +15,15 @@ from typing import Any
 
 import pytest
 
-from cr_cluster import CoordinatorPod, dedicated
+from cr_cluster import NAMESPACE, coordinator_accounts, coordinator_url
 from k8s_support import eventually_async
 from operator_support import free_port, job_manifest, operator, wait_for_phase
 from repo_paths import SHARED_TESTDATA
 from streams_k8s.api.consistent_region import HISTORY_LENGTH
-from streams_k8s.api.contract import JOB_LABEL, LAUNCH_COUNT_LABEL, PE_LABEL
+from streams_k8s.api.contract import JOB_LABEL, LAUNCH_COUNT_LABEL, PE_LABEL, SVC_LABEL
 from streams_k8s.api.job import Job, UpgradeMode
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
+from streams_k8s.consistent.manifests import COORDINATOR_SVC
 from streams_k8s.controller.checkpoints import (
     CheckpointOutcome,
     checkpoint_outcome,
@@ -35,9 +37,10 @@ from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.kinds import PODS
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.cluster.consistent_region import ConsistentRegionParticipant
+from streams_k8s.sandbox.cluster.pe_identity import is_ready
 
 API_PORT = free_port()
-PARTICIPANT = ConsistentRegionParticipant(None, poll_interval=0.02)
+PARTICIPANT = ConsistentRegionParticipant(poll_interval=0.02)  # at the job's coordinator Service
 SANDBOX = pytest.mark.sandbox(nodes=2, controller_url=f"http://127.0.0.1:{API_PORT}", pe_hooks=PARTICIPANT)
 REAL_BUNDLE = SHARED_TESTDATA / "apps" / "apps.consistent.ConsistentRegion.sab"
 
@@ -47,14 +50,18 @@ class ConsistentJob:
     client: KubeClient
     sandbox: Sandbox
     name: str
-    coordinator: CoordinatorPod
 
     async def restart_coordinator(self) -> None:
         """The coordinator's pod is replaced: a new process starts from the persisted status."""
-        await self.coordinator.stop()
-        await PARTICIPANT.close()
-        self.coordinator = await CoordinatorPod(self.sandbox, dedicated(self.name)).start()
-        PARTICIPANT.connect(self.coordinator.url)
+        selector = f"{JOB_LABEL}={self.name},{SVC_LABEL}={COORDINATOR_SVC}"
+        (old,), _ = await self.client.list_all(PODS, NAMESPACE, label_selector=selector)
+        await self.client.delete(PODS, old["metadata"]["name"], NAMESPACE)
+
+        async def replaced() -> bool:
+            pods, _ = await self.client.list_all(PODS, NAMESPACE, label_selector=selector)
+            return any(p["metadata"]["uid"] != old["metadata"]["uid"] and is_ready(p) for p in pods)
+
+        await eventually_async(replaced, within=30)
 
     async def job(self) -> Job:
         return Job.from_wire(await self.client.get(JOBS, self.name, "default"))
@@ -98,6 +105,7 @@ async def consistent_job(
         await KubeClient.connect(str(sandbox.kubeconfig_path)) as client,
         operator(sandbox, monkeypatch, tmp_path / "cache", api_port=API_PORT),
     ):
+        await coordinator_accounts(client)
         await client.create(JOBS, job_manifest("cj", bundle, **spec))
         await wait_for_phase(client, "cj", "Submitted", "Running")
         async with coordinated(sandbox, client, "cj") as job:
@@ -106,17 +114,16 @@ async def consistent_job(
 
 @asynccontextmanager
 async def coordinated(sandbox: Sandbox, client: KubeClient, name: str) -> AsyncIterator[ConsistentJob]:
-    """The submitted job's coordinator up, as its pod would run it, the simulated PEs answering
-    it, until the job is Running with every region PROCESSING."""
-    job = ConsistentJob(client, sandbox, name, await CoordinatorPod(sandbox, dedicated(name)).start())
+    """The submitted job's coordinator up in its pod, the simulated PEs answering it, until the
+    job is Running with every region PROCESSING."""
+    job = ConsistentJob(client, sandbox, name)
     try:
-        PARTICIPANT.connect(job.coordinator.url)
+        await coordinator_accounts(client)  # made before the job's, its pod starts at once
+        await coordinator_url(sandbox, client, name)
         await wait_for_phase(client, name, "Running")
         await eventually_async(lambda: job.all_in("PROCESSING"), within=20)
         yield job
     finally:
-        await job.coordinator.stop()
-        await PARTICIPANT.close()
         PARTICIPANT.seen.clear()
 
 
@@ -283,7 +290,7 @@ async def test_replaced_pes_start_clean_or_reset_to_the_last_checkpoint(
         old = await job.pe_pod(pe)
         assert old is not None
         assert job.sandbox.cluster is not None
-        job.sandbox.cluster.fail_pod("default", old["metadata"]["name"], reason="Replaced")
+        await job.sandbox.cluster.fail_pod("default", old["metadata"]["name"], reason="Replaced")
 
         async def started_again() -> bool:
             """The new pod runs and the region used the request (a reset to the checkpoint, or none)."""

@@ -1,7 +1,8 @@
 """The instance operator renders each consistent-region job's coordinator objects, and the whole
-loop runs: operator → coordinator (in-process, as its pod would run it) → simulated PE runtime
-(which reports connectivity to the operator and answers resets; the test plays the trigger
-operator and the PEs' checkpoints of an operator-driven region)."""
+loop runs: operator → coordinator (a `streams-k8s coordinator` process, which the sandbox's
+kubelet runs in the Deployment's pod) → simulated PE runtime (which reports connectivity to the
+operator and answers resets through the coordinator's Service; the test plays the trigger operator
+and the PEs' checkpoints of an operator-driven region)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cr_cluster import CoordinatorPod, dedicated
+from cr_cluster import coordinator_accounts, coordinator_url
 from k8s_support import eventually_async
 from operator_support import SUBMITTED, as_pe, free_port, job_manifest, operator, wait_for_phase
 from streams_k8s import __version__
@@ -27,7 +28,7 @@ from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.cluster.consistent_region import ConsistentRegionParticipant
 
 API_PORT = free_port()
-PARTICIPANT = ConsistentRegionParticipant(None, poll_interval=0.02)
+PARTICIPANT = ConsistentRegionParticipant(poll_interval=0.02)  # at the job's coordinator Service
 CRO = "cr-consistent-region-operator"
 
 
@@ -72,6 +73,7 @@ async def test_dedicated_coordinator_objects_and_checkpoints_end_to_end(
 ) -> None:
     monkeypatch.setenv("STREAMS_K8S_COORDINATOR_IMAGE", "registry.test/streams-k8s:dev")
     bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=2, length=3, consistent_chains=1))
+    await coordinator_accounts(client)
     async with operator(sandbox, monkeypatch, tmp_path / "cache", api_port=API_PORT):
         await client.create(JOBS, job_manifest("cr", bundle, fusion={"manual": 3}))
         await wait_for_phase(client, "cr", *SUBMITTED)
@@ -117,39 +119,34 @@ async def test_dedicated_coordinator_objects_and_checkpoints_end_to_end(
         await client.patch(
             CONSISTENT_REGIONS, "cr-cr0", {"spec": {"operatorsToTriggerMap": {trigger: True}}}, "default"
         )
-        # The coordinator, as its Deployment's pod runs it; the PE runtime answers its drains.
-        coordinator = await CoordinatorPod(sandbox, dedicated("cr")).start()
-        try:
-            PARTICIPANT.connect(coordinator.url)
-            await wait_for_phase(client, "cr", "Running")
+        # The coordinator runs in its Deployment's pod; the PE runtime answers its drains.
+        api = f"{await coordinator_url(sandbox, client, 'cr')}/api/consistentregion/region/0"
+        await wait_for_phase(client, "cr", "Running")
 
-            async def state(*states: str) -> bool:
-                status = (await client.get(CONSISTENT_REGIONS, "cr-cr0", "default")).get("status") or {}
-                return status.get("state") in states
+        async def state(*states: str) -> bool:
+            status = (await client.get(CONSISTENT_REGIONS, "cr-cr0", "default")).get("status") or {}
+            return status.get("state") in states
 
-            await eventually_async(lambda: state("PROCESSING"), within=15)
-            api = f"{coordinator.url}/api/consistentregion/region/0"
+        await eventually_async(lambda: state("PROCESSING"), within=15)
 
-            async def put(path: str, body: Any, pe: int) -> None:
-                """From the PE's pod, as its runtime calls."""
-                async with as_pe(client, "cr", pe) as http, http.put(f"{api}{path}", json=body) as answer:
-                    assert answer.status == 204, await answer.text()
+        async def put(path: str, body: Any, pe: int) -> None:
+            """As the PE's pod, as its runtime calls."""
+            async with as_pe(client, "cr", pe) as http, http.put(f"{api}{path}", json=body) as answer:
+                assert answer.status == 204, await answer.text()
 
-            for seq in (1, 2):  # the trigger drains; its markers reach every PE, which checkpoint
-                await put(
-                    "/drain", {"request": {"seqId": str(seq), "operator": trigger}}, region["pesInRegion"][0]
-                )
-                for pe in region["pesInRegion"]:
-                    await put(f"/pe/{pe}/checkpoint", seq, pe)
+        for seq in (1, 2):  # the trigger drains; its markers reach every PE, which checkpoint
+            await put(
+                "/drain", {"request": {"seqId": str(seq), "operator": trigger}}, region["pesInRegion"][0]
+            )
+            for pe in region["pesInRegion"]:
+                await put(f"/pe/{pe}/checkpoint", seq, pe)
 
-                async def checkpointed(seq: int = seq) -> bool:
-                    obj = await client.get(CONSISTENT_REGIONS, "cr-cr0", "default")
-                    status = obj.get("status") or {}
-                    return status.get("lastCompletedSeqID") == seq and status.get("state") == "PROCESSING"
+            async def checkpointed(seq: int = seq) -> bool:
+                obj = await client.get(CONSISTENT_REGIONS, "cr-cr0", "default")
+                status = obj.get("status") or {}
+                return status.get("lastCompletedSeqID") == seq and status.get("state") == "PROCESSING"
 
-                await eventually_async(checkpointed, within=15)
-        finally:
-            await coordinator.stop()
+            await eventually_async(checkpointed, within=15)
 
         await client.delete(JOBS, "cr", "default")
 

@@ -32,7 +32,7 @@ from streams_k8s.controller.kinds import JOBS, PES
 from streams_k8s.controller.placement.constraints import HOSTPOOL_TAG_LABEL
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.events import EVENTS
-from streams_k8s.k8s.kinds import CONFIGMAPS, NODES
+from streams_k8s.k8s.kinds import CONFIGMAPS
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.cluster.nodes import NodeSpec
 
@@ -160,7 +160,8 @@ async def test_a_pool_larger_than_the_cluster_is_retried_until_a_node_joins(
         assert seen["message"] == f"PlacementFailed: {planned['message']}"
         id_before = seen["id"]
 
-        await client.create(NODES, tagged("node-c").to_object(2))
+        assert sandbox.cluster is not None
+        await sandbox.cluster.add_node(tagged("node-c"))  # a node joins (its kubelet runs its pods)
         status = await wait_for_phase(client, "pool", "Running", within=60)
     assert status["id"] == id_before  # the job keeps its id across attempts
     assert status["submissionAttempts"] >= 3
@@ -358,7 +359,8 @@ async def test_a_restarted_controller_keeps_the_retry_schedule(
         await client.create(JOBS, job_manifest("sched", bundle))
         failed = await wait_for_phase(client, "sched", "Failed")
     assert failed["submissionAttempts"] == 1
-    await client.create(NODES, tagged("node-c").to_object(2))
+    assert sandbox.cluster is not None
+    await sandbox.cluster.add_node(tagged("node-c"))
     async with operator(sandbox, monkeypatch, tmp_path / "cache"):  # its own delay is 10 s: the status rules
         status = await wait_for_phase(client, "sched", *SUBMITTED, within=30)
     assert status["submissionAttempts"] == 2

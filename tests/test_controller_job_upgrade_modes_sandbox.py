@@ -2,8 +2,8 @@
 and the regions keep their state per ``spec.upgradeMode``: ``checkpoint-first`` checkpoints every
 region before the first old pod goes and resets the new PEs to it (also when the operator stops
 in the middle and the next one finishes), ``last-checkpoint`` resets them to the last completed
-checkpoint, ``stateless`` starts them clean. The coordinator runs as its pod
-would and the simulated PE runtime answers drains and resets (`test_controller_checkpoints_sandbox`)."""
+checkpoint, ``stateless`` starts them clean. The coordinator runs in its pod and the simulated
+PE runtime answers drains and resets (`test_controller_checkpoints_sandbox`)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from cr_cluster import coordinator_accounts
 from k8s_support import eventually_async
 from operator_support import job_manifest, job_status, operator, wait_for_phase
 from repo_paths import shared_testdata
@@ -163,6 +164,7 @@ async def test_an_operator_stopped_in_a_checkpoint_first_upgrade_finishes_it_che
         contextlib.AsyncExitStack() as first,
     ):
         await first.enter_async_context(operator(sandbox, monkeypatch, tmp_path / "cache", api_port=API_PORT))
+        await coordinator_accounts(client)
         await client.create(JOBS, job_manifest("cj", bundle, upgradeMode="checkpoint-first"))
         await wait_for_phase(client, "cj", "Submitted", "Running")
         async with coordinated(sandbox, client, "cj") as job:

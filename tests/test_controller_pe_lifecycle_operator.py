@@ -98,7 +98,7 @@ async def test_pod_deletion_and_failure_follow_the_job_template(
         await client.delete(PODS, pod["metadata"]["name"], NS)
         await launched(client, 0, 2)
         pod = (await pods_of(client, "life", 1))[0]
-        sandbox.cluster.kill_pod(NS, pod["metadata"]["name"])  # restartFailedPod unset: restartable
+        await sandbox.cluster.kill_pod(NS, pod["metadata"]["name"])  # restartFailedPod unset: restartable
         await launched(client, 1, 2)
         await wait_for_phase(client, "life", "Running")
         assert (await Inventory.read(client, "life")).problems(2) == []

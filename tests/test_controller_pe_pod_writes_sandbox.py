@@ -104,7 +104,7 @@ async def test_a_relaunch_posts_each_new_pod_once_after_removing_the_failed_one(
         old = await settled(client, "relaunch", 6, {})
         mark = len(sandbox.requests)
         for name in old.values():  # restartFailedPod unset: the PEs are restartable
-            sandbox.cluster.kill_pod(NS, name)
+            await sandbox.cluster.kill_pod(NS, name)
         new = await settled(client, "relaunch", 6, old)
     assert_replaced_once_old_first(pod_writes(sandbox, mark), old, new)
 

@@ -106,7 +106,7 @@ async def test_failed_pod(
         await create_pe(client, job, 0, restartable=restartable, **policy)
         await create_pe_config_map(client, job, 0)
         first = await running_pod(client, "app", 0, 1)
-        sandbox.cluster.kill_pod(NS, first["metadata"]["name"])
+        await sandbox.cluster.kill_pod(NS, first["metadata"]["name"])
         if relaunched:
             second = await running_pod(client, "app", 0, 2)
             assert second["metadata"]["name"] != first["metadata"]["name"]
@@ -137,7 +137,7 @@ async def test_failed_pod_kept_as_zombie_when_delete_failed_pod_is_false(
         await create_pe(client, job, 0, deleteFailedPod=False)
         await create_pe_config_map(client, job, 0)
         first = await running_pod(client, "app", 0, 1)
-        sandbox.cluster.fail_pod(NS, first["metadata"]["name"])
+        await sandbox.cluster.fail_pod(NS, first["metadata"]["name"])
         await running_pod(client, "app", 0, 2)
         zombies = await pods_of(client, "app", 0, svc="zombie")
         assert [z["metadata"]["name"] for z in zombies] == [first["metadata"]["name"]]
@@ -151,7 +151,7 @@ async def test_completed_pod(sandbox: Sandbox, client: KubeClient, restart: bool
         await create_pe(client, job, 0, restartCompletedPod=restart)
         await create_pe_config_map(client, job, 0)
         first = await running_pod(client, "app", 0, 1)
-        sandbox.cluster.exit_container(NS, first["metadata"]["name"], 0)
+        await sandbox.cluster.exit_container(NS, first["metadata"]["name"], 0)
         if restart:
             await running_pod(client, "app", 0, 2)
         else:

@@ -64,7 +64,7 @@ async def test_pods_the_cluster_takes_come_back_without_restart_deleted_pod(
         drained = await pe_pod(client, "maint", 0)
         assert drained is not None
         node = drained["spec"]["nodeName"]
-        sandbox.cluster.cordon(node)
+        await sandbox.cluster.cordon(node)
         eviction = {
             "apiVersion": "policy/v1",
             "kind": "Eviction",
@@ -79,13 +79,13 @@ async def test_pods_the_cluster_takes_come_back_without_restart_deleted_pod(
         # a NoExecute taint
         tainted = await pe_pod(client, "maint", 1)
         assert tainted is not None
-        sandbox.cluster.taint(tainted["spec"]["nodeName"], "maintenance", "now", "NoExecute")
+        await sandbox.cluster.taint(tainted["spec"]["nodeName"], "maintenance", "now", "NoExecute")
         await relaunched_elsewhere(client, "maint", 1, tainted)
 
         # the node goes away
         lost = await pe_pod(client, "maint", 2)
         assert lost is not None
-        sandbox.cluster.remove_node(lost["spec"]["nodeName"])
+        await sandbox.cluster.remove_node(lost["spec"]["nodeName"])
         await relaunched_elsewhere(client, "maint", 2, lost)
 
         status = await wait_for_phase(client, "maint", "Running")

@@ -50,7 +50,7 @@ async def test_bound_pod_runs_with_ip_and_ready(sandbox: Sandbox, sandbox_api: A
     running = await CoreV1Api(sandbox_api).read_namespaced_pod("runner", "default")
     assert running.status.phase == "Running"
     assert running.spec.node_name.startswith("node-")
-    assert running.status.pod_ip.startswith("127.244.")
+    assert running.status.pod_ip.startswith("10.244.")
     ready = {c.type: c.status for c in running.status.conditions}
     assert ready["Ready"] == "True"
     assert ready["PodScheduled"] == "True"
@@ -115,7 +115,7 @@ async def test_labelled_node_added_later_takes_the_waiting_pod(
     await create_pods(sandbox_api, pod("waiting", nodeSelector={"disk": "ssd"}))
     await sandbox.settle()
     assert sandbox.cluster is not None
-    sandbox.cluster.add_node(NodeSpec("fast", labels={"disk": "ssd"}))
+    await sandbox.cluster.add_node(NodeSpec("fast", labels={"disk": "ssd"}))
     await sandbox.settle()
     assert get(sandbox, "waiting")["spec"]["nodeName"] == "fast"
 
@@ -134,12 +134,12 @@ async def test_tainted_node_gets_only_tolerating_pods(sandbox: Sandbox, sandbox_
 
 async def test_cordoned_node_gets_no_new_pods(sandbox: Sandbox, sandbox_api: ApiClient) -> None:
     assert sandbox.cluster is not None
-    sandbox.cluster.cordon("node-0")
-    sandbox.cluster.cordon("node-1")
+    await sandbox.cluster.cordon("node-0")
+    await sandbox.cluster.cordon("node-1")
     await create_pods(sandbox_api, *[pod(f"p{i}") for i in range(4)])
     await sandbox.settle()
     assert {get(sandbox, f"p{i}")["spec"]["nodeName"] for i in range(4)} == {"node-2"}
-    sandbox.cluster.cordon("node-2")
+    await sandbox.cluster.cordon("node-2")
     await create_pods(sandbox_api, pod("late"))
     await sandbox.settle()
     assert "3 node(s) were unschedulable" in scheduled(sandbox, "late")["message"]
@@ -164,9 +164,9 @@ async def test_container_exit_follows_restart_policy(sandbox: Sandbox, sandbox_a
     )
     await sandbox.settle()
     assert sandbox.cluster is not None
-    sandbox.cluster.exit_container("default", "once", 0)
-    sandbox.cluster.exit_container("default", "fails", 1)
-    sandbox.cluster.kill_pod("default", "always")
+    await sandbox.cluster.exit_container("default", "once", 0)
+    await sandbox.cluster.exit_container("default", "fails", 1)
+    await sandbox.cluster.kill_pod("default", "always")
     assert get(sandbox, "once")["status"]["phase"] == "Succeeded"
     assert get(sandbox, "fails")["status"]["phase"] == "Failed"
     restarted = get(sandbox, "always")["status"]
@@ -179,7 +179,7 @@ async def test_eviction_and_graceful_deletion(sandbox: Sandbox, sandbox_api: Api
     await create_pods(sandbox_api, pod("evicted"), pod("deleted"))
     await sandbox.settle()
     assert sandbox.cluster is not None
-    sandbox.cluster.evict_pod("default", "evicted")
+    await sandbox.cluster.evict_pod("default", "evicted")
     status = get(sandbox, "evicted")["status"]
     assert (status["phase"], status["reason"]) == ("Failed", "Evicted")
     core = CoreV1Api(sandbox_api)
@@ -232,7 +232,7 @@ async def test_statefulset_replaces_failed_pods(sandbox: Sandbox, sandbox_api: A
     await sandbox.settle()
     first_uid = get(sandbox, "q-1")["metadata"]["uid"]
     assert sandbox.cluster is not None
-    sandbox.cluster.fail_pod("default", "q-1")
+    await sandbox.cluster.fail_pod("default", "q-1")
     await sandbox.settle()
     replacement = get(sandbox, "q-1")
     assert replacement["metadata"]["uid"] != first_uid
@@ -278,7 +278,7 @@ async def test_services_get_cluster_ips_and_endpoints(sandbox: Sandbox, sandbox_
     assert sorted(a.target_ref.name for a in endpoints.subsets[0].addresses) == ["pe-a", "pe-b"]
     assert endpoints.subsets[0].ports[0].port == 10000
     assert sandbox.cluster is not None
-    sandbox.cluster.set_ready("default", "pe-a", False)
+    await sandbox.cluster.set_ready("default", "pe-a", False)
     await sandbox.settle()
     endpoints = await core.read_namespaced_endpoints("hl", "default")
     assert [a.target_ref.name for a in endpoints.subsets[0].not_ready_addresses] == ["pe-a"]
@@ -288,7 +288,7 @@ async def test_noexecute_taint_evicts_intolerant_pods(sandbox: Sandbox, sandbox_
     await create_pods(sandbox_api, pod("victim", nodeName="node-1"))
     await sandbox.settle()
     assert sandbox.cluster is not None
-    sandbox.cluster.taint("node-1", "maintenance", "now", "NoExecute")
+    await sandbox.cluster.taint("node-1", "maintenance", "now", "NoExecute")
     await sandbox.settle()
     assert sandbox.registry.find(sandbox.registry.types[("", "pods")], "default", "victim") is None
 

@@ -99,11 +99,11 @@ async def test_endpoint_conditions_follow_readiness_and_termination(
     (found,) = await slices_of(client, "web")
     assert found["metadata"]["labels"]["service.kubernetes.io/headless"] == ""
     assert sandbox.cluster is not None
-    sandbox.cluster.set_ready(NS, "web-0", False)
+    await sandbox.cluster.set_ready(NS, "web-0", False)
     await sandbox.settle()
     conditions = endpoints(await slices_of(client, "web"))["web-0"]["conditions"]
     assert conditions == {"ready": False, "serving": False, "terminating": False}
-    sandbox.cluster.set_ready(NS, "web-0", True)
+    await sandbox.cluster.set_ready(NS, "web-0", True)
     await client.delete(PODS, "web-0", NS)  # graceful: terminating for termination_delay
 
     async def terminating() -> bool:

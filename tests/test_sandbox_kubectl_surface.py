@@ -168,7 +168,7 @@ async def test_logs_of_a_running_pe_pod_and_exec_refused(sandbox: Sandbox, tmp_p
         seen = [await stream.readline() for _ in lines]
         assert [line.decode().rstrip("\n") for line in seen] == lines
         assert sandbox.cluster is not None
-        sandbox.cluster.set_ready(NS, "demo-4", False)
+        await sandbox.cluster.set_ready(NS, "demo-4", False)
         line = await asyncio.wait_for(stream.readline(), 15)
         assert line.decode() == "sandbox kubelet: not ready (readiness probe failing)\n"
     rc, _, err = await kubectl.run("exec", "demo-4", "--", "ls", ok=False)

@@ -211,9 +211,9 @@ async def test_a_peer_that_stops_being_ready_is_lost_until_it_is_back(
     await reports.until({0: "Full", 1: "Full", 2: "Full"})
     cluster = sandbox_with_reports.cluster
     assert cluster is not None
-    cluster.set_ready(NS, f"{JOB}-1-abcde", False)
+    await cluster.set_ready(NS, f"{JOB}-1-abcde", False)
     await reports.until({0: "None", 1: "Full", 2: "None"})
-    cluster.set_ready(NS, f"{JOB}-1-abcde", True)
+    await cluster.set_ready(NS, f"{JOB}-1-abcde", True)
     await reports.until({0: "Full", 1: "Full", 2: "Full"})
     assert reports.of(0)[-3:] == ["Full", "None", "Full"]
 
@@ -231,9 +231,9 @@ async def test_a_report_whose_answer_was_lost_is_made_again_when_the_state_flips
     reports.answer_lost.add((0, "None"))
     cluster = sandbox_with_reports.cluster
     assert cluster is not None
-    cluster.set_ready(NS, f"{JOB}-1-abcde", False)
+    await cluster.set_ready(NS, f"{JOB}-1-abcde", False)
     await reports.until({0: "None"})
-    cluster.set_ready(NS, f"{JOB}-1-abcde", True)  # back before the runtime retries
+    await cluster.set_ready(NS, f"{JOB}-1-abcde", True)  # back before the runtime retries
     await reports.until({0: "Full", 1: "Full", 2: "Full"}, within=3 * runtime.retry_interval + 2)
     assert reports.of(0)[-3:] == ["Full", "None", "Full"]
     lost = "pe 0 (job pipe): connectivity None not accepted, retrying: the controller's answer never came"

@@ -57,7 +57,7 @@ async def test_a_running_pod_logs_what_its_kubelet_did(sandbox: Sandbox, http: a
     assert f"(image main:1, IP {pod['status']['podIP']})" in lines[0]
     assert lines[1] == "sandbox kubelet: ready"
     assert sandbox.cluster is not None
-    sandbox.cluster.set_ready(NS, "web", False)
+    await sandbox.cluster.set_ready(NS, "web", False)
     _, text = await log(http, "web", tailLines=1, timestamps=True)
     stamp, line = text.rstrip("\n").split(" ", 1)
     assert line == "sandbox kubelet: not ready (readiness probe failing)"
@@ -76,7 +76,7 @@ async def test_a_restarted_container_keeps_its_previous_log(
     status, body = await log(http, "web", previous=True)
     assert (status, message(body)) == (400, 'previous terminated container "main" in pod "web" not found')
     assert sandbox.cluster is not None
-    sandbox.cluster.kill_pod(NS, "web")  # restartPolicy Always: the container restarts
+    await sandbox.cluster.kill_pod(NS, "web")  # restartPolicy Always: the container restarts
     _, previous = await log(http, "web", previous=True)
     assert previous.splitlines()[-1] == "sandbox kubelet: exited with code 137 (Error)"
     _, current = await log(http, "web")
@@ -127,7 +127,7 @@ async def test_follow_streams_until_the_container_ends(sandbox: Sandbox, http: a
     reader = asyncio.create_task(follow())
     await asyncio.wait_for(caught_up.wait(), 5)
     assert sandbox.cluster is not None
-    sandbox.cluster.exit_container(NS, "job", 3)
+    await sandbox.cluster.exit_container(NS, "job", 3)
     await asyncio.wait_for(reader, 5)  # the stream ends with the container
     assert lines[-1] == "sandbox kubelet: exited with code 3 (Error)"
 

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streams_k8s.sandbox import ApiError, Sandbox
-from streams_k8s.sandbox.cluster.cluster import SimulatedCluster
-from streams_k8s.sandbox.cluster.nodes import make_nodes
+from streams_k8s.sandbox.cluster.nodes import free_pod_cidr, make_nodes
 from streams_k8s.sandbox.controllers.gc import GarbageCollector
+from streams_k8s.sandbox.controllers.manager import ControllerManager
 from streams_k8s.sandbox.patch import JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH
 from streams_k8s.sandbox.registry import Registry
 from streams_k8s.sandbox.worker import Worker
@@ -88,12 +88,16 @@ class _Collector(logging.Handler):
 def world() -> tuple[Registry, list[Worker[Any]]]:
     registry = Registry()
     gc = GarbageCollector(registry)
-    cluster = SimulatedCluster(registry, make_nodes(2))
-    return registry, [*gc.workers, *cluster.workers]
+    controllers = ControllerManager(registry)
+    cidrs: list[str] = []
+    for node in make_nodes(2):
+        cidrs.append(free_pod_cidr(cidrs))
+        registry.create(registry.types[("", "nodes")], "v1", None, node.to_object(cidrs[-1]))
+    return registry, [*gc.workers, *controllers.workers]
 
 
 def step(workers: list[Worker[Any]]) -> None:
-    """Let the garbage collector and simulated controllers react until they are done."""
+    """Let the garbage collector and the embedded controllers react until they are done."""
     for _ in range(20):
         if not sum(w.run_pending() for w in workers):
             return

@@ -66,10 +66,10 @@ async def test_vreplicas_leave_a_lost_node_and_the_set_grows_then_shrinks(
     before = await deployment.placements()
     assert any("pool-1" in p for p in before.values())
     if loss == "cordon":
-        deployment.cluster.cordon(lost_node)
+        await deployment.cluster.cordon(lost_node)
     else:
-        deployment.cluster.taint(lost_node, UNREACHABLE, effect="NoSchedule")
-        deployment.cluster.taint(lost_node, UNREACHABLE, effect="NoExecute")
+        await deployment.cluster.taint(lost_node, UNREACHABLE, effect="NoSchedule")
+        await deployment.cluster.taint(lost_node, UNREACHABLE, effect="NoExecute")
 
     async def moved() -> bool:
         placements = await deployment.placements()
@@ -82,9 +82,9 @@ async def test_vreplicas_leave_a_lost_node_and_the_set_grows_then_shrinks(
     assert nodes["pool-3"] != lost_node
 
     if loss == "cordon":
-        deployment.cluster.uncordon(lost_node)
+        await deployment.cluster.uncordon(lost_node)
     else:
-        deployment.cluster.untaint(lost_node, UNREACHABLE)
+        await deployment.cluster.untaint(lost_node, UNREACHABLE)
 
     async def shrunk() -> bool:
         placements = await deployment.placements()
@@ -117,9 +117,7 @@ async def test_zone_loss_moves_vreplicas_to_the_surviving_zones(deployment: Depl
     assert await deployment.replicas() == 3
 
     lost_nodes = {f"node-{i}" for i in range(6) if i % 3 == 0}
-    for node in sorted(lost_nodes):
-        deployment.cluster.taint(node, UNREACHABLE, effect="NoSchedule")
-        deployment.cluster.taint(node, UNREACHABLE, effect="NoExecute")
+    deployment.lose(lost_nodes)  # the whole zone at once
 
     async def recovered() -> bool:
         placements = await deployment.placements()
@@ -138,7 +136,7 @@ async def test_zone_loss_moves_vreplicas_to_the_surviving_zones(deployment: Depl
     # The zone comes back: nothing is rebalanced onto it (the seed: placements stay valid).
     settled = await deployment.placements()
     for node in sorted(lost_nodes):
-        deployment.cluster.untaint(node, UNREACHABLE)
+        await deployment.cluster.untaint(node, UNREACHABLE)
     await deployment.sandbox.settle()
     await deployment.until(lambda: deployment.all_placed(CAPACITY))
     assert await deployment.placements() == settled
@@ -154,7 +152,7 @@ async def test_a_failed_pod_is_recreated_and_keeps_its_vreplicas(deployment: Dep
     before = await deployment.placements()
     uid = (await deployment.pods())["pool-1"]["metadata"]["uid"]
 
-    deployment.cluster.fail_pod(NAMESPACE, "pool-1")
+    await deployment.cluster.fail_pod(NAMESPACE, "pool-1")
 
     async def recreated() -> bool:
         pod = (await deployment.pods()).get("pool-1")

@@ -1,8 +1,11 @@
 """Authentication: who a bearer token is, TokenRequest (tokens for ServiceAccounts), TokenReview.
 
-Two kinds of token are known:
+Three kinds of token are known:
 - the sandbox's own token (``Sandbox(token=...)``): user ``system:admin`` in ``system:masters``
   (a superuser group, as the admin of a kubeadm cluster);
+- the simulated cluster's token: user ``sandbox:simulation`` in ``system:nodes`` (it stands for
+  the nodes' kubelets), so that its requests can be told apart from the operator's (faults spare
+  them unless asked, the request log says who made each);
 - tokens issued by ``POST .../serviceaccounts/{name}/token`` (TokenRequest): user
   ``system:serviceaccount:<ns>:<name>`` in ``system:serviceaccounts``,
   ``system:serviceaccounts:<ns>`` and ``system:authenticated``, for the requested audiences (by
@@ -23,6 +26,8 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+
+from aiohttp import web
 
 from streams_k8s.sandbox.admission.field_errors import go_quote
 from streams_k8s.sandbox.clock import now, stamp
@@ -57,6 +62,14 @@ class Identity:
 
 
 ADMIN_IDENTITY = Identity(ADMIN, groups=(SUPERUSERS, AUTHENTICATED))
+# Who a request to the sandbox authenticated as (set by the API server on every request).
+IDENTITY = web.RequestKey("identity", Identity)
+SIMULATION = "sandbox:simulation"
+SIMULATION_IDENTITY = Identity(SIMULATION, groups=("system:nodes", AUTHENTICATED))
+POD_NAME_EXTRA = "authentication.kubernetes.io/pod-name"
+POD_UID_EXTRA = "authentication.kubernetes.io/pod-uid"
+NODE_NAME_EXTRA = "authentication.kubernetes.io/node-name"
+NODE_UID_EXTRA = "authentication.kubernetes.io/node-uid"
 
 
 @dataclass(frozen=True)
@@ -68,6 +81,7 @@ class IssuedToken:
     expires: float  # time.time()
     bound: tuple[str, str, str] | None  # (kind, name, uid)
     credential: str
+    node: tuple[str, str] | None = None  # (name, uid) of the bound pod's node at issuance
 
 
 def _invalid(why: str) -> str:
@@ -97,6 +111,8 @@ class Authenticator:
     def __init__(self, registry: Registry, admin_token: str | None) -> None:
         self.registry = registry
         self.admin_token = admin_token
+        # The simulated cluster's credential: secret, so that no other client can pass for it.
+        self.simulation_token = secrets.token_urlsafe(32)
         self._issued: dict[str, IssuedToken] = {}
 
     # -- requests to the sandbox ----------------------------------------------------------------
@@ -106,6 +122,8 @@ class Authenticator:
         token = header[7:].strip() if header is not None and header[:7].lower() == "bearer " else None
         if token is not None and token == self.admin_token:
             return ADMIN_IDENTITY
+        if token is not None and token == self.simulation_token:
+            return SIMULATION_IDENTITY
         identity = self.identity(token, API_AUDIENCES)[0] if token else None
         if identity is not None:
             return identity
@@ -121,6 +139,8 @@ class Authenticator:
         """(who, for which of ``audiences``, why not) of a token."""
         if token == self.admin_token:
             return ADMIN_IDENTITY, audiences, ""
+        if token == self.simulation_token:
+            return SIMULATION_IDENTITY, audiences, ""
         issued = self._issued.get(token)
         if issued is None:
             return None, (), "invalid bearer token"
@@ -146,8 +166,11 @@ class Authenticator:
             if bound is None or bound["metadata"]["uid"] != uid:
                 return None, (), _invalid("service account token has been invalidated")
             if kind == "Pod":
-                extra["authentication.kubernetes.io/pod-name"] = [name]
-                extra["authentication.kubernetes.io/pod-uid"] = [uid]
+                extra[POD_NAME_EXTRA] = [name]
+                extra[POD_UID_EXTRA] = [uid]
+            if issued.node is not None:
+                extra[NODE_NAME_EXTRA] = [issued.node[0]]
+                extra[NODE_UID_EXTRA] = [issued.node[1]]
         groups = ("system:serviceaccounts", f"system:serviceaccounts:{issued.namespace}", AUTHENTICATED)
         user = service_account_user(issued.namespace, issued.service_account)
         return Identity(user, issued.service_account_uid, groups, extra), accepted, ""
@@ -186,7 +209,14 @@ class Authenticator:
         expires = time.time() + seconds
         credential = f"JTI={secrets.token_hex(16)}"
         self._issued[token] = IssuedToken(
-            namespace, name, account["metadata"]["uid"], tuple(audiences), expires, bound, credential
+            namespace,
+            name,
+            account["metadata"]["uid"],
+            tuple(audiences),
+            expires,
+            bound,
+            credential,
+            self._node_of(namespace, bound),
         )
         spec.update({"audiences": audiences, "expirationSeconds": seconds})
         spec.setdefault("boundObjectRef", None)  # a pointer without omitempty: null when unset
@@ -221,6 +251,15 @@ class Authenticator:
                 409, f"the uid of {kind.lower()} {name} is {obj['metadata']['uid']}, not {ref['uid']}"
             )
         return kind, name, str(obj["metadata"]["uid"])
+
+    def _node_of(self, namespace: str, bound: tuple[str, str, str] | None) -> tuple[str, str] | None:
+        """The node a bound pod runs on, as a token issued now records it."""
+        if bound is None or bound[0] != "Pod":
+            return None
+        pod = self.registry.find(self.registry.types[_BOUND_KINDS["Pod"]], namespace, bound[1])
+        node_name = ((pod or {}).get("spec") or {}).get("nodeName")
+        node = self.registry.find(self.registry.types[("", "nodes")], None, node_name) if node_name else None
+        return (str(node_name), str(node["metadata"]["uid"])) if node is not None else None
 
     def token_review(self, body: Any) -> dict[str, Any]:
         """``POST /apis/authentication.k8s.io/v1/tokenreviews``."""

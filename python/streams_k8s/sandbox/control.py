@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from aiohttp import web
 
+from streams_k8s.k8s.errors import ApiError as ClientError
 from streams_k8s.sandbox.cluster.cluster import SimulatedCluster
 from streams_k8s.sandbox.errors import ApiError
 from streams_k8s.sandbox.faults import Faults
@@ -22,12 +23,28 @@ class ControlEndpoints:
     """Serves the control paths (the API server hands it every `/_sandbox/` request)."""
 
     def __init__(
-        self, faults: Faults, cluster: SimulatedCluster | None, server: ApiServer, delete_behind: DeleteBehind
+        self,
+        faults: Faults,
+        cluster: Callable[[], SimulatedCluster | None],
+        server: ApiServer,
+        delete_behind: DeleteBehind,
     ) -> None:
         self.faults = faults
-        self.cluster = cluster
+        self.cluster = cluster  # None until the simulation runs, or without one
         self.server = server
         self.delete_behind = delete_behind
+
+    async def _cluster_action(self, request: web.Request) -> web.StreamResponse:
+        cluster = self.cluster()
+        if cluster is None:
+            raise ApiError(404, "this sandbox runs no simulated cluster")
+        spec = await request.json()
+        try:
+            return json_response(await cluster.apply(spec if isinstance(spec, dict) else {}) or {})
+        except ClientError as err:  # what the API server answered the simulation
+            raise ApiError(err.status or 500, err.message or str(err)) from None
+        except (ValueError, KeyError, TypeError) as err:
+            raise ApiError(400, f"cluster action refused: {err}") from None
 
     async def __call__(self, path: str, request: web.Request) -> web.StreamResponse:
         """`/_sandbox/...`: the HTTP form of fault injection and assertions."""
@@ -36,8 +53,8 @@ class ControlEndpoints:
         if path == "faults" and request.method == "DELETE":
             self.faults.clear()
             return json_response({"rules": 0})
-        if path == "cluster" and request.method == "POST" and self.cluster is not None:
-            return json_response(self.cluster.apply(await request.json()) or {})
+        if path == "cluster" and request.method == "POST":
+            return await self._cluster_action(request)
         if path == "delete" and request.method == "POST":
             spec = await request.json()
             self.delete_behind(
@@ -58,6 +75,7 @@ class ControlEndpoints:
                         "query": r.query,
                         "status": r.status,
                         "verb": r.info.verb if r.info else None,
+                        "user": r.user,
                     }
                     for r in self.server.requests
                 ]

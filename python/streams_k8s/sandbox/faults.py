@@ -7,6 +7,10 @@ Two modes make the faults of a real network and API server: `probability` fails 
 request only at random (a seeded generator, `Faults(seed=...)`, so a run can be repeated), and
 `after_commit` carries a resource request out and then answers with the error instead of the
 result (a lost answer: the write happened, the client cannot know it).
+
+Faults are meant for the operator's requests: those of the simulated cluster (its kubelet, nodes
+and PE runtime, user ``sandbox:simulation``) and its watches are spared unless a rule or a watch
+fault says ``simulation=True``.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from streams_k8s.sandbox.authn import SIMULATION
 from streams_k8s.sandbox.errors import ApiError
 from streams_k8s.sandbox.registry import Registry
 from streams_k8s.sandbox.request_info import RequestInfo
@@ -37,10 +42,12 @@ class RequestFault:
     path: str | None = None
     probability: float = 1.0  # of failing a matching request (the others pass untouched)
     after_commit: bool = False  # carry the request out, then answer the error
+    simulation: bool = False  # the simulated cluster's requests too
 
-    def matches(self, info: RequestInfo) -> bool:
+    def matches(self, info: RequestInfo, user: str = "") -> bool:
         return (
-            (self.path is None or self.path == info.path)
+            (self.simulation or user != SIMULATION)
+            and (self.path is None or self.path == info.path)
             and (self.verb is None or self.verb == info.verb)
             and (
                 self.resource is None
@@ -86,11 +93,13 @@ class Faults:
         message: str | None = None,
         probability: float = 1.0,
         after_commit: bool = False,
+        simulation: bool = False,
     ) -> RequestFault:
         """Answer the next `count` matching requests with `status` (409, 429 + Retry-After, 500, ...).
         Discovery and other non-resource requests match on `path` (and verb "get").
         ``probability``: fail each matching request with this chance (`count` counts failures).
-        ``after_commit``: do what a resource request asks, then answer `status` (a lost answer)."""
+        ``after_commit``: do what a resource request asks, then answer `status` (a lost answer).
+        ``simulation``: the simulated cluster's requests match too."""
         if status == 429 and retry_after is None:
             retry_after = 1
         rule = RequestFault(
@@ -106,6 +115,7 @@ class Faults:
             path,
             probability,
             after_commit,
+            simulation,
         )
         self.rules.append(rule)
         return rule
@@ -120,9 +130,12 @@ class Faults:
         namespace: str | None = None,
         name: str | None = None,
         path: str | None = None,
+        simulation: bool = False,
     ) -> RequestFault:
         """Add `seconds` of latency to matching requests."""
-        rule = RequestFault(None, seconds, count, verb, resource, namespace, name, path=path)
+        rule = RequestFault(
+            None, seconds, count, verb, resource, namespace, name, path=path, simulation=simulation
+        )
         self.rules.append(rule)
         return rule
 
@@ -130,13 +143,13 @@ class Faults:
         self.rules.clear()
         self.resume_watches()
 
-    def take(self, info: RequestInfo) -> tuple[float, ApiError | None, ApiError | None]:
+    def take(self, info: RequestInfo, user: str = "") -> tuple[float, ApiError | None, ApiError | None]:
         """The latency, the error to answer instead of acting and the error to answer after acting
-        (`after_commit`), for one request (consuming counted rules)."""
+        (`after_commit`), for one request by ``user`` (consuming counted rules)."""
         latency, error = 0.0, None
         after = False
         for rule in list(self.rules):
-            if not rule.matches(info):
+            if not rule.matches(info, user):
                 continue
             if rule.probability < 1.0 and self.random.random() >= rule.probability:
                 continue  # spared this time
@@ -159,29 +172,31 @@ class Faults:
             raise lost
         return result
 
-    def _signal(self, action: str, resource: str | None) -> int:
+    def _signal(self, action: str, resource: str | None, simulation: bool) -> int:
         hit = 0
         for coll in self.registry.store.collections.values():
             if resource is None or resource in (coll.rt.plural, coll.rt.qualified):
                 for watcher in list(coll.watchers):
-                    watcher.signal(action)
-                    hit += 1
+                    if simulation or watcher.user != SIMULATION:
+                        watcher.signal(action)
+                        hit += 1
         return hit
 
-    def drop_watches(self, resource: str | None = None) -> int:
+    def drop_watches(self, resource: str | None = None, *, simulation: bool = False) -> int:
         """Abort open watch connections (the client sees a broken stream). Returns how many."""
-        return self._signal("drop", resource)
+        return self._signal("drop", resource, simulation)
 
-    def stall_watches(self, resource: str | None = None) -> int:
+    def stall_watches(self, resource: str | None = None, *, simulation: bool = False) -> int:
         """Keep open watches connected but silent (no events, no bookmarks) until resumed."""
-        return self._signal("stall", resource)
+        return self._signal("stall", resource, simulation)
 
-    def resume_watches(self, resource: str | None = None) -> int:
-        return self._signal("resume", resource)
+    def resume_watches(self, resource: str | None = None, *, simulation: bool = True) -> int:
+        """Let stalled watches flow again (by default the simulated cluster's too)."""
+        return self._signal("resume", resource, simulation)
 
-    def expire_watches(self, resource: str | None = None) -> int:
+    def expire_watches(self, resource: str | None = None, *, simulation: bool = False) -> int:
         """Send an in-stream 410 Expired ERROR event to open watches, then close them."""
-        return self._signal("expire", resource)
+        return self._signal("expire", resource, simulation)
 
     def compact(self, resource: str | None = None) -> None:
         """Forget watch history: watches and continues from older resourceVersions get 410."""
@@ -193,6 +208,7 @@ class Faults:
         """The HTTP form: `{"action": "fail"|"delay"|"dropWatches"|..., ...}` (see the README)."""
         action = spec.get("action")
         where = {k: spec.get(k) for k in ("verb", "resource", "namespace", "name", "path")}
+        simulation = bool(spec.get("simulation", action == "resumeWatches"))
         if action == "fail":
             self.fail(
                 int(spec["status"]),
@@ -201,10 +217,11 @@ class Faults:
                 message=spec.get("message"),
                 probability=float(spec.get("probability", 1.0)),
                 after_commit=bool(spec.get("afterCommit", False)),
+                simulation=simulation,
                 **where,
             )
         elif action == "delay":
-            self.delay(float(spec["seconds"]), spec.get("count"), **where)
+            self.delay(float(spec["seconds"]), spec.get("count"), simulation=simulation, **where)
         elif action in ("dropWatches", "stallWatches", "resumeWatches", "expireWatches"):
             method = {
                 "dropWatches": self.drop_watches,
@@ -212,7 +229,7 @@ class Faults:
                 "resumeWatches": self.resume_watches,
                 "expireWatches": self.expire_watches,
             }[action]
-            return {"watches": method(spec.get("resource"))}
+            return {"watches": method(spec.get("resource"), simulation=simulation)}
         elif action == "compact":
             self.compact(spec.get("resource"))
         elif action == "clear":

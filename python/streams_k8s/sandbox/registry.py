@@ -340,6 +340,7 @@ class Registry:
             for obj in self.list(rt, ns, labels, fields)[0]:
                 current = WatchEvent(int(obj["metadata"]["resourceVersion"]), "ADDED", obj, None)
                 watcher.queue.put_nowait(watcher.line("ADDED", current))
+                watcher.sent_rv = max(watcher.sent_rv, current.rv)
             if initial_events_end:
                 watcher.queue.put_nowait(self.bookmark(watcher, initial_events_end=True))
         else:

@@ -1,5 +1,8 @@
-"""`Sandbox`: the embedded API server, its garbage collector and (optionally) the simulated cluster,
-started together on loopback with a kubeconfig written for clients."""
+"""`Sandbox`: the embedded API server, its controllers and (optionally) the simulated cluster as a
+client of it, started together on loopback with a kubeconfig written for clients.
+
+Long: the sandbox's one face for tests and tools: its options, lifecycle, clients and controls.
+"""
 
 from __future__ import annotations
 
@@ -16,15 +19,26 @@ from aiohttp import web
 
 from streams_k8s.api import KINDS
 from streams_k8s.api.crd import crd_manifest
+from streams_k8s.k8s.client import KubeClient
 from streams_k8s.sandbox import heap
+from streams_k8s.sandbox.authn import SIMULATION
 from streams_k8s.sandbox.cluster.cluster import SimulatedCluster
-from streams_k8s.sandbox.cluster.consistent_region import ConsistentRegionParticipant
+from streams_k8s.sandbox.cluster.consistent_region import COORDINATOR_URL, ConsistentRegionParticipant
 from streams_k8s.sandbox.cluster.nodes import NodeSpec, load_nodes, make_nodes
-from streams_k8s.sandbox.cluster.pe_hooks import HttpConnectivityReporter, Reporter, RuntimeHooks
+from streams_k8s.sandbox.cluster.pe_hooks import Reporter, RuntimeHooks
 from streams_k8s.sandbox.cluster.pe_runtime import SimulatedPeRuntime
+from streams_k8s.sandbox.cluster.pod_processes import ApiServerAccess
+from streams_k8s.sandbox.cluster.simulation import (
+    CLIENT_BURST,
+    CLIENT_CONCURRENCY,
+    CLIENT_QPS,
+    Simulation,
+    SimulationOptions,
+)
 from streams_k8s.sandbox.conformance import SchemaGuard, enabled_by_environment
 from streams_k8s.sandbox.control import ControlEndpoints
 from streams_k8s.sandbox.controllers.gc import GarbageCollector
+from streams_k8s.sandbox.controllers.manager import ControllerManager
 from streams_k8s.sandbox.crd_files import install_crd, install_crds
 from streams_k8s.sandbox.faults import Faults
 from streams_k8s.sandbox.kubeconfig import write_kubeconfig
@@ -34,6 +48,7 @@ from streams_k8s.sandbox.rbac import bootstrap as bootstrap_rbac
 from streams_k8s.sandbox.registry import Registry
 from streams_k8s.sandbox.resources import ResourceType
 from streams_k8s.sandbox.server import ApiServer, RequestRecord
+from streams_k8s.sandbox.simulation_sync import caught_up
 from streams_k8s.sandbox.store import WatchEvent
 from streams_k8s.sandbox.tls import TlsFiles, self_signed
 from streams_k8s.sandbox.worker import Worker
@@ -48,7 +63,7 @@ class Sandbox:
         configuration = await sb.client_configuration()  # kubernetes_asyncio Configuration
         sb.kubeconfig_path, sb.url  # for kubectl and other clients
         sb.faults.fail(429, count=2, verb="update")  # fault injection
-        await sb.settle()  # the simulated controllers have caught up
+        await sb.settle()  # the controllers and the simulated cluster have caught up
     """
 
     def __init__(
@@ -72,7 +87,7 @@ class Sandbox:
         controller_url: str | None = None,
         pe_reporter: Reporter | None = None,
         pe_hooks: RuntimeHooks | None = None,
-        consistent_region_url: str | None = None,
+        consistent_region_url: str | None = COORDINATOR_URL,
         disabled_apis: Sequence[str] = (),
         tls: bool = False,
         tls_cert: Path | None = None,
@@ -115,45 +130,48 @@ class Sandbox:
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
         self._holds_heap = False  # raised the GC thresholds (heap.hold) until stopped
         self._runner: web.AppRunner | None = None
-        self.workers: list[Worker[Any]] = list(self.gc.workers)
-        self.cluster: SimulatedCluster | None = None
-        self.pe_runtime: SimulatedPeRuntime | None = None
-        # Answers consistent-region notifications (unless pe_hooks replaces it); connect() it to the
-        # CR operator's API when its address is known.
-        self.consistent_regions: ConsistentRegionParticipant | None = None
+        # The embedded server's kube-scheduler and kube-controller-manager; the simulated cluster,
+        # a client of this server once it listens.
+        self.controllers: ControllerManager | None = None
+        self.simulation: Simulation | None = None
+        self._simulation_client: KubeClient | None = None
         if simulate:
-            self._simulate_cluster(_node_specs(nodes, list(zones or [])), start_delay, termination_delay)
-            if pe_runtime:
-                self._simulate_pe_runtime(pe_reporter, controller_url, pe_hooks, consistent_region_url)
-        self.server.control = ControlEndpoints(self.faults, self.cluster, self.server, self.delete_behind)
-
-    def _simulate_cluster(self, nodes: list[NodeSpec], start_delay: float, termination_delay: float) -> None:
-        self.cluster = SimulatedCluster(
-            self.registry, nodes, start_delay=start_delay, termination_delay=termination_delay, logs=self.logs
+            self.registry.graceful_pods = True  # a kubelet finishes the deletion of bound pods
+            self.controllers = ControllerManager(self.registry)
+            options = SimulationOptions(_node_specs(nodes, list(zones or [])), start_delay, termination_delay)
+            options.pe_runtime, options.pe_reporter, options.pe_hooks = pe_runtime, pe_reporter, pe_hooks
+            options.controller_url, options.consistent_region_url = controller_url, consistent_region_url
+            self.simulation = Simulation(options, self.logs)
+        self.server.control = ControlEndpoints(
+            self.faults, lambda: self.cluster, self.server, self.delete_behind
         )
-        self.workers += self.cluster.workers
-
-    def _simulate_pe_runtime(
-        self,
-        reporter: Reporter | None,
-        controller_url: str | None,
-        hooks: RuntimeHooks | None,
-        consistent_region_url: str | None,
-    ) -> None:
-        """The PE runtime reports to `reporter`, else to the controller at `controller_url`; its
-        hooks answer consistent-region notifications unless `hooks` replaces them."""
-        reporter = reporter or (HttpConnectivityReporter(controller_url) if controller_url else None)
-        if hooks is None:
-            self.consistent_regions = ConsistentRegionParticipant(consistent_region_url)
-            hooks = self.consistent_regions
-        self.pe_runtime = SimulatedPeRuntime(self.registry, reporter, hooks=hooks, logs=self.logs)
-        self.workers.append(self.pe_runtime.worker)
 
     def _disable(self, group_version: str) -> None:
         group, _, version = group_version.rpartition("/")
         for rt in list(self.registry.types.values()):
             if rt.group == group and version in rt.versions and group:
                 self.registry.unregister(rt.key)
+
+    @property
+    def workers(self) -> list[Worker[Any]]:
+        """The embedded controllers' workers, then the simulation's (kubelet, PE runtime)."""
+        embedded = list(self.gc.workers) + (self.controllers.workers if self.controllers is not None else [])
+        return embedded + (self.simulation.workers if self.simulation is not None else [])
+
+    @property
+    def cluster(self) -> SimulatedCluster | None:
+        """The simulated nodes and pods, to disturb them (once started)."""
+        return self.simulation.cluster if self.simulation is not None else None
+
+    @property
+    def pe_runtime(self) -> SimulatedPeRuntime | None:
+        return self.simulation.pe_runtime if self.simulation is not None else None
+
+    @property
+    def consistent_regions(self) -> ConsistentRegionParticipant | None:
+        """Answers consistent-region notifications (unless pe_hooks replaced it): by default at the
+        jobs' coordinator Services; connect() it elsewhere if need be."""
+        return self.simulation.consistent_regions if self.simulation is not None else None
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -185,18 +203,33 @@ class Sandbox:
         ca = self._tls_files.cert if self._tls_files is not None else None
         write_kubeconfig(self._kubeconfig_path, self.url, self.token, ca)
         log.info("sandbox API server on %s (kubeconfig %s)", self.url, self._kubeconfig_path)
+        if self.simulation is not None:
+            await self._start_simulation(Path(self._tmpdir.name), ca)
         return self
+
+    async def _start_simulation(self, directory: Path, ca: Path | None) -> None:
+        """The simulated cluster, a client of this server under an identity of its own."""
+        assert self.simulation is not None
+        own = directory / "simulation.kubeconfig"
+        write_kubeconfig(own, self.url, self.server.authn.simulation_token, ca)
+        self._simulation_client = await KubeClient.connect(
+            str(own), qps=CLIENT_QPS, burst=CLIENT_BURST, max_concurrency=CLIENT_CONCURRENCY
+        )
+        await self.simulation.start(self._simulation_client, ApiServerAccess(self.url, ca))
 
     async def stop(self) -> None:
         self.faults.clear()
+        if self.simulation is not None:
+            await self.simulation.stop()
+        if self._simulation_client is not None:
+            await self._simulation_client.close()
+            self._simulation_client = None
         self.logs.close()
         for coll in self.registry.store.collections.values():
             for watcher in list(coll.watchers):
                 watcher.signal("end")
         for worker in self.workers:
             await worker.stop()
-        if self.pe_runtime is not None:
-            await self.pe_runtime.close()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -256,13 +289,15 @@ class Sandbox:
         return self.registry.store.object_history.get((rt.store_key, (namespace or "", name)), [])[-limit:]
 
     async def settle(self, max_wait: float = 10.0) -> None:
-        """Wait until the garbage collector and simulated controllers have nothing left to do."""
+        """Wait until the garbage collector and the embedded controllers have nothing left to do,
+        and the simulated cluster has caught up with the server (`caught_up`)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait
         quiet = 0
         while quiet < 3:
             await asyncio.sleep(0.001)
-            quiet = quiet + 1 if all(w.idle for w in self.workers) else 0
+            settled = all(w.idle for w in self.workers) and caught_up(self.simulation, self.registry)
+            quiet = quiet + 1 if settled else 0
             if loop.time() > deadline:
                 raise TimeoutError("the sandbox did not settle")
 
@@ -303,13 +338,15 @@ class Sandbox:
         finally:
             self.registry.store.listeners.remove(listener)
 
-    def open_watches(self, resource: str | None = None) -> int:
-        """How many watches are open (on one resource plural, or all)."""
+    def open_watches(self, resource: str | None = None, *, simulation: bool = False) -> int:
+        """How many watches are open (on one resource plural, or all); the simulated cluster's
+        own watches count only with ``simulation``."""
         return sum(
             1
             for coll in self.registry.store.collections.values()
             for watcher in coll.watchers
-            if resource is None or watcher.rt.plural == resource
+            if (resource is None or watcher.rt.plural == resource)
+            and (simulation or watcher.user != SIMULATION)
         )
 
     async def wait_for_watches(
@@ -331,10 +368,11 @@ class Sandbox:
 
     @contextlib.asynccontextmanager
     async def paused(self, *names: str) -> AsyncIterator[None]:
-        """Hold the named workers (all by default: "garbage-collector", "namespace-controller",
-        "scheduler", "kubelet", "workload-controllers", "endpoints-controller",
-        "endpointslice-controller", "pe-runtime") so a test sees the state before they act; they
-        catch up when the block ends."""
+        """Hold the named workers (all by default: the embedded "garbage-collector",
+        "namespace-controller", "scheduler", "workload-controllers", "endpoints-controller",
+        "endpointslice-controller", "pod-garbage-collector", "taint-eviction-controller",
+        "serviceaccount-controller"; the simulation's "kubelet" and "pe-runtime") so a test sees the
+        state before they act; they catch up when the block ends."""
         workers = [w for w in self._workers(names) if not w.paused]
         for worker in workers:
             worker.pause()
@@ -345,8 +383,14 @@ class Sandbox:
                 worker.resume()
 
     def step(self, *names: str) -> int:
-        """Let the named paused workers (all by default) handle what is queued for them, now."""
-        return sum(w.run_pending() for w in self._workers(names) if w.paused and w.name != "pe-runtime")
+        """Let the named paused embedded controllers (all by default) handle what is queued for
+        them, now. The simulation's workers write over HTTP: they are not stepped, only resumed."""
+        simulated = {w.name for w in self.simulation.workers} if self.simulation is not None else set()
+        if set(names) & simulated:
+            raise ValueError(
+                f"{sorted(set(names) & simulated)} write over HTTP: leave paused() to let them act"
+            )
+        return sum(w.run_pending() for w in self._workers(names) if w.paused and w.name not in simulated)
 
     def delete_behind(
         self, resource: str, name: str, namespace: str | None = None, group: str = "", force: bool = False

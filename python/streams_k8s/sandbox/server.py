@@ -18,7 +18,7 @@ from aiohttp import web
 from streams_k8s.sandbox import disruption, routing, scale
 from streams_k8s.sandbox.admission import FieldValidation
 from streams_k8s.sandbox.admission.limits import MAX_REQUEST_BODY, request_too_large
-from streams_k8s.sandbox.authn import Authenticator, Identity
+from streams_k8s.sandbox.authn import IDENTITY, Authenticator
 from streams_k8s.sandbox.errors import ApiError, bad_request, method_not_allowed, not_found
 from streams_k8s.sandbox.faults import Faults
 from streams_k8s.sandbox.http_bodies import (
@@ -69,9 +69,6 @@ class RequestRecord:
     status: int
     info: RequestInfo | None
     user: str = ""  # who the request authenticated as (authn)
-
-
-_IDENTITY = web.RequestKey("identity", Identity)
 
 
 class ApiServer:
@@ -148,18 +145,19 @@ class ApiServer:
                     body,
                     status,
                     info,
-                    request[_IDENTITY].user if _IDENTITY in request else "",
+                    request[IDENTITY].user if IDENTITY in request else "",
                 )
             )
 
     async def _dispatch(
         self, request: web.Request, info: RequestInfo | None, body: bytes
     ) -> web.StreamResponse:
-        request[_IDENTITY] = self.authn.authenticate(request.headers.get("Authorization"))
+        request[IDENTITY] = self.authn.authenticate(request.headers.get("Authorization"))
         path = request.path.rstrip("/") or "/"
         if path.startswith("/_sandbox/") and self.control is not None:
             return await self.control(path.removeprefix("/_sandbox/"), request)
-        latency, error, lost = self.faults.take(info or RequestInfo(request.method.lower(), path=path))
+        what, user = info or RequestInfo(request.method.lower(), path=path), request[IDENTITY].user
+        latency, error, lost = self.faults.take(what, user)
         if latency:
             await asyncio.sleep(latency)
         if error is not None:
@@ -320,7 +318,7 @@ class ApiServer:
             return json_response(self.authn.token_request(info.namespace, info.name, data), 201)
         if rt.kind == "TokenReview":
             return json_response(self.authn.token_review(data), 201)
-        return json_response(self.authz.review(rt.kind, info.namespace, data, request[_IDENTITY]), 201)
+        return json_response(self.authz.review(rt.kind, info.namespace, data, request[IDENTITY]), 201)
 
     def _bind(self, ns: str | None, name: str, binding: Any) -> dict[str, Any]:
         target = (binding or {}).get("target") or {}

@@ -95,6 +95,8 @@ class Watcher:
     # Set by fault injection: "stall" holds output, "drop" aborts, "expire" sends 410 then ends.
     control: str | None = None
     flowing: asyncio.Event = field(default_factory=asyncio.Event)
+    user: str = ""  # who opened it (faults spare the simulated cluster's watches unless asked)
+    sent_rv: int = 0  # the resourceVersion of the last event queued: what its client is to reach
 
     def __post_init__(self) -> None:
         self.flowing.set()
@@ -135,6 +137,7 @@ class Watcher:
                 event.line(kind, self.api_version, self.convert) if rows is None else rows.line(kind, event)
             )
             self.queue.put_nowait(line)
+            self.sent_rv = event.rv
 
     def line(self, type_: str, event: WatchEvent) -> bytes:
         if self.rows is not None:

@@ -10,6 +10,7 @@ import contextlib
 import orjson
 from aiohttp import web
 
+from streams_k8s.sandbox.authn import IDENTITY
 from streams_k8s.sandbox.errors import ApiError
 from streams_k8s.sandbox.http_bodies import JSON, selectors, wants_table
 from streams_k8s.sandbox.registry import Registry
@@ -46,6 +47,7 @@ async def serve_watch(
     if wants_table(request):
         rows = TableRows(rt, version, include_object(query), registry.converter(rt))
     watcher = registry.watch(rt, version, ns, labels, fields, since, send_initial and bookmarks, rows)
+    watcher.user = request[IDENTITY].user if IDENTITY in request else ""
     response = web.StreamResponse(headers={"Content-Type": JSON, "Cache-Control": "no-cache"})
     response.enable_chunked_encoding()
     try:

@@ -1,171 +1,149 @@
-"""The simulated cluster: nodes, scheduler, kubelet, workload, endpoints and EndpointSlice
-controllers, and the operations tests use to disturb it (kill or evict pods, cordon or taint
-nodes, delete objects behind the controller's back)."""
+"""The simulated cluster as tests and tools drive it: its nodes (added, removed, cordoned,
+tainted) and its pods (exits, kills, failures, evictions, readiness), every change made through
+the API server, as a node's kubelet or an administrator would.
+
+Removing a node deletes it (and stops what ran of its pods here); its pods are deleted by the
+pod garbage collector, the embedded sandbox's or a real kube-controller-manager's. A NoExecute
+taint evicts the pods that do not tolerate it through the taint eviction controller, likewise.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.kinds import NODES
+from streams_k8s.k8s.objects import Object
 from streams_k8s.sandbox.cluster.kubelet import Kubelet
+from streams_k8s.sandbox.cluster.node_agent import RENEW_INTERVAL, STATUS_INTERVAL, NodeAgent
 from streams_k8s.sandbox.cluster.nodes import NodeSpec
-from streams_k8s.sandbox.controllers.endpoints import (
-    EndpointsController,
-    EndpointSliceController,
-    ServicePods,
-)
-from streams_k8s.sandbox.controllers.scheduler import Scheduler, tolerates
-from streams_k8s.sandbox.controllers.workloads import WorkloadControllers
-from streams_k8s.sandbox.disruption import POD_GC, TAINT_MANAGER, mark_disruption
-from streams_k8s.sandbox.errors import ApiError
-from streams_k8s.sandbox.pod_streams import ContainerLogs
-from streams_k8s.sandbox.registry import Registry
-from streams_k8s.sandbox.store import clone
-from streams_k8s.sandbox.worker import Worker
+from streams_k8s.sandbox.cluster.pod_disturbances import PodDisturbances
 
-NODES = ("", "nodes")
-PODS = ("", "pods")
+_EDIT_ATTEMPTS = 5
 
 
-class SimulatedCluster:
+class UnknownAction(ValueError):
+    """A control request naming no action the cluster has."""
+
+
+class SimulatedCluster(PodDisturbances):
     def __init__(
         self,
-        registry: Registry,
-        nodes: list[NodeSpec],
+        client: KubeClient,
+        kubelet: Kubelet,
         *,
-        start_delay: float = 0.0,
-        termination_delay: float = 0.0,
-        logs: ContainerLogs | None = None,
+        renew_interval: float = RENEW_INTERVAL,
+        status_interval: float = STATUS_INTERVAL,
     ) -> None:
-        self.registry = registry
-        self.scheduler = Scheduler(registry)
-        self.kubelet = Kubelet(registry, start_delay, termination_delay, logs or ContainerLogs(registry))
-        self.workloads = WorkloadControllers(registry)
-        service_pods = ServicePods(registry)
-        self.endpoints = EndpointsController(registry, service_pods)
-        self.endpoint_slices = EndpointSliceController(registry, service_pods)
-        self._node_count = 0
-        for spec in nodes:
-            self.add_node(spec)
-
-    @property
-    def workers(self) -> list[Worker[Any]]:
-        return [
-            self.scheduler.worker,
-            self.kubelet.worker,
-            self.workloads.worker,
-            self.endpoints.worker,
-            self.endpoint_slices.worker,
-        ]
+        super().__init__(kubelet)
+        self.client = client
+        self.nodes = kubelet.nodes  # the kubelet runs the pods of exactly these
+        self.renew_interval = renew_interval
+        self.status_interval = status_interval
 
     # -- nodes ----------------------------------------------------------------------------------
 
-    def add_node(self, spec: NodeSpec) -> dict[str, Any]:
-        node = self.registry.create(self.registry.types[NODES], "v1", None, spec.to_object(self._node_count))
-        self._node_count += 1
+    async def add_node(self, spec: NodeSpec) -> Object:
+        """Register a node (its pod network the first /24 no node holds) and start its heartbeat."""
+        existing, _ = await self.client.list_all(NODES)
+        taken = [str((n.get("spec") or {}).get("podCIDR") or "") for n in existing]
+        return await self.register(spec, [cidr for cidr in taken if cidr])
+
+    async def register(self, spec: NodeSpec, taken_cidrs: list[str]) -> Object:
+        """Register a node whose pod network is none of ``taken_cidrs``; start its heartbeat."""
+        agent = NodeAgent(
+            self.client, spec, renew_interval=self.renew_interval, status_interval=self.status_interval
+        )
+        node = await agent.register(taken_cidrs)
+        self.nodes[spec.name] = agent
+        agent.start()
         return node
 
-    def remove_node(self, name: str) -> None:
-        """Delete a node and the pods bound to it (as the pod garbage collector would)."""
-        self.registry.delete(self.registry.types[NODES], None, name)
-        pods = self.registry.types[PODS]
-        for pod in list(self.registry.items(pods)):
-            if pod["spec"].get("nodeName") == name:
-                m = pod["metadata"]
-                mark_disruption(self.registry, m["namespace"], m["name"], POD_GC, f"node {name} is gone")
-                self.registry.delete(
-                    pods, pod["metadata"]["namespace"], pod["metadata"]["name"], {"gracePeriodSeconds": 0}
-                )
+    async def remove_node(self, name: str) -> None:
+        """Delete a node; the pod garbage collector deletes its pods."""
+        agent = self.nodes.pop(name, None)
+        self.kubelet.forget_node(name)
+        if agent is not None:
+            await agent.remove()
+            return
+        await self.client.delete(NODES, name)
 
-    def _edit_node(self, name: str, change: Any) -> dict[str, Any]:
-        rt = self.registry.types[NODES]
-        node = clone(self.registry.get(rt, None, name))
-        change(node["spec"])
-        return self.registry.update(rt, "v1", None, name, node)
+    async def _edit_node(self, name: str, change: Callable[[dict[str, Any]], None]) -> Object:
+        for attempt in range(_EDIT_ATTEMPTS):
+            node = await self.client.get(NODES, name)
+            node.setdefault("spec", {})
+            change(node["spec"])
+            try:
+                return await self.client.replace(NODES, node)
+            except ApiError as err:
+                if not err.conflict or attempt == _EDIT_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
 
-    def cordon(self, name: str) -> dict[str, Any]:
+    async def cordon(self, name: str) -> Object:
         """Mark a node unschedulable: no new pods land on it; running pods stay."""
-        return self._edit_node(name, lambda spec: spec.__setitem__("unschedulable", True))
+        return await self._edit_node(name, lambda spec: spec.__setitem__("unschedulable", True))
 
-    def uncordon(self, name: str) -> dict[str, Any]:
-        return self._edit_node(name, lambda spec: spec.pop("unschedulable", None))
+    async def uncordon(self, name: str) -> Object:
+        return await self._edit_node(name, lambda spec: spec.pop("unschedulable", None))
 
-    def taint(self, name: str, key: str, value: str = "", effect: str = "NoSchedule") -> dict[str, Any]:
-        """Add a taint. With effect NoExecute, pods that do not tolerate it are evicted (deleted)."""
+    async def taint(self, name: str, key: str, value: str = "", effect: str = "NoSchedule") -> Object:
+        """Add a taint (replacing one of the same key). NoExecute: the taint eviction controller
+        deletes the pods that do not tolerate it."""
         taint = {"key": key, "value": value, "effect": effect}
 
         def add(spec: dict[str, Any]) -> None:
             spec["taints"] = [t for t in spec.get("taints") or [] if t.get("key") != key] + [taint]
 
-        node = self._edit_node(name, add)
-        if effect == "NoExecute":
-            pods = self.registry.types[PODS]
-            for pod in list(self.registry.items(pods)):
-                if pod["spec"].get("nodeName") == name and not tolerates(
-                    pod["spec"].get("tolerations") or [], taint
-                ):
-                    m = pod["metadata"]
-                    mark_disruption(self.registry, m["namespace"], m["name"], TAINT_MANAGER, f"taint {key}")
-                    self.registry.delete(pods, m["namespace"], m["name"])
-        return node
+        return await self._edit_node(name, add)
 
-    def untaint(self, name: str, key: str) -> dict[str, Any]:
+    async def untaint(self, name: str, key: str) -> Object:
         def remove(spec: dict[str, Any]) -> None:
-            spec["taints"] = [t for t in spec.get("taints") or [] if t.get("key") != key]
+            kept = [t for t in spec.get("taints") or [] if t.get("key") != key]
+            if kept:
+                spec["taints"] = kept
+            else:
+                spec.pop("taints", None)
 
-        return self._edit_node(name, remove)
+        return await self._edit_node(name, remove)
 
-    # -- pods -----------------------------------------------------------------------------------
+    # -- the HTTP form ----------------------------------------------------------------------------
 
-    def exit_container(
-        self, namespace: str, name: str, exit_code: int = 0, container: str | None = None
-    ) -> Any:
-        """A container exits with `exit_code`; the pod's restartPolicy decides what follows."""
-        return self.kubelet.exit_container(namespace, name, exit_code, container)
-
-    def kill_pod(self, namespace: str, name: str) -> Any:
-        """Every container is killed (exit code 137), as after an OOM kill or a crash."""
-        return self.kubelet.exit_container(namespace, name, 137)
-
-    def fail_pod(
-        self, namespace: str, name: str, reason: str = "Error", message: str = "simulated failure"
-    ) -> Any:
-        return self.kubelet.fail_pod(namespace, name, reason, message)
-
-    def evict_pod(
-        self, namespace: str, name: str, message: str = "The node was low on resource: memory."
-    ) -> Any:
-        return self.kubelet.evict_pod(namespace, name, message)
-
-    def set_ready(self, namespace: str, name: str, ready: bool) -> Any:
-        return self.kubelet.set_ready(namespace, name, ready)
-
-    def apply(self, spec: dict[str, Any]) -> Any:
+    async def apply(self, spec: dict[str, Any]) -> Any:
         """The HTTP form (`POST /_sandbox/cluster`): `{"action": "cordon", "node": "node-0"}`,
         `{"action": "killPod", "namespace": "ns", "pod": "p"}`, ... (see the README)."""
         action = spec.get("action")
-        node, ns, pod = spec.get("node", ""), spec.get("namespace", "default"), spec.get("pod", "")
+        node, ns, pod = (
+            str(spec.get("node", "")),
+            str(spec.get("namespace", "default")),
+            str(spec.get("pod", "")),
+        )
         if action == "cordon":
-            return self.cordon(node)
+            return await self.cordon(node)
         if action == "uncordon":
-            return self.uncordon(node)
+            return await self.uncordon(node)
         if action == "taint":
-            return self.taint(node, spec["key"], spec.get("value", ""), spec.get("effect", "NoSchedule"))
+            return await self.taint(
+                node, spec["key"], spec.get("value", ""), spec.get("effect", "NoSchedule")
+            )
         if action == "untaint":
-            return self.untaint(node, spec["key"])
+            return await self.untaint(node, spec["key"])
         if action == "addNode":
-            return self.add_node(NodeSpec(**spec["spec"]))
+            return await self.add_node(NodeSpec(**spec["spec"]))
         if action == "removeNode":
-            return self.remove_node(node)
+            return await self.remove_node(node)
         if action == "killPod":
-            return self.kill_pod(ns, pod)
+            return await self.kill_pod(ns, pod)
         if action == "evictPod":
-            return self.evict_pod(ns, pod)
+            return await self.evict_pod(ns, pod)
         if action == "failPod":
-            return self.fail_pod(
+            return await self.fail_pod(
                 ns, pod, spec.get("reason", "Error"), spec.get("message", "simulated failure")
             )
         if action == "exitContainer":
-            return self.exit_container(ns, pod, int(spec.get("exitCode", 0)), spec.get("container"))
+            return await self.exit_container(ns, pod, int(spec.get("exitCode", 0)), spec.get("container"))
         if action == "setReady":
-            return self.set_ready(ns, pod, bool(spec.get("ready", True)))
-        raise ApiError(400, f"unknown cluster action {action!r}")
+            return await self.set_ready(ns, pod, bool(spec.get("ready", True)))
+        raise UnknownAction(f"unknown cluster action {action!r}")

@@ -10,6 +10,11 @@ board (`GET {base}/api/consistentregion/pe/{pe}`, answering `{"<region>": {"type
 A notification is acted on when it differs from the last one seen for that region. Answers come
 after `drain_delay` / `reset_delay`; `skip_drains` / `skip_resets` make the next N go unanswered
 (a PE that never completes), to exercise timeouts and retries.
+
+By default it calls the runtime's address, the job's coordinator Service
+(`COORDINATOR_URL`: `streams-<job>-consistentregion-api.<namespace>:10000`), which cluster DNS
+(`cluster_dns`) leads to the coordinator pod's process, as the PE's pod (`pod_calls`: its bound
+token, which the coordinator trusts as it trusts the pod's address).
 """
 
 from __future__ import annotations
@@ -23,11 +28,14 @@ from typing import Any
 import aiohttp
 import orjson
 
-from streams_k8s.api.contract import CR_LABEL
+from streams_k8s.api.contract import COORDINATOR_API_PORT, CR_LABEL
 from streams_k8s.sandbox.cluster.pe_hooks import RuntimeHooks
-from streams_k8s.sandbox.cluster.pe_identity import PeIdentity, session_from
+from streams_k8s.sandbox.cluster.pe_identity import PeIdentity
+from streams_k8s.sandbox.cluster.pod_calls import PodCalls
 
 log = logging.getLogger(__name__)
+
+COORDINATOR_URL = f"http://streams-{{job}}-consistentregion-api.{{namespace}}:{COORDINATOR_API_PORT}"
 
 
 @dataclass
@@ -47,11 +55,12 @@ def parse_message(message: str) -> dict[str, str]:
 class ConsistentRegionParticipant(RuntimeHooks):
     """Answers drain and reset notifications for the PEs of consistent regions.
 
-    `base_url` may contain `{job}` and `{namespace}`, e.g.
-    `http://streams-{job}-consistentregion-api.{namespace}:10000` (the runtime's address).
+    `base_url` may contain `{job}` and `{namespace}`; by default it is the runtime's address,
+    `http://streams-{job}-consistentregion-api.{namespace}:10000`. None: nothing is polled until
+    `connect`.
     """
 
-    base_url: str | None = None
+    base_url: str | None = COORDINATOR_URL
     poll_interval: float = 0.2
     drain_delay: float = 0.0
     reset_delay: float = 0.0
@@ -62,6 +71,7 @@ class ConsistentRegionParticipant(RuntimeHooks):
     answers: list[tuple[str, str, Any]] = field(default_factory=list)  # (method, path, body)
     _pes: dict[str, PeIdentity] = field(default_factory=dict, init=False, repr=False)
     _tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict, init=False, repr=False)
+    _own_calls: PodCalls | None = field(default=None, init=False, repr=False)  # outside a runtime
 
     async def pe_started(self, pe: PeIdentity, pod: dict[str, Any]) -> None:
         if (pod["metadata"].get("labels") or {}).get(CR_LABEL) != "true":
@@ -95,42 +105,48 @@ class ConsistentRegionParticipant(RuntimeHooks):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks.clear()
+        if self._own_calls is not None:
+            await self._own_calls.close()
+            self._own_calls = self.calls = None
 
     def _base(self, pe: PeIdentity) -> str:
         assert self.base_url is not None
         return self.base_url.format(job=pe.job, namespace=pe.namespace).rstrip("/") + "/api/consistentregion"
 
     async def _run(self, pe: PeIdentity) -> None:
-        """Poll and answer, from the PE's pod address, until the PE stops."""
-        async with session_from(pe.address, aiohttp.ClientTimeout(total=self.timeout)) as session:
-            await self._answer(pe, session)
-
-    async def _answer(self, pe: PeIdentity, session: aiohttp.ClientSession) -> None:
+        """Poll and answer, as the PE's pod, until the PE stops."""
+        if self.calls is None:
+            self.calls = self._own_calls = PodCalls()
+        calls = self.calls
         last: dict[str, tuple[str, str]] = {}
         while True:
-            board = await self._poll(pe, session)
+            board = await self._poll(pe, calls)
             if board is not None:
                 for region, note in board.items():
                     current = (str(note.get("type", "")), str(note.get("message", "")))
                     if last.get(region) != current:
-                        await self._handle(pe, session, Notification(pe, region, *current))
+                        await self._handle(pe, calls, Notification(pe, region, *current))
                 last = {r: (str(n.get("type", "")), str(n.get("message", ""))) for r, n in board.items()}
             await asyncio.sleep(self.poll_interval)
 
-    async def _poll(self, pe: PeIdentity, session: aiohttp.ClientSession) -> dict[str, dict[str, Any]] | None:
+    async def _poll(self, pe: PeIdentity, calls: PodCalls) -> dict[str, dict[str, Any]] | None:
+        timeout = aiohttp.ClientTimeout(total=self.timeout)
         try:
-            async with session.get(f"{self._base(pe)}/pe/{pe.pe}") as response:
+            headers = await calls.headers(pe.pod_ref)
+            async with calls.session().get(
+                f"{self._base(pe)}/pe/{pe.pe}", headers=headers, timeout=timeout
+            ) as response:
                 if response.status == 404:
                     return {}
                 if response.status != 200:
                     return None
                 board = orjson.loads(await response.read())
                 return board if isinstance(board, dict) else None
-        except (aiohttp.ClientError, TimeoutError, orjson.JSONDecodeError) as exc:
+        except (aiohttp.ClientError, OSError, TimeoutError, orjson.JSONDecodeError) as exc:
             log.debug("consistent-region poll for PE %s failed: %s", pe.pe, exc)
             return None
 
-    async def _handle(self, pe: PeIdentity, session: aiohttp.ClientSession, note: Notification) -> None:
+    async def _handle(self, pe: PeIdentity, calls: PodCalls, note: Notification) -> None:
         self.seen.append(note)
         self.log(pe, f"consistent region {note.region}: {note.type} {note.message}")
         fields = parse_message(note.message)
@@ -139,26 +155,28 @@ class ConsistentRegionParticipant(RuntimeHooks):
                 self.skip_drains -= 1
                 return
             await asyncio.sleep(self.drain_delay)
-            await self._put(pe, session, f"/region/{note.region}/pe/{pe.pe}/checkpoint", int(fields["seqId"]))
+            await self._put(pe, calls, f"/region/{note.region}/pe/{pe.pe}/checkpoint", int(fields["seqId"]))
         elif note.type == "triggerReset" and "seqId" in fields:
             if self.skip_resets:
                 self.skip_resets -= 1
                 return
             await asyncio.sleep(self.reset_delay)
             progress = {"seqId": fields["seqId"], "resetAttempt": fields.get("resetAttempt", "0")}
-            await self._put(pe, session, f"/region/{note.region}/pe/{pe.pe}/reset", {"progress": progress})
+            await self._put(pe, calls, f"/region/{note.region}/pe/{pe.pe}/reset", {"progress": progress})
 
-    async def _put(self, pe: PeIdentity, session: aiohttp.ClientSession, path: str, body: Any) -> None:
+    async def _put(self, pe: PeIdentity, calls: PodCalls, path: str, body: Any) -> None:
         """One attempt, as the runtime does (no retry; failures are logged)."""
         self.answers.append(("PUT", path, body))
         what = f"consistent region: PUT {path} {orjson.dumps(body).decode()}"
+        headers = {"Content-Type": "application/json", **await calls.headers(pe.pod_ref)}
+        timeout = aiohttp.ClientTimeout(total=self.timeout)
         try:
-            async with session.put(
-                self._base(pe) + path, data=orjson.dumps(body), headers={"Content-Type": "application/json"}
+            async with calls.session().put(
+                self._base(pe) + path, data=orjson.dumps(body), headers=headers, timeout=timeout
             ) as response:
                 self.log(pe, f"{what} answered {response.status}")
                 if response.status != 204:
                     log.info("consistent-region PUT %s answered %s", path, response.status)
-        except (aiohttp.ClientError, TimeoutError) as exc:
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             self.log(pe, f"{what} failed: {exc or type(exc).__name__}")
             log.info("consistent-region PUT %s failed: %s", path, exc)

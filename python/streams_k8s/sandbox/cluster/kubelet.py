@@ -1,68 +1,143 @@
-"""The simulated kubelet: runs pods bound to simulated nodes, without running anything.
+"""The simulated kubelet: runs the pods the API server binds to the simulated nodes, as a client
+of that server (any: the embedded sandbox or a real kube-apiserver).
 
-A bound pod moves Pending -> Running (podIP from the node's podCIDR, hostIP, Ready) after an
-optional start delay; graceful deletions complete after an optional termination delay. Nothing
-inside the pod is evaluated: images are not pulled, commands, probes, volumes, init containers
-and resource limits have no effect. Tests drive the rest: a container exits with a code, a pod
-fails or is evicted, readiness flips.
+It watches the pods bound to a node (``fieldSelector=spec.nodeName!=``, keeping its nodes' own),
+and steps each with `pod_lifecycle.next_step`:
+- a Pending pod starts after ``start_delay``: a pod address from its node's podCIDR (`pod_network`:
+  never one a live pod holds, the running pods' addresses adopted first), containers running,
+  conditions Initialized, PodReadyToStartContainers, ContainersReady and Ready, written through
+  ``pods/{name}/status``. Containers whose program is ours run as processes (`pod_processes`),
+  not ready until their readiness probe passes (`readiness`); the others run nothing;
+- a pod being deleted is finished as the kubelet does: its processes get SIGTERM (SIGKILL after
+  the grace period), simulated containers stop after ``termination_delay``; then the containers'
+  terminated statuses and the final phase are written, and the pod is deleted with grace period 0
+  and a UID precondition. Finalizers are left alone: the API server keeps the pod until whoever
+  owns them removes them.
+A process that exits is the container's exit: restartPolicy decides (a restart waits 1 s,
+doubling to 5 min, where the kubelet's back-off starts at 10 s). Status writes are merge patches
+carrying the pod's resourceVersion and uid, made again from a fresh read on a conflict.
+Each step is written to the container's log, marked ``sandbox kubelet:``. Test hooks that disturb
+pods (exits, failures, evictions, readiness) are `pod_disturbances`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
+import contextlib
+import logging
+from collections.abc import Callable
 from typing import Any
 
-from streams_k8s.sandbox.clock import now
-from streams_k8s.sandbox.conditions import set_condition
-from streams_k8s.sandbox.errors import ApiError
-from streams_k8s.sandbox.pod_streams import ContainerLogs
-from streams_k8s.sandbox.registry import Registry
-from streams_k8s.sandbox.resources import ResourceType
-from streams_k8s.sandbox.store import WatchEvent, clone
+from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.informer import EventType, Informer
+from streams_k8s.k8s.kinds import PODS
+from streams_k8s.k8s.objects import Object, ObjectKey, merge_patch_to
+from streams_k8s.sandbox.cluster import pod_status
+from streams_k8s.sandbox.cluster.container_env import runs_here
+from streams_k8s.sandbox.cluster.container_logs import ContainerLog
+from streams_k8s.sandbox.cluster.node_agent import NodeAgent
+from streams_k8s.sandbox.cluster.pod_lifecycle import Step, next_step
+from streams_k8s.sandbox.cluster.pod_network import HostNetwork, NoFreeAddress, PodAddresses, host_address
+from streams_k8s.sandbox.cluster.pod_processes import PodProcesses
+from streams_k8s.sandbox.cluster.readiness import ReadinessProber
 from streams_k8s.sandbox.worker import Worker
 
-PODS = ("", "pods")
-NODES = ("", "nodes")
+log = logging.getLogger(__name__)
+
 PodKey = tuple[str, str]
+_WRITE_ATTEMPTS = 5
+RETRY_START = 5.0
+RETRY_SYNC = 1.0
+BACKOFF_START, BACKOFF_MAX = 1.0, 300.0
+
+
+def key_of(pod: Object) -> PodKey:
+    meta = pod.get("metadata") or {}
+    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
 
 class Kubelet:
     def __init__(
         self,
-        registry: Registry,
+        client: KubeClient,
+        pods: Informer,
+        nodes: dict[str, NodeAgent],
+        logs: ContainerLog,
+        *,
+        processes: PodProcesses | None = None,
+        host_network: HostNetwork | None = None,
         start_delay: float = 0.0,
         termination_delay: float = 0.0,
-        logs: ContainerLogs | None = None,
     ) -> None:
-        self.registry = registry
-        self.logs = logs if logs is not None else ContainerLogs(registry)
+        self.client = client
+        self.pods = pods
+        self.nodes = nodes
+        self.logs = logs
+        self.processes = processes
+        self.host_network = host_network or HostNetwork()
         self.start_delay = start_delay
         self.termination_delay = termination_delay
-        self.pods_rt: ResourceType = registry.types[PODS]
-        self.nodes_rt: ResourceType = registry.types[NODES]
+        self.addresses = PodAddresses()
+        self.prober = ReadinessProber(self.readiness_changed)
         self.worker: Worker[PodKey] = Worker("kubelet", self._sync)
-        self._next_ip: dict[str, int] = {}
+        self._keys: dict[str, PodKey] = {}  # pod uid -> its key
         self._due: dict[PodKey, float] = {}
-        self._stopping: set[str] = set()  # uids of pods whose graceful stop was logged
-        registry.graceful_pods = True
-        registry.store.listeners.append(self._on_event)
+        self._stop_logged: set[str] = set()
+        self._stopping: set[str] = set()  # uids whose processes are being stopped
+        self._exit_codes: dict[str, dict[str, int]] = {}  # uid -> codes of its stopped processes
+        self._restarts: dict[tuple[str, str], int] = {}  # (uid, container) -> restarts so far
+        self._backoffs: set[asyncio.Task[None]] = set()
+        self._restarting: set[tuple[str, str]] = set()  # (uid, container) waiting out a back-off
+        pods.add_handler(self._on_event)
 
-    def _on_event(self, rt: ResourceType, event: WatchEvent) -> None:
-        if rt.key == PODS and event.type != "DELETED" and event.obj["spec"].get("nodeName"):
-            self.worker.add((event.obj["metadata"]["namespace"], event.obj["metadata"]["name"]))
-        elif rt.key == PODS and event.type == "DELETED":
-            self._due.pop((event.obj["metadata"]["namespace"], event.obj["metadata"]["name"]), None)
-            self._stopping.discard(event.obj["metadata"]["uid"])
+    # -- what the API server says ---------------------------------------------------------------
 
-    def _log(self, pod: dict[str, Any], text: str, container: str | None = None) -> None:
-        """A line in the log of one container (all of them by default), marked as the kubelet's."""
-        names = [container] if container else [c["name"] for c in pod["spec"].get("containers") or []]
-        for name in names:
-            self.logs.write(pod["metadata"]["uid"], name, f"sandbox kubelet: {text}")
+    def ours(self, pod: Object) -> bool:
+        return (pod.get("spec") or {}).get("nodeName") in self.nodes
+
+    def _on_event(self, kind: EventType, old: Object | None, new: Object | None) -> None:
+        pod = new if new is not None else old
+        if pod is None or not self.ours(pod):
+            return
+        uid = str(pod["metadata"]["uid"])
+        key = key_of(pod)
+        if kind == "delete":
+            self._forget(uid, key, pod)
+            return
+        self._keys[uid] = key
+        status = pod.get("status") or {}
+        if status.get("phase") in pod_status.TERMINAL:
+            self.addresses.release(uid)
+        elif status.get("podIP"):
+            self.addresses.adopt(pod["spec"]["nodeName"], uid, str(status["podIP"]))
+        self.worker.add(key)
+
+    def _forget(self, uid: str, key: PodKey, pod: Object) -> None:
+        """The pod is gone: whatever of it still runs is killed, its address freed."""
+        self._keys.pop(uid, None)
+        if self.pods.store.get(ObjectKey(*key)) is None:  # no pod of that name took its place
+            self._due.pop(key, None)
+        self._stop_logged.discard(uid)
+        self._exit_codes.pop(uid, None)
+        address = self.addresses.held_by(uid)
+        self.addresses.release(uid)
+        if address is not None:
+            self.host_network.leave(address)
+        if self.processes is not None and (self.processes.running(uid) or uid in self._stopping):
+            self.worker.spawn(self._kill(uid))
+        else:
+            self.worker.spawn(self.prober.stop(uid))
+
+    async def _kill(self, uid: str) -> None:
+        await self.prober.stop(uid)
+        if self.processes is not None:
+            await self.processes.stop(uid, 0)
+
+    # -- one pod ----------------------------------------------------------------------------------
 
     def _wait(self, key: PodKey, delay: float) -> bool:
-        """True once `delay` has passed since the kubelet first saw `key` in this state."""
+        """True once ``delay`` has passed since the kubelet first saw ``key`` in this state."""
         if delay <= 0:
             return True
         loop = asyncio.get_running_loop()
@@ -73,176 +148,245 @@ class Kubelet:
         self.worker.later(due - loop.time(), key)
         return False
 
-    def _sync(self, key: PodKey) -> None:
-        pod = self.registry.find(self.pods_rt, *key)
-        if pod is None:
-            return
-        node = self.registry.find(self.nodes_rt, None, pod["spec"]["nodeName"])
-        if node is None:
-            if pod["metadata"].get("deletionTimestamp"):  # no kubelet to finish it: the pod GC does
-                self._ignore_gone(lambda: self.registry.delete(self.pods_rt, *key, {"gracePeriodSeconds": 0}))
-            return  # bound to a node that does not exist: stays Pending, as with a lost node
-        if pod["metadata"].get("deletionTimestamp"):
-            grace = pod["metadata"].get("deletionGracePeriodSeconds")
-            if grace and pod["metadata"]["uid"] not in self._stopping:
-                self._stopping.add(pod["metadata"]["uid"])
-                self._log(pod, f"stopping (SIGTERM, grace period {grace}s)")
-            if grace and self._wait(key, self.termination_delay):
-                self._ignore_gone(lambda: self.registry.delete(self.pods_rt, *key, {"gracePeriodSeconds": 0}))
-            return
-        if pod["status"].get("phase") == "Pending" and self._wait(key, self.start_delay):
-            self._start(pod, node)
+    def _stopped(self, key: PodKey, pod: Object) -> bool:
+        meta = pod["metadata"]
+        uid = str(meta["uid"])
+        if uid in self._stopping or (self.processes is not None and self.processes.running(uid)):
+            return False
+        grace = meta.get("deletionGracePeriodSeconds")
+        if not meta.get("deletionTimestamp") or not grace:
+            return True
+        if uid not in self._stop_logged and (pod.get("status") or {}).get("phase") not in pod_status.TERMINAL:
+            self._stop_logged.add(uid)
+            self.log(pod, f"stopping (SIGTERM, grace period {grace}s)")
+        return self._wait(key, self.termination_delay)
 
-    def _start(self, pod: dict[str, Any], node: dict[str, Any]) -> None:
-        new = clone(pod)
-        at = now()
-        status = new["status"]
-        status["phase"] = "Running"
-        status["hostIP"] = next(
-            a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP"
-        )
-        status["hostIPs"] = [{"ip": status["hostIP"]}]
-        status["podIP"] = self._allocate_ip(node)
-        status["podIPs"] = [{"ip": status["podIP"]}]
-        status["startTime"] = at
-        status["containerStatuses"] = [
-            {
-                "name": c["name"],
-                "image": c.get("image", ""),
-                "imageID": f"sandbox://{c.get('image', '')}",
-                "containerID": f"sandbox://{pod['metadata']['uid'][:8]}-{c['name']}",
-                "ready": True,
-                "started": True,
-                "restartCount": 0,
-                "state": {"running": {"startedAt": at}},
-            }
-            for c in new["spec"].get("containers") or []
-        ]
-        _set_ready(status, True)
-        for cond in ("Initialized", "PodReadyToStartContainers"):
-            set_condition(status, cond, "True")
-        for c in new["spec"].get("containers") or []:
-            self._log(
-                new,
-                f'container "{c["name"]}" started on {node["metadata"]["name"]} (image {c.get("image", "")}, '
-                f"IP {status['podIP']}); nothing runs in it: this log is what the sandbox simulates",
-                c["name"],
-            )
-        self._log(new, "ready")
-        self._write_status(new)
-
-    def _allocate_ip(self, node: dict[str, Any]) -> str:
-        name = node["metadata"]["name"]
-        network = ipaddress.ip_network(node["spec"].get("podCIDR", "127.244.0.0/24"))
-        index = self._next_ip.get(name, 1)
-        self._next_ip[name] = index % (network.num_addresses - 2) + 1
-        return str(network.network_address + index)
-
-    def _write_status(self, new: dict[str, Any]) -> dict[str, Any] | None:
-        meta = new["metadata"]
-        written: dict[str, Any] | None = self._ignore_gone(
-            lambda: self.registry.update(self.pods_rt, "v1", meta["namespace"], meta["name"], new, "status")
-        )
-        return written
-
-    @staticmethod
-    def _ignore_gone(action: Any) -> Any:
+    async def _sync(self, key: PodKey) -> None:
         try:
-            return action()
-        except ApiError as err:
-            if err.code not in (404, 409):
-                raise
-            return None
+            await self._step(key)
+        except Exception as exc:  # the API server refused or is away: look at the pod again later
+            log.warning("kubelet: pod %s/%s: %s; retrying in %.0fs", *key, exc, RETRY_SYNC)
+            # Not `worker.later`: what the server keeps refusing is no work the simulation is behind on.
+            asyncio.get_running_loop().call_later(RETRY_SYNC, self.worker.add, key)
 
-    # -- test hooks -----------------------------------------------------------------------------
+    async def _step(self, key: PodKey) -> None:
+        pod = self.pods.store.get(ObjectKey(*key))
+        if pod is None or not self.ours(pod):
+            return
+        uid = str(pod["metadata"]["uid"])
+        step = next_step(pod, stopped=self._stopped(key, pod))
+        if step is Step.START:
+            if self._wait(key, self.start_delay):
+                await self._start(pod, self.nodes[pod["spec"]["nodeName"]])
+        elif step is Step.STOP:
+            self._stop(key, pod)
+        elif step is Step.FINISH:
+            codes = self._exit_codes.pop(uid, {})
+            await self.update_status(key, lambda p: pod_status.finished(p, codes), uid)
+        elif step is Step.REMOVE:
+            with contextlib.suppress(ApiError):  # gone, or replaced by a pod of another uid: not ours
+                await self.client.delete(PODS, key[1], key[0], uid=uid, grace_period_seconds=0)
+        elif self._lost_processes(pod):
+            await self._restart_lost(pod)
 
-    def _running(self, namespace: str, name: str) -> dict[str, Any]:
-        pod = self.registry.get(self.pods_rt, namespace, name)
-        if pod["status"].get("phase") != "Running":
-            raise ValueError(f"pod {namespace}/{name} is {pod['status'].get('phase')}, not Running")
-        return clone(pod)  # type: ignore[no-any-return]
+    def _stop(self, key: PodKey, pod: Object) -> None:
+        uid = str(pod["metadata"]["uid"])
+        if uid in self._stopping or self.processes is None or not self.processes.running(uid):
+            return  # nothing runs here, or it is being stopped: the delay runs out
+        self._stopping.add(uid)
+        grace = float(pod["metadata"].get("deletionGracePeriodSeconds") or 0)
 
-    def exit_container(
-        self, namespace: str, name: str, exit_code: int = 0, container: str | None = None
-    ) -> dict[str, Any] | None:
-        """A container (all of them by default) exits; the restart policy decides what follows."""
-        pod = self._running(namespace, name)
-        policy = pod["spec"].get("restartPolicy", "Always")
-        at = now()
-        for cs in pod["status"]["containerStatuses"]:
-            if container is not None and cs["name"] != container:
-                continue
-            terminated = {
-                "exitCode": exit_code,
-                "reason": "Completed" if exit_code == 0 else "Error",
-                "startedAt": (cs["state"].get("running") or {}).get("startedAt", at),
-                "finishedAt": at,
-                "containerID": cs.get("containerID", ""),
-            }
-            self._log(pod, f"exited with code {exit_code} ({terminated['reason']})", cs["name"])
-            if policy == "Always" or (policy == "OnFailure" and exit_code != 0):
-                cs["restartCount"] += 1
-                cs["lastState"] = {"terminated": terminated}
-                cs["state"] = {"running": {"startedAt": at}}
-            else:
-                cs["state"] = {"terminated": terminated}
-                cs["ready"] = False
-                cs["started"] = False
-        states = [cs["state"] for cs in pod["status"]["containerStatuses"]]
-        if all("terminated" in s for s in states):
-            ok = all(s["terminated"]["exitCode"] == 0 for s in states)
-            pod["status"]["phase"] = "Succeeded" if ok else "Failed"
-            _set_ready(pod["status"], False, "PodCompleted" if ok else "PodFailed")
-        elif any("terminated" in s for s in states):
-            _set_ready(pod["status"], False, "ContainersNotReady")
-        written = self._write_status(pod)
-        for cs in pod["status"]["containerStatuses"]:
-            if (
-                "running" in cs["state"]
-                and cs.get("lastState")
-                and (container is None or cs["name"] == container)
-            ):
-                self._log(
-                    pod, f"restarted (restart {cs['restartCount']}, restartPolicy {policy})", cs["name"]
+        async def stop() -> None:
+            assert self.processes is not None
+            try:
+                await self.prober.stop(uid)
+                self._exit_codes[uid] = await self.processes.stop(uid, grace)
+            finally:
+                self._stopping.discard(uid)
+                self.worker.add(key)
+
+        self.worker.spawn(stop())
+
+    async def _start(self, pod: Object, node: NodeAgent) -> None:
+        key, uid = key_of(pod), str(pod["metadata"]["uid"])
+        try:
+            pod_ip = self.addresses.allocate(node.name, node.pod_cidr, uid)
+        except NoFreeAddress as err:
+            self.log(pod, f"cannot start: {err}")
+            return
+        running = [c for c in pod["spec"].get("containers") or [] if runs_here(c)]
+        processes = {str(c["name"]) for c in running}
+        probed = frozenset(str(c["name"]) for c in running if ReadinessProber.probe_of(c) is not None)
+        address = host_address(pod_ip) if running and self.processes is not None else None
+        if running and self.processes is not None:
+            if address is None:
+                self.log(pod, f"cannot start: pod address {pod_ip} is outside the simulated pod network")
+                return
+            try:
+                self.host_network.listen(pod_ip, address)
+                await self.processes.start(pod, address, pod_ip, node.internal_ip)
+            except Exception as exc:  # e.g. no token for its service account: the kubelet retries
+                why = f"cannot start the container's process: {exc}"
+                self.log(pod, f"{why}; retrying in {RETRY_START:.0f}s")
+                await self.update_status(
+                    key, lambda p: pod_status.waiting(p, "CreateContainerConfigError", why), uid
                 )
-        return written
+                self.worker.later(RETRY_START, key)
+                return
+        written = await self.update_status(
+            key, lambda p: pod_status.started(p, node.internal_ip, pod_ip, probed), uid
+        )
+        if written is None:
+            return
+        for container in pod["spec"].get("containers") or []:
+            name, image = container["name"], container.get("image", "")
+            runs = (
+                "a process runs in it"
+                if name in processes
+                else ("nothing runs in it: this log is what the sandbox simulates")
+            )
+            self.log(
+                pod, f'container "{name}" started on {node.name} (image {image}, IP {pod_ip}); {runs}', name
+            )
+        self.log(pod, "ready" if not probed else "not ready until its readiness probe passes")
+        for container in running:
+            if address is not None:
+                self.prober.start(uid, address, container)
 
-    def fail_pod(
-        self, namespace: str, name: str, reason: str = "Error", message: str = "the pod failed (simulated)"
-    ) -> dict[str, Any] | None:
-        """The pod fails as a whole (phase Failed with a reason), e.g. a node-level error."""
-        pod = clone(self.registry.get(self.pods_rt, namespace, name))
-        at = now()
-        pod["status"].update({"phase": "Failed", "reason": reason, "message": message})
-        for cs in pod["status"].get("containerStatuses") or []:
-            cs["state"] = {"terminated": {"exitCode": 137, "reason": reason, "finishedAt": at}}
-            cs["ready"] = False
-        self._log(pod, f"pod failed ({reason}): {message}")
-        _set_ready(pod["status"], False, "PodFailed")
-        return self._write_status(pod)
+    # -- processes --------------------------------------------------------------------------------
 
-    def evict_pod(
-        self, namespace: str, name: str, message: str = "The node was low on resource: memory."
-    ) -> Any:
-        """The kubelet evicts the pod: phase Failed, reason Evicted, DisruptionTarget condition."""
-        pod = self.fail_pod(namespace, name, "Evicted", message)
-        if pod is None:
-            return None
-        pod = clone(pod)
-        set_condition(pod["status"], "DisruptionTarget", "True", "TerminationByKubelet", message)
-        return self._write_status(pod)
+    def _lost_processes(self, pod: Object) -> bool:
+        """A Running pod whose processes are not here (the simulation restarted meanwhile)."""
+        uid = str(pod["metadata"]["uid"])
+        return (
+            self.processes is not None
+            and (pod.get("status") or {}).get("phase") == "Running"
+            and PodProcesses.runs(pod)
+            and not self.processes.running(uid)
+            and not any(held == uid for held, _ in self._restarting)
+        )
 
-    def set_ready(self, namespace: str, name: str, ready: bool) -> dict[str, Any] | None:
-        """Flip readiness of every container (as a failing or recovering readiness probe would)."""
-        pod = self._running(namespace, name)
-        for cs in pod["status"]["containerStatuses"]:
-            cs["ready"] = ready
-        _set_ready(pod["status"], ready, None if ready else "ContainersNotReady")
-        self._log(pod, "ready" if ready else "not ready (readiness probe failing)")
-        return self._write_status(pod)
+    async def _restart_lost(self, pod: Object) -> None:
+        uid = str(pod["metadata"]["uid"])
+        for container in pod["spec"].get("containers") or []:
+            if runs_here(container):
+                await self.exited(uid, str(container["name"]), pod_status.KILLED)
 
+    async def exited(self, uid: str, container: str, code: int) -> None:
+        """A container's process ended on its own: its status, then a restart if its policy says."""
+        key = self._keys.get(uid)
+        pod = self.pods.store.get(ObjectKey(*key)) if key is not None else None
+        if key is None or pod is None or pod["metadata"].get("deletionTimestamp"):
+            if key is not None:
+                self.worker.add(key)  # being deleted: the deletion goes on
+            return
+        codes = {container: code}
+        restart = pod_status.restarts(pod, codes)
+        self.log(pod, f"exited with code {code} ({'Completed' if code == 0 else 'Error'})", container)
+        written = await self.update_status(key, lambda p: pod_status.exited(p, codes, restart), uid)
+        if written is None or container not in restart:
+            return
+        count = self._restarts[(uid, container)] = self._restarts.get((uid, container), 0) + 1
+        delay = min(BACKOFF_MAX, BACKOFF_START * 2 ** (count - 1))
+        policy = written["spec"].get("restartPolicy", "Always")
+        self.log(written, f"restarted (restart {count}, restartPolicy {policy})", container)
+        self._restarting.add((uid, container))
+        task = asyncio.get_running_loop().create_task(
+            self._restart_after(delay, key, uid, container), name=f"restart {container} of {key}"
+        )
+        self._backoffs.add(task)
+        task.add_done_callback(self._backoffs.discard)
 
-def _set_ready(status: dict[str, Any], ready: bool, reason: str | None = None) -> None:
-    value = "True" if ready else "False"
-    set_condition(status, "ContainersReady", value, reason)
-    set_condition(status, "Ready", value, reason)
+    async def _restart_after(self, delay: float, key: PodKey, uid: str, container: str) -> None:
+        try:
+            await asyncio.sleep(delay)
+            await self._restart(key, uid, container)
+        finally:
+            self._restarting.discard((uid, container))
+
+    async def _restart(self, key: PodKey, uid: str, container: str) -> None:
+        pod = self.pods.store.get(ObjectKey(*key))
+        if pod is None or pod["metadata"]["uid"] != uid or pod["metadata"].get("deletionTimestamp"):
+            return
+        if self.processes is None:
+            return
+        status = pod.get("status") or {}
+        pod_ip = str(status.get("podIP") or "")
+        address = host_address(pod_ip)
+        if address is None:
+            return
+        self.host_network.listen(pod_ip, address)
+        node = self.nodes.get(pod["spec"]["nodeName"])
+        try:
+            await self.processes.start(pod, address, pod_ip, node.internal_ip if node else "")
+        except Exception as exc:
+            self.log(pod, f"cannot restart the container's process: {exc}", container)
+            return
+        spec = next((c for c in pod["spec"].get("containers") or [] if c.get("name") == container), None)
+        if spec is not None and ReadinessProber.probe_of(spec) is not None:
+            await self.readiness_changed(uid, container, False)
+            await self.prober.stop(uid)
+            self.prober.start(uid, address, spec)
+
+    async def readiness_changed(self, uid: str, container: str, ready: bool) -> None:
+        key = self._keys.get(uid)
+        if key is None:
+            return
+        written = await self.update_status(key, lambda p: pod_status.readiness(p, {container: ready}), uid)
+        if written is not None:
+            self.log(written, "ready" if ready else "not ready (readiness probe failing)", container)
+
+    # -- writes -------------------------------------------------------------------------------------
+
+    async def update_status(
+        self, key: PodKey, compute: Callable[[Object], dict[str, Any] | None], uid: str | None = None
+    ) -> Object | None:
+        """Write ``compute(pod)`` as the pod's status (conditional on what was read; made again
+        from a fresh read on a conflict); None when the pod (of that uid) is gone."""
+        pod = self.pods.store.get(ObjectKey(*key))
+        for attempt in range(_WRITE_ATTEMPTS):
+            if pod is None or (uid is not None and pod["metadata"]["uid"] != uid):
+                return None
+            status = compute(pod)
+            if status is None:
+                return pod
+            meta = pod["metadata"]
+            patch = {
+                "metadata": {"uid": meta["uid"], "resourceVersion": meta["resourceVersion"]},
+                "status": merge_patch_to(pod.get("status") or {}, status),
+            }
+            try:
+                written: Object = await self.client.patch(PODS, key[1], patch, key[0], subresource="status")
+                return written
+            except ApiError as err:
+                if err.not_found:
+                    return None
+                if not err.conflict or attempt == _WRITE_ATTEMPTS - 1:
+                    raise
+            try:
+                pod = await self.client.get(PODS, key[1], key[0])
+            except ApiError as err:
+                if err.not_found:
+                    return None
+                raise
+        return None
+
+    def log(self, pod: Object, text: str, container: str | None = None) -> None:
+        """A line in the log of one container (all of them by default), marked as the kubelet's."""
+        names = [container] if container else [c["name"] for c in pod["spec"].get("containers") or []]
+        for name in names:
+            self.logs.write(pod["metadata"]["uid"], name, f"sandbox kubelet: {text}")
+
+    def forget_node(self, name: str) -> None:
+        """A node left: what ran of its pods is killed (the pod garbage collector deletes them)."""
+        for uid, key in list(self._keys.items()):
+            pod = self.pods.store.get(ObjectKey(*key))
+            if pod is not None and pod["spec"].get("nodeName") == name:
+                self._forget(uid, key, pod)
+
+    async def close(self) -> None:
+        for task in list(self._backoffs):
+            task.cancel()
+        await self.prober.close()
+        if self.processes is not None:
+            await self.processes.close()

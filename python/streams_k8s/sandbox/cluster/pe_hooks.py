@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import aiohttp
 import orjson
 
-from streams_k8s.sandbox.cluster.pe_identity import PeIdentity, pe_log, session_from
-from streams_k8s.sandbox.pod_streams import ContainerLogs
+from streams_k8s.sandbox.cluster.container_logs import ContainerLog
+from streams_k8s.sandbox.cluster.pe_identity import PeIdentity, pe_log
+from streams_k8s.sandbox.cluster.pod_calls import PodCalls
 
 Reporter = Callable[[PeIdentity, str], Awaitable[None]]
 
@@ -19,8 +19,9 @@ Reporter = Callable[[PeIdentity, str], Awaitable[None]]
 class RuntimeHooks:
     """Extension point for behaviour beyond connectivity (consistent regions): override these."""
 
-    # Set by the runtime: where the hooks write what the PE would log.
-    logs: ContainerLogs | None = None
+    # Set by the runtime: where the hooks write what the PE would log, and how its pod calls out.
+    logs: ContainerLog | None = None
+    calls: PodCalls | None = None
 
     async def pe_started(self, pe: PeIdentity, pod: dict[str, Any]) -> None:
         """The PE's pod is Running and Ready (connectivity is reported next)."""
@@ -29,7 +30,7 @@ class RuntimeHooks:
         """The PE's pod terminated or was deleted."""
 
     async def close(self) -> None:
-        """The sandbox stops: release what the hooks hold."""
+        """The simulation stops: release what the hooks hold."""
 
     def log(self, pe: PeIdentity, text: str) -> None:
         """A line in the PE container's log."""
@@ -38,22 +39,16 @@ class RuntimeHooks:
 
 
 class HttpConnectivityReporter:
-    """Reports to the controller's REST API like the real runtime (PUT, JSON string body), from
-    the PE's pod address."""
+    """Reports to the controller's REST API like the real runtime (PUT, JSON string body), as the
+    PE's pod (`PodCalls`: its bound token, cluster DNS). ``base_url`` may contain ``{namespace}``."""
 
-    def __init__(self, base_url: str, timeout: float = 2.0) -> None:
+    def __init__(self, base_url: str, calls: PodCalls) -> None:
         self.base_url = base_url.rstrip("/")
-        self.timeout = aiohttp.ClientTimeout(total=timeout)
+        self.calls = calls
 
     async def __call__(self, pe: PeIdentity, state: str) -> None:
         url = f"{self.base_url.format(namespace=pe.namespace)}/api/state/job/{pe.job}/pe/{pe.pe}/connectivity"
-        body = orjson.dumps(state)
-        async with (
-            session_from(pe.address, self.timeout) as session,
-            session.put(url, data=body, headers={"Content-Type": "application/json"}) as response,
-        ):
+        headers = {"Content-Type": "application/json", **await self.calls.headers(pe.pod_ref)}
+        async with self.calls.session().put(url, data=orjson.dumps(state), headers=headers) as response:
             if response.status >= 300:
                 raise RuntimeError(f"PUT {url} answered {response.status}: {(await response.text())[:200]}")
-
-    async def close(self) -> None:
-        """Nothing held between reports (each leaves from its own pod's address)."""

@@ -20,9 +20,11 @@ retried while the controller fails. The job and PE id come from the `streams.ibm
 mounted has no static connections. What it resolves and reports is written to the container's
 log (`kubectl logs`).
 
-Calls leave from the pod's own address (`status.podIP`, a loopback address in the sandbox's pod
-network), so a server that trusts PE pods by source address (the instance API's write guard)
-sees them as a cluster would show them.
+It reads the cluster through informers (pods bound to the simulated nodes, Services,
+EndpointSlices, ConfigMaps) of whichever API server the simulation runs against. Its calls are the
+pod's (`pod_calls`): through cluster DNS, presenting a token bound to the pod, which a server that
+trusts PE pods (the instance API's and the coordinator's write guard) accepts as it accepts a
+write from the pod's address.
 
 The reporter is pluggable (any async callable), and `RuntimeHooks` (`pe_hooks`) is where further
 behaviour attaches: the runtime calls `pe_started` / `pe_stopped`; `consistent_region`'s
@@ -45,8 +47,11 @@ from streams_k8s.api.contract import (
     PE_PORT_BASE,
     pe_service_name,
 )
+from streams_k8s.k8s.informer import EventType, Informer
+from streams_k8s.k8s.objects import Object, ObjectKey, meta
+from streams_k8s.sandbox.cluster.container_logs import ContainerLog
 from streams_k8s.sandbox.cluster.pe_hooks import HttpConnectivityReporter, Reporter, RuntimeHooks
-from streams_k8s.sandbox.cluster.pe_identity import PeIdentity, identify, is_pe_pod
+from streams_k8s.sandbox.cluster.pe_identity import PeIdentity, identify, is_pe_pod, is_ready
 from streams_k8s.sandbox.cluster.pe_wiring import (
     PePort,
     Wiring,
@@ -56,6 +61,7 @@ from streams_k8s.sandbox.cluster.pe_wiring import (
     parse_aadl,
     parse_name_table,
 )
+from streams_k8s.sandbox.cluster.pod_calls import PodCalls
 from streams_k8s.sandbox.cluster.running_pe import (
     NONE,
     ConfigMapKey,
@@ -66,96 +72,79 @@ from streams_k8s.sandbox.cluster.running_pe import (
     connectivity,
     file_under,
 )
-from streams_k8s.sandbox.controllers.endpoints import ENDPOINT_SLICES, SERVICE_NAME_LABEL
-from streams_k8s.sandbox.controllers.workloads import is_ready
-from streams_k8s.sandbox.pod_streams import ContainerLogs
-from streams_k8s.sandbox.registry import Registry
-from streams_k8s.sandbox.resources import ResourceType
-from streams_k8s.sandbox.store import WatchEvent
+from streams_k8s.sandbox.cluster.service_endpoints import ServiceEndpoints
 from streams_k8s.sandbox.worker import Worker
 
 log = logging.getLogger(__name__)
-
-PODS = ("", "pods")
-SERVICES = ("", "services")
-CONFIGMAPS = ("", "configmaps")
 
 
 class SimulatedPeRuntime:
     def __init__(
         self,
-        registry: Registry,
+        pods: Informer,
+        services: Informer,
+        configmaps: Informer,
+        endpoints: ServiceEndpoints,
         reporter: Reporter | None,
+        logs: ContainerLog,
         *,
+        calls: PodCalls | None = None,
         hooks: RuntimeHooks | None = None,
         retry_interval: float = 1.0,
         connect_delay: float = 0.1,
-        logs: ContainerLogs | None = None,
     ) -> None:
-        self.registry = registry
+        self.pods, self.services, self.configmaps = pods.store, services.store, configmaps.store
+        self.endpoints = endpoints
         self.reporter = reporter
+        self.calls = calls or PodCalls()
         self.hooks = hooks or RuntimeHooks()
-        self.logs = logs if logs is not None else ContainerLogs(registry)
+        self.logs = logs
         self.hooks.logs = self.logs
+        self.hooks.calls = self.calls
         self.retry_interval = retry_interval
         self.connect_delay = connect_delay
-        self.pods_rt: ResourceType = registry.types[PODS]
-        self.services_rt: ResourceType = registry.types[SERVICES]
-        self.configmaps_rt: ResourceType = registry.types[CONFIGMAPS]
         self.worker: Worker[PodKey] = Worker("pe-runtime", self._sync)
         self.running: dict[str, RunningPe] = {}  # pod uid -> the started PE
         self.failures: list[tuple[PeIdentity, str]] = []
         self._stopped: list[PeIdentity] = []
         self._due: set[PodKey] = set()  # PEs with an evaluation scheduled
         # What resolution reads, indexed so each change re-evaluates only the PEs it concerns.
-        self._slices: dict[ServiceKey, dict[str, dict[str, Any]]] = {}
         self._by_ip: dict[str, str] = {}  # pod IP -> uid of the started PE
         self._by_pe: dict[PeKey, set[str]] = {}  # started pods of each PE
         self._on_service: dict[ServiceKey, set[str]] = {}
         self._on_sender: dict[PeKey, set[str]] = {}
         self._on_table: dict[ConfigMapKey, set[str]] = {}
-        registry.store.listeners.append(self._on_event)
+        pods.add_handler(self._on_pod)
+        services.add_handler(self._on_service_event)
+        configmaps.add_handler(self._on_config_map)
+        endpoints.subscribe(lambda key: self._queue(self._on_service.get(key)))
 
     # -- what changes -------------------------------------------------------------------------------
 
-    def _on_event(self, rt: ResourceType, event: WatchEvent) -> None:
-        meta = event.obj["metadata"]
-        if rt.key == PODS:
-            if is_pe_pod(event.obj):
-                self._on_pod(event)
-        elif rt.key == SERVICES:
-            self._queue(self._on_service.get((meta["namespace"], meta["name"])))
-        elif rt.key == ENDPOINT_SLICES:
-            self._on_slice(event)
-        elif rt.key == CONFIGMAPS and entries_changed(event):
-            self._queue(self._on_table.get((meta["namespace"], meta["name"])))
+    def _on_service_event(self, kind: EventType, old: Object | None, new: Object | None) -> None:
+        obj = new if new is not None else old
+        if obj is not None:
+            self._queue(self._on_service.get((meta(obj).get("namespace", ""), meta(obj).get("name", ""))))
 
-    def _on_pod(self, event: WatchEvent) -> None:
-        meta = event.obj["metadata"]
-        key = (meta["namespace"], meta["name"])
-        if event.type == "DELETED" or not is_ready(event.obj):
-            pe = self.running.pop(meta["uid"], None)
+    def _on_config_map(self, kind: EventType, old: Object | None, new: Object | None) -> None:
+        obj = new if new is not None else old
+        if obj is not None and entries_changed(old, new):
+            self._queue(self._on_table.get((meta(obj).get("namespace", ""), meta(obj).get("name", ""))))
+
+    def _on_pod(self, kind: EventType, old: Object | None, new: Object | None) -> None:
+        pod = new if new is not None else old
+        if pod is None or not is_pe_pod(pod):
+            return
+        m = pod["metadata"]
+        key = (m["namespace"], m["name"])
+        if kind == "delete" or not is_ready(pod):
+            pe = self.running.pop(m["uid"], None)
             if pe is not None:
                 self._forget(pe)
                 self._stopped.append(pe.identity)
                 self.worker.add(key)  # the hooks hear of it
-        elif meta["uid"] not in self.running:
+        elif m["uid"] not in self.running:
             self.worker.add(key)  # it starts
-
-    def _on_slice(self, event: WatchEvent) -> None:
-        meta = event.obj["metadata"]
-        ns, name = meta["namespace"], meta["name"]
-        old = ((event.old or {}).get("metadata", {}).get("labels") or {}).get(SERVICE_NAME_LABEL)
-        new = (meta.get("labels") or {}).get(SERVICE_NAME_LABEL) if event.type != "DELETED" else None
-        if old and old != new:
-            slices = self._slices.get((ns, old), {})
-            slices.pop(name, None)
-            if not slices:
-                self._slices.pop((ns, old), None)
-            self._queue(self._on_service.get((ns, old)))
-        if new:
-            self._slices.setdefault((ns, new), {})[name] = event.obj
-            self._queue(self._on_service.get((ns, new)))
 
     def _queue(self, uids: set[str] | None) -> None:
         for uid in list(uids or ()):
@@ -193,8 +182,7 @@ class SimulatedPeRuntime:
     async def report_to(self, controller_url: str | None) -> None:
         """Report to this controller REST API from now on (None: stop reporting); PEs already
         running report to it too, as the runtime retries until the controller answers."""
-        await self._close_reporter()
-        self.reporter = HttpConnectivityReporter(controller_url) if controller_url else None
+        self.reporter = HttpConnectivityReporter(controller_url, self.calls) if controller_url else None
         for pe in self.running.values():
             pe.reported = NONE  # a new controller has heard nothing yet
             self._schedule(pe, 0.0)
@@ -206,7 +194,7 @@ class SimulatedPeRuntime:
             await self.hooks.pe_stopped(self._stopped.pop(0))
         due = key in self._due
         self._due.discard(key)
-        pod = self.registry.find(self.pods_rt, *key)
+        pod = self.pods.get(ObjectKey(*key))
         if pod is None or not is_ready(pod):
             return
         pe = self.running.get(pod["metadata"]["uid"])
@@ -242,7 +230,7 @@ class SimulatedPeRuntime:
         aadl_map = mounted_config_map(pod, PE_CONFIG_DIR)
         problem = ""
         if aadl_map is not None:
-            config = self.registry.find(self.configmaps_rt, ns, aadl_map)
+            config = self.configmaps.get(ObjectKey(ns, aadl_map))
             try:
                 if config is None or AADL_KEY not in (config.get("data") or {}):
                     raise WiringError(f"ConfigMap {aadl_map} has no {AADL_KEY}")
@@ -278,7 +266,7 @@ class SimulatedPeRuntime:
         if pe.table_map is None:
             problem = f"no name table mounted at {JOB_CONFIG_DIR}"
         else:
-            config = self.registry.find(self.configmaps_rt, pe.identity.namespace, pe.table_map)
+            config = self.configmaps.get(ObjectKey(pe.identity.namespace, pe.table_map))
             text = ((config or {}).get("data") or {}).get(NAME_TABLE_KEY)
             if text is None:
                 problem = f"ConfigMap {pe.table_map} has no {NAME_TABLE_KEY}"
@@ -295,16 +283,10 @@ class SimulatedPeRuntime:
 
     def _resolve(self, ns: str, service_name: str, tcp_port: int) -> tuple[str | None, str]:
         """The address a PE port's Service resolves to (first ready endpoint), or why none."""
-        service = self.registry.find(self.services_rt, ns, service_name)
+        service = self.services.get(ObjectKey(ns, service_name))
         if service is None:
             return None, f"Service {service_name} not found"
-        ready = [
-            endpoint["addresses"][0]
-            for _, endpoint_slice in sorted(self._slices.get((ns, service_name), {}).items())
-            if endpoint_slice.get("addressType", "IPv4") == "IPv4"
-            for endpoint in endpoint_slice.get("endpoints") or []
-            if endpoint.get("addresses") and (endpoint.get("conditions") or {}).get("ready") is not False
-        ]
+        ready = self.endpoints.ready(ns, service_name)
         if not ready:
             return None, f"Service {service_name} has no ready endpoint"
         spec = service.get("spec") or {}
@@ -392,9 +374,4 @@ class SimulatedPeRuntime:
 
     async def close(self) -> None:
         await self.hooks.close()
-        await self._close_reporter()
-
-    async def _close_reporter(self) -> None:
-        close = getattr(self.reporter, "close", None)
-        if close is not None:
-            await close()
+        await self.calls.close()

@@ -17,7 +17,6 @@ from typing import Any
 from lxml import etree
 
 from streams_k8s.api.contract import AADL_KEY, NAME_TABLE_KEY, PE_PORT_BASE
-from streams_k8s.sandbox.store import WatchEvent
 
 AUGMENTED = "{http://www.ibm.com/xmlns/prod/streams/application/augmented}"
 
@@ -141,13 +140,13 @@ def parse_name_table(text: str) -> dict[str, PePort]:
     return table
 
 
-def entries_changed(event: WatchEvent) -> bool:
-    """Whether a ConfigMap change can change what a PE reading it as its name table resolves: not a
-    rewrite that only moves the date line, nor an edit of its labels (which would otherwise have
-    every PE of the job evaluate its connections again)."""
-    if event.type != "MODIFIED" or event.old is None:
+def entries_changed(old: dict[str, Any] | None, new: dict[str, Any] | None) -> bool:
+    """Whether a ConfigMap change (``old`` -> ``new``, None for absent) can change what a PE
+    reading it as its name table resolves: not a rewrite that only moves the date line, nor an edit
+    of its labels (which would otherwise have every PE of the job evaluate its connections again)."""
+    if old is None or new is None:
         return True
-    before, after = ((o.get("data") or {}).get(NAME_TABLE_KEY) for o in (event.old, event.obj))
+    before, after = ((o.get("data") or {}).get(NAME_TABLE_KEY) for o in (old, new))
     if before is None or after is None or before == after:
         return before != after
     try:

@@ -8,9 +8,9 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from streams_k8s.sandbox.cluster.container_logs import ContainerLog
 from streams_k8s.sandbox.cluster.pe_identity import PeIdentity, pe_log
 from streams_k8s.sandbox.cluster.pe_wiring import Wiring
-from streams_k8s.sandbox.pod_streams import ContainerLogs
 
 FULL, PARTIAL, NONE = "Full", "Partial", "None"
 
@@ -54,7 +54,7 @@ class RunningPe:
     def job_name(self) -> str:
         return (self.wiring.job_name if self.wiring is not None else "") or self.identity.job
 
-    def log(self, logs: ContainerLogs, text: str) -> None:
+    def log(self, logs: ContainerLog, text: str) -> None:
         pe_log(logs, self.identity, text)
 
 
