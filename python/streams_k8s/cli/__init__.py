@@ -70,6 +70,11 @@ COMMANDS: dict[str, LazyCommand] = {
         "schedule",
         "Simulate the multi-tenant vreplica scheduler on a JSON description of the cluster.",
     ),
+    "simulate": LazyCommand(
+        "streams_k8s.cli.simulate",
+        "simulate",
+        "Add simulated Streams nodes (kubelet and PE runtime) to a cluster until interrupted.",
+    ),
 }
 
 

@@ -32,7 +32,7 @@ DEFAULT_CONTROLLER_URL = f"http://{LOOPBACK}:{RuntimeSettings.model_fields['api_
 
 
 @contextlib.contextmanager
-def _sandbox_extra() -> Iterator[None]:
+def sandbox_extra() -> Iterator[None]:
     """Around the sandbox's imports: a dependency of the `sandbox` extra that is not installed
     becomes one line that says what to install."""
     try:
@@ -47,7 +47,7 @@ def _sandbox_extra() -> Iterator[None]:
         ) from None
 
 
-def _nodes(value: str) -> int | Path:
+def parse_nodes(value: str) -> int | Path:
     if value.isdigit():
         return int(value)
     path = Path(value)
@@ -56,7 +56,7 @@ def _nodes(value: str) -> int | Path:
     return path
 
 
-def _zones(value: str | None) -> list[str] | None:
+def parse_zones(value: str | None) -> list[str] | None:
     return None if value is None else [z.strip() for z in value.split(",") if z.strip()]
 
 
@@ -110,7 +110,8 @@ def _run_command(kubeconfig: Path, controller_url: str) -> str:
 )
 @click.option(
     "--consistent-region-url",
-    help="Base URL of the consistent-region API the simulated PEs poll and answer ({job}, {namespace}).",
+    help="Base URL of the consistent-region API the simulated PEs poll and answer ({job}, {namespace}) "
+    "[the job's coordinator Service, whose pod runs the coordinator]",
 )
 @click.option("--no-cluster", is_flag=True, help="Serve the API only: no nodes, scheduler or kubelet.")
 @click.option("--duration", type=float, help="Stop after this many seconds (default: run until interrupted).")
@@ -160,12 +161,12 @@ def sandbox(
             raise BadUsage(f"{', '.join(given)} cannot be used with --demo (it runs its own operator)")
     elif keep:
         raise BadUsage("--keep needs --demo")
-    nodes = _nodes(nodes_arg)
-    with _sandbox_extra():
+    nodes = parse_nodes(nodes_arg)
+    with sandbox_extra():
         from streams_k8s.sandbox.errors import ApiError
     try:
         if demo:
-            with _sandbox_extra():
+            with sandbox_extra():
                 from streams_k8s.cli.sandbox_demo import run_demo
             running = run_demo(
                 kubeconfig=kubeconfig.resolve(),
@@ -173,14 +174,15 @@ def sandbox(
                 host=host,
                 port=port,
                 nodes=nodes,
-                zones=_zones(zones),
+                zones=parse_zones(zones),
                 tls=tls,
                 token=token,
             )
             if not asyncio.run(running):
                 raise click.ClickException("the demo job did not reach Running")
             return
-        with _sandbox_extra():
+        with sandbox_extra():
+            from streams_k8s.sandbox.cluster.consistent_region import COORDINATOR_URL
             from streams_k8s.sandbox.sandbox import Sandbox
         sb = Sandbox(
             host=host,
@@ -191,9 +193,9 @@ def sandbox(
             kubeconfig_path=kubeconfig.resolve(),
             simulate=not no_cluster,
             nodes=nodes,
-            zones=_zones(zones) or [],
+            zones=parse_zones(zones) or [],
             controller_url=controller_url,
-            consistent_region_url=consistent_region_url,
+            consistent_region_url=consistent_region_url or COORDINATOR_URL,
         )
         asyncio.run(_serve(sb, controller_url, duration))
     except (OSError, ValueError, RuntimeError, yaml.YAMLError, ApiError) as exc:
@@ -206,6 +208,12 @@ async def _serve(sb: Sandbox, controller_url: str, duration: float | None) -> No
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with sb:
+        if sb.simulation is not None:  # the coordinator pods of `default` get their accounts
+            from streams_k8s.cli.coordinator_accounts import set_up_coordinators
+            from streams_k8s.k8s.client import KubeClient
+
+            async with await KubeClient.connect(str(sb.kubeconfig_path)) as client:
+                await set_up_coordinators(client, "default")
         click.echo(f"sandbox API server at {sb.url}")
         click.echo(f"export KUBECONFIG={sb.kubeconfig_path}")
         if sb.pe_runtime is not None:

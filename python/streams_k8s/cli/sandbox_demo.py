@@ -1,9 +1,12 @@
 """`streams-k8s sandbox --demo`: a generated application submitted to a sandbox, watched until it runs.
 
 Starts the sandbox (by default 3 nodes in 2 zones, on a free loopback port) and the instance
-operator in this process, writes a generated application bundle, submits it as a Job, shows PEs
-and pods coming up, prints what the job became (PEs, pods, nodes, services) and returns 0 once the
-Job is Running. With ``keep`` the cluster stays up for kubectl until interrupted.
+operator in this process, writes a generated application bundle (one of its chains a periodic
+consistent region), submits it as a Job, shows PEs and pods coming up, prints what the job became
+(PEs, pods, nodes, services), waits for its consistent region's first checkpoint (taken by the
+coordinator process its coordinator pod runs, answered by the simulated PEs) and returns 0 once
+the Job is Running and the region has checkpointed. With ``keep`` the cluster stays up for
+kubectl until interrupted.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ from rich.table import Table
 from streams_k8s.api.contract import JOB_LABEL, PE_LABEL, SVC_LABEL
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.cli.console import start_console
-from streams_k8s.controller.kinds import JOBS, PES
+from streams_k8s.cli.coordinator_accounts import set_up_coordinators
+from streams_k8s.controller.kinds import CONSISTENT_REGIONS, JOBS, PES
 from streams_k8s.controller.operator import setup as operator_setup
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.kinds import NODES, PODS, SERVICES
@@ -38,10 +42,14 @@ from streams_k8s.sandbox import Sandbox
 NAMESPACE = "default"
 JOB = "demo"
 ZONES = ("zone-a", "zone-b")  # unless the command line names others
-# A small pipeline: a source fanning out to 3 chains of 3 Functors and back into one sink.
-APPLICATION = SyntheticSpec(name="demo::Pipeline", chains=3, length=3)
+# A small pipeline: a source fanning out to 3 chains of 3 Functors and back into one sink; the first
+# chain a consistent region that checkpoints every 2 seconds.
+APPLICATION = SyntheticSpec(
+    name="demo::Pipeline", chains=3, length=3, consistent_chains=1, consistent_period=2.0
+)
 PE_COUNT = 6
 TIMEOUT = 120.0
+CHECKPOINT_TIMEOUT = 60.0
 ZONE_LABEL = "topology.kubernetes.io/zone"
 
 
@@ -153,6 +161,25 @@ async def _print_tables(client: KubeClient, snap: _Snapshot, console: Console) -
     console.print(per_node)
 
 
+async def _checkpointed(client: KubeClient, console: Console) -> bool:
+    """Wait for the job's consistent region to complete a checkpoint; say how it went."""
+    deadline = time.monotonic() + CHECKPOINT_TIMEOUT
+    while time.monotonic() < deadline:
+        regions, _ = await client.list_all(CONSISTENT_REGIONS, NAMESPACE, label_selector=f"{JOB_LABEL}={JOB}")
+        statuses = {r["metadata"]["name"]: r.get("status") or {} for r in regions}
+        if statuses and all(int(s.get("lastCompletedSeqID") or 0) >= 1 for s in statuses.values()):
+            for name, status in sorted(statuses.items()):
+                taken = f"{status.get('state')}, checkpoint {status['lastCompletedSeqID']} taken"
+                console.print(
+                    f"consistent region {name}: {taken} (its coordinator pod runs `streams-k8s coordinator`;"
+                    " the simulated PEs answer it)"
+                )
+            return True
+        await asyncio.sleep(0.5)
+    console.print(f"[red]the consistent region of job {JOB} took no checkpoint in {CHECKPOINT_TIMEOUT:.0f}s")
+    return False
+
+
 async def _until_interrupted() -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -195,6 +222,7 @@ async def run_demo(
             kubeconfig_path=kubeconfig,
         )
         async with sandbox, await KubeClient.connect(str(sandbox.kubeconfig_path)) as client:
+            await set_up_coordinators(client, NAMESPACE)  # as deploy/ does: the coordinator's account
             cluster, _ = await client.list_all(NODES)
             console.print(f"sandbox API server at {sandbox.url}: {_cluster_summary(cluster)}")
             # Free ports for the operator's servers keep the demo off 10000, 6379, 8080 and 8081.
@@ -226,7 +254,7 @@ async def run_demo(
                 )
                 snap = await _watch_progress(client, console)
                 await _print_tables(client, snap, console)
-                running = snap.phase == "Running"
+                running = snap.phase == "Running" and await _checkpointed(client, console)
                 if not running:
                     console.print(f"[red]job {JOB} is {snap.phase}, not Running, after {TIMEOUT:.0f}s")
                 if keep:
