@@ -75,14 +75,14 @@ async def test_a_service_account_token_is_reviewed_as_its_account(
         'for the target audiences ["https://elsewhere"]]'
     )
     # a deleted account's tokens stop working (asked for the other audience: kube-apiserver caches
-    # a review for 10 s by token and audiences, a difference the sandbox README lists; and it
-    # learns of the deletion a moment later)
+    # a review for 10 s by token and audiences, a difference the sandbox README lists; it learns of
+    # the deletion a moment later, so a review in between can be cached for those 10 s)
     await client.delete(SERVICE_ACCOUNTS, "cli", ns)
 
     async def revoked() -> bool:
         return not (await TokenReviewer(client)(token)).authenticated
 
-    await eventually_async(revoked, within=10)
+    await eventually_async(revoked, within=20)
     gone = await TokenReviewer(client)(token)
     assert gone.error == '[invalid bearer token, serviceaccounts "cli" not found]'
 
@@ -108,7 +108,7 @@ async def test_a_pod_bound_token_goes_with_its_pod(api_server: ApiServer, client
     async def revoked() -> bool:  # asked for the other audience: see the test above
         return not (await TokenReviewer(client)(token)).authenticated
 
-    await eventually_async(revoked, within=30)
+    await eventually_async(revoked, within=20)  # see the test above
 
 
 async def test_token_requests_are_validated(api_server: ApiServer, client: KubeClient) -> None:
