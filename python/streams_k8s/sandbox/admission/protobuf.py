@@ -14,22 +14,37 @@ that marshal their own JSON (Time, Quantity, IntOrString, RawExtension, ...) are
 from __future__ import annotations
 
 import base64
-import datetime
 import functools
-import math
-import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
 import orjson
 
+from streams_k8s.sandbox.admission.protobuf_custom import (
+    int_or_string,
+    list_or_schema,
+    micro_time,
+    quantity,
+    schema_or_bool,
+    time,
+)
+from streams_k8s.sandbox.admission.protobuf_wire import (
+    BYTES,
+    FIXED64,
+    VARINT,
+    WIRE_TYPES,
+    WireError,
+    length_delimited,
+    scalar,
+    text,
+    varint,
+    wire_fields,
+)
+
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 _PREFIX = b"k8s\x00"
-_WIRE_TYPES = {"varint": 0, "fixed64": 1, "bytes": 2, "fixed32": 5}
-_VARINT, _FIXED64, _BYTES, _START_GROUP, _END_GROUP, _FIXED32 = 0, 1, 2, 3, 4, 5
-_ZERO_TIME = -62135596800  # Go's zero time.Time (January 1, year 1) in Unix seconds
 _NIL = object()  # a field's nil pointer, slice, map or []byte: null in JSON, or omitted
 
 
@@ -90,7 +105,7 @@ class _Table:
             for number, wire, json, type_, flags, *_cast in self._rows[message]:
                 parsed[number] = _Field(
                     number,
-                    _WIRE_TYPES[wire],
+                    WIRE_TYPES[wire],
                     json,
                     type_,
                     "o" in flags,
@@ -127,19 +142,19 @@ def read_envelope(body: bytes) -> Envelope:
     try:
         # runtime.Unknown: typeMeta = 1 (apiVersion = 1, kind = 2), raw = 2, contentEncoding = 3,
         # contentType = 4 (apimachinery/pkg/runtime/generated.proto)
-        for number, wire, value in _wire_fields(body[len(_PREFIX) :], "Unknown"):
+        for number, wire, value in wire_fields(body[len(_PREFIX) :], "Unknown"):
             if number == 1:
-                type_meta = _length_delimited(wire, value, "TypeMeta")
-                for meta_number, meta_wire, meta_value in _wire_fields(type_meta, "TypeMeta"):
+                type_meta = length_delimited(wire, value, "TypeMeta")
+                for meta_number, meta_wire, meta_value in wire_fields(type_meta, "TypeMeta"):
                     if meta_number == 1:
-                        api_version = _text(_length_delimited(meta_wire, meta_value, "APIVersion"))
+                        api_version = text(length_delimited(meta_wire, meta_value, "APIVersion"))
                     elif meta_number == 2:
-                        kind = _text(_length_delimited(meta_wire, meta_value, "Kind"))
+                        kind = text(length_delimited(meta_wire, meta_value, "Kind"))
             elif number == 2:
-                raw = _length_delimited(wire, value, "Raw")
+                raw = length_delimited(wire, value, "Raw")
             elif number in (3, 4):
-                _length_delimited(wire, value, "ContentEncoding" if number == 3 else "ContentType")
-    except _WireError as err:
+                length_delimited(wire, value, "ContentEncoding" if number == 3 else "ContentType")
+    except WireError as err:
         raise UnreadableEnvelope(str(err)) from None
     return Envelope(api_version, kind, raw)
 
@@ -153,101 +168,11 @@ def decode_object(envelope: Envelope, message: str) -> dict[str, Any]:
     """The JSON object of the envelope's kind, with its apiVersion and kind."""
     try:
         fields = _Decoder(table()).message(message, envelope.raw)
-    except _WireError as err:
+    except WireError as err:
         raise UnreadableObject(envelope.api_version, envelope.kind, str(err)) from None
     except RecursionError:  # hostile nesting: Go's stack grows, Python's does not
         raise UnreadableObject(envelope.api_version, envelope.kind, "proto: nesting too deep") from None
     return {"kind": envelope.kind, "apiVersion": envelope.api_version, **fields}
-
-
-# -- the wire -----------------------------------------------------------------------------------
-
-
-class _WireError(ValueError):
-    """Bytes that are not the message they should be: worded as gogo-protobuf's generated code."""
-
-
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if shift >= 64:
-            raise _WireError("proto: integer overflow")
-        if pos >= len(data):
-            raise _WireError("unexpected EOF")
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value & 0xFFFFFFFFFFFFFFFF, pos
-        shift += 7
-
-
-def _wire_fields(data: bytes, message: str) -> Iterator[tuple[int, int, int | bytes]]:
-    """Each field of a message, in order: number, wire type, and an int (varint, fixed) or the bytes
-    (length-delimited). Groups, which no Kubernetes message has, are skipped."""
-    pos, end = 0, len(data)
-    while pos < end:
-        key, pos = _varint(data, pos)
-        number, wire = key >> 3, key & 7
-        if wire == _END_GROUP:
-            raise _WireError(f"proto: {message}: wiretype end group for non-group")
-        if number <= 0:
-            raise _WireError(f"proto: {message}: illegal tag {number} (wire type {wire})")
-        value: int | bytes
-        if wire == _VARINT:
-            value, pos = _varint(data, pos)
-        elif wire in (_FIXED64, _FIXED32):
-            size = 8 if wire == _FIXED64 else 4
-            if pos + size > end:
-                raise _WireError("unexpected EOF")
-            value, pos = int.from_bytes(data[pos : pos + size], "little"), pos + size
-        elif wire == _BYTES:
-            length, pos = _varint(data, pos)
-            if length >= 1 << 63:
-                raise _WireError("proto: negative length found during unmarshaling")
-            if pos + length > end:
-                raise _WireError("unexpected EOF")
-            value, pos = data[pos : pos + length], pos + length
-        elif wire == _START_GROUP:
-            pos = _skip_group(data, pos)
-            continue
-        else:
-            raise _WireError(f"proto: illegal wireType {wire}")
-        yield number, wire, value
-
-
-def _skip_group(data: bytes, pos: int) -> int:
-    depth = 1
-    while depth:
-        key, pos = _varint(data, pos)
-        wire = key & 7
-        if wire == _START_GROUP:
-            depth += 1
-        elif wire == _END_GROUP:
-            depth -= 1
-        elif wire == _VARINT:
-            _, pos = _varint(data, pos)
-        elif wire in (_FIXED64, _FIXED32):
-            pos += 8 if wire == _FIXED64 else 4
-        elif wire == _BYTES:
-            length, pos = _varint(data, pos)
-            pos += length
-        else:
-            raise _WireError(f"proto: illegal wireType {wire}")
-        if pos > len(data):
-            raise _WireError("unexpected EOF")
-    return pos
-
-
-def _length_delimited(wire: int, value: int | bytes, field: str) -> bytes:
-    if wire != _BYTES or not isinstance(value, bytes):
-        raise _WireError(f"proto: wrong wireType = {wire} for field {field}")
-    return value
-
-
-def _text(data: bytes) -> str:
-    # Go keeps the bytes; its JSON encoder writes each invalid one as U+FFFD
-    return data.decode("utf-8", errors="replace")
 
 
 # -- messages to JSON ---------------------------------------------------------------------------
@@ -288,13 +213,13 @@ class _Decoder:
         for a nil pointer, slice, map or []byte, the zero value for an absent plain field."""
         fields = self.facts.fields(name)
         found: dict[int, list[int | bytes]] = {}
-        for number, wire, value in _wire_fields(data, name.rsplit(".", 1)[-1]):
+        for number, wire, value in wire_fields(data, name.rsplit(".", 1)[-1]):
             field = fields.get(number)
             if field is None:
                 continue  # unknown fields are skipped, as by the generated code
-            packed = field.repeated and wire == _BYTES and field.wire != _BYTES
+            packed = field.repeated and wire == BYTES and field.wire != BYTES
             if wire != field.wire and not packed:
-                raise _WireError(f"proto: wrong wireType = {wire} for field {field.json}")
+                raise WireError(f"proto: wrong wireType = {wire} for field {field.json}")
             found.setdefault(number, []).append(value)
         return {
             number: self._field_value(field, found.get(number, []), raw_bytes)
@@ -314,7 +239,7 @@ class _Decoder:
         if field.repeated:
             items: list[Any] = []
             for value in occurrences:
-                if isinstance(value, bytes) and field.wire != _BYTES:
+                if isinstance(value, bytes) and field.wire != BYTES:
                     items += self._packed(field, value)
                 else:
                     items.append(self._single(field.type, value))
@@ -331,9 +256,9 @@ class _Decoder:
 
     def _single(self, type_: str, value: int | bytes) -> Any:
         if isinstance(value, int):
-            return _number(type_, value)
+            return scalar(type_, value)
         if type_ == "string":
-            return _text(value)
+            return text(value)
         if type_ == "bytes":
             return base64.b64encode(value).decode()
         return self.message(type_, value)
@@ -342,14 +267,14 @@ class _Decoder:
         items: list[Any] = []
         pos = 0
         while pos < len(data):
-            if field.wire == _VARINT:
-                number, pos = _varint(data, pos)
+            if field.wire == VARINT:
+                number, pos = varint(data, pos)
             else:
-                size = 8 if field.wire == _FIXED64 else 4
+                size = 8 if field.wire == FIXED64 else 4
                 if pos + size > len(data):
-                    raise _WireError("unexpected EOF")
+                    raise WireError("unexpected EOF")
                 number, pos = int.from_bytes(data[pos : pos + size], "little"), pos + size
-            items.append(_number(field.type, number))
+            items.append(scalar(field.type, number))
         return items
 
     def _map_entry(self, key_type: str, value_type: str, entry: int | bytes) -> tuple[str, Any]:
@@ -357,7 +282,7 @@ class _Decoder:
         assert isinstance(entry, bytes)
         key: Any = None
         value: Any = None
-        for number, _, raw in _wire_fields(entry, "MapEntry"):
+        for number, _, raw in wire_fields(entry, "MapEntry"):
             if number == 1:
                 key = self._single(key_type, raw)
             elif number == 2:
@@ -405,66 +330,7 @@ _ZEROS: dict[str, Any] = {
 }
 
 
-def _number(type_: str, value: int) -> Any:
-    if type_ == "bool":
-        return value != 0
-    if type_ in ("int32", "uint32"):  # Go truncates a varint to 32 bits
-        value &= 0xFFFFFFFF
-        return value - (1 << 32) if type_ == "int32" and value >= 1 << 31 else value
-    if type_ == "int64":
-        return value - (1 << 64) if value >= 1 << 63 else value
-    if type_ == "float64":
-        return _float(struct.unpack("<d", value.to_bytes(8, "little"))[0])
-    if type_ == "float32":
-        return _float(struct.unpack("<f", value.to_bytes(4, "little"))[0])
-    return value
-
-
-def _float(number: float) -> int | float:
-    if not math.isfinite(number):
-        raise _WireError(f"json: unsupported value: {number}")
-    return int(number) if number.is_integer() else number  # Go writes 5, not 5.0
-
-
 # -- types that marshal their own JSON ------------------------------------------------------------
-
-
-def _time(values: dict[int, Any]) -> Any:
-    """metav1.Time: whole seconds (its nanos are not read), RFC 3339 in UTC; the zero time is null."""
-    return _timestamp(values[1] * 1_000_000_000, "")
-
-
-def _micro_time(values: dict[int, Any]) -> Any:
-    """metav1.MicroTime: RFC 3339 with microseconds in UTC; the zero time is null."""
-    nanos = values[1] * 1_000_000_000 + values[2]
-    return _timestamp(nanos, f".{nanos % 1_000_000_000 // 1000:06d}")
-
-
-def _timestamp(nanos: int, fraction: str) -> Any:
-    if nanos == _ZERO_TIME * 1_000_000_000:
-        return None
-    try:
-        moment = _EPOCH + datetime.timedelta(seconds=nanos // 1_000_000_000)
-    except OverflowError:
-        raise _WireError("Time.MarshalJSON: year outside of range [0,9999]") from None
-    return f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S}{fraction}Z"
-
-
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
-
-
-def _quantity(values: dict[int, Any]) -> Any:
-    """resource.Quantity: its string (Go clients send the canonical form); none is "0"."""
-    return values[1] or "0"
-
-
-def _int_or_string(values: dict[int, Any]) -> Any:
-    """intstr.IntOrString: type 0 is the int, 1 the string."""
-    if values[1] == 0:
-        return values[2]
-    if values[1] == 1:
-        return values[3]
-    raise _WireError("impossible IntOrString.Type")
 
 
 def _raw_json(values: dict[int, Any]) -> Any:
@@ -477,16 +343,16 @@ def _raw_json(values: dict[int, Any]) -> Any:
         try:
             envelope = read_envelope(raw)
         except UnreadableEnvelope as err:
-            raise _WireError(str(err)) from None
+            raise WireError(str(err)) from None
         message = message_of(envelope.api_version, envelope.kind)
         if message is None:
-            raise _WireError(f'no kind "{envelope.kind}" is registered for version "{envelope.api_version}"')
+            raise WireError(f'no kind "{envelope.kind}" is registered for version "{envelope.api_version}"')
         fields = _Decoder(table()).message(message, envelope.raw)
         return {"kind": envelope.kind, "apiVersion": envelope.api_version, **fields}
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as err:
-        raise _WireError(f"json: error calling MarshalJSON: {err}") from None
+        raise WireError(f"json: error calling MarshalJSON: {err}") from None
 
 
 def _json(values: dict[int, Any]) -> Any:
@@ -494,36 +360,25 @@ def _json(values: dict[int, Any]) -> Any:
     return _raw_json(values) if values[1] else None
 
 
-def _schema_or_bool(values: dict[int, Any]) -> Any:
-    """JSONSchemaPropsOrBool: the schema when there is one, else allows."""
-    return values[2] if values[2] is not None else values[1]
-
-
-def _list_or_schema(values: dict[int, Any]) -> Any:
-    """JSONSchemaPropsOrStringArray, JSONSchemaPropsOrArray: the list (properties, schemas) when
-    not empty, else the schema (or null)."""
-    return values[2] if values[2] else values[1]
-
-
 _APIEXTENSIONS = "k8s.io.apiextensions-apiserver.pkg.apis.apiextensions."
 _META = "k8s.io.apimachinery.pkg.apis.meta.v1."
 _TIMES = frozenset({_META + "Time", _META + "MicroTime"})
 # The JSON of the messages whose Go types marshal their own, from their fields by number.
 CUSTOM_JSON: dict[str, Callable[[dict[int, Any]], Any]] = {
-    _META + "Time": _time,
-    _META + "MicroTime": _micro_time,
+    _META + "Time": time,
+    _META + "MicroTime": micro_time,
     _META + "FieldsV1": _raw_json,
-    "k8s.io.apimachinery.pkg.api.resource.Quantity": _quantity,
-    "k8s.io.apimachinery.pkg.util.intstr.IntOrString": _int_or_string,
+    "k8s.io.apimachinery.pkg.api.resource.Quantity": quantity,
+    "k8s.io.apimachinery.pkg.util.intstr.IntOrString": int_or_string,
     "k8s.io.apimachinery.pkg.runtime.RawExtension": _raw_json,
     **{
         _APIEXTENSIONS + version + name: handler
         for version in ("v1.", "v1beta1.")
         for name, handler in (
             ("JSON", _json),
-            ("JSONSchemaPropsOrBool", _schema_or_bool),
-            ("JSONSchemaPropsOrStringArray", _list_or_schema),
-            ("JSONSchemaPropsOrArray", _list_or_schema),
+            ("JSONSchemaPropsOrBool", schema_or_bool),
+            ("JSONSchemaPropsOrStringArray", list_or_schema),
+            ("JSONSchemaPropsOrArray", list_or_schema),
         )
     },
 }
