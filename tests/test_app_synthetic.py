@@ -32,6 +32,8 @@ def schema() -> etree.XMLSchema:
         colocate_pairs=st.booleans(),
         exlocate_chain_ends=st.booleans(),
         isolate_heads=st.integers(0, 1),
+        host_exlocate_heads=st.booleans(),
+        host_colocate_tails=st.booleans(),
         consistent_chains=st.integers(0, 2),
         consistent_period=st.sampled_from([0.0, 2.5]),
         replicate_pools=st.booleans(),
@@ -58,3 +60,13 @@ def test_written_sab_round_trips(tmp_path: Path) -> None:
     bundle = read_bundle(write_sab(tmp_path / "app.sab", spec))
     assert bundle.adl == synthetic_adl(spec)
     assert bundle.build_id == "synthetic"
+
+
+def test_host_constraints_place_chain_heads_apart_and_tails_together() -> None:
+    app = parse_adl(
+        synthetic_adl(SyntheticSpec(chains=2, length=2, host_exlocate_heads=True, host_colocate_tails=True))
+    )
+    placements = {op.name: op.placement for op in app.operators.values()}
+    assert [placements[n].exlocations for n in ("C0_0", "C1_0")] == [("heads",), ("heads",)]
+    assert [placements[n].colocations for n in ("C0_1", "C1_1")] == [("tails",), ("tails",)]
+    assert placements["Sink"].exlocations == placements["Sink"].colocations == ()

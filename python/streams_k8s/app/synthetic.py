@@ -54,6 +54,10 @@ class SyntheticSpec:
     colocate_pairs: bool = False
     exlocate_chain_ends: bool = False
     isolate_heads: int = 0
+    # host placement: every chain's head on a host of its own (hostExlocation), every chain's last
+    # operator on one host together (hostColocation)
+    host_exlocate_heads: bool = False
+    host_colocate_tails: bool = False
     consistent_chains: int = 0
     consistent_period: float = 0.0  # seconds between a region's checkpoints; 0: operator-driven
     replicate_pools: bool = False  # regions replicate their chain's host pool per channel
@@ -90,6 +94,7 @@ class _Writer:
         self.outputs: dict[int, list[int]] = {}
         self.annotations: dict[int, str] = {}
         self.partitions: dict[int, str] = {}
+        self.host_constraints: dict[int, str] = {}
         self.region_ops: list[int] = []
         self.chain_of: dict[int, int] = {}
         self.exports: dict[int, Exported] = {}  # by operator index
@@ -162,6 +167,12 @@ class _Writer:
         if s.exlocate_chain_ends and j in (0, s.length - 1):
             partitions.append(f'<exLocation exlocId="ex_{c}"/>')
         iso = ' isolation="true"' if c < s.isolate_heads and j == 0 else ""
+        host = []
+        if s.host_exlocate_heads and j == 0:
+            host.append('<exLocation exlocId="heads"/>')
+        if s.host_colocate_tails and j == s.length - 1:
+            host.append('<coLocation colocId="tails"/>')
+        self.host_constraints[op] = "".join(host)
         self.partitions[op] = (
             f"<partitions{iso}>{''.join(partitions)}</partitions>" if partitions or iso else ""
         )
@@ -257,7 +268,8 @@ class _Writer:
             f"{self.annotations.get(op, '')}"
             f"{'<inputPorts>' + ''.join(ins) + '</inputPorts>' if op in self.inputs else ''}"
             f"{'<outputPorts>' + ''.join(outs) + '</outputPorts>' if op in self.outputs else ''}"
-            f'<envVars/><resources><poolLocation poolIndex="{self.pool_of(op)}"/></resources>'
+            f'<envVars/><resources><poolLocation poolIndex="{self.pool_of(op)}"/>'
+            f"{self.host_constraints.get(op, '')}</resources>"
             f"<runtimeConstants/><sharedObject class={quoteattr(name)}><wrapper>none</wrapper>"
             f"<uri>bin/{name}{'.rebuilt' if op in self.spec.rebuilt else ''}.so</uri></sharedObject>"
             f"{self.partitions.get(op, '')}</primitiveOperInstance>"
