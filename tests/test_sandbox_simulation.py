@@ -262,11 +262,11 @@ async def test_faults_spare_the_simulation_unless_asked_and_its_watches_are_its_
 ) -> None:
     assert sandbox.open_watches("pods") == 0
     assert sandbox.open_watches("pods", simulation=True) >= 1
-    sandbox.faults.fail(500, None, verb="patch", resource="pods/status")
+    sandbox.faults.fail(500, None, verb="update", resource="pods/status")
     await client.create(PODS, pod("spared"), NS)
     await running(client, "spared")  # the kubelet's status writes are not the operator's
     sandbox.faults.clear()
-    sandbox.faults.fail(500, None, verb="patch", resource="pods/status", simulation=True)
+    sandbox.faults.fail(500, None, verb="update", resource="pods/status", simulation=True)
     await client.create(PODS, pod("hit"), NS)
     await sandbox.settle()
     assert (await client.get(PODS, "hit", NS))["status"].get("phase") == "Pending"

@@ -115,6 +115,9 @@ class ReadinessProber:
         except Exception:  # the status write failed: the next change says it again
             log.exception("readiness of %s in pod %s could not be written", container, uid)
 
+    def probing(self, uid: str) -> bool:
+        return any(key[0] == uid for key in self._tasks)
+
     async def stop(self, uid: str) -> None:
         for key in [k for k in self._tasks if k[0] == uid]:
             task = self._tasks.pop(key)
