@@ -296,3 +296,28 @@ def test_failures_say_whether_other_nodes_could_satisfy_them(
     with pytest.raises(PlacementError) as failed:
         plan(pools, pes)
     assert failed.value.depends_on_nodes is depends_on_nodes
+
+
+def test_pes_to_share_a_host_and_not_to_are_refused_naming_them() -> None:
+    """Automatic fusion put each chain's exlocated head with its colocated tail: the real
+    kube-scheduler left the first such PE Pending for ever."""
+    with pytest.raises(PlacementError, match=r"PEs 0 and 1 are to share a host \(hostColocation 'tails'\)"):
+        plan(
+            [],
+            [
+                pe(0, co_locations=["tails"], ex_locations=["heads"]),
+                pe(1, co_locations=["tails"], ex_locations=["heads"]),
+                pe(2, ex_locations=["heads"]),
+            ],
+        )
+    with pytest.raises(PlacementError, match=r"PEs 0 and 2 .*hostColocation 'a', 'b'.*hostExlocation 'x'"):
+        plan(  # together through PE 1, which carries both tokens
+            [],
+            [
+                pe(0, co_locations=["a"], ex_locations=["x"]),
+                pe(1, co_locations=["a", "b"]),
+                pe(2, co_locations=["b"], ex_locations=["x"]),
+            ],
+        )
+    apart = plan([], [pe(0, co_locations=["a"], ex_locations=["x"]), pe(1, ex_locations=["x"])])
+    assert set(apart.pods) == {0, 1}

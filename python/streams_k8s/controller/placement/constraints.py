@@ -227,6 +227,7 @@ def plan_placement(
     """Scheduling constraints for every PE, and the node labels/taints the job needs; without
     ``with_pods`` only the pools' nodes (what the node-placement controller needs on every PE it
     sees added: each PE's constraints would make its reconcile cost grow with the job)."""
+    _check_host_constraints(pes)
     cluster = _Cluster(nodes)
     by_index = {pool.index: pool for pool in pools}
     indexed: dict[int, int] = {}
@@ -263,6 +264,41 @@ def plan_placement(
         else {}
     )
     return PlacementPlan(pods=pods, pool_nodes=pool_nodes, node_labels=node_labels, node_taints=node_taints)
+
+
+def _check_host_constraints(pes: Sequence[PlacedPe]) -> None:
+    """PEs that are to share a host (hostColocation, also through others) and not to (hostExlocation)
+    can never all run: kube-scheduler would leave one Pending for ever. Fusion makes this out of
+    constraints that hold operator by operator (a chain's head, exlocated, fused with its tail,
+    colocated with the other tails): the job is refused, saying which PEs and tokens."""
+    together: dict[int, int] = {}  # PE -> a PE of its colocation class (union-find)
+
+    def root(pe: int) -> int:
+        while together.get(pe, pe) != pe:
+            together[pe] = together.get(together[pe], together[pe])  # path halving
+            pe = together[pe]
+        return pe
+
+    first: dict[str, int] = {}
+    for pe in pes:
+        for token in pe.placement.co_locations:
+            other = first.setdefault(token, pe.id)
+            together[root(pe.id)] = root(other)
+    tokens = {pe.id: pe.placement.co_locations for pe in pes}
+    for token in sorted({t for pe in pes for t in pe.placement.ex_locations}):
+        seen: dict[int, int] = {}
+        for pe in pes:
+            if token not in pe.placement.ex_locations:
+                continue
+            other = seen.setdefault(root(pe.id), pe.id)
+            if other != pe.id:
+                shared = sorted(set(tokens[other]) | set(tokens[pe.id]))
+                raise PlacementError(
+                    f"PEs {other} and {pe.id} are to share a host (hostColocation "
+                    f"{', '.join(repr(t) for t in shared)}) and to be on different hosts "
+                    f"(hostExlocation {token!r}): fuse the operators apart (a larger fusion.manual, "
+                    "or fusion.legacy) or change the constraints"
+                )
 
 
 def _pod_placement(
