@@ -20,6 +20,7 @@ NS = "streams"
 NEEDED = [
     ("create", "streams.ibm.com", "streamspes", "", NS),
     ("patch", "streams.ibm.com", "streamsjobs", "status", NS),
+    ("patch", "streams.ibm.com", "streamsimports", "status", NS),
     ("create", "", "pods", "", NS),
     ("delete", "", "configmaps", "", NS),
     ("watch", "", "services", "", NS),

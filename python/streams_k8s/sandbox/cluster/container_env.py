@@ -2,7 +2,8 @@
 
 Only containers whose program is ours run as processes: no ``command`` (the image's ENTRYPOINT,
 ``streams-k8s``, as in deploy/Dockerfile) and ``args`` naming one of `RUNNABLE` (the
-consistent-region coordinator's pods: ``args: [coordinator, ...]``). The environment is the
+consistent-region coordinator's pods: ``args: [coordinator, ...]``; the operator's own, as
+deploy/deployment.yaml runs it: ``args: [run, ...]``). The environment is the
 container's ``env``: values, with ``$(VAR)`` references to earlier variables expanded (``$$`` is a
 ``$``), and ``fieldRef``s resolved from the pod (name, namespace, uid, labels, annotations, node,
 service account, pod and host IPs). Other sources (ConfigMap and Secret keys, resource fields) are
@@ -14,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-RUNNABLE = ("coordinator",)
+RUNNABLE = ("coordinator", "run")
 _REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 _KEYED = re.compile(r"^metadata\.(labels|annotations)\['([^']+)'\]$")
 

@@ -1,5 +1,6 @@
 """Containers that run for real: the simulated kubelet starts a container whose program is ours
-(`container_env.runs_here`: a consistent-region coordinator) as a ``streams-k8s`` process.
+(`container_env.runs_here`: a consistent-region coordinator, the operator) as a ``streams-k8s``
+process, its emptyDir volumes as directories of the pod's (`container_mounts`).
 
 Each process gets what the container would: the pod's arguments and environment
 (`container_env`), and the pod's service-account identity: a kubeconfig (``KUBECONFIG``) whose
@@ -34,6 +35,7 @@ import yaml
 
 from streams_k8s.sandbox.cluster.container_env import command_line, environment, runs_here
 from streams_k8s.sandbox.cluster.container_logs import ContainerLog
+from streams_k8s.sandbox.cluster.container_mounts import empty_dirs, mounted_environment, translate
 from streams_k8s.sandbox.cluster.pod_tokens import PodRef, PodTokens
 
 log = logging.getLogger(__name__)
@@ -142,13 +144,14 @@ class PodProcesses:
         self, held: _Pod, pod: dict[str, Any], container: dict[str, Any], pod_ip: str, host_ip: str
     ) -> None:
         env, problems = environment(pod, container, pod_ip=pod_ip, host_ip=host_ip)
+        mounts = empty_dirs(pod, container, held.directory / "volumes")
         name = str(container["name"])
         for problem in problems:
             self.logs.write(held.ref.uid, name, f"sandbox kubelet: {problem}")
         inherited = {k: os.environ[k] for k in _HOST_VARIABLES if k in os.environ}
         variables = {
             **inherited,
-            **env,
+            **mounted_environment(env, mounts),
             "KUBECONFIG": str(held.directory / "kubeconfig"),
             "STREAMS_K8S_BIND_ADDRESS": held.address,
             "STREAMS_K8S_CR_BIND_ADDRESS": held.address,
@@ -156,7 +159,7 @@ class PodProcesses:
         }
         process = await asyncio.create_subprocess_exec(
             *_PROGRAM,
-            *command_line(container, env),
+            *(translate(arg, mounts) for arg in command_line(container, env)),
             env=variables,
             cwd=held.directory,
             stdin=asyncio.subprocess.DEVNULL,
