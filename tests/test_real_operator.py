@@ -10,6 +10,7 @@ import ipaddress
 from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
 import pytest
 import pytest_asyncio
 
@@ -222,6 +223,52 @@ async def test_an_import_and_an_export_of_two_jobs_meet(cluster: RealCluster) ->
     imports = await cluster.kubectl_json("get", "sti")
     assert sorted(e["spec"]["type"] for e in exports["items"]) == ["ByName", "ByProperties"]
     assert len(imports["items"]) == 2
+
+
+async def test_the_console_shows_a_viewer_what_the_api_server_lets_them_read(cluster: RealCluster) -> None:
+    """Behind the real TokenReview and SubjectAccessReview: a token without read access on Jobs sees
+    none; one whose Role lets it list them sees the namespace's."""
+    for account in ("nobody", "viewer"):
+        await cluster.kubectl("create", "serviceaccount", account)
+    await cluster.kubectl("create", "role", "job-viewer", "--verb=get,list,watch", "--resource=streamsjobs")
+    await cluster.kubectl(
+        "create", "rolebinding", "job-viewer", "--role=job-viewer", f"--serviceaccount={NAMESPACE}:viewer"
+    )
+    console = f"http://{cluster.address_of(await cluster.serving_operator())}:8090/api/jobs"
+
+    async def jobs_seen_by(account: str) -> set[str]:
+        _, token, _ = await cluster.kubectl("create", "token", account)
+        headers = {"Authorization": f"Bearer {token.strip()}"}
+        async with aiohttp.ClientSession() as session, session.get(console, headers=headers) as answer:
+            assert answer.status == 200, await answer.text()
+            body = await answer.json()
+        return {job["name"] for job in body.get("jobs") or []}
+
+    assert await jobs_seen_by("nobody") == set()
+    assert {"spread", "parallel"} <= await jobs_seen_by("viewer")
+
+
+async def test_a_standby_operator_takes_over_when_the_leader_goes(cluster: RealCluster) -> None:
+    leader = await cluster.serving_operator()
+    holder = (await cluster.client.get(LEASES, "streams-k8s-controller", NAMESPACE))["spec"]["holderIdentity"]
+    await cluster.kubectl("scale", "deployment", "streams-k8s-operator", "--replicas=2")
+    await eventually(lambda: _running_operators(cluster, 2), 60, "two operator pods running")
+    await cluster.kubectl("delete", "pod", leader["metadata"]["name"], "--wait=false")
+
+    async def new_leader() -> dict[str, Any] | None:
+        serving = await cluster.serving_operator()
+        return serving if serving["metadata"]["name"] != leader["metadata"]["name"] else None
+
+    successor = await eventually(new_leader, 90, "another operator pod serving")
+    lease = await cluster.client.get(LEASES, "streams-k8s-controller", NAMESPACE)
+    assert lease["spec"]["holderIdentity"] not in ("", holder)
+    assert successor["metadata"]["labels"]["streams.ibm.com/serving"] == "true"
+    await cluster.wait_ready("spread")  # the new leader keeps the jobs running
+
+
+async def _running_operators(cluster: RealCluster, count: int) -> bool:
+    pods = await cluster.pods("app.kubernetes.io/name=streams-k8s-operator")
+    return sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Running") >= count
 
 
 async def test_kubectl_delete_leaves_nothing_of_the_job_behind(cluster: RealCluster) -> None:
