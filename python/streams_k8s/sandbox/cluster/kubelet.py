@@ -16,8 +16,9 @@ and steps each with `pod_lifecycle.next_step`:
 A process that exits is the container's exit: restartPolicy decides (a restart waits 1 s,
 doubling to 5 min, where the kubelet's back-off starts at 10 s). Status writes carry the pod's
 resourceVersion and uid, made again from a fresh read on a conflict (`status_writes`). Each pod
-has a worker of its own (one step of it at a time), so pods start and stop side by side. Each step is written to the container's log, marked ``sandbox kubelet:``. Test hooks that disturb
-pods (exits, failures, evictions, readiness) are `pod_disturbances`.
+has a worker of its own (one step of it at a time), so pods start and stop side by side. Each
+step is written to the container's log, marked ``sandbox kubelet:``. Test hooks that disturb pods
+(exits, failures, evictions, readiness) are `pod_disturbances`.
 """
 
 from __future__ import annotations
@@ -152,16 +153,18 @@ class Kubelet:
 
     def _stopped(self, key: PodKey, pod: Object) -> bool:
         meta = pod["metadata"]
-        uid = str(meta["uid"])
-        if uid in self._stopping or (self.processes is not None and self.processes.running(uid)):
-            return False
-        grace = meta.get("deletionGracePeriodSeconds")
-        if not meta.get("deletionTimestamp") or not grace:
-            return True
-        if uid not in self._stop_logged and (pod.get("status") or {}).get("phase") not in pod_status.TERMINAL:
+        uid, grace = str(meta["uid"]), meta.get("deletionGracePeriodSeconds")
+        deleting = bool(meta.get("deletionTimestamp")) and bool(grace)
+        if (
+            deleting
+            and uid not in self._stop_logged
+            and (pod.get("status") or {}).get("phase") not in pod_status.TERMINAL
+        ):
             self._stop_logged.add(uid)
             self.log(pod, f"stopping (SIGTERM, grace period {grace}s)")
-        return self._wait(key, self.termination_delay)
+        if uid in self._stopping or (self.processes is not None and self.processes.running(uid)):
+            return False
+        return not deleting or self._wait(key, self.termination_delay)
 
     def _sync(self, key: PodKey) -> None:
         """Each pod has a worker of its own, as in the kubelet: pods start and stop side by side
