@@ -3,8 +3,9 @@ registered with heartbeat Leases and non-loopback pod networks, pods started wit
 their node's podCIDR (never one in use, after a restart of the simulation too), deletions finished
 as the kubelet does (terminated status, then DELETE with grace 0 and a UID precondition, finalizers
 left alone), a coordinator pod's program run as a process answering its REST API, PE reports
-trusted by their pod-bound token only for their own job, and the simulation's own identity
-(spared by faults, told apart in the request log)."""
+trusted by their pod-bound token only for their own job (the token's review naming its pod and
+node, as kube-apiserver's does), and the simulation's own identity (spared by faults, told apart
+in the request log)."""
 
 from __future__ import annotations
 
@@ -27,11 +28,13 @@ from streams_k8s.controller.kinds import JOBS, PES
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.kinds import NODES, PODS
+from streams_k8s.k8s.reviews import TokenReviewer
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.authn import SIMULATION
 from streams_k8s.sandbox.cluster.nodes import NodeSpec
 from streams_k8s.sandbox.cluster.pe_identity import is_ready
 from streams_k8s.sandbox.cluster.pod_processes import ApiServerAccess
+from streams_k8s.sandbox.cluster.pod_tokens import PodRef, PodTokens
 from streams_k8s.sandbox.cluster.simulation import Simulation, SimulationOptions
 
 NS = "default"
@@ -272,3 +275,23 @@ async def test_faults_spare_the_simulation_unless_asked_and_its_watches_are_its_
     assert (await client.get(PODS, "hit", NS))["status"].get("phase") == "Pending"
     sandbox.faults.clear()
     assert (await running(client, "hit"))["status"]["podIP"]  # written once the fault is gone
+
+
+@pytest.mark.sandbox(nodes=NODE_SPECS)
+async def test_a_pods_token_is_reviewed_as_kube_apiserver_reviews_it(
+    sandbox: Sandbox, client: KubeClient
+) -> None:
+    await client.create(PODS, pod("bound", node="b"), NS)
+    found = await running(client, "bound")
+    token = await PodTokens(client).token(PodRef.of(found))
+    review = await TokenReviewer(client)(token)
+    assert (review.authenticated, review.user) == (True, "system:serviceaccount:default:default")
+    node = await client.get(NODES, "b")
+    assert {k: v for k, v in review.extra.items() if not k.endswith("credential-id")} == {
+        "authentication.kubernetes.io/pod-name": ("bound",),
+        "authentication.kubernetes.io/pod-uid": (found["metadata"]["uid"],),
+        "authentication.kubernetes.io/node-name": ("b",),
+        "authentication.kubernetes.io/node-uid": (node["metadata"]["uid"],),
+    }
+    await client.delete(PODS, "bound", NS, grace_period_seconds=0)
+    assert not (await TokenReviewer(client)(token)).authenticated  # the pod is gone: so is its token
