@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from cr_cluster import coordinator_accounts
 from k8s_support import eventually_async
 from streams_k8s.api.consistent_region import ConsistentRegionOperator
 from streams_k8s.consistent.coordinator_settings import CoordinatorSettings
@@ -159,6 +160,7 @@ def test_a_cro_read_locally_without_uid_is_refused() -> None:
 
 async def test_the_sandbox_runs_the_deployment_behind_the_service_and_collects_them_with_the_job() -> None:
     async with Sandbox() as sb, await KubeClient.connect(str(sb.kubeconfig_path)) as client:
+        await coordinator_accounts(client)  # the pod runs the coordinator, as its service account
         created = await client.create(
             REGION_OPERATORS,
             {
