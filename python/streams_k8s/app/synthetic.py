@@ -167,11 +167,11 @@ class _Writer:
         if s.exlocate_chain_ends and j in (0, s.length - 1):
             partitions.append(f'<exLocation exlocId="ex_{c}"/>')
         iso = ' isolation="true"' if c < s.isolate_heads and j == 0 else ""
-        host = []
-        if s.host_exlocate_heads and j == 0:
-            host.append('<exLocation exlocId="heads"/>')
+        host = []  # in the schema's order: coLocation before exLocation
         if s.host_colocate_tails and j == s.length - 1:
             host.append('<coLocation colocId="tails"/>')
+        if s.host_exlocate_heads and j == 0:
+            host.append('<exLocation exlocId="heads"/>')
         self.host_constraints[op] = "".join(host)
         self.partitions[op] = (
             f"<partitions{iso}>{''.join(partitions)}</partitions>" if partitions or iso else ""
