@@ -354,7 +354,8 @@ class PeController:
             PES, str(pe.metadata.name), body, pe.metadata.namespace, subresource="status"
         )
         key = ObjectKey(pe.metadata.namespace or "", str(pe.metadata.name))
-        self._written_on[key] = str(pe.metadata.resource_version)
+        if (written.get("metadata") or {}).get("resourceVersion") != pe.metadata.resource_version:
+            self._written_on[key] = str(pe.metadata.resource_version)  # a change: its event comes
         return ProcessingElement.from_wire(written)
 
 
