@@ -22,10 +22,12 @@ import yaml
 from click.testing import CliRunner
 
 from k8s_support import eventually_async
-from operator_support import free_port, wait_for_phase
+from operator_support import free_port, job_manifest, wait_for_phase
 from repo_paths import REPO
+from streams_k8s.api.contract import JOB_LABEL
+from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.cli import main
-from streams_k8s.controller.kinds import JOBS, PES
+from streams_k8s.controller.kinds import CONSISTENT_REGIONS, JOBS, PES
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.settings import RuntimeSettings
 
@@ -154,6 +156,24 @@ async def test_sandbox_and_run_work_together(tmp_path: Path) -> None:
                 raise AssertionError("the PEs never reported Full connectivity to the operator") from None
             if KUBECTL is not None:
                 await _kubectl_shows_the_columns(kubeconfig, client)
+            await _a_consistent_region_checkpoints(client, tmp_path)
+
+
+async def _a_consistent_region_checkpoints(client: KubeClient, tmp_path: Path) -> None:
+    """Its coordinator pod runs `streams-k8s coordinator` (before, it ran nothing: the region's
+    status stayed empty and no checkpoint was ever taken)."""
+    sab = tmp_path / "regions.sab"
+    write_sab(sab, SyntheticSpec(name="regions::App", chains=2, consistent_chains=1, consistent_period=1.0))
+    await client.create(JOBS, job_manifest("regions", sab), "default")
+    await wait_for_phase(client, "regions", "Running", within=60)
+
+    async def checkpointed() -> bool:
+        regions, _ = await client.list_all(
+            CONSISTENT_REGIONS, "default", label_selector=f"{JOB_LABEL}=regions"
+        )
+        return bool(regions) and all((r.get("status") or {}).get("lastCompletedSeqID") for r in regions)
+
+    await eventually_async(checkpointed, within=60)
 
 
 async def _kubectl_shows_the_columns(kubeconfig: Path, client: KubeClient) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -35,6 +36,7 @@ def test_demo_reaches_running_and_prints_what_the_job_became(tmp_path: Path) -> 
     out = done.stdout
     assert "3 nodes in zones zone-a, zone-b" in out
     assert "Job demo: Running" in out
+    assert re.search(r"checkpoint \d+ taken", out)  # its coordinator pod runs the coordinator
     for pe in range(6):
         assert f"demo-{pe}.default" in out  # services
     assert out.count("Running │") >= 6  # every PE's pod
