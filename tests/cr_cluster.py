@@ -20,11 +20,12 @@ from typing import Any
 
 from k8s_support import eventually_async, sandbox_runtime
 from streams_k8s.api.contract import COORDINATOR_API_PORT, JOB_LABEL, SVC_LABEL
+from streams_k8s.cli.coordinator_accounts import set_up_coordinators
 from streams_k8s.consistent.coordinator import Coordinator, setup
 from streams_k8s.consistent.coordinator_settings import CoordinatorSettings
 from streams_k8s.consistent.kinds import CONSISTENT_REGIONS, PROCESSING_ELEMENTS, REGION_OPERATORS
-from streams_k8s.consistent.manifests import COORDINATOR_SVC, coordinator_auth_delegation, coordinator_rbac
-from streams_k8s.k8s.client import KubeClient, Resource
+from streams_k8s.consistent.manifests import COORDINATOR_SVC
+from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.kinds import PODS
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.sandbox import Sandbox
@@ -247,21 +248,10 @@ def shared(pod_name: str, **overrides: Any) -> CoordinatorSettings:
     return loopback_settings(mode="shared", pod_name=pod_name, **overrides)
 
 
-_RBAC = {
-    "ServiceAccount": Resource("", "v1", "serviceaccounts", "ServiceAccount"),
-    "Role": Resource("rbac.authorization.k8s.io", "v1", "roles", "Role"),
-    "RoleBinding": Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
-    "ClusterRoleBinding": Resource(
-        "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False
-    ),
-}
-
-
 async def coordinator_accounts(client: KubeClient, namespace: str = NAMESPACE) -> None:
     """The namespace setup coordinators need (deploy/coordinator-rbac.yaml): their ServiceAccount,
     Role and bindings; without it the kubelet cannot mint their pods' tokens."""
-    for obj in [*coordinator_rbac(namespace), coordinator_auth_delegation(namespace)]:
-        await client.create_if_absent(_RBAC[obj["kind"]], obj, namespace)
+    await set_up_coordinators(client, namespace)
 
 
 def pod_url(sandbox: Sandbox, pod: dict[str, Any]) -> str | None:
