@@ -10,8 +10,6 @@ applied once per session with `kubectl apply --server-side`, as the sandbox serv
 from __future__ import annotations
 
 import ssl
-import subprocess
-import tempfile
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,8 +22,6 @@ import yaml
 
 from api_clients import CLIENT_KINDS
 from api_server import CONTROL_PLANE, SANDBOX, ApiServer
-from kubectl_support import KUBECTL
-from repo_paths import REPO
 from sandbox_crds import GROUP, widget_crd
 from streams_k8s.control_plane.cluster import ControlPlane
 from streams_k8s.sandbox import Sandbox
@@ -42,23 +38,6 @@ def _kubeconfig_for(source: Path, namespace: str, directory: Path) -> Path:
     path.write_text(yaml.safe_dump(config))
     path.chmod(0o600)
     return path
-
-
-@pytest.fixture(scope="session")
-def control_plane_crds(control_plane: ControlPlane) -> ControlPlane:
-    """The real control plane with the project's CRDs and the Widget CRD, Established."""
-    assert KUBECTL is not None, "the real control plane's tests apply the CRDs with kubectl"
-    with tempfile.TemporaryDirectory() as scratch:
-        widgets = Path(scratch) / "widgets.yaml"
-        widgets.write_text(yaml.safe_dump(widget_crd()))
-        base = [KUBECTL, "--kubeconfig", str(control_plane.admin_kubeconfig)]
-        for args in (
-            ["apply", "--server-side", "-f", str(REPO / "crds"), "-f", str(widgets)],
-            ["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"],
-        ):
-            done = subprocess.run([*base, *args], capture_output=True, text=True, check=False)
-            assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
-    return control_plane
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

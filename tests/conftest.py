@@ -21,8 +21,10 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+import yaml
 
 from repo_paths import REPO
+from sandbox_crds import widget_crd
 from streams_k8s.control_plane.cluster import BIN_ENV, ControlPlane
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
@@ -130,10 +132,19 @@ def _kubectl(plane: ControlPlane, *args: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def installed(control_plane: ControlPlane) -> ControlPlane:
-    """The project installed as its README says: the CRDs (server-side apply), then `deploy/`
-    (namespace `streams` enforcing Pod Security restricted, RBAC, the operator's Deployment)."""
-    _kubectl(control_plane, "apply", "--server-side", "-f", "crds/")
+def control_plane_crds(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> ControlPlane:
+    """The real control plane with the project's CRDs, as the README installs them (server-side
+    apply), and the tests' Widget CRD (`sandbox_crds`), Established."""
+    widgets = tmp_path_factory.mktemp("crds") / "widgets.yaml"
+    widgets.write_text(yaml.safe_dump(widget_crd()))
+    _kubectl(control_plane, "apply", "--server-side", "-f", "crds/", "-f", str(widgets))
     _kubectl(control_plane, "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
-    _kubectl(control_plane, "apply", "-k", "deploy/")
     return control_plane
+
+
+@pytest.fixture(scope="session")
+def installed(control_plane_crds: ControlPlane) -> ControlPlane:
+    """The project installed as its README says: the CRDs, then `kubectl apply -k deploy/`
+    (namespace `streams` enforcing Pod Security restricted, RBAC, the operator's Deployment)."""
+    _kubectl(control_plane_crds, "apply", "-k", "deploy/")
+    return control_plane_crds

@@ -27,9 +27,11 @@ from repo_paths import REPO
 from streams_k8s.api.contract import JOB_LABEL
 from streams_k8s.control_plane.cluster import ControlPlane
 from streams_k8s.k8s.client import KubeClient, Resource
+from streams_k8s.k8s.kinds import PODS
 from streams_k8s.k8s.objects import Object
 from streams_k8s.sandbox.cluster.container_logs import LogDirectory
 from streams_k8s.sandbox.cluster.nodes import load_nodes
+from streams_k8s.sandbox.cluster.pe_identity import is_ready
 from streams_k8s.sandbox.cluster.pod_processes import ApiServerAccess
 from streams_k8s.sandbox.cluster.simulation import Simulation, SimulationOptions
 
@@ -42,7 +44,6 @@ COORDINATOR_USER = f"system:serviceaccount:{NAMESPACE}:streams-consistent-region
 CONTROLLER_URL = "http://streams-api.{namespace}:10000"
 EXAMPLES = REPO / "examples"
 KUBECTL = shutil.which("kubectl")
-PODS = Resource("", "v1", "pods", "Pod")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 
 
@@ -63,11 +64,6 @@ async def eventually(
     return last
 
 
-def ready(pod: Object) -> bool:
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
 @dataclass
 class RealCluster:
     plane: ControlPlane
@@ -75,7 +71,7 @@ class RealCluster:
     simulation: Simulation
     bundles: Path  # where the examples' bundles are written (the operator reads them from there)
 
-    async def kubectl(self, *args: str, stdin: str | None = None, ok: bool = True) -> tuple[int, str, str]:
+    async def kubectl(self, *args: str, stdin: str | None = None) -> tuple[int, str, str]:
         assert KUBECTL is not None, "kubectl is not installed"
         proc = await asyncio.create_subprocess_exec(
             KUBECTL,
@@ -90,8 +86,7 @@ class RealCluster:
         )
         out, err = await proc.communicate(stdin.encode() if stdin is not None else b"")
         code = proc.returncode if proc.returncode is not None else -1
-        if ok:
-            assert code == 0, f"kubectl {' '.join(args)} failed ({code}): {err.decode()}"
+        assert code == 0, f"kubectl {' '.join(args)} failed ({code}): {err.decode()}"
         return code, out.decode(), err.decode()
 
     async def kubectl_json(self, *args: str) -> Any:
@@ -125,7 +120,7 @@ class RealCluster:
 
         async def serving() -> Object | None:
             found = await self.pods(f"{OPERATOR_LABELS},{SERVING_LABEL}=true")
-            return next((p for p in found if ready(p)), None)
+            return next((p for p in found if is_ready(p)), None)
 
         found: Object = await eventually(serving, 90, "a Ready operator pod that serves")
         return found

@@ -22,14 +22,14 @@ from real_cluster import (
     RealCluster,
     deployed,
     eventually,
-    ready,
 )
-from streams_k8s.api.contract import JOB_LABEL, SVC_LABEL, SVC_PE
+from streams_k8s.api.contract import JOB_LABEL, PE_LABEL, SVC_LABEL, SVC_PE
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.control_plane.audit import refused
 from streams_k8s.control_plane.cluster import ControlPlane
 from streams_k8s.controller.kinds import CONSISTENT_REGIONS, PES
 from streams_k8s.k8s.kinds import ENDPOINT_SLICES, SERVICES
+from streams_k8s.sandbox.cluster.pe_identity import is_ready
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 # Three chains of three: every chain's head on a node of its own, every chain's tail on one node.
@@ -60,7 +60,7 @@ def synthetic_job(cluster: RealCluster, name: str, spec: SyntheticSpec, **job_sp
 
 async def pe_pods_by_id(cluster: RealCluster, job: str) -> dict[int, dict[str, Any]]:
     pods = await cluster.pods(f"{JOB_LABEL}={job},{SVC_LABEL}={SVC_PE}")
-    return {int(p["metadata"]["labels"]["streams.ibm.com/pe"]): p for p in pods if ready(p)}
+    return {int(p["metadata"]["labels"][PE_LABEL]): p for p in pods if is_ready(p)}
 
 
 async def test_the_operator_runs_as_deployed(cluster: RealCluster) -> None:
