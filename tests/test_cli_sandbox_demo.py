@@ -26,7 +26,7 @@ CLI = Path(sys.executable).with_name("streams-k8s")
 
 def test_demo_reaches_running_and_prints_what_the_job_became(tmp_path: Path) -> None:
     done = subprocess.run(
-        [str(CLI), "sandbox", "--demo", "--kubeconfig", str(tmp_path / "kubeconfig")],
+        [str(CLI), "sandbox", "--demo"],
         capture_output=True,
         text=True,
         timeout=180,
@@ -41,6 +41,8 @@ def test_demo_reaches_running_and_prints_what_the_job_became(tmp_path: Path) -> 
         assert f"demo-{pe}.default" in out  # services
     assert out.count("Running │") >= 6  # every PE's pod
     assert "zone-b" in out
+    # Its kubeconfig pointed at a server that has stopped: it is not left in the folder it ran from.
+    assert not (tmp_path / "streams-sandbox.kubeconfig").exists()
 
 
 async def test_demo_keep_leaves_a_cluster_for_kubectl_shaped_by_the_flags(tmp_path: Path) -> None:

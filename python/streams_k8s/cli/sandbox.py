@@ -88,7 +88,7 @@ def _run_command(kubeconfig: Path, controller_url: str) -> str:
     type=click.Path(dir_okay=False, path_type=Path),
     default=Path("streams-sandbox.kubeconfig"),
     show_default=True,
-    help="Where to write the kubeconfig for kubectl and clients.",
+    help="Where to write the kubeconfig for kubectl and clients (with --demo: removed when the demo ends).",
 )
 @click.option(
     "--crds",
@@ -178,7 +178,11 @@ def sandbox(
                 tls=tls,
                 token=token,
             )
-            if not asyncio.run(running):
+            try:
+                reached = asyncio.run(running)
+            finally:  # it pointed at a server that has stopped: left behind, it would only mislead kubectl
+                kubeconfig.resolve().unlink(missing_ok=True)
+            if not reached:
                 raise click.ClickException("the demo job did not reach Running")
             return
         with sandbox_extra():
