@@ -60,6 +60,36 @@ def parse_zones(value: str | None) -> list[str] | None:
     return None if value is None else [z.strip() for z in value.split(",") if z.strip()]
 
 
+def _demo(
+    kubeconfig: Path,
+    keep: bool,
+    host: str,
+    port: int,
+    nodes: int | Path,
+    zones: str | None,
+    tls: bool,
+    token: str | None,
+) -> None:
+    with sandbox_extra():
+        from streams_k8s.cli.sandbox_demo import run_demo
+    running = run_demo(
+        kubeconfig=kubeconfig,
+        keep=keep,
+        host=host,
+        port=port,
+        nodes=nodes,
+        zones=parse_zones(zones),
+        tls=tls,
+        token=token,
+    )
+    try:
+        reached = asyncio.run(running)
+    finally:  # it pointed at a server that has stopped: left behind, it would only mislead kubectl
+        kubeconfig.unlink(missing_ok=True)
+    if not reached:
+        raise click.ClickException("the demo job did not reach Running")
+
+
 def _run_command(kubeconfig: Path, controller_url: str) -> str:
     """The `streams-k8s run` command whose REST API is at ``controller_url``: what the simulated
     PEs of this sandbox report to."""
@@ -166,24 +196,7 @@ def sandbox(
         from streams_k8s.sandbox.errors import ApiError
     try:
         if demo:
-            with sandbox_extra():
-                from streams_k8s.cli.sandbox_demo import run_demo
-            running = run_demo(
-                kubeconfig=kubeconfig.resolve(),
-                keep=keep,
-                host=host,
-                port=port,
-                nodes=nodes,
-                zones=parse_zones(zones),
-                tls=tls,
-                token=token,
-            )
-            try:
-                reached = asyncio.run(running)
-            finally:  # it pointed at a server that has stopped: left behind, it would only mislead kubectl
-                kubeconfig.resolve().unlink(missing_ok=True)
-            if not reached:
-                raise click.ClickException("the demo job did not reach Running")
+            _demo(kubeconfig.resolve(), keep, host, port, nodes, zones, tls, token)
             return
         with sandbox_extra():
             from streams_k8s.sandbox.cluster.consistent_region import COORDINATOR_URL
