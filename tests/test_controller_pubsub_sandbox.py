@@ -205,6 +205,30 @@ async def test_generated_exporter_and_importer_jobs_subscribe(
         other_spec = imports[other]["spec"]
         assert (await board(http, running, "imp", other_spec["peId"]))["imports"][other]["entries"] == {}
 
+        # --- each side's status says whom it is connected to (`kubectl get stx,sti` shows it)
+        async def statuses_written() -> bool:
+            got = {n: (await client.get(IMPORTS, n, "default")).get("status") or {} for n in (by_name, other)}
+            exp = (await client.get(EXPORTS, named["metadata"]["name"], "default")).get("status") or {}
+            return (
+                got[by_name].get("connectedTo") == "exp/temps"
+                and got[other].get("connectionCount") == 0
+                and exp.get("connectedTo") == "imp/Import0"
+            )
+
+        await eventually_async(statuses_written, within=10)
+        imported = (await client.get(IMPORTS, by_name, "default"))["status"]
+        assert imported["streams"] == "temps"  # what it asks for, shown for an import by name too
+        assert imported["connections"] == [
+            {
+                "name": named["metadata"]["name"],
+                "job": "exp",
+                "jobId": named["spec"]["jobId"],
+                "peId": named["spec"]["peId"],
+                "portId": named["spec"]["portId"],
+            }
+        ]
+        assert (await client.get(IMPORTS, invalid, "default"))["status"]["streams"] == 'kind == "none"'
+
         # --- an invalid subscription: in an application, the submission fails and says why; in an
         # edited Import, its condition and an Event say why; nothing crashes
         await client.create(JOBS, job_manifest("bad", write_sab(tmp_path / "bad.sab", BAD_IMPORTER)))

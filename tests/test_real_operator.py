@@ -224,6 +224,22 @@ async def test_an_import_and_an_export_of_two_jobs_meet(cluster: RealCluster) ->
     assert sorted(e["spec"]["type"] for e in exports["items"]) == ["ByName", "ByProperties"]
     assert len(imports["items"]) == 2
 
+    async def connected() -> list[tuple[str, str, str]] | None:
+        # the table kube-apiserver prints from the CRD's columns (kubectl aligns them under the header)
+        _, table, _ = await cluster.kubectl("get", "sti")
+        header, *rows = table.splitlines()
+        starts = [header.index(c) for c in ("STREAMS", "FILTER", "CONNECTIONS", "CONNECTED-TO")]
+        cells = [
+            (row[starts[0] : starts[1]].strip(), row[starts[2] : starts[3]].strip(), row[starts[3] :].strip())
+            for row in rows
+        ]
+        return cells if len(cells) == 2 and all(count == "1" for _, count, _ in cells) else None
+
+    cells = await eventually(connected, 30, "both Imports connected, as kubectl get sti shows")
+    # each names what it imports (a stream by name, a subscription) and the job and stream it gets
+    assert sorted(to.split("/")[0] for _, _, to in cells) == ["exporter", "exporter"]
+    assert any(streams == "temperatures" for streams, _, _ in cells), cells
+
 
 async def test_the_console_shows_a_viewer_what_the_api_server_lets_them_read(cluster: RealCluster) -> None:
     """Behind the real TokenReview and SubjectAccessReview: a token without read access on Jobs sees

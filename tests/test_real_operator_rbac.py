@@ -21,6 +21,7 @@ NEEDED = [
     ("create", "streams.ibm.com", "streamspes", "", NS),
     ("patch", "streams.ibm.com", "streamsjobs", "status", NS),
     ("patch", "streams.ibm.com", "streamsimports", "status", NS),
+    ("patch", "streams.ibm.com", "streamsexports", "status", NS),
     ("create", "", "pods", "", NS),
     ("delete", "", "configmaps", "", NS),
     ("watch", "", "services", "", NS),

@@ -1,6 +1,6 @@
 """Import and Export: publish/subscribe of streams between jobs."""
 
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, ClassVar, Final, Literal
 
 from pydantic import Field
 
@@ -12,6 +12,23 @@ _PORT_COLUMNS = (
     PrinterColumn(name="Job-ID", type="integer", json_path=".spec.jobId"),
     PrinterColumn(name="PE", type="integer", json_path=".spec.peId"),
     PrinterColumn(name="Port", type="integer", json_path=".spec.portId"),
+)
+MAX_LISTED_CONNECTIONS: Final = 20  # a status stays small however many jobs subscribe
+
+# Whom the subscription board connected it to (`controller.pubsub.board`), as the operator last wrote it.
+_CONNECTION_COLUMNS = (
+    PrinterColumn(
+        name="Connections",
+        type="integer",
+        json_path=".status.connectionCount",
+        description="Ports of other jobs it exchanges the stream with.",
+    ),
+    PrinterColumn(
+        name="Connected-To",
+        type="string",
+        json_path=".status.connectedTo",
+        description="The jobs and streams (or importing operators) at the other end.",
+    ),
 )
 
 
@@ -27,6 +44,31 @@ class ExportedStream(WireModel):
     export_oper_name: str
     allow_filter: bool = True
     congestion_policy: str | None = None
+
+
+class StreamConnection(WireModel):
+    """The Export or Import at the other end of one connection of the subscription board."""
+
+    name: str
+    job: str
+    job_id: Annotated[int, Field(ge=0)]
+    pe_id: Annotated[int, Field(ge=0)]
+    port_id: Annotated[int, Field(ge=0)]
+
+
+class ConnectionStatus(Status):
+    """What the subscription board connected an Export or Import to (`connections` lists the first
+    `MAX_LISTED_CONNECTIONS`; `connectionCount` counts them all)."""
+
+    connections: list[StreamConnection] = Field(default_factory=list, max_length=MAX_LISTED_CONNECTIONS)
+    connection_count: Annotated[int, Field(ge=0)] | None = None
+    connected_to: str | None = None
+
+
+class ImportStatus(ConnectionStatus):
+    streams: str | None = Field(
+        None, description="What it imports: the stream names it asks for, or its subscription."
+    )
 
 
 class ExportSpec(WireModel):
@@ -53,11 +95,12 @@ class Export(Resource):
             description="Stream name (exports by name).",
         ),
         PrinterColumn(name="Operator", type="string", json_path=".spec.stream.exportOperName"),
+        *_CONNECTION_COLUMNS,
     )
 
     kind: Literal["Export"] = "Export"
     spec: ExportSpec
-    status: Status | None = None
+    status: ConnectionStatus | None = None
 
 
 class NameBasedImport(WireModel):
@@ -97,10 +140,10 @@ class Import(Resource):
     printer_columns: ClassVar[tuple[PrinterColumn, ...]] = (
         *_PORT_COLUMNS,
         PrinterColumn(
-            name="Subscription",
+            name="Streams",
             type="string",
-            json_path=".spec.streams.propertyBasedImport.subscription",
-            description="Subscription expression (imports by properties).",
+            json_path=".status.streams",
+            description="The stream names it imports by name, or its subscription expression.",
         ),
         PrinterColumn(
             name="Filter",
@@ -108,8 +151,9 @@ class Import(Resource):
             json_path=".spec.streams.filter",
             description="Tuple filter expression.",
         ),
+        *_CONNECTION_COLUMNS,
     )
 
     kind: Literal["Import"] = "Import"
     spec: ImportSpec
-    status: Status | None = None
+    status: ImportStatus | None = None

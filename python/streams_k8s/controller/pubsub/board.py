@@ -70,11 +70,25 @@ class _Subscribed:
     subscription: Subscription | None
 
 
+@dataclass(frozen=True, slots=True)
+class OtherEnd:
+    """The Export or Import at the other end of a connection, and how a person would name it."""
+
+    name: str
+    job: str
+    job_id: int
+    pe_id: int
+    port_id: int
+    label: str  # `job/stream` (an export), `job/operator` (an import)
+
+
 @dataclass(slots=True)
 class Board:
-    """Board documents by PE; `invalid`: Import name → why its subscription cannot be used."""
+    """Board documents by PE; `connections`: Export or Import name → its other ends; `invalid`:
+    Import name → why its subscription cannot be used."""
 
     documents: dict[PeKey, dict[str, Any]] = field(default_factory=dict)
+    connections: dict[str, list[OtherEnd]] = field(default_factory=dict)
     invalid: dict[str, str] = field(default_factory=dict)
 
     def document(self, job: str, pe: int) -> dict[str, Any]:
@@ -185,4 +199,20 @@ def compute_board(exports: Iterable[Object], imports: Iterable[Object], jobs: It
                 "peId": exporter.pe_id,
                 "portId": exporter.port_id,
             }
+            board.connections.setdefault(exp.at.name, []).append(_other_end(imp))
+            board.connections.setdefault(imp.at.name, []).append(_other_end(exp))
     return board
+
+
+def _other_end(end: _Published | _Subscribed) -> OtherEnd:
+    if isinstance(end, _Published):
+        exporter, stream = end.export.spec, end.export.spec.stream
+        where = (exporter.job_id, exporter.pe_id, exporter.port_id)
+        label = stream.name or stream.export_oper_name
+    else:
+        importer, streams = end.import_.spec, end.import_.spec.streams
+        where = (importer.job_id, importer.pe_id, importer.port_id)
+        wanted = streams.property_based_import
+        names = [entry.import_oper_name for entry in streams.name_based_imports.values()]
+        label = wanted.import_oper_name if wanted is not None else (names[0] if names else end.at.name)
+    return OtherEnd(end.at.name, end.at.job, *where, f"{end.at.job}/{label}")

@@ -5,22 +5,31 @@ document changed (exporting, importing, or subscribed before and no longer) and 
 exists gets a UDP datagram on port 10000 with its document, compact JSON; a document larger than
 the runtime's 16 KiB buffer is sent as ``deadbeef`` instead, which makes the PE fetch it over HTTP.
 
-An Import by properties carries a ``SubscriptionValid`` condition: False (reason
-``InvalidSubscription``, with a Warning Event) when its expression does not parse; it then matches
-nothing by properties until its subscription is fixed.
+Each Export's and Import's status says whom the board connected it to, and an Import's what it
+asks for (`statuses`). An Import by properties carries a ``SubscriptionValid`` condition: False
+(reason ``InvalidSubscription``, with a Warning Event) when its expression does not parse; it then
+matches nothing by properties until its subscription is fixed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 import orjson
 
-from streams_k8s.controller.kinds import IMPORTS
+from streams_k8s.controller.kinds import EXPORTS, IMPORTS
 from streams_k8s.controller.pubsub.board import Board, PeKey, compute_board
 from streams_k8s.controller.pubsub.datagrams import PeDatagrams
-from streams_k8s.k8s.conditions import find_condition, set_condition
+from streams_k8s.controller.pubsub.statuses import (
+    SUBSCRIPTION_VALID,
+    changed_fields,
+    export_status,
+    import_status,
+)
+from streams_k8s.k8s.client import Resource
+from streams_k8s.k8s.conditions import find_condition
 from streams_k8s.k8s.controller import Requeue, generation_changed
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.events import EventRecorder
@@ -32,7 +41,6 @@ log = logging.getLogger(__name__)
 
 MAX_DATAGRAM_BYTES = 16 * 1024  # the PE's receive buffer
 FETCH = b"deadbeef"  # "fetch your board over HTTP"
-SUBSCRIPTION_VALID = "SubscriptionValid"
 _BOARD = "subscriptions"  # the one work item per namespace
 
 
@@ -97,33 +105,32 @@ class SubscriptionBroker:
                 for job, pe in changed
             )
         )
-        await self._report_subscriptions(namespace, board)
+        await self._report_status(namespace, board)
         return None
 
-    async def _report_subscriptions(self, namespace: str, board: Board) -> None:
-        """The SubscriptionValid condition of every Import by properties (written when it changes)."""
-        for obj in self.imports.store.select(namespace):
-            spec = obj.get("spec") or {}
-            if not (spec.get("streams") or {}).get("propertyBasedImport"):
-                continue
-            name = str(meta(obj)["name"])
-            problem = board.invalid.get(name)
-            conditions = list((obj.get("status") or {}).get("conditions") or [])
-            was_valid = (find_condition(conditions, SUBSCRIPTION_VALID) or {}).get("status")
-            changed = set_condition(
-                conditions,
-                SUBSCRIPTION_VALID,
-                "False" if problem else "True",
-                "InvalidSubscription" if problem else "Parsed",
-                problem or "the subscription expression is valid",
-            )
-            if not changed:
-                continue
-            try:
-                written = await self.client.patch_status(IMPORTS, name, {"conditions": conditions}, namespace)
-            except ApiError as err:
-                if err.not_found:
-                    continue  # gone meanwhile
-                raise
-            if problem and was_valid != "False":
-                await self.recorder.record(written, "Warning", "InvalidSubscription", problem)
+    async def _report_status(self, namespace: str, board: Board) -> None:
+        """Each Export's and Import's status, as the board has it (written when it changes)."""
+        for kind, informer, status_of in (
+            (EXPORTS, self.exports, export_status),
+            (IMPORTS, self.imports, import_status),
+        ):
+            for obj in informer.store.select(namespace):
+                if meta(obj).get("deletionTimestamp"):
+                    continue
+                patch = changed_fields(obj, status_of(obj, board))
+                if patch:
+                    await self._write_status(kind, obj, patch, board)
+
+    async def _write_status(self, kind: Resource, obj: Object, patch: dict[str, Any], board: Board) -> None:
+        name, namespace = str(meta(obj)["name"]), str(meta(obj).get("namespace") or "")
+        try:
+            written = await self.client.patch_status(kind, name, patch, namespace)
+        except ApiError as err:
+            if err.not_found:
+                return  # gone meanwhile
+            raise
+        problem = board.invalid.get(name)
+        before = find_condition((obj.get("status") or {}).get("conditions") or [], SUBSCRIPTION_VALID)
+        was_valid = (before or {}).get("status")
+        if kind is IMPORTS and problem and was_valid != "False":
+            await self.recorder.record(written, "Warning", "InvalidSubscription", problem)
