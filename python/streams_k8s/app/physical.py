@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 
 from streams_k8s.app.model import AdlExport
 from streams_k8s.app.specs import ExportSpec, ImportSpec, Placement
-from streams_k8s.app.topology import Edge
+from streams_k8s.app.topology import Edge, Topology
+
+_LAST = 2**63  # sort key of ports with no peer PE (imports, exports)
 
 
 @dataclass(slots=True)
@@ -63,3 +65,47 @@ class PortIndex:
             inputs={(p.node, p.port): (pe.id, p.id) for pe in pes for p in pe.inputs},
             outputs={(p.node, p.port, p.channel): (pe.id, p.id) for pe in pes for p in pe.outputs},
         )
+
+
+def assign_ports(topo: Topology, pes: list[PlannedPe]) -> None:
+    """Give ``pes`` their ports (see `app.plan`'s module docs for how they are numbered)."""
+    pe_of = {n: pe.id for pe in pes for n in pe.nodes}
+    by_id = {pe.id: pe for pe in pes}
+    inputs: dict[tuple[int, int], PeInputPort] = {}
+    outputs: dict[tuple[int, int, tuple[int, int] | None], PeOutputPort] = {}
+    for edge in topo.edges:
+        src_pe, dst_pe = pe_of[edge.src], pe_of[edge.dst]
+        if src_pe == dst_pe:
+            continue
+        channel = (edge.splitter.region, edge.splitter.channel) if edge.splitter else None
+        out = outputs.setdefault(
+            (edge.src, edge.src_port, channel), PeOutputPort(-1, edge.src, edge.src_port, channel)
+        )
+        out.receivers.append((dst_pe, edge))
+        inp = inputs.setdefault((edge.dst, edge.dst_port), PeInputPort(-1, edge.dst, edge.dst_port))
+        inp.senders.append((src_pe, edge))
+    for node in topo.nodes.values():
+        for port in node.imports:
+            inputs.setdefault((node.index, port), PeInputPort(-1, node.index, port))
+        for port, exports in node.exports.items():
+            key = (node.index, port, None)
+            out = outputs.setdefault(key, PeOutputPort(-1, node.index, port, None))
+            out.exports = exports
+    for inp in sorted(inputs.values(), key=lambda p: (p.node, p.port)):
+        by_id[pe_of[inp.node]].inputs.append(inp)
+    for out in sorted(outputs.values(), key=lambda p: (p.node, p.port, p.channel or (-1, -1))):
+        by_id[pe_of[out.node]].outputs.append(out)
+    for pe in pes:
+        pe.inputs.sort(key=lambda p: (min((s for s, _ in p.senders), default=_LAST), p.node, p.port))
+        pe.outputs.sort(
+            key=lambda p: (
+                min((r for r, _ in p.receivers), default=_LAST),
+                p.node,
+                p.port,
+                p.channel or (-1, -1),
+            )
+        )
+        for i, inp in enumerate(pe.inputs):
+            inp.id = i
+        for i, out in enumerate(pe.outputs):
+            out.id = i

@@ -24,7 +24,7 @@ from streams_k8s.app.aadl import AadlError, pe_aadls
 from streams_k8s.app.collector import collector_paused
 from streams_k8s.app.fusion import Fusion, FusionConstraintError, FusionInputs, Resources, fuse_topology
 from streams_k8s.app.model import Application
-from streams_k8s.app.physical import PeInputPort, PeOutputPort, PlannedPe, PortIndex
+from streams_k8s.app.physical import PlannedPe, PortIndex, assign_ports
 from streams_k8s.app.plan_regions import (
     consistent_region_pes,
     consistent_regions,
@@ -51,7 +51,6 @@ from streams_k8s.app.submission import (
 from streams_k8s.app.topology import Edge, Node, Topology, TopologyError, build_topology
 from streams_k8s.naming.table import render_name_table
 
-_LAST = 2**63  # sort key of ports with no peer PE (imports, exports)
 # What planning raises for the application itself (a submission-time value or width, its topology,
 # its fusion constraints, a value its AADL cannot hold): a new spec or bundle is needed.
 PLANNING_ERRORS = (SubmissionError, TopologyError, FusionConstraintError, AadlError)
@@ -64,7 +63,9 @@ class Threading(Protocol):
     def mode(self) -> ThreadingMode | None: ...
 
 
-def _signature(topo: Topology, pe: PlannedPe, ports: PortIndex) -> tuple[object, ...]:
+def pe_signature(
+    topo: Topology, pe: PlannedPe, ports: PortIndex, *, job_name: str, job_id: int
+) -> tuple[object, ...]:
     """Everything a PE's AADL depends on beyond the (immutable, shared) nodes and connections.
 
     Nodes are compared by identity: a rebuilt topology reuses the node objects it did not touch.
@@ -75,6 +76,8 @@ def _signature(topo: Topology, pe: PlannedPe, ports: PortIndex) -> tuple[object,
         return (e.splitter.region, e.splitter.channel) if e.splitter else None
 
     return (
+        job_name,
+        job_id,
         pe.id,
         pe.index,
         topo.hostpools,
@@ -120,6 +123,10 @@ class Plan:
     parallel_regions: list[ParallelRegionSpec]
     consistent_regions: list[ConsistentRegionSpec]
     known_ids: Mapping[int, Sequence[str]] = field(default_factory=dict)
+    fusion_target: int | None = None  # the PE count fusion was asked for (None: legacy)
+    # PEs from a fusion of this topology from scratch, not a re-fusion that moved as little as it
+    # could: a fresh plan of an application of the same shape fuses alike (`app.replan`)
+    fused_afresh: bool = True
 
     @property
     def application_name(self) -> str:
@@ -161,49 +168,6 @@ def assign_pe_ids(
             pe_id, next_id = next_id, next_id + 1
         ids.append(pe_id)
     return ids
-
-
-def _ports(topo: Topology, pes: list[PlannedPe]) -> None:
-    pe_of = {n: pe.id for pe in pes for n in pe.nodes}
-    by_id = {pe.id: pe for pe in pes}
-    inputs: dict[tuple[int, int], PeInputPort] = {}
-    outputs: dict[tuple[int, int, tuple[int, int] | None], PeOutputPort] = {}
-    for edge in topo.edges:
-        src_pe, dst_pe = pe_of[edge.src], pe_of[edge.dst]
-        if src_pe == dst_pe:
-            continue
-        channel = (edge.splitter.region, edge.splitter.channel) if edge.splitter else None
-        out = outputs.setdefault(
-            (edge.src, edge.src_port, channel), PeOutputPort(-1, edge.src, edge.src_port, channel)
-        )
-        out.receivers.append((dst_pe, edge))
-        inp = inputs.setdefault((edge.dst, edge.dst_port), PeInputPort(-1, edge.dst, edge.dst_port))
-        inp.senders.append((src_pe, edge))
-    for node in topo.nodes.values():
-        for port in node.imports:
-            inputs.setdefault((node.index, port), PeInputPort(-1, node.index, port))
-        for port, exports in node.exports.items():
-            key = (node.index, port, None)
-            out = outputs.setdefault(key, PeOutputPort(-1, node.index, port, None))
-            out.exports = exports
-    for inp in sorted(inputs.values(), key=lambda p: (p.node, p.port)):
-        by_id[pe_of[inp.node]].inputs.append(inp)
-    for out in sorted(outputs.values(), key=lambda p: (p.node, p.port, p.channel or (-1, -1))):
-        by_id[pe_of[out.node]].outputs.append(out)
-    for pe in pes:
-        pe.inputs.sort(key=lambda p: (min((s for s, _ in p.senders), default=_LAST), p.node, p.port))
-        pe.outputs.sort(
-            key=lambda p: (
-                min((r for r, _ in p.receivers), default=_LAST),
-                p.node,
-                p.port,
-                p.channel or (-1, -1),
-            )
-        )
-        for i, inp in enumerate(pe.inputs):
-            inp.id = i
-        for i, out in enumerate(pe.outputs):
-            out.id = i
 
 
 def _placement(topo: Topology, members: list[Node], isolated_elsewhere: list[str]) -> Placement:
@@ -274,7 +238,7 @@ def plan_topology(
         PlannedPe(id=pe_id, index=i, nodes=nodes_, operators=ops)
         for i, (pe_id, nodes_, ops) in enumerate(zip(ids, result.pes, operator_sets, strict=True))
     ]
-    _ports(topo, pes)
+    assign_ports(topo, pes)
     ports = PortIndex.of(pes)
     rendered = {pe.signature: (pe.aadl, pe.content_id) for pe in previous.pes} if previous else {}
     isolated = sorted(n.name for n in topo.nodes.values() if n.placement.isolation)
@@ -286,7 +250,7 @@ def plan_topology(
         pe.regions = sorted({n.consistent_region for n in members if n.consistent_region is not None})
         pe.exports = [export_spec(job_id, pe, port) for port in pe.outputs if port.exports]
         pe.imports = [s for port in pe.inputs if (s := import_spec(topo, job_id, pe, port)) is not None]
-        pe.signature = (job_name, job_id, *_signature(topo, pe, ports))
+        pe.signature = pe_signature(topo, pe, ports, job_name=job_name, job_id=job_id)
         if pe.signature in rendered:
             pe.aadl, pe.content_id = rendered[pe.signature]
     unrendered = [pe for pe in pes if pe.signature not in rendered]
@@ -307,6 +271,8 @@ def plan_topology(
         parallel_regions=parallel_regions(topo),
         consistent_regions=consistent_regions(topo, region_pes),
         known_ids=known,
+        fusion_target=result.target,
+        fused_afresh=previous is None,
     )
 
 

@@ -3,8 +3,9 @@
 The controller's façade over the application pipeline (`streams_k8s.app`): `validate_job` turns
 the user's manifest into a `Job` or one clear `SubmissionFailure` naming the field;
 `read_application` reads the bundle's ADL; `plan_job` runs the pipeline (ADL → topology → fusion
-→ PEs); `check_placement` refuses host constraints the cluster cannot satisfy. What the plan
-becomes in Kubernetes objects is `children.desired`.
+→ PEs), `replan_job` the same from the plan a job runs (an edit); `check_placement` refuses host
+constraints the cluster cannot satisfy. What the plan becomes in Kubernetes objects is
+`children.desired`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from streams_k8s.app.adl import AdlError, parse_adl
 from streams_k8s.app.bundle import BundleError, read_bundle
 from streams_k8s.app.model import Application
 from streams_k8s.app.plan import PLANNING_ERRORS, Plan, plan_application
+from streams_k8s.app.replan import Replan, replan
 from streams_k8s.controller.placement.constraints import (
     NodeInfo,
     PlacedPe,
@@ -96,6 +98,36 @@ def plan_job(
     except PLANNING_ERRORS as err:
         raise SubmissionFailure("Planned", "PlanningFailed", str(err)) from None
     return plan
+
+
+def replan_job(
+    job: Job,
+    app: Application,
+    running: Plan,
+    *,
+    job_id: int,
+    nodes: int | None,
+    ids_from: Mapping[int, Sequence[str]] | None = None,
+) -> Replan:
+    """`plan_job`'s plan, made from the plan the job runs (``running``) where the edit keeps the
+    application's shape (`app.replan`): only the PEs the edit touches are rendered again."""
+    spec = job.spec
+    try:
+        return replan(
+            running,
+            app,
+            spec.fusion,
+            job_name=str(job.metadata.name),
+            job_id=job_id,
+            submission_values=spec.submission_time_values,
+            widths=spec.parallel_regions,
+            resources=spec.processing_element.resources,
+            nodes=nodes,
+            threading=spec.threading_model,
+            ids_from=ids_from,
+        )
+    except PLANNING_ERRORS as err:
+        raise SubmissionFailure("Planned", "PlanningFailed", str(err)) from None
 
 
 def check_placement(job: Job, plan: Plan, nodes: Iterable[NodeInfo]) -> PlacementPlan:

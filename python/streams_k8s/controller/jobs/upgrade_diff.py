@@ -33,7 +33,7 @@ from streams_k8s.app.submission import (
 )
 from streams_k8s.controller.children.pod import pod_template_hash
 from streams_k8s.controller.children.processing_elements import PeTemplate, spec_inputs
-from streams_k8s.controller.planning import plan_job
+from streams_k8s.controller.planning import plan_job, replan_job
 
 
 def upgrade_mode(spec: JobSpec, has_regions: bool) -> UpgradeMode:
@@ -210,7 +210,8 @@ def plan_edit(
     region that runs at another width than the spec gives it (resized through its ParallelRegion)
     keeps that width, unless the edit sets the region's width itself (`widths_set`)."""
     ids = pe_operators(running) if ids is None else ids
-    plan = plan_job(job, app, job_id=job_id, nodes=nodes, ids_from=ids)
+    # the edit planned from the running plan: only the PEs it touches are rendered again
+    plan = replan_job(job, app, running, job_id=job_id, nodes=nodes, ids_from=ids).plan
     runs_at = {r.alias: r.width for r in running.parallel_regions}
     set_by_edit = widths_set(applied, job.spec, app)
     kept = {
