@@ -5,6 +5,8 @@
 - Whole plan of `SyntheticSpec(chains=500, length=20)` with `--fusion manual=100`, in-process (ADL
   parse, topology, fusion, AADL, name table; goal ≤ 300 ms), split by phase, and `plan -o yaml` of
   the same bundle through the CLI in-process (bundle read, plan, ConfigMaps, YAML; goal ≤ 1 s).
+- The same `plan ... -o json` as a process of its own, beyond the CLI's own start (issue 33: goal
+  ≤ 0.3 s beyond it), interleaved with that start.
 - Re-plan after a width change end to end (re-topology, re-fusion, AADL of the changed PEs and
   their ConfigMaps; goal ≤ 100 ms), next to the whole plan of the same application.
 - AADL of the 100 PEs of the whole plan, rendered natively (the call `plan` makes, reading the
@@ -121,6 +123,40 @@ def test_plan_yaml_10k(benchmark: Any, tmp_path: Path) -> None:
     for output in ("json", "yaml"):
         print(f"  {_line('-o ' + output, _times(lambda o=output: run(o), 3))}")
     benchmark.pedantic(lambda: run("yaml"), rounds=3, iterations=1)
+
+
+def test_plan_json_10k_process(benchmark: Any, tmp_path: Path) -> None:
+    """The whole `plan` of 10,000 operators, `-o json`, as a user runs it (a process of its own),
+    against the CLI's own start (`plan` of 20 operators, `--help`), interleaved, five runs each
+    (issue 33: at most 0.3 s beyond the CLI's start)."""
+    big = write_sab(tmp_path / "big.sab", TEN_K)
+    small = write_sab(tmp_path / "small.sab", SyntheticSpec(chains=4, length=5, regions=1))
+    cli = str(Path(sys.executable).parent / "streams-k8s")
+    runs = {
+        "streams-k8s --help": [cli, "--help"],
+        "streams-k8s plan small.sab -o json": [cli, "plan", str(small), "-o", "json"],
+        "streams-k8s plan big.sab --fusion manual=100 -o json": [
+            *(cli, "plan", str(big), "--fusion", "manual=100", "-o", "json")
+        ],
+    }
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    figures: dict[str, list[float]] = {label: [] for label in runs}
+    for cmd in runs.values():  # bytecode written first (see test_cli_start)
+        subprocess.run(cmd, check=True, capture_output=True, env=env)
+    for _ in range(5):
+        for label, cmd in runs.items():
+            figures[label].extend(
+                _times(lambda cmd=cmd: subprocess.run(cmd, check=True, capture_output=True, env=env), 1)
+            )
+    print(f"\nplan -o json of {TEN_K.operators} operators, a process each ({_load()}):")
+    for label, seconds in figures.items():
+        print(f"  {_line(label, seconds)}")
+    whole = statistics.median(figures["streams-k8s plan big.sab --fusion manual=100 -o json"])
+    for start in ("streams-k8s --help", "streams-k8s plan small.sab -o json"):
+        beyond = whole - statistics.median(figures[start])
+        print(f"  beyond `{start}` (medians): {beyond * 1000:.0f} ms")
+    benchmark.extra_info.update({k: statistics.median(v) for k, v in figures.items()})
+    benchmark.pedantic(lambda: None, rounds=1)
 
 
 @pytest.fixture(scope="module")

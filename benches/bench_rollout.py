@@ -30,7 +30,7 @@ again), ends at the Job status event that shows it Ready (a watch opened before 
 of its garbage collection (`_frozen_heap`): the sandbox runs here, and a full collection of a
 1,000-PE job's objects stopped it for 0.3-0.5 s at random points of a measurement.
 
-Run: pytest benches/bench_rollout.py --benchmark-enable -s   (three runs of 1,000 PEs per edit,
+Run: pytest benches/bench_rollout.py --benchmark-enable -s   (five runs of 1,000 PEs per edit,
 100 for the whole-job upgrade; without --benchmark-enable one run of 10 PEs, as a smoke test)
 """
 
@@ -63,7 +63,7 @@ from streams_k8s.sandbox.authn import SIMULATION
 from streams_k8s.sandbox.server import RequestRecord
 
 WRITES = {"POST", "PUT", "PATCH", "DELETE"}
-RUNS = 3
+RUNS = 5  # medians of five (issue 33)
 REBUILT_EVERY = 10  # a bundle upgrade rebuilding every tenth operator: 10% of them
 # Writes and CPU are counted until every PE reports full connectivity again, or this long after Ready.
 RECONNECT_WITHIN = 60.0
