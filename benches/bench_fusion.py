@@ -28,8 +28,10 @@ BIG = SyntheticSpec(
 def _inputs(topo: Topology) -> tuple[list[Any], list[tuple[int, int]]]:
     order = sorted(topo.nodes.values(), key=lambda n: n.index)
     position = {n.index: i for i, n in enumerate(order)}
-    inputs = FusionInputs()
-    return [inputs.spec(topo, n) for n in order], [(position[e.src], position[e.dst]) for e in topo.edges]
+    inputs, alike = FusionInputs(), {}
+    return [inputs.spec(topo, n, alike) for n in order], [
+        (position[e.src], position[e.dst]) for e in topo.edges
+    ]
 
 
 @pytest.fixture(scope="module")

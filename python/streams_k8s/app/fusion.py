@@ -77,11 +77,19 @@ class FusionInputs:
         self.ids = _Interner()
         self._specs: dict[int, tuple[Node, FusionNode]] = {}
 
-    def spec(self, topo: Topology, node: Node) -> FusionNode:
+    def spec(self, topo: Topology, node: Node, alike: dict[tuple[object, ...], FusionNode]) -> FusionNode:
+        """``node``'s spec; ``alike``: the specs made for ``topo`` so far, by what they are made of
+        (most operators of an application share their constraints: one spec serves them all)."""
         cached = self._specs.get(node.index)
         if cached is not None and cached[0] is node:
             return cached[1]
-        spec = _fusion_node(topo, node, self.ids)
+        op = node.operator
+        channel = node.channel_key if node.channels else None
+        key: tuple[object, ...] = (node.partitions, node.placement, node.consistent_region, channel)
+        key = (*key, op.restartable, op.relocatable, op.jvm_arguments)
+        spec = alike.get(key)
+        if spec is None:
+            spec = alike[key] = _fusion_node(topo, node, self.ids)
         self._specs[node.index] = (node, spec)
         return spec
 
@@ -175,7 +183,8 @@ def fuse_topology(
     inputs = inputs or FusionInputs()
     order: Sequence[Node] = sorted(topo.nodes.values(), key=lambda n: n.index)
     position = {n.index: i for i, n in enumerate(order)}
-    specs = [inputs.spec(topo, n) for n in order]
+    alike: dict[tuple[object, ...], FusionNode] = {}
+    specs = [inputs.spec(topo, n, alike) for n in order]
     edges = [(position[e.src], position[e.dst]) for e in topo.edges]
     target = target_pe_count(topo, fusion, resources, nodes)
     policy = fusion.type.value if fusion.type is not None else "noChannelInfluence"

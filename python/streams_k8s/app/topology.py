@@ -17,6 +17,7 @@ Long: one algorithm (channels, names, hops, replica pools, rebuilds) whose parts
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -226,6 +227,17 @@ def _has_intrinsic(*tokens: str) -> bool:
     return any("(" in t for t in tokens)
 
 
+@functools.lru_cache(maxsize=4096)  # most operators share their (often empty) constraints
+def _fixed_placement(p: HostPlacement) -> bool:
+    """Whether every replica takes ``p`` as it is (no channel intrinsic, no empty host)."""
+    return p.host != "" and not _has_intrinsic(p.host or "", *p.colocations, *p.exlocations)
+
+
+@functools.lru_cache(maxsize=4096)
+def _fixed_partitions(q: Partitions) -> bool:
+    return not _has_intrinsic(*q.colocations, *q.exlocations)
+
+
 class _Hop(NamedTuple):
     """A primitive-to-primitive logical connection, with the composite input ports it crosses."""
 
@@ -271,8 +283,14 @@ class _Flattener:
         for op in sorted(self.app.operators.values(), key=lambda o: o.index):
             for port in op.output_ports:
                 for ref in port.connections:
-                    for dst, dst_port, entered in self.targets(ref.oper_index, ref.port_index, ref.kind, ()):
-                        hops.append(_Hop(op.index, port.index, dst, dst_port, entered))
+                    dst = self.app.operators.get(ref.oper_index)
+                    if dst is not None and ref.kind == "input" and dst.input_port(ref.port_index) is not None:
+                        hops.append(_Hop(op.index, port.index, dst.index, ref.port_index, ()))  # most of them
+                        continue
+                    for target, target_port, entered in self.targets(
+                        ref.oper_index, ref.port_index, ref.kind, ()
+                    ):
+                        hops.append(_Hop(op.index, port.index, target, target_port, entered))
         return hops
 
 
@@ -464,8 +482,11 @@ def _replicate(
     path = _path(app, op)
     region, threading = _consistent_region(op), threads.model(op)
     p, q = op.placement, op.partitions
-    p_fixed = p.host != "" and not _has_intrinsic(p.host or "", *p.colocations, *p.exlocations)
-    q_fixed = not _has_intrinsic(*q.colocations, *q.exlocations)
+    p_fixed, q_fixed = _fixed_placement(p), _fixed_partitions(q)
+    if not chain and p_fixed and q_fixed:  # most operators: one node, nothing to name or substitute
+        name = ".".join(last for _, last in path)
+        index = indexer.index(op, name, True)
+        return [Node(index, name, op, (), p, q, region, threading)]
     out = []
     for locals_ in itertools.product(*(range(widths[r.index]) for r in chain)):
         channels = _channels(chain, locals_, widths)

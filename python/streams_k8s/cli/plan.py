@@ -18,6 +18,7 @@ from streams_k8s.api.spec_values import FusionMode
 from streams_k8s.app.aadl import AadlError
 from streams_k8s.app.adl import AdlError, parse_adl
 from streams_k8s.app.bundle import BundleError, read_bundle
+from streams_k8s.app.collector import collector_paused
 from streams_k8s.app.fusion import Fusion, FusionChoice, FusionConstraintError
 from streams_k8s.app.plan import Plan, PlanDiff, plan_application, refuse_with_widths
 from streams_k8s.app.specs import to_wire
@@ -224,6 +225,7 @@ def _job(manifest: Any) -> Job:
     default="table",
     help="html/svg: the job graph with its fusion, as one self-contained file (redirect it).",
 )
+@collector_paused()  # a short-lived process: its plan makes no garbage cycles to collect
 def plan(
     source: Path,
     fusion_text: str | None,
