@@ -326,9 +326,11 @@ def _check_size(
                 )
     connections = 0
     for hop in hops:
-        if hop.src in chains and hop.dst in chains:
+        src, dst = chains.get(hop.src), chains.get(hop.dst)
+        if src == [] and dst == []:  # one node each end (most connections)
+            connections += 1
+        elif src is not None and dst is not None:
             # every producer feeds the consumers of its own channels in the regions both are in
-            src, dst = chains[hop.src], chains[hop.dst]
             shared = {r.index for r in src} & {r.index for r in dst} if src and dst else set()
             connections += channels[hop.src] * channels[hop.dst] // math.prod(widths[r] for r in shared)
     if connections > MAX_CONNECTIONS:
@@ -347,7 +349,7 @@ def _path(app: Application, op: Operator) -> list[tuple[int, str]]:
     while comp is not None and comp != app.main_composite and app.composites[comp].parent is not None:
         parts.append((comp, app.composites[comp].name))
         comp = app.composites[comp].parent
-    return [(index, full.rsplit(".", 1)[-1]) for index, full in reversed(parts)]
+    return [(index, full[full.rfind(".") + 1 :]) for index, full in reversed(parts)]
 
 
 def _name(path: list[tuple[int, str]], chain_channels: dict[int, int]) -> str:
@@ -628,6 +630,9 @@ def _hop_edges(
     app: Application, hop: _Hop, replicas: dict[int, list[Node]], chains: dict[int, list[AdlParallelRegion]]
 ) -> list[Edge]:
     """The physical connections of one logical connection (imports/exports are recorded on nodes)."""
+    if not chains.get(hop.src, True) and not chains.get(hop.dst, True):  # two primitives, one node each
+        (src,), (dst,) = replicas[hop.src], replicas[hop.dst]
+        return [Edge(src.index, hop.src_port, dst.index, hop.dst_port)]
     src_op, dst_op = app.operators[hop.src], app.operators[hop.dst]
     if src_op.kind is OperatorKind.IMPORT and dst_op.kind is OperatorKind.PRIMITIVE:
         assert src_op.import_spec is not None
@@ -643,9 +648,6 @@ def _hop_edges(
         return []
     if src_op.kind is not OperatorKind.PRIMITIVE or dst_op.kind is not OperatorKind.PRIMITIVE:
         return []  # import → export passthrough carries no tuples between our PEs
-    if not chains[hop.src] and not chains[hop.dst]:  # one node each end (most connections)
-        (src,), (dst,) = replicas[hop.src], replicas[hop.dst]
-        return [Edge(src.index, hop.src_port, dst.index, hop.dst_port)]
     src_regions = {r.index for r in chains[hop.src]}
     shared = [r.index for r in chains[hop.dst] if r.index in src_regions]
     entered = [r for r in chains[hop.dst] if r.index not in src_regions]
