@@ -150,6 +150,39 @@ def test_replan_of_a_generated_application_equals_its_fresh_plan(
         assert result.rendered == holding
 
 
+SETTINGS = st.fixed_dictionaries(
+    {"nodes": st.sampled_from([None, 1, 3]), "width": st.sampled_from([None, 1, 3])}
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rebuilt=st.sets(st.integers(0, 12)),
+    fusion=st.sampled_from([Fusion(), Fusion(manual=4)]),
+    before=SETTINGS,
+    after=SETTINGS,
+)
+def test_replan_with_other_settings_equals_its_fresh_plan(
+    rebuilt: set[int], fusion: Fusion, before: dict[str, Any], after: dict[str, Any]
+) -> None:
+    """The node count (automatic fusion's PE count) and a region's width set by the edit: reused
+    only when the fresh plan would fuse alike."""
+    spec = SyntheticSpec(chains=3, length=4, regions=1, width=2)
+    app = parse_adl(synthetic_adl(spec))
+    edited = parse_adl(synthetic_adl(dataclasses.replace(spec, rebuilt=frozenset(rebuilt))))
+    alias = plan_application(app, fusion, job_name="job").parallel_regions[0].alias
+
+    def settings_of(given: dict[str, Any]) -> dict[str, Any]:
+        widths = [] if given["width"] is None else [ParallelRegionWidth(alias=alias, width=given["width"])]
+        return {"nodes": given["nodes"], "widths": widths}
+
+    running = plan_application(app, fusion, job_name="job", **settings_of(before))
+    result, fresh = _edit(running, edited, fusion, **settings_of(after))
+    assert _contents(result.plan) == _contents(fresh)
+    if before == after:
+        assert result.reused
+
+
 @settings(max_examples=25, deadline=None)
 @given(rebuilt=st.sets(st.integers(0, 12), min_size=1), widths=st.sampled_from([(1, 3), (3, 2)]))
 def test_replan_after_a_width_change_equals_its_fresh_plan(
