@@ -56,7 +56,15 @@ class GitHubSource(WireModel):
         return self
 
 
-_BUNDLE_SOURCES = ("file", "http", "github")
+class UploadSource(WireModel):
+    """A bundle uploaded to the operator (`kubectl streams submitjob app.sab`): the content's sha256.
+
+    The operator keeps uploads in ConfigMaps of the Job's namespace (`controller.bundles.uploads`)."""
+
+    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of the uploaded bundle.")]
+
+
+_BUNDLE_SOURCES = ("file", "http", "github", "upload")
 
 
 class Bundle(WireModel):
@@ -64,8 +72,9 @@ class Bundle(WireModel):
 
     cel_rules: ClassVar[tuple[CelRule, ...]] = (
         CelRule(
-            rule="[has(self.file), has(self.http), has(self.github)].filter(x, x).size() <= 1",
-            message="bundle: file, http and github are mutually exclusive; give one source",
+            rule="[has(self.file), has(self.http), has(self.github), has(self.upload)]"
+            ".filter(x, x).size() <= 1",
+            message="bundle: file, http, github and upload are mutually exclusive; give one source",
         ),
     )
 
@@ -74,6 +83,7 @@ class Bundle(WireModel):
     file: FileSource | None = None
     http: HttpSource | None = None
     github: GitHubSource | None = None
+    upload: UploadSource | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> Self:

@@ -1,9 +1,10 @@
 """The instance operator: what `streams-k8s run` runs by default (entry point `streams_k8s.controllers`).
 
 `setup(manager)` declares the controllers on the Manager and starts the servers PE pods talk to:
-the REST API (port 10000) and the bundle repository (redis protocol, port 6379), where the runtime
-settings say (`bind_address`, `api_port`, `repository_port`: `run --help`). Settings beyond the
-runtime's come from the environment (`controller.settings`).
+the REST API (port 10000; users upload bundles there too) and the bundle repository (redis
+protocol, port 6379), where the runtime settings say (`bind_address`, `api_port`,
+`repository_port`: `run --help`). Settings beyond the runtime's come from the environment
+(`controller.settings`).
 
 Every replica serves; the `streams-api` Service routes only to the pod labelled
 `streams.ibm.com/serving=true`. The leader puts that label on its own pod (`POD_NAME`) and takes
@@ -22,6 +23,8 @@ from aiohttp import web
 from streams_k8s.api.contract import pe_host
 from streams_k8s.controller.bundles.fetch import BundleCache, BundleFetcher, DataReader
 from streams_k8s.controller.bundles.repository import BundleRepository, pinned_by_pod
+from streams_k8s.controller.bundles.upload_api import BundleUploadApi
+from streams_k8s.controller.bundles.uploads import UploadedBundles
 from streams_k8s.controller.coordinators import (
     CoordinatorObjectsController,
     CoordinatorObjectSettings,
@@ -133,6 +136,7 @@ async def setup(manager: Manager) -> InstanceOperator:
     namespace = settings.namespace or operator.pod_namespace or "default"
     cache = BundleCache(operator.bundle_cache_dir())
     sessions: list[aiohttp.ClientSession] = []
+    uploads = UploadedBundles(client)
 
     async def fetcher() -> BundleFetcher:
         session = aiohttp.ClientSession()
@@ -142,6 +146,7 @@ async def setup(manager: Manager) -> InstanceOperator:
             session,
             read_secret=data_reader(client, SECRETS),
             read_config_map=data_reader(client, CONFIGMAPS),
+            read_upload=uploads.restore,
         )
 
     pod_name = operator.pod_name
@@ -161,6 +166,7 @@ async def setup(manager: Manager) -> InstanceOperator:
     # Who is at a request's address: PE pods may write on their job's API without credentials
     # and get their job's bundle from the repository.
     pods_by_address = PodsByAddress(pes.pods)
+    tokens, access = TokenReviewer(client), AccessReviewer(client)
     rest = InstanceRestApi(
         client,
         jobs.jobs,
@@ -170,8 +176,8 @@ async def setup(manager: Manager) -> InstanceOperator:
         jobs.parallel_regions,
         pes.pods_by_owner,
         writers=pods_by_address,
-        tokens=TokenReviewer(client),
-        access=AccessReviewer(client),
+        tokens=tokens,
+        access=access,
     )
     fixed_host = operator.pe_notification_host
     datagrams = PeDatagrams(
@@ -181,6 +187,7 @@ async def setup(manager: Manager) -> InstanceOperator:
     broker = SubscriptionBroker(manager, jobs.jobs, jobs.exports, jobs.imports, datagrams)
     app = rest.app()
     SubscriptionApi(rest, client, broker).add_routes(app)
+    BundleUploadApi(settings.namespace, uploads, cache, tokens, access).mount(app)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, settings.bind_address, settings.api_port)

@@ -13,7 +13,9 @@ HEAD and OPTIONS) is accepted from one of these callers:
   pods' addresses do not reach the server, such as the simulated cluster, calls so;
 - a client presenting any other ``Authorization: Bearer <token>`` (or a pod-bound one the target
   does not trust): the token is reviewed with TokenReview, then the user it names must be allowed
-  the target's ``Access`` (SubjectAccessReview).
+  the target's ``Access`` (SubjectAccessReview). The API server's service proxy removes the
+  ``Authorization`` header of the requests it authenticated, so a client calling through it sends
+  the same value as ``X-Streams-Authorization`` (`FORWARDED_AUTHORIZATION`), reviewed alike.
 
 Anyone else gets a 401 (no credentials, not a trusted pod) or a 403 (a pod that may not write
 there, or a user the API server does not allow), with a JSON body. A presented token is always
@@ -45,6 +47,7 @@ _SERVICE_ACCOUNT_USER = "system:serviceaccount:"
 CACHE_SECONDS = 30.0
 _MAX_CACHED = 4096
 _SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+FORWARDED_AUTHORIZATION = "X-Streams-Authorization"
 
 V = TypeVar("V")
 
@@ -179,7 +182,7 @@ def write_guard(
 
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-        header = request.headers.get("Authorization")
+        header = request.headers.get("Authorization") or request.headers.get(FORWARDED_AUTHORIZATION)
         if header is not None:
             review = await authenticated(request, header)
             if isinstance(review, web.Response):

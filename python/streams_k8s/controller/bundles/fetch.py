@@ -1,4 +1,4 @@
-"""Bundle fetching: a Job's `.sab` from a file, an HTTP(S) URL or GitHub, through a local cache.
+"""Bundle fetching: a Job's `.sab` from a file, an HTTP(S) URL, GitHub or an upload, through a local cache.
 
 The cache is content-addressed (`<root>/sha256/<digest>.sab`), so the same bundle submitted by
 many jobs is stored once, with two indexes per namespace holding digests (writes are atomic, so an
@@ -18,6 +18,8 @@ index always points at complete content):
 the content store without fetching, whatever the pull policy; a fetch that finds other content
 raises `BundleChanged` and leaves the cache as it was.
 Transient failures (connection errors, 5xx, 429) are retried with backoff; others fail at once.
+An uploaded bundle (`bundle.upload.sha256`) is that content: from the cache, else from the uploads
+kept in the API server (`bundles.uploads`), which a restarted operator starts without.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ DIGEST = re.compile(r"^[0-9a-f]{64}$")  # a sha256, as the cache and Job status 
 
 # Reads the `data` of a Secret or ConfigMap: (namespace, name) -> data, raising KeyError if absent.
 DataReader = Callable[[str, str], Awaitable[Mapping[str, str]]]
+# Reads an uploaded bundle: (namespace, sha256) -> its bytes, or None if it was never uploaded there.
+UploadReader = Callable[[str, str], Awaitable[bytes | None]]
 
 
 class BundleError(Exception):
@@ -93,6 +97,8 @@ def source_identity(bundle: Bundle) -> str | None:
     elif bundle.github is not None:
         # the token decides what may be read: another Secret is another source
         identity = {"github": bundle.github.url, "secret": bundle.github.secret}
+    elif bundle.upload is not None:
+        identity = {"upload": bundle.upload.sha256}
     else:
         return None
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
@@ -167,6 +173,7 @@ class BundleFetcher:
         *,
         read_secret: DataReader,
         read_config_map: DataReader,
+        read_upload: UploadReader | None = None,
         attempts: int = 4,
         first_backoff: float = 0.5,
         timeout: float = 60.0,
@@ -175,6 +182,7 @@ class BundleFetcher:
         self._session = session
         self._read_secret = read_secret
         self._read_config_map = read_config_map
+        self._read_upload = read_upload
         self._attempts = attempts
         self._first_backoff = first_backoff
         self._timeout = aiohttp.ClientTimeout(total=timeout)
@@ -208,7 +216,7 @@ class BundleFetcher:
         if not _has_source(bundle):
             raise BundleError(
                 "BundleNotFound",
-                f"bundle '{bundle.name}' has no file, http or github source and {not_cached}",
+                f"bundle '{bundle.name}' has no file, http, github or upload source and {not_cached}",
             )
         return await self._with_retries(lambda: self._download(namespace, bundle))
 
@@ -233,6 +241,8 @@ class BundleFetcher:
                     f"token {await self._github_token(namespace, bundle.github.secret)}"
                 )
             return await self._get(str(bundle.github.url), headers, None)
+        if bundle.upload is not None:
+            return await self._uploaded(namespace, bundle.name, bundle.upload.sha256)
         assert bundle.http is not None
         context = None
         if (authority := bundle.http.certification_authority) is not None:
@@ -240,6 +250,18 @@ class BundleFetcher:
                 namespace, authority.config_map_name, authority.sub_path or "ca.crt"
             )
         return await self._get(bundle.http.url, {"Accept": "application/octet-stream"}, context)
+
+    async def _uploaded(self, namespace: str, name: str, digest: str) -> bytes:
+        if (cached := self._cache.content(name, digest)) is not None:
+            return cached.path.read_bytes()
+        data = await self._read_upload(namespace, digest) if self._read_upload is not None else None
+        if data is None:
+            raise BundleError(
+                "BundleNotUploaded",
+                f"bundle {name} sha256:{digest[:12]} was not uploaded to namespace {namespace} "
+                f"(kubectl streams submitjob {name} uploads it)",
+            )
+        return data
 
     async def _github_token(self, namespace: str, secret: str) -> str:
         try:
@@ -299,7 +321,7 @@ class BundleFetcher:
 
 
 def _has_source(bundle: Bundle) -> bool:
-    return bundle.file is not None or bundle.http is not None or bundle.github is not None
+    return any(source is not None for source in (bundle.file, bundle.http, bundle.github, bundle.upload))
 
 
 def _read_file(path: Path) -> bytes:

@@ -263,6 +263,34 @@ OPENAPI: dict[str, Any] = {
             "get": _read("The imported streams (importedStreams XML)", _XML),
             "put": _write("Replace the imported streams (importedStreams XML)", _XML, 409),
         },
+        "/api/bundles/{namespace}/{name}": {
+            "parameters": [
+                _param("namespace", NAME.pattern),
+                _param("name", r"^[A-Za-z0-9][A-Za-z0-9._-]*$"),
+            ],
+            "put": {
+                "summary": "Upload a bundle for the namespace's Jobs (`bundle.upload.sha256`); as a user "
+                "who may create Jobs there, whose token may come as X-Streams-Authorization",
+                "security": [{"bearer": []}],
+                "parameters": [
+                    {
+                        "name": "sha256",
+                        "in": "query",
+                        "required": True,
+                        "schema": {"pattern": "^[0-9a-f]{64}$"},
+                    },
+                ],
+                "requestBody": {"required": True, "content": {"application/octet-stream": {}}},
+                "responses": {
+                    "201": {
+                        "description": "kept: {namespace, name, sha256, size, uploadedBy}",
+                        "content": _JSON_OBJECT,
+                    },
+                    "413": {"description": "larger than the upload limit", **_errors_for(400)["400"]},
+                    **_errors_for(400, 401, 403, 404),
+                },
+            },
+        },
     },
     "components": {
         "schemas": {"Error": _ERROR_SCHEMA},
