@@ -20,6 +20,7 @@ from streams_k8s.app.adl import AdlError, parse_adl
 from streams_k8s.app.bundle import BundleError, read_bundle
 from streams_k8s.app.collector import collector_paused
 from streams_k8s.app.fusion import Fusion, FusionChoice, FusionConstraintError
+from streams_k8s.app.job_overlays import JobOverlay, OverlayError, read_overlay_file
 from streams_k8s.app.plan import Plan, PlanDiff, plan_application, refuse_with_widths
 from streams_k8s.app.specs import to_wire
 from streams_k8s.app.submission import RegionWidth, SubmissionError, WidthOverride
@@ -50,6 +51,7 @@ _ERRORS = (
     FusionConstraintError,
     AadlError,
     InvalidJob,
+    OverlayError,
     OSError,
 )
 
@@ -203,6 +205,12 @@ def _job(manifest: Any) -> Job:
 @click.option(
     "--submission-time", "values", multiple=True, help="NAME=VALUE submission-time value; repeatable."
 )
+@click.option(
+    "-g",
+    "--overlay",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Streams jobConfigOverlays JSON (job name, submission values, fusion, threading); options win.",
+)
 @click.option("--nodes", type=click.IntRange(min=1), help="Cluster node count (bounds automatic fusion).")
 @click.option("--diff", is_flag=True, help="Plan with the base widths, re-fuse with --width, print the diff.")
 @click.option(
@@ -231,6 +239,7 @@ def plan(
     fusion_text: str | None,
     widths: tuple[str, ...],
     values: tuple[str, ...],
+    overlay: Path | None,
     nodes: int | None,
     diff: bool,
     against: str | None,
@@ -245,17 +254,20 @@ def plan(
         adl, job = _load(source)
         app = parse_adl(adl, what=source.name)
         spec = job.spec if job else None
-        fusion: Fusion = _fusion(fusion_text) or (spec.fusion if spec else FusionChoice())
+        given = read_overlay_file(overlay) if overlay else JobOverlay()
+        fusion: Fusion = _fusion(fusion_text) or given.fusion or (spec.fusion if spec else FusionChoice())
         width_list = _widths(widths)
         base_widths: list[RegionWidth] = list(spec.parallel_regions) if spec else []
         kwargs: dict[str, Any] = {
-            "job_name": job.metadata.name if job and job.metadata and job.metadata.name else "job",
+            "job_name": given.job_name
+            or (job.metadata.name if job and job.metadata and job.metadata.name else "job"),
             "submission_values": {
                 **(spec.submission_time_values if spec else {}),
+                **given.submission_values,
                 **dict(_pairs(values, "--submission-time")),
             },
             "resources": spec.processing_element.resources if spec else None,
-            "threading": spec.threading_model if spec else None,
+            "threading": given.threading or (spec.threading_model if spec else None),
             "nodes": nodes,
         }
         if diff:
