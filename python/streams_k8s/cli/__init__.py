@@ -70,6 +70,11 @@ COMMANDS: dict[str, LazyCommand] = {
         "schedule",
         "Simulate the multi-tenant vreplica scheduler on a JSON description of the cluster.",
     ),
+    "streams": LazyCommand(
+        "streams_k8s.cli.streamtool",
+        "streams",
+        "Run Streams jobs as streamtool does: submitjob, lsjobs, lspes, canceljob, ...",
+    ),
     "simulate": LazyCommand(
         "streams_k8s.cli.simulate",
         "simulate",

@@ -1,0 +1,106 @@
+"""How the CLI reaches the operator's REST API to upload a bundle, as the user who runs it.
+
+By default through the API server's service proxy,
+``<server>/api/v1/namespaces/<operator namespace>/services/streams-api:api/proxy/<path>``: whoever
+has kubectl access and may use ``services/proxy`` in the operator's namespace reaches it, with no
+port-forward, Ingress or LoadBalancer. The API server removes the ``Authorization`` header of a
+request it authenticated before it proxies it, so the user's bearer token travels as
+``X-Streams-Authorization``; the operator reviews it (TokenReview) and asks whether its user may
+create Jobs in the namespace (SubjectAccessReview). A kubeconfig user with no bearer token (a client
+certificate) cannot be named to the operator this way: the error says so.
+
+``--operator-url`` (or ``$STREAMS_K8S_OPERATOR_URL``) calls the API directly instead, e.g. after
+``kubectl port-forward -n <ns> svc/streams-api 10000``; the token is then sent as ``Authorization``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+import orjson
+from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.config import ConfigException
+
+from streams_k8s.cli.streamtool.session import Cluster, StreamtoolError
+from streams_k8s.controller.bundles.uploads import MAX_UPLOAD_BYTES
+from streams_k8s.k8s.client import load_configuration
+from streams_k8s.k8s.write_guard import FORWARDED_AUTHORIZATION
+
+SERVICE = "streams-api:api"  # deploy/service.yaml: the Service and its port's name
+_TIMEOUT = aiohttp.ClientTimeout(total=600, connect=15)
+
+
+@dataclass(frozen=True, slots=True)
+class Uploaded:
+    name: str
+    sha256: str
+    size: int
+    uploaded_by: str
+
+
+def bundle_digest(path: Path) -> tuple[bytes, str]:
+    """The bundle's bytes and sha256; a `StreamtoolError` when it cannot be sent."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_UPLOAD_BYTES:
+            raise StreamtoolError(f"{path} has {size} bytes: an upload is at most {MAX_UPLOAD_BYTES}")
+        data = path.read_bytes()
+    except OSError as err:
+        raise StreamtoolError(f"cannot read {path}: {err.strerror or err}") from None
+    return data, hashlib.sha256(data).hexdigest()
+
+
+async def upload(
+    cluster: Cluster, operator_namespace: str, operator_url: str | None, name: str, data: bytes, digest: str
+) -> Uploaded:
+    """Send the bundle to the operator for ``cluster.namespace``; what it kept."""
+    try:
+        configuration = await load_configuration(cluster.kubeconfig, cluster.context)
+    except (ConfigException, OSError) as err:
+        raise StreamtoolError(f"cannot load the kubeconfig: {err}") from None
+    path = f"/api/bundles/{quote(cluster.namespace)}/{quote(name)}?sha256={digest}"
+    async with ApiClient(configuration) as api:
+        headers: dict[str, str] = {}
+        await api.update_params_for_auth(headers, [], ["BearerToken"])
+        token = headers.get("authorization") or headers.get("Authorization")
+        if not token:
+            raise StreamtoolError(
+                "the kubeconfig's user has no bearer token, which the operator needs to know who uploads "
+                "(a client certificate does not pass the API server's proxy): use a token or exec "
+                "credential user, or a Job manifest whose bundle is served over HTTP"
+            )
+        if operator_url:
+            url, sent = operator_url.rstrip("/") + path, {"Authorization": token}
+        else:
+            proxy = f"/api/v1/namespaces/{quote(operator_namespace)}/services/{SERVICE}/proxy"
+            url = str(configuration.host).rstrip("/") + proxy + path
+            sent = {"Authorization": token, FORWARDED_AUTHORIZATION: token}
+        sent["Content-Type"] = "application/octet-stream"
+        connector = api.rest_client.pool_manager.connector if not operator_url else None
+        async with aiohttp.ClientSession(connector=connector, connector_owner=connector is None) as session:
+            answer = await _put(session, url, data, sent)
+    return Uploaded(
+        str(answer["name"]), str(answer["sha256"]), int(answer["size"]), str(answer["uploadedBy"])
+    )
+
+
+async def _put(session: aiohttp.ClientSession, url: str, data: bytes, headers: dict[str, str]) -> Any:
+    try:
+        async with session.put(url, data=data, headers=headers, timeout=_TIMEOUT) as response:
+            body = await response.read()
+            status = response.status
+    except (aiohttp.ClientError, TimeoutError) as err:
+        raise StreamtoolError(f"cannot reach the operator at {url.split('?')[0]}: {err}") from None
+    try:
+        answer = orjson.loads(body) if body else {}
+    except orjson.JSONDecodeError:
+        answer = {"message": body[:200].decode(errors="replace").strip()}
+    if status != 201:
+        message = answer.get("message") if isinstance(answer, dict) else None
+        raise StreamtoolError(f"the operator refused the upload ({status}): {message or 'no reason given'}")
+    return answer
