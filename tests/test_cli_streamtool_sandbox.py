@@ -30,7 +30,11 @@ from tokens import ROLE_BINDINGS, ROLES, kubeconfig_with_token, token_for
 CLI = Path(sys.executable).with_name("streams-k8s")
 # What a user who runs jobs may do in the namespace (as the `edit` ClusterRole grants).
 USER_RULES = [
-    {"apiGroups": ["streams.ibm.com"], "resources": ["*"], "verbs": ["*"]},
+    {
+        "apiGroups": ["streams.ibm.com"],
+        "resources": ["streamsjobs", "streamspes", "streamsprs", "streamsprs/scale", "streamscrs"],
+        "verbs": ["*"],
+    },
     {"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["get", "list"]},
 ]
 READER_RULES = [{"apiGroups": ["streams.ibm.com"], "resources": ["*"], "verbs": ["get", "list"]}]

@@ -170,7 +170,9 @@ async def test_missing_file_and_missing_source(tmp_path: Path, session: aiohttp.
     with pytest.raises(BundleError, match="is not a regular file") as info:
         await bundles.fetch("ns", Bundle.model_validate({"name": "a.sab", "file": {"path": str(tmp_path)}}))
     assert info.value.reason == "BundleNotFound"
-    with pytest.raises(BundleError, match="no file, http, github or upload source and is not in the bundle cache"):
+    with pytest.raises(
+        BundleError, match="no file, http, github or upload source and is not in the bundle cache"
+    ):
         await bundles.fetch("ns", Bundle.model_validate({"name": "a.sab"}))
 
 
@@ -208,7 +210,9 @@ async def test_pinned_content_missing_from_the_cache_is_fetched_and_checked(
         await changed.fetch_pinned("ns", spec, submitted.digest)
     # The other content is not filed under the bundle's name: nothing serves it for this job.
     assert BundleCache(tmp_path / "third-replica" / "cache").lookup("ns", "a.sab") is None
-    with pytest.raises(BundleError, match=r"no file, http, github or upload source and sha256:\w{12} is not in the"):
+    with pytest.raises(
+        BundleError, match=r"no file, http, github or upload source and sha256:\w{12} is not in the"
+    ):
         await changed.fetch_pinned("ns", Bundle.model_validate({"name": "a.sab"}), submitted.digest)
 
 

@@ -9,7 +9,8 @@ request it authenticated before it proxies it, so the user's bearer token travel
 create Jobs in the namespace (SubjectAccessReview). A kubeconfig user with no bearer token (a client
 certificate) cannot be named to the operator this way: the error says so.
 
-``--operator-url`` (or ``$STREAMS_K8S_OPERATOR_URL``) calls the API directly instead, e.g. after
+``--operator-service`` names another Service (and port) of the operator's namespace that reaches
+its REST API. ``--operator-url`` (or ``$STREAMS_K8S_OPERATOR_URL``) calls the API directly instead, e.g. after
 ``kubectl port-forward -n <ns> svc/streams-api 10000``; the token is then sent as ``Authorization``.
 """
 
@@ -32,6 +33,18 @@ from streams_k8s.k8s.client import load_configuration
 from streams_k8s.k8s.write_guard import FORWARDED_AUTHORIZATION
 
 SERVICE = "streams-api:api"  # deploy/service.yaml: the Service and its port's name
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorAddress:
+    """Where the operator's REST API is: a Service of its namespace, through the API server's
+    proxy (``service`` is ``name:port``), or ``url`` called directly."""
+
+    namespace: str
+    service: str = SERVICE
+    url: str | None = None
+
+
 _TIMEOUT = aiohttp.ClientTimeout(total=600, connect=15)
 
 
@@ -56,7 +69,7 @@ def bundle_digest(path: Path) -> tuple[bytes, str]:
 
 
 async def upload(
-    cluster: Cluster, operator_namespace: str, operator_url: str | None, name: str, data: bytes, digest: str
+    cluster: Cluster, operator: OperatorAddress, name: str, data: bytes, digest: str
 ) -> Uploaded:
     """Send the bundle to the operator for ``cluster.namespace``; what it kept."""
     try:
@@ -74,14 +87,15 @@ async def upload(
                 "(a client certificate does not pass the API server's proxy): use a token or exec "
                 "credential user, or a Job manifest whose bundle is served over HTTP"
             )
-        if operator_url:
-            url, sent = operator_url.rstrip("/") + path, {"Authorization": token}
+        if operator.url:
+            url, sent = operator.url.rstrip("/") + path, {"Authorization": token}
         else:
-            proxy = f"/api/v1/namespaces/{quote(operator_namespace)}/services/{SERVICE}/proxy"
+            service = f"/api/v1/namespaces/{quote(operator.namespace)}/services/{quote(operator.service)}"
+            proxy = f"{service}/proxy"
             url = str(configuration.host).rstrip("/") + proxy + path
             sent = {"Authorization": token, FORWARDED_AUTHORIZATION: token}
         sent["Content-Type"] = "application/octet-stream"
-        connector = api.rest_client.pool_manager.connector if not operator_url else None
+        connector = api.rest_client.pool_manager.connector if not operator.url else None
         async with aiohttp.ClientSession(connector=connector, connector_owner=connector is None) as session:
             answer = await _put(session, url, data, sent)
     return Uploaded(
@@ -101,6 +115,13 @@ async def _put(session: aiohttp.ClientSession, url: str, data: bytes, headers: d
     except orjson.JSONDecodeError:
         answer = {"message": body[:200].decode(errors="replace").strip()}
     if status != 201:
-        message = answer.get("message") if isinstance(answer, dict) else None
-        raise StreamtoolError(f"the operator refused the upload ({status}): {message or 'no reason given'}")
+        found = answer if isinstance(answer, dict) else {}
+        message = found.get("message") or "no reason given"
+        if found.get("kind") == "Status":  # kube-apiserver's own answer (its proxy's)
+            raise StreamtoolError(
+                f"the API server did not pass the upload to the operator ({status}): {message}"
+            )
+        if {"status", "reason", "message"} <= found.keys():  # every answer of the operator's
+            raise StreamtoolError(f"the operator refused the upload ({status}): {message}")
+        raise StreamtoolError(f"the upload was answered {status}, not by the operator: {message}")
     return answer

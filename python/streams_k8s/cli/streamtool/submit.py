@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from streams_k8s.api.job import MAX_JOB_NAME, Job, job_name_problem
 from streams_k8s.app.job_overlays import JobOverlay, OverlayError, read_overlay_file
-from streams_k8s.cli.streamtool.operator_link import bundle_digest, upload
+from streams_k8s.cli.streamtool.operator_link import SERVICE, OperatorAddress, bundle_digest, upload
 from streams_k8s.cli.streamtool.session import (
     StreamtoolError,
     api_message,
@@ -102,6 +102,12 @@ def job_manifest(
 @click.option("--preview", is_flag=True, help="Print the Job it would create; upload and create nothing.")
 @click.option("--operator-namespace", help="Namespace of the operator the bundle is uploaded to [the job's].")
 @click.option(
+    "--operator-service",
+    default=SERVICE,
+    show_default=True,
+    help="The operator's Service and port (NAME:PORT), reached through the API server's proxy.",
+)
+@click.option(
     "--operator-url",
     envvar="STREAMS_K8S_OPERATOR_URL",
     help="The operator's REST API, called directly (after kubectl port-forward) [through the API server].",
@@ -117,6 +123,7 @@ def submitjob(
     jobname: str | None,
     preview: bool,
     operator_namespace: str | None,
+    operator_service: str,
     operator_url: str | None,
     output: str | None,
 ) -> None:
@@ -136,8 +143,8 @@ def submitjob(
     async def work(client: KubeClient) -> None:
         if data:
             digest = bundle["upload"]["sha256"]
-            where = operator_namespace or cluster.namespace
-            sent = await upload(cluster, where, operator_url, bundle["name"], data, digest)
+            where = OperatorAddress(operator_namespace or cluster.namespace, operator_service, operator_url)
+            sent = await upload(cluster, where, bundle["name"], data, digest)
             click.echo(
                 f"bundle {sent.name} uploaded (sha256:{sent.sha256[:12]}, {sent.size} bytes)", err=True
             )

@@ -3,7 +3,7 @@
 The region is the job's ParallelRegion whose ``spec.alias`` is ALIAS (its name is made of the
 alias, so the alias is what the user knows); the width is written through its ``/scale``
 subresource, the path `kubectl scale stpr/<name> --replicas=N` takes (and an autoscaler), so the
-same admission and RBAC (``update`` on ``streamsparallelregions/scale``) apply.
+same admission and RBAC (``patch`` on ``streamsprs/scale``) apply.
 """
 
 from __future__ import annotations

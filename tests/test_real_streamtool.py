@@ -1,0 +1,176 @@
+"""`kubectl streams` on the real control plane, as the README's section walks it: a user with a token
+and a Role submits a local bundle in one command (reviewed by the real TokenReview and
+SubjectAccessReview), lists it, resizes its region, cancels it; a user who may not create Jobs
+cannot upload.
+
+The upload's default route is kube-apiserver's service proxy to `streams-api`. Here it cannot get
+through: the simulated pods' addresses (10.244.x.y) are not routable from kube-apiserver (their
+processes listen on loopback aliases, `sandbox.cluster.pod_network`), and kube-apiserver proxies a
+Service only to endpoints that are pods at those addresses. So the test checks that the CLI takes
+that route as the user (kube-apiserver authorises it and fails only to dial the operator pod, one
+error line), then uploads as a user of `kubectl port-forward` does, `--operator-url` to the
+operator pod's process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import orjson
+import pytest
+import pytest_asyncio
+
+from real_cluster import KUBECTL, NAMESPACE, RealCluster, deployed, eventually
+from streams_k8s.app.synthetic import SyntheticSpec, write_sab
+from streams_k8s.control_plane.cluster import ControlPlane
+from streams_k8s.controller.kinds import JOBS, PARALLEL_REGIONS
+from streams_k8s.k8s.errors import ApiError
+from tokens import kubeconfig_with_token
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+# What a user who runs jobs may do (as the `edit` ClusterRole grants), and reach the operator.
+USER_ROLE = """
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: streams-user}
+rules:
+  - apiGroups: [streams.ibm.com]
+    resources: [streamsjobs, streamspes, streamsprs, streamsprs/scale, streamscrs]
+    verbs: ["*"]
+  - apiGroups: [""]
+    resources: [pods, pods/log]
+    verbs: [get, list]
+  - apiGroups: [""]
+    resources: [services/proxy]
+    verbs: [get, create, update]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: streams-viewer}
+rules:
+  - apiGroups: [streams.ibm.com]
+    resources: [streamsjobs]
+    verbs: [get, list]
+  - apiGroups: [""]
+    resources: [services/proxy]
+    verbs: [get, create, update]
+"""
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def cluster(
+    installed: ControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[RealCluster]:
+    async for running in deployed(installed, tmp_path_factory.mktemp("real-streamtool")):
+        yield running
+
+
+def plugin_directory(directory: Path) -> Path:
+    """A directory with `kubectl-streams`, as the wheel's entry point installs it."""
+    directory.mkdir(exist_ok=True)
+    script = directory / "kubectl-streams"
+    script.write_text(
+        f"#!{sys.executable}\nimport sys\nfrom streams_k8s.cli.streamtool import streams\n"
+        "sys.exit(streams(prog_name='kubectl streams'))\n"
+    )
+    script.chmod(0o755)
+    return directory
+
+
+async def kubectl_streams(kubeconfig: Path, plugins: Path, *args: str) -> tuple[int, str, str]:
+    """`kubectl streams ARGS -n streams` as the user of ``kubeconfig``."""
+    assert KUBECTL is not None, "kubectl is not installed"
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig), "PATH": f"{plugins}{os.pathsep}{os.environ['PATH']}"}
+    process = await asyncio.create_subprocess_exec(
+        KUBECTL,
+        "streams",
+        *args,
+        "-n",
+        NAMESPACE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    out, err = await process.communicate()
+    return int(process.returncode or 0), out.decode(), err.decode()
+
+
+async def user(cluster: RealCluster, name: str, role: str, directory: Path) -> Path:
+    await cluster.kubectl("create", "serviceaccount", name)
+    await cluster.kubectl(
+        "create", "rolebinding", name, f"--role={role}", f"--serviceaccount={NAMESPACE}:{name}"
+    )
+    _, token, _ = await cluster.kubectl("create", "token", name)
+    return kubeconfig_with_token(cluster.plane.admin_kubeconfig, token.strip(), directory)
+
+
+async def test_a_user_submits_a_local_bundle_with_kubectl_streams_and_walks_the_verbs(
+    cluster: RealCluster, tmp_path: Path
+) -> None:
+    await cluster.kubectl("apply", "-f", "-", stdin=USER_ROLE)
+    alice = await user(cluster, "alice", "streams-user", tmp_path)
+    bob = await user(cluster, "bob", "streams-viewer", tmp_path)
+    plugins = plugin_directory(tmp_path / "plugins")
+    sab = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=1, length=2, regions=1, width_values=True))
+    digest = hashlib.sha256(sab.read_bytes()).hexdigest()
+    operator = f"http://{cluster.address_of(await cluster.serving_operator())}:10000"
+
+    # Through kube-apiserver's service proxy: authorised, then the pod's address is unreachable here.
+    code, out, err = await kubectl_streams(alice, plugins, "submitjob", str(sab))
+    assert (code, out) == (1, "")
+    assert err.startswith("error: "), err
+    assert "the operator refused" not in err  # kube-apiserver (or the proxy it dials through) answered
+    assert err.count("\n") == 1
+
+    code, out, err = await kubectl_streams(bob, plugins, "submitjob", str(sab), "--operator-url", operator)
+    assert (code, out) == (1, "")
+    assert "may not create streamsjobs.streams.ibm.com in namespace streams" in err, err
+    with pytest.raises(ApiError):
+        await cluster.client.get(JOBS, "app", NAMESPACE)
+
+    code, out, err = await kubectl_streams(
+        alice, plugins, "submitjob", str(sab), "-P", "width0=2", "--operator-url", operator
+    )
+    assert code == 0, err
+    assert out == "streamsjob.streams.ibm.com/app created\n"
+    job = await cluster.client.get(JOBS, "app", NAMESPACE)
+    assert job["spec"]["bundle"]["upload"] == {"sha256": digest}
+    await cluster.wait_ready("app")
+
+    code, out, err = await kubectl_streams(alice, plugins, "lsjobs", "-o", "json")
+    assert code == 0, err
+    (row,) = [j for j in orjson.loads(out)["jobs"] if j["name"] == "app"]
+    assert (row["phase"], row["bundle"]) == ("Running", "app.sab")
+
+    (region,) = (
+        await cluster.client.list_all(PARALLEL_REGIONS, NAMESPACE, label_selector="streams.ibm.com/job=app")
+    )[0]
+    alias = region["spec"]["alias"]
+    code, _, err = await kubectl_streams(
+        alice, plugins, "updateoperators", "app", "--parallelRegionWidth", f"{alias}=3"
+    )
+    assert code == 0, err
+
+    async def resized() -> bool:
+        found = await cluster.client.get(PARALLEL_REGIONS, region["metadata"]["name"], NAMESPACE)
+        return bool((found.get("status") or {}).get("width") == 3)
+
+    await eventually(resized, 90, "the region running at width 3")
+
+    # The simulated nodes serve no kubelet API: a log cannot be read, so the job is left running.
+    logs = tmp_path / "logs"
+    code, out, err = await kubectl_streams(alice, plugins, "canceljob", "app", "--collectlogs", str(logs))
+    assert (code, out) == (1, "")
+    assert err.startswith("error: reading the log of pod streams/app-"), err
+    assert "job app left running; --force cancels it" in err
+    await cluster.client.get(JOBS, "app", NAMESPACE)
+    code, out, err = await kubectl_streams(
+        alice, plugins, "canceljob", "app", "--collectlogs", str(logs), "--force"
+    )
+    assert code == 0, err
+    assert out == "streamsjob.streams.ibm.com/app deleted\n"
