@@ -14,7 +14,7 @@ from aiohttp import web
 from streams_k8s.k8s.objects import object_key
 from streams_k8s.k8s.pod_addresses import PodsByAddress
 from streams_k8s.k8s.reviews import Access, Decision, Review
-from streams_k8s.k8s.write_guard import WriteTarget, write_guard
+from streams_k8s.k8s.write_guard import FORWARDED_AUTHORIZATION, WriteTarget, write_guard
 from test_controller_pods_by_owner import Pods
 
 
@@ -139,3 +139,21 @@ async def test_a_token_bound_to_a_trusted_pod_writes_as_the_pod_would(api: tuple
     pods.store.put(object_key(done), done)
     pods.event("update", far, done)
     assert (await call(f"{base}/job/j", token=bound("j-0", "uid-j")))[0] == 403
+
+
+async def test_a_token_the_api_servers_proxy_forwards_as_x_streams_authorization_is_reviewed_alike(
+    api: tuple[str, Pods, Reviews],
+) -> None:
+    """kube-apiserver's service proxy drops `Authorization` once it authenticated the caller; the
+    CLI repeats the token in `X-Streams-Authorization`, which is held to the same review."""
+    base, _, reviews = api
+
+    async def forwarded(token: str) -> int:
+        headers = {FORWARDED_AUTHORIZATION: f"Bearer {token}"}
+        async with aiohttp.ClientSession() as http, http.put(f"{base}/job/j", headers=headers) as answer:
+            return answer.status
+
+    assert await forwarded("good") == 204
+    assert await forwarded("weak") == 403  # reviewed, then not allowed
+    assert await forwarded("forged") == 401
+    assert reviews.tokens == ["good", "weak", "forged"]

@@ -28,6 +28,7 @@ import pytest_asyncio
 from real_cluster import KUBECTL, NAMESPACE, RealCluster, deployed, eventually
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.control_plane.cluster import ControlPlane
+from streams_k8s.controller.bundles.uploads import CHUNK_BYTES, UploadedBundles
 from streams_k8s.controller.kinds import JOBS, PARALLEL_REGIONS
 from streams_k8s.k8s.errors import ApiError
 from tokens import kubeconfig_with_token
@@ -174,3 +175,11 @@ async def test_a_user_submits_a_local_bundle_with_kubectl_streams_and_walks_the_
     )
     assert code == 0, err
     assert out == "streamsjob.streams.ibm.com/app deleted\n"
+
+
+async def test_the_real_api_server_keeps_an_upload_of_several_full_chunks(cluster: RealCluster) -> None:
+    """A chunk is as large as a ConfigMap may hold with its metadata: kube-apiserver accepts it."""
+    uploads = UploadedBundles(cluster.client)
+    data = os.urandom(2 * CHUNK_BYTES + 1)
+    digest = await uploads.save(NAMESPACE, "big.sab", data, "admin")
+    assert await uploads.restore(NAMESPACE, digest) == data
