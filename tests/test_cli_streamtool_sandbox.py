@@ -118,6 +118,9 @@ async def test_a_local_bundle_runs_in_one_command_and_each_verb_acts_on_its_job(
         )
         # every pod runs; the simulated runtime reports no connections up: partially healthy
         assert row["health"] == "partiallyHealthy"
+        code, out, _ = await streams(alice, "lsjobs", "-o", "wide")
+        assert out.splitlines()[0].split()[6:] == ["APPLICATION", "GENERATION", "BUNDLE", "MESSAGE"]
+        assert out.splitlines()[1].split()[6] == status["applicationName"]
         code, out, _ = await streams(alice, "lspes", "-j", "word-count", "-o", "wide")
         assert len(out.splitlines()) == 1 + status["processingElements"]
         assert out.splitlines()[0].split()[-1] == "OPERATORS"

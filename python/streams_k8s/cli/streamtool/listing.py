@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from streams_k8s.api.contract import JOB_LABEL
 from streams_k8s.cli.streamtool.health import job_health, pe_health
 from streams_k8s.cli.streamtool.session import cluster_of, cluster_options, emit, run, table
 from streams_k8s.cli.streamtool.state import pe_id, read_job, read_jobs
@@ -79,7 +80,7 @@ def pe_row(pe: Object) -> dict[str, Any]:
     status, spec = pe.get("status") or {}, pe.get("spec") or {}
     labels = meta(pe).get("labels") or {}
     return {
-        "job": labels.get("streams.ibm.com/job"),
+        "job": labels.get(JOB_LABEL),
         "id": pe_id(pe),
         "health": pe_health(pe).value,
         "phase": status.get("phase"),
