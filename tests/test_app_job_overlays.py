@@ -89,6 +89,10 @@ def test_an_overlay_becomes_the_jobs_settings_and_the_job_model_accepts_them() -
         (overlay(deployment={"fusionScheme": "manual"}), "manual needs fusionTargetPeCount"),
         (overlay(deployment={"fusionScheme": "legacy", "fusionTargetPeCount": 2}), "of fusionScheme manual"),
         (overlay(deployment={"threadingModel": "fast"}), "threadingModel: 'fast' is none of"),
+        (
+            overlay(deployment={"fusionScheme": "manual", "fusionTargetPeCount": True}),
+            "a PE count (1 or more)",
+        ),
         (overlay({"tracing": "loud"}), "jobConfig.tracing: 'loud' is none of"),
         ({"jobConfigOverlays": [{}, {}]}, "more than one overlay"),
         ([], "the overlay document: must be a JSON object"),

@@ -145,6 +145,10 @@ def read_overlay_file(path: Path) -> JobOverlay:
     return read_overlay(document)
 
 
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)  # JSON true is no count
+
+
 def _object(value: Any, where: str) -> Mapping[str, Any]:
     if not isinstance(value, dict):
         raise OverlayError(f"{where}: must be a JSON object")
@@ -193,7 +197,7 @@ def _fusion(deployment: Mapping[str, Any]) -> FusionChoice | None:
     if scheme is not None and scheme not in modes:
         raise OverlayError(f"deploymentConfig.fusionScheme: '{scheme}' is none of {', '.join(modes)}")
     mode = FusionMode(scheme) if scheme is not None else FusionMode.MANUAL if count else FusionMode.AUTOMATIC
-    if count is not None and (mode is not FusionMode.MANUAL or not isinstance(count, int) or count < 1):
+    if count is not None and (mode is not FusionMode.MANUAL or not _whole(count) or count < 1):
         raise OverlayError(
             "deploymentConfig.fusionTargetPeCount: a PE count (1 or more) of fusionScheme manual"
         )
@@ -219,7 +223,7 @@ def _threading(deployment: Mapping[str, Any]) -> ThreadingChoice | None:
         raise OverlayError(f"deploymentConfig.threadingModel: '{model}' is none of {', '.join(modes)}")
     if (count is not None or elastic is not None) and model != ThreadingMode.DYNAMIC.value:
         raise OverlayError("deploymentConfig.dynamicThreadingThreadCount: only with threadingModel dynamic")
-    if count is not None and (not isinstance(count, int) or count < 1):
+    if count is not None and (not _whole(count) or count < 1):
         raise OverlayError("deploymentConfig.dynamicThreadingThreadCount: a thread count, 1 or more")
     if elastic is not None and not isinstance(elastic, bool):
         raise OverlayError("deploymentConfig.dynamicThreadingElastic: true or false")
