@@ -72,7 +72,7 @@ async def operator(
     monkeypatch.setenv("STREAMS_K8S_BUNDLE_CACHE", str(cache))
     if job_retry_delay is not None:
         monkeypatch.setenv("STREAMS_K8S_RETRY_DELAY", str(job_retry_delay))
-    settings = sandbox_runtime(sandbox, namespace="default", shutdown_grace=2.0, **overrides)
+    settings = sandbox_runtime(sandbox, **({"namespace": "default", "shutdown_grace": 2.0} | overrides))
     manager = Manager(settings)
     await manager.connect()
     instance = await setup(manager)

@@ -88,3 +88,20 @@ def test_run_with_an_invalid_kubeconfig_fails_in_one_line(tmp_path: Path) -> Non
     assert result.exit_code == 1
     assert result.output.count("\n") == 1
     assert result.output.startswith("Error: cannot start:")
+
+
+def test_a_list_of_namespaces_is_watched_each_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("POD_NAMESPACE", raising=False)
+    s = RuntimeSettings(namespace="team-a,team-b,team-a")
+    assert s.watched_namespaces() == ("team-a", "team-b")
+    assert s.watch_scope() == ("team-a", "team-b")
+    assert s.effective_lease_namespace() == "team-a"
+    assert RuntimeSettings(namespace="streams").watch_scope() == "streams"
+    assert RuntimeSettings().watch_scope() is None  # every namespace
+
+
+def test_run_with_a_bad_namespace_list_fails_in_one_line() -> None:
+    result = CliRunner().invoke(main, ["run", "--controller", "os:getcwd", "--namespace", "team-a, team-b"])
+    assert result.exit_code == 2
+    assert result.output.count("\n") == 1
+    assert "' team-b' is not a namespace name" in result.output

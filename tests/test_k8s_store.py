@@ -70,3 +70,15 @@ def test_a_label_index_answers_like_a_scan_through_puts_relabels_deletes_and_swa
     unlabelled.index_label("job")  # indexing a filled store
     unlabelled.put(ObjectKey("a", "y"), obj("a", "y", job="j"))
     assert [o["metadata"]["name"] for o in unlabelled.select_by_labels({"job": "j"})] == ["y"]
+
+
+def test_swapping_one_namespace_keeps_the_others_and_their_index() -> None:
+    # the store of an informer that watches several namespaces, each relisted on its own
+    store = Store()
+    store.index_label("job")
+    store.put(ObjectKey("a", "p1"), obj("a", "p1", job="j"))
+    store.put(ObjectKey("b", "p2"), obj("b", "p2", job="j"))
+    previous = store.swap({ObjectKey("a", "p3"): obj("a", "p3", job="j")}, namespace="a")
+    assert list(previous) == [ObjectKey("a", "p1")]
+    assert sorted(key.name for key in store) == ["p2", "p3"]
+    assert sorted(o["metadata"]["name"] for o in store.select_by_labels({"job": "j"})) == ["p2", "p3"]

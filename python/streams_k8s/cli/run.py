@@ -123,7 +123,7 @@ async def _start_console(
 
 
 @click.command(cls=OneLineErrors)
-@cluster_flags("watch only this namespace (default: all namespaces)")
+@cluster_flags("watch only this namespace, or these: team-a,team-b (default: all namespaces)")
 @click.option("--bind-address", help=_listen_help("bind_address"))
 @click.option("--api-port", type=click.IntRange(0, 65535), help=_listen_help("api_port"))
 @click.option("--repository-port", type=click.IntRange(0, 65535), help=_listen_help("repository_port"))

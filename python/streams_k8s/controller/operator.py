@@ -22,7 +22,7 @@ from aiohttp import web
 
 from streams_k8s.api.contract import pe_host
 from streams_k8s.controller.bundles.fetch import BundleCache, BundleFetcher, DataReader
-from streams_k8s.controller.bundles.repository import BundleRepository, pinned_by_pod
+from streams_k8s.controller.bundles.repository import BundleRepository, namespace_by_pod, pinned_by_pod
 from streams_k8s.controller.bundles.upload_api import BundleUploadApi
 from streams_k8s.controller.bundles.uploads import UploadedBundles
 from streams_k8s.controller.coordinators import (
@@ -38,6 +38,7 @@ from streams_k8s.controller.pubsub.api import SubscriptionApi
 from streams_k8s.controller.pubsub.broker import SubscriptionBroker
 from streams_k8s.controller.pubsub.datagrams import PeDatagrams
 from streams_k8s.controller.rest.api import InstanceRestApi
+from streams_k8s.controller.rest.caller_scope import CallerScope
 from streams_k8s.controller.settings import OperatorSettings
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.controller import Requeue
@@ -133,7 +134,9 @@ async def setup(manager: Manager) -> InstanceOperator:
     settings = manager.settings
     operator = OperatorSettings.from_environment()
     client = manager.client
-    namespace = settings.namespace or operator.pod_namespace or "default"
+    watched = settings.watched_namespaces()
+    # where bundles are named for a caller that is no PE pod: the one watched namespace, else its own
+    namespace = watched[0] if len(watched) == 1 else operator.pod_namespace or "default"
     cache = BundleCache(operator.bundle_cache_dir())
     sessions: list[aiohttp.ClientSession] = []
     uploads = UploadedBundles(client)
@@ -161,7 +164,7 @@ async def setup(manager: Manager) -> InstanceOperator:
     pes = PeController(manager)
     placement = NodePlacementController(manager)
     if pod_name:
-        _serving_label(manager, pod_name, namespace)
+        _serving_label(manager, pod_name, pod_namespace)
 
     # Who is at a request's address: PE pods may write on their job's API without credentials
     # and get their job's bundle from the repository.
@@ -172,7 +175,7 @@ async def setup(manager: Manager) -> InstanceOperator:
         jobs.jobs,
         jobs.pes,
         jobs.services,
-        settings.namespace,
+        CallerScope(watched, pods_by_address),
         jobs.parallel_regions,
         pes.pods_by_owner,
         writers=pods_by_address,
@@ -187,12 +190,14 @@ async def setup(manager: Manager) -> InstanceOperator:
     broker = SubscriptionBroker(manager, jobs.jobs, jobs.exports, jobs.imports, datagrams)
     app = rest.app()
     SubscriptionApi(rest, client, broker).add_routes(app)
-    BundleUploadApi(settings.namespace, uploads, cache, tokens, access).mount(app)
+    BundleUploadApi(watched, uploads, cache, tokens, access).mount(app)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, settings.bind_address, settings.api_port)
     await site.start()
-    repository = BundleRepository(cache, namespace, pinned_by_pod(pods_by_address, jobs.jobs))
+    repository = BundleRepository(
+        cache, namespace_by_pod(pods_by_address, namespace), pinned_by_pod(pods_by_address, jobs.jobs)
+    )
     await repository.start(settings.bind_address, settings.repository_port)
     return InstanceOperator(
         jobs, pes, placement, rest, repository, runner, broker, int(runner.addresses[0][1]), sessions

@@ -13,6 +13,7 @@ with jitter. ``run`` never returns: every failure is counted, logged and retried
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import random
 import time
@@ -37,6 +38,9 @@ EventType = Literal["add", "update", "delete"]
 # same whether a watch reported the deletion or a relist found the object gone.
 Handler = Callable[[EventType, Object | None, Object | None], None]
 Transform = Callable[[Object], Object]
+# What an informer lists and watches: one namespace, several (one list and watch each, what a Role
+# per namespace allows, into one store), or (None) every namespace.
+Scope = str | tuple[str, ...] | None
 
 
 class WatchStalled(Exception):
@@ -53,7 +57,7 @@ class Informer:
         client: KubeClient,
         resource: Resource,
         *,
-        namespace: str | None = None,
+        namespace: Scope = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
         page_size: int = 500,
@@ -64,10 +68,12 @@ class Informer:
         transform: Transform = prune_for_cache,
         metrics: RuntimeMetrics | None = None,
         name: str | None = None,
+        store: Store | None = None,
     ) -> None:
         self.client = client
         self.resource = resource
-        self.namespace = namespace if resource.namespaced else None
+        several = namespace if isinstance(namespace, tuple) and resource.namespaced else ()
+        self.namespace = namespace if isinstance(namespace, str) and resource.namespaced else None
         self.label_selector = label_selector
         self.field_selector = field_selector
         self.page_size = page_size
@@ -77,9 +83,30 @@ class Informer:
         self.backoff = backoff if backoff is not None else Backoff()
         self.transform = transform
         self.name = name or "/".join(
-            p for p in (str(resource), self.namespace or "", label_selector or "") if p
+            p for p in (str(resource), self.namespace or ",".join(several), label_selector or "") if p
         )
-        self.store = Store()
+        self.store = store if store is not None else Store()
+        # several namespaces: an informer of each, into this one's store, telling its handlers
+        self.parts = [
+            Informer(
+                client,
+                resource,
+                namespace=one,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                page_size=page_size,
+                watch_timeout=watch_timeout,
+                inactivity_timeout=inactivity_timeout,
+                connect_timeout=connect_timeout,
+                backoff=copy.copy(self.backoff),  # each its own failures
+                transform=transform,
+                metrics=metrics,
+                store=self.store,
+            )
+            for one in several
+        ]
+        for part in self.parts:
+            part.add_handler(self._notify)
         self.synced = asyncio.Event()
         self.resource_version = ""
         self.last_activity = time.monotonic()
@@ -98,10 +125,14 @@ class Informer:
         self._handlers.append(handler)
 
     def age(self) -> float:
-        """Seconds since the last list, event or bookmark."""
+        """Seconds since the last list, event or bookmark (of its stalest namespace)."""
+        if self.parts:
+            return max(part.age() for part in self.parts)
         return time.monotonic() - self.last_activity
 
     async def run(self) -> NoReturn:
+        if self.parts:
+            await self._run_parts()
         while True:
             server_delay = 0.0  # what a 429/503 asked for in Retry-After
             try:
@@ -141,6 +172,17 @@ class Informer:
             log.debug("%s: %s; retrying in %.2fs", self.name, reason, delay)
             await asyncio.sleep(delay)
 
+    async def _run_parts(self) -> NoReturn:
+        async def synced() -> None:
+            await asyncio.gather(*(part.synced.wait() for part in self.parts))
+            self.synced.set()
+
+        async with asyncio.TaskGroup() as tasks:
+            tasks.create_task(synced())
+            for part in self.parts:
+                tasks.create_task(part.run())
+        raise AssertionError("an informer's watches never end")
+
     def _error(self, reason: str, message: str, *args: object) -> None:
         self._m_errors.labels(self.name, reason).inc()
         level = logging.INFO if reason in ("gone", "closed") else logging.WARNING
@@ -161,7 +203,7 @@ class Informer:
                 obj = self.transform(item)
                 fresh[object_key(obj)] = obj
             version = str((page.get("metadata") or {}).get("resourceVersion") or version)
-        previous = self.store.swap(fresh)
+        previous = self.store.swap(fresh, self.namespace)
         self.resource_version = version
         self.last_activity = time.monotonic()
         self._m_relists.inc()

@@ -21,7 +21,7 @@ from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.controller import Controller, Reconciler
 from streams_k8s.k8s.events import EventRecorder
 from streams_k8s.k8s.health import HealthServer
-from streams_k8s.k8s.informer import Informer
+from streams_k8s.k8s.informer import Informer, Scope
 from streams_k8s.k8s.leader import LeaderElector
 from streams_k8s.k8s.loop_monitor import LoopMonitor
 from streams_k8s.k8s.metrics import RuntimeMetrics
@@ -29,7 +29,7 @@ from streams_k8s.k8s.settings import RuntimeSettings
 
 log = logging.getLogger(__name__)
 
-_InformerKey = tuple[Resource, str | None, str | None, str | None]
+_InformerKey = tuple[Resource, Scope, str | None, str | None]
 
 
 class LeadershipLost(Exception):
@@ -84,15 +84,16 @@ class Manager:
         label_selector: str | None = None,
         field_selector: str | None = None,
     ) -> Informer:
-        """The shared informer for this resource/scope (one watch however many controllers use it)."""
-        namespace = namespace or self.settings.namespace
-        key = (resource, namespace, label_selector, field_selector)
+        """The shared informer for this resource/scope (one watch however many controllers use it):
+        of ``namespace``, else of the namespaces the settings watch."""
+        scope: Scope = namespace or self.settings.watch_scope()
+        key = (resource, scope, label_selector, field_selector)
         if key not in self._informers:
             s = self.settings
             self._informers[key] = Informer(
                 self.client,
                 resource,
-                namespace=namespace,
+                namespace=scope,
                 label_selector=label_selector,
                 field_selector=field_selector,
                 page_size=s.page_size,

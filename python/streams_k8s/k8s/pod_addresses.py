@@ -58,6 +58,11 @@ class PodsByAddress:
         """The live pods at this address (a peer address as the socket gives it)."""
         return list(self._by_address.get(peer_address(address), {}).values())
 
+    def namespace_at(self, address: str) -> str | None:
+        """The namespace of the live pods at this address, when they are all of one."""
+        found = {str(meta(pod).get("namespace")) for pod in self.at(address)}
+        return found.pop() if len(found) == 1 else None
+
     def bound(self, namespace: str, name: str, uid: str) -> Object | None:
         """The live pod a token is bound to: of that name and uid (the pod of that name now may be
         another one), not terminated."""

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 from typing import Literal, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# a namespace is a DNS label (RFC 1123)
+_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
 def _default_identity() -> str:
@@ -22,7 +26,9 @@ class RuntimeSettings(BaseSettings):
         None, description="kubeconfig path; default $KUBECONFIG, ~/.kube/config or in-cluster"
     )
     context: str | None = Field(None, description="kubeconfig context")
-    namespace: str | None = Field(None, description="watch only this namespace (default: all)")
+    namespace: str | None = Field(
+        None, description="watch only this namespace, or these (comma-separated) (default: all)"
+    )
 
     # Where every server of the process listens (port 0: a free one). In a pod the API and the
     # repository must be reachable through the `streams-api` Service, hence all interfaces.
@@ -80,14 +86,31 @@ class RuntimeSettings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["json", "text"] = "json"
 
+    @field_validator("namespace")
+    @classmethod
+    def _check_namespaces(cls, value: str | None) -> str | None:
+        for name in value.split(",") if value else ():
+            if not _NAMESPACE.match(name):
+                raise ValueError(f"{name!r} is not a namespace name (comma-separated names, no spaces)")
+        return value
+
     @model_validator(mode="after")
     def _check_lease_timing(self) -> Self:
         if not self.lease_duration > self.renew_deadline > self.retry_period:
             raise ValueError("lease_duration > renew_deadline > retry_period is required")
         return self
 
+    def watched_namespaces(self) -> tuple[str, ...]:
+        """The namespaces the controllers watch, each once; empty: every namespace."""
+        return tuple(dict.fromkeys(self.namespace.split(","))) if self.namespace else ()
+
+    def watch_scope(self) -> str | tuple[str, ...] | None:
+        """What an informer lists and watches: one namespace, several, or (None) every one."""
+        watched = self.watched_namespaces()
+        return None if not watched else watched[0] if len(watched) == 1 else watched
+
     def effective_lease_namespace(self) -> str:
         if self.lease_namespace:
             return self.lease_namespace
         pod_namespace = os.environ.get("POD_NAMESPACE")
-        return pod_namespace or self.namespace or "default"
+        return pod_namespace or next(iter(self.watched_namespaces()), "default")

@@ -91,8 +91,16 @@ class Store:
                 self._unindex(label, key, old)
         return old
 
-    def swap(self, objects: dict[ObjectKey, Object]) -> dict[ObjectKey, Object]:
-        """Replace the whole content at once (after a relist); return the previous content."""
+    def swap(self, objects: dict[ObjectKey, Object], namespace: str | None = None) -> dict[ObjectKey, Object]:
+        """Replace the whole content at once (after a relist), or only one namespace's (the store
+        of an informer that watches several); return what was replaced."""
+        if namespace is not None and any(key.namespace != namespace for key in self._objects):
+            previous = {key: obj for key, obj in self._objects.items() if key.namespace == namespace}
+            for key in previous:
+                self.delete(key)
+            for key, obj in objects.items():
+                self.put(key, obj)
+            return previous
         previous, self._objects = self._objects, objects
         for label in self._indexes:
             self._indexes[label] = {}

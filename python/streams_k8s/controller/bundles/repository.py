@@ -67,6 +67,19 @@ def pinned_by_pod(pods: PodsByAddress, jobs: Informer) -> PinnedDigest:
     return pinned
 
 
+# The namespace whose bundles a peer sees by name: (peer address) -> namespace.
+NamespaceOf = Callable[[str], str]
+
+
+def namespace_by_pod(pods: PodsByAddress, default: str) -> NamespaceOf:
+    """A PE pod's own namespace (the operator may watch several), else ``default``."""
+
+    def namespace_of(peer: str) -> str:
+        return pods.namespace_at(peer) or default
+
+    return namespace_of
+
+
 class ProtocolError(Exception):
     """Bytes that are not a RESP request; the connection is answered -ERR and closed."""
 
@@ -115,11 +128,13 @@ def error(message: str) -> bytes:
 
 
 class BundleRepository:
-    """Serves the bundles of one namespace's cache."""
+    """Serves the bundles of a namespace's cache: ``namespace``'s, or the one it names for a peer."""
 
-    def __init__(self, cache: BundleCache, namespace: str, pinned: PinnedDigest | None = None) -> None:
+    def __init__(
+        self, cache: BundleCache, namespace: str | NamespaceOf, pinned: PinnedDigest | None = None
+    ) -> None:
         self.cache = cache
-        self.namespace = namespace
+        self.namespace_of: NamespaceOf = namespace if callable(namespace) else lambda peer: namespace
         self.pinned = pinned
         self._server: asyncio.Server | None = None
 
@@ -137,8 +152,8 @@ class BundleRepository:
             await self._server.wait_closed()
             self._server = None
 
-    def names(self) -> list[str]:
-        directory = self.cache.root / "names" / self.namespace
+    def names(self, peer: str = "") -> list[str]:
+        directory = self.cache.root / "names" / self.namespace_of(peer)
         return sorted(p.name for p in directory.iterdir() if p.is_file()) if directory.is_dir() else []
 
     def bundle_path(self, name: str, peer: str) -> Path | None:
@@ -150,7 +165,7 @@ class BundleRepository:
                 log.warning("bundle repository: %s sha256 %s for %s is not cached", name, digest, peer)
             return found.path if found is not None else None
         try:
-            found = self.cache.lookup(self.namespace, name)
+            found = self.cache.lookup(self.namespace_of(peer), name)
         except BundleError:
             return None  # not a plain file name: never a bundle
         return found.path if found is not None else None
@@ -171,7 +186,7 @@ class BundleRepository:
         if rest[0] != HASH:
             return b"*0\r\n" if command == b"HKEYS" else (b":0\r\n" if command == b"HEXISTS" else bulk(None))
         if command == b"HKEYS":
-            names = self.names()
+            names = self.names(peer)
             return b"*%d\r\n" % len(names) + b"".join(bulk(n.encode()) for n in names)
         path = self.bundle_path(rest[1].decode(errors="replace"), peer)
         if command == b"HEXISTS":

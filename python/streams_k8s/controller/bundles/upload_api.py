@@ -51,14 +51,14 @@ def upload_target(request: web.Request) -> WriteTarget | None:
 class BundleUploadApi:
     def __init__(
         self,
-        namespace: str | None,
+        namespaces: tuple[str, ...],
         uploads: UploadedBundles,
         cache: BundleCache,
         tokens: TokenReviews,
         access: AccessReviews,
     ) -> None:
-        """``namespace``: the one the operator runs the jobs of (None: every namespace)."""
-        self.namespace, self.uploads, self.cache = namespace, uploads, cache
+        """``namespaces``: those the operator runs the jobs of (empty: every namespace)."""
+        self.namespaces, self.uploads, self.cache = namespaces, uploads, cache
         self.guard = write_guard(upload_target, None, tokens, access)
 
     def mount(self, app: web.Application) -> None:
@@ -69,7 +69,7 @@ class BundleUploadApi:
 
     async def put_bundle(self, request: web.Request) -> web.Response:
         namespace, name = request.match_info[NAMESPACE_KEY], request.match_info["name"]
-        if self.namespace is not None and namespace != self.namespace:
+        if self.namespaces and namespace not in self.namespaces:
             raise RestError(404, "NotFound", f"this operator does not run the jobs of namespace {namespace}")
         if not _SAFE_NAME.match(name) or not _SAFE_NAME.match(namespace):
             raise RestError(400, "BadRequest", f"'{name}' is not a bundle file name (letters, digits, '._-')")

@@ -13,8 +13,8 @@
 - `/api/subscriptions/job/{job}/pe/{pe}`: the PE's import/export board, its Export and Import specs,
   export properties and import filter/streams (routes and formats in `pubsub.api`).
 
-Jobs are looked up in the controller's namespace, or in every namespace when it watches all (a
-name found in several is a 409: run one controller per namespace then). Unknown jobs, PEs and
+Jobs are looked up in the namespaces the operator watches, a PE pod's request in its own namespace
+only (`caller_scope`; another caller's name found in several is a 409). Unknown jobs, PEs and
 endpoints are 404, malformed input 400 (naming the field), a value the API server refuses 422,
 anything unexpected 500, all with a JSON body `{"status", "reason", "message"}`.
 
@@ -48,6 +48,7 @@ from streams_k8s.api.spec_values import MAX_WIDTH
 from streams_k8s.controller.kinds import JOBS, PARALLEL_REGIONS, PES
 from streams_k8s.controller.pes.lifecycle import PENDING, pod_phase, started_status
 from streams_k8s.controller.pes.pods_by_owner import PodsByOwner
+from streams_k8s.controller.rest.caller_scope import CallerScope
 from streams_k8s.controller.rest.openapi import ID, MAX_HOST_NAME, NAME, OPENAPI, PROTOCOLS
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
@@ -100,7 +101,7 @@ class InstanceRestApi:
         jobs: Informer,
         pes: Informer,
         services: Informer,
-        namespace: str | None,
+        scope: CallerScope,
         parallel_regions: Informer | None = None,
         pods: PodsByOwner | None = None,
         *,
@@ -114,14 +115,15 @@ class InstanceRestApi:
         self.jobs, self.pes, self.services = jobs, pes, services
         self.parallel_regions = parallel_regions
         self.pods = pods
-        self.namespace = namespace
+        self.scope = scope
         self.guard = write_guard(self.write_target, writers, tokens, access)
         # A PE's reports written in arrival order (one whose answer timed out must not land after
         # the next), and the value each PE's last write set (the PE cache may not show it yet).
         self._reports, self._written = KeyedLocks(), dict[ObjectKey, str]()
 
     def app(self) -> web.Application:
-        app = web.Application(middlewares=[json_errors, _errors, self.guard], client_max_size=_MAX_BODY)
+        middlewares = [json_errors, _errors, self.scope.middleware, self.guard]
+        app = web.Application(middlewares=middlewares, client_max_size=_MAX_BODY)
         app.router.add_get("/api/openapi.json", self.openapi)
         app.router.add_get("/api/state/job/by-id/{id}/name", self.job_name)
         app.router.add_get("/api/state/job/{job}/pe/{pe}/connectivity", self.get_connectivity)
@@ -137,9 +139,6 @@ class InstanceRestApi:
 
     # --- lookups --------------------------------------------------------------------------
 
-    def _in_scope(self, obj: Object) -> bool:
-        return self.namespace is None or meta(obj).get("namespace") == self.namespace
-
     def _one(self, found: list[Object], what: str) -> Object:
         if not found:
             raise RestError(404, "NotFound", f"{what} not found")
@@ -151,7 +150,7 @@ class InstanceRestApi:
     def _job(self, name: str) -> Object:
         if not NAME.match(name):
             raise RestError(400, "BadRequest", f"'{name}' is not a job name")
-        found = [j for j in self.jobs.store.select() if meta(j).get("name") == name and self._in_scope(j)]
+        found = [j for j in self.jobs.store.select() if meta(j).get("name") == name and self.scope.admits(j)]
         return self._one(found, f"job '{name}'")
 
     def lookup_pe(self, job_name: str, pe: str) -> tuple[Object, Object]:
@@ -197,7 +196,7 @@ class InstanceRestApi:
         found = [
             j
             for j in self.jobs.store.select()
-            if (j.get("status") or {}).get("id") == job_id and self._in_scope(j)
+            if (j.get("status") or {}).get("id") == job_id and self.scope.admits(j)
         ]
         return web.Response(text=str(meta(self._one(found, f"job id {job_id}"))["name"]))
 
