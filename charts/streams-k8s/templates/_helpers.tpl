@@ -20,7 +20,7 @@ as a JSON list: watchNamespaces, else the release namespace. */}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end }}
 
-{{/* What the operator touches in a namespace it watches (deploy/rbac.yaml's Role, less the Lease). */}}
+{{/* What the operator touches in a namespace it watches (deploy/rbac.yaml's Role). */}}
 {{- define "streams-k8s.watchRules" -}}
 # Jobs and everything a job becomes
 - apiGroups: ["streams.ibm.com"]
@@ -67,10 +67,13 @@ as a JSON list: watchNamespaces, else the release namespace. */}}
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch", "list", "watch"]
+{{ include "streams-k8s.leaseRule" . }}
 {{- end }}
 
+{{/* Leases: leader election (in the release namespace) and the lock of each namespace's job-id
+counter (controller/jobs/job_ids.py). */}}
 {{- define "streams-k8s.leaseRule" -}}
-# leader election
+# leader election; each namespace's job-id counter
 - apiGroups: ["coordination.k8s.io"]
   resources: ["leases"]
   verbs: ["get", "create", "update"]
