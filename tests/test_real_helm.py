@@ -20,7 +20,7 @@ import pytest_asyncio
 
 from conftest import POD_SECURITY
 from helm_chart import CHART, helm_binary
-from real_cluster import NAMESPACE, OPERATOR_USER, RealCluster, deployed
+from real_cluster import NAMESPACE, OPERATOR_USER, RealCluster, deployed, eventually
 from repo_paths import REPO
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.control_plane.audit import refused
@@ -88,6 +88,13 @@ async def test_helm_install_runs_the_jobs_of_the_watched_namespaces(cluster: Rea
         await cluster.kubectl("wait", "--for=condition=Ready", "--timeout=120s", "stj/app", "-n", namespace)
         pes, _ = await cluster.client.list_all(PES, namespace)
         assert len(pes) == 4
+
+        # each PE's runtime reported to streams-api.<its namespace>: the ExternalName, the operator
+        async def connected(namespace: str = namespace) -> bool:
+            pes, _ = await cluster.client.list_all(PES, namespace)
+            return all((pe.get("status") or {}).get("connectivity") == "Full" for pe in pes)
+
+        await eventually(connected, 60, f"every PE of {namespace} reporting Full connectivity")
     untouched = await cluster.client.get(JOBS, "app", UNWATCHED)
     assert "status" not in untouched
     assert (await cluster.client.list_all(PES, UNWATCHED))[0] == []
