@@ -94,6 +94,37 @@ async def test_list_then_watch_scoped_by_namespace_and_labels(client: KubeClient
     await eventually(lambda: list(informer.store.keys()) == [ObjectKey("default", "post")])
 
 
+async def test_an_informer_of_several_namespaces_keeps_each_through_the_others_relists(
+    sandbox: Sandbox, client: KubeClient, running: Running
+) -> None:
+    for namespace in ("team-a", "team-b", "team-c"):
+        await client.create(NAMESPACES, {"metadata": {"name": namespace}})
+        await client.create(CONFIGMAPS, configmap("pre", namespace))
+    informer = fast_informer(client, namespace=("team-a", "team-b"))
+    events: list[tuple[str, str]] = []
+    informer.add_handler(
+        lambda kind, old, new: events.append((kind, str((new or old or {})["metadata"]["namespace"])))
+    )
+    running.start(informer.run())
+    await asyncio.wait_for(informer.synced.wait(), 5)
+    assert sorted(informer.store.keys()) == [ObjectKey("team-a", "pre"), ObjectKey("team-b", "pre")]
+    # team-a's watch expires and team-a is relisted: team-b's objects stay, none reported deleted
+    sandbox.faults.compact("configmaps")
+    sandbox.faults.expire_watches("configmaps")
+    await client.create(CONFIGMAPS, configmap("post", "team-b"))
+    await client.create(CONFIGMAPS, configmap("post", "team-c"))
+    await client.delete(CONFIGMAPS, "pre", "team-a")
+    expected = [ObjectKey("team-b", "post"), ObjectKey("team-b", "pre")]
+    await eventually(lambda: sorted(informer.store.keys()) == expected)
+    assert ("delete", "team-b") not in events
+    assert all(namespace != "team-c" for _, namespace in events)
+    sample = client.metrics.registry.get_sample_value
+    assert [sample("streams_k8s_watch_relists_total", {"watch": part.name}) for part in informer.parts] == [
+        2,
+        2,
+    ]
+
+
 async def test_server_timeouts_resume_from_the_last_version_without_relisting(
     client: KubeClient, running: Running
 ) -> None:

@@ -7,7 +7,9 @@ server closes (``timeoutSeconds``, at most twice ``watch_timeout``) resumes from
 counts as a sign of life; a watch that sends nothing (no event, bookmark or end) for the
 inactivity timeout is stalled: it is cut and the cache relisted (what the stall hid is then
 reported as changes); 410 Gone means relist. Failures back off
-with jitter. ``run`` never returns: every failure is counted, logged and retried.
+with jitter. ``run`` never returns: every failure is counted, logged and retried. An informer of
+several namespaces runs one of each (its parts) into its store: a part's relist swaps only its own
+namespace, and it is synced once they all are.
 """
 
 from __future__ import annotations
