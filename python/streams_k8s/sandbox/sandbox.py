@@ -88,12 +88,14 @@ class Sandbox:
         pe_reporter: Reporter | None = None,
         pe_hooks: RuntimeHooks | None = None,
         consistent_region_url: str | None = COORDINATOR_URL,
+        flow_speed: float | None = None,
         disabled_apis: Sequence[str] = (),
         tls: bool = False,
         tls_cert: Path | None = None,
         tls_key: Path | None = None,
         schema_guard: bool | None = None,
     ) -> None:
+        """Long: one assignment per keyword argument, each documented in README.md's table."""
         self.host = host
         self.port = port
         self.token = token
@@ -141,6 +143,7 @@ class Sandbox:
             options = SimulationOptions(_node_specs(nodes, list(zones or [])), start_delay, termination_delay)
             options.pe_runtime, options.pe_reporter, options.pe_hooks = pe_runtime, pe_reporter, pe_hooks
             options.controller_url, options.consistent_region_url = controller_url, consistent_region_url
+            options.flow_speed = flow_speed
             self.simulation = Simulation(options, self.logs)
         self.server.control = ControlEndpoints(
             self.faults, lambda: self.cluster, self.server, self.delete_behind

@@ -38,6 +38,31 @@ class RuntimeHooks:
             pe_log(self.logs, pe, text)
 
 
+class HookChain(RuntimeHooks):
+    """Several hooks, each told of every PE in turn (consistent regions, then the flow metrics)."""
+
+    def __init__(self, *hooks: RuntimeHooks) -> None:
+        self.hooks = hooks
+
+    def _share(self) -> None:
+        for hook in self.hooks:
+            hook.logs, hook.calls = self.logs, self.calls
+
+    async def pe_started(self, pe: PeIdentity, pod: dict[str, Any]) -> None:
+        self._share()
+        for hook in self.hooks:
+            await hook.pe_started(pe, pod)
+
+    async def pe_stopped(self, pe: PeIdentity) -> None:
+        self._share()
+        for hook in self.hooks:
+            await hook.pe_stopped(pe)
+
+    async def close(self) -> None:
+        for hook in self.hooks:
+            await hook.close()
+
+
 class HttpConnectivityReporter:
     """Reports to the controller's REST API like the real runtime (PUT, JSON string body), as the
     PE's pod (`PodCalls`: its bound token, cluster DNS). ``base_url`` may contain ``{namespace}``."""

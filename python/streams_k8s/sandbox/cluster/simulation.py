@@ -4,7 +4,8 @@ garbage collection, node lifecycle and namespaces).
 
 It registers its nodes (`node_agent`: Node, Lease heartbeat), then watches through
 `streams_k8s.k8s` informers what its kubelet (`kubelet`) and PE runtime (`pe_runtime`) need: the
-pods bound to a node, and for the PE runtime Services, EndpointSlices and ConfigMaps. It starts
+pods bound to a node, and for the PE runtime Services, EndpointSlices and ConfigMaps (with
+``flow_speed``, the Jobs too, whose simulated workload its PEs carry: `pe_flow`). It starts
 its workers once those caches are filled, so the addresses of pods that already run are known
 before any pod starts.
 
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from streams_k8s.api import Job
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.kinds import CONFIGMAPS, ENDPOINT_SLICES, NODES, PODS, SERVICES
@@ -33,7 +35,8 @@ from streams_k8s.sandbox.cluster.container_logs import ContainerLog
 from streams_k8s.sandbox.cluster.kubelet import Kubelet
 from streams_k8s.sandbox.cluster.node_agent import RENEW_INTERVAL, STATUS_INTERVAL, NodeAgent
 from streams_k8s.sandbox.cluster.nodes import NodeSpec
-from streams_k8s.sandbox.cluster.pe_hooks import HttpConnectivityReporter, Reporter, RuntimeHooks
+from streams_k8s.sandbox.cluster.pe_flow import FlowMetrics
+from streams_k8s.sandbox.cluster.pe_hooks import HookChain, HttpConnectivityReporter, Reporter, RuntimeHooks
 from streams_k8s.sandbox.cluster.pe_runtime import SimulatedPeRuntime
 from streams_k8s.sandbox.cluster.pod_calls import PodCalls
 from streams_k8s.sandbox.cluster.pod_network import HostNetwork
@@ -63,6 +66,8 @@ class SimulationOptions:
     pe_hooks: RuntimeHooks | None = None
     consistent_region_url: str | None = COORDINATOR_URL
     processes: bool = True  # run the containers whose program is ours (`pod_processes`)
+    # simulated seconds per second of the jobs' flow models; None: PEs serve no metrics (`pe_flow`)
+    flow_speed: float | None = None
 
 
 class Simulation:
@@ -78,6 +83,7 @@ class Simulation:
         self.cluster: SimulatedCluster | None = None
         self.kubelet: Kubelet | None = None
         self.pe_runtime: SimulatedPeRuntime | None = None
+        self.flow: FlowMetrics | None = None  # the PEs' metrics endpoints, with `flow_speed`
         self._tasks: list[asyncio.Task[Any]] = []
         self._workdir: Path | None = None
 
@@ -146,6 +152,10 @@ class Simulation:
         if reporter is None and options.controller_url:
             reporter = HttpConnectivityReporter(options.controller_url, calls)
         hooks = options.pe_hooks or self.consistent_regions
+        if options.flow_speed is not None:
+            jobs = self._informer(client, Resource.of(Job))
+            self.flow = FlowMetrics(jobs.store, configmaps.store, self.host_network, speed=options.flow_speed)
+            hooks = HookChain(*(h for h in (hooks, self.flow) if h is not None))
         return SimulatedPeRuntime(
             pods, services, configmaps, endpoints, reporter, self.logs, calls=calls, hooks=hooks
         )

@@ -34,10 +34,10 @@ from streams_k8s.sandbox.flow.model import RECENT, FlowState
 COUNTER, GAUGE = "counter", "gauge"
 
 
-def pe_ids(graph: FlowGraph) -> dict[str, int]:
+def pe_ids(graph: FlowGraph) -> dict[str, str]:
     """PE key -> id, numbered from 1 in the order of their first instance (the default when the
     caller has no job of its own to follow)."""
-    return {pe: n for n, pe in enumerate(dict.fromkeys(graph.pe_of[i] for i in graph.instances), 1)}
+    return {pe: str(n) for n, pe in enumerate(dict.fromkeys(graph.pe_of[i] for i in graph.instances), 1)}
 
 
 def _labels(**values: object) -> str:
@@ -53,9 +53,17 @@ def _value(v: float) -> str:
 
 
 def pe_metrics(
-    graph: FlowGraph, state: FlowState, job: str, pe: str, ids: Mapping[str, int] | None = None
+    graph: FlowGraph,
+    state: FlowState,
+    job: str,
+    pe: str,
+    *,
+    ids: Mapping[str, str] | None = None,
+    op_index: Mapping[Instance, int] | None = None,
 ) -> str:
-    """The text exposition (format 0.0.4) of PE `pe` (a key of ``graph.pe_of``)."""
+    """The text exposition (format 0.0.4) of PE `pe` (a key of ``graph.pe_of``): `ids` gives each
+    PE's ``pe`` label (default `pe_ids`), `op_index` an instance's ``op`` label (default its
+    position among the graph's instances)."""
     ids = ids or pe_ids(graph)
     families: dict[str, tuple[str, list[str]]] = {}
 
@@ -63,7 +71,7 @@ def pe_metrics(
         families.setdefault(family, (kind, []))[1].append(f"{family}{labels} {_value(value)}")
 
     members = [i for i in graph.instances if graph.pe_of[i] == pe]
-    index = {i: n for n, i in enumerate(graph.instances)}
+    index = {i: n for n, i in enumerate(graph.instances)} | dict(op_index or {})
     cpu = sum(state.of(i).cpu for i in members)
     room = graph.workload.queue_size
     in_ports = [i for i in members if any(graph.pe_of[link.sender] != pe for link in graph.incoming[i])]

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 
 from streams_k8s.sandbox.flow.graph import FlowGraph, Instance
 
-FULL = 0.999  # a queue this full makes its senders wait
+FULL = 0.95  # a queue this full makes its senders wait (a fluid queue settles just under its size)
 RECENT = 5.0  # seconds over which `recent_max_queued` is kept, as the runtime's recent-max interval
 
 
