@@ -15,7 +15,12 @@ Every family carries ``job`` and ``pe``. Served, with their types:
 - PE output port (``pe_port``): ``pe_output_n_tuples_submitted``,
   ``pe_output_n_tuples_transmitted`` (counters), ``pe_output_connections`` (gauge);
 - connection (``pe_port``, ``connection="(peId:portId)"``): ``pe_output_congestion_factor``
-  (gauge, 0 to 100: the receiving queue's fill).
+  (gauge, 0 to 100: the receiving queue's fill);
+- a source's custom metric (``name``, as the runtime labels custom metrics): ``nTuplesPending``
+  (gauge: its backlog, as a Kafka source reports its lag).
+
+`pe_cpu_seconds` is what a PE pod's resource metrics (cAdvisor, the metrics API the HPA reads)
+would say of its CPU: not served on 9696.
 
 An operator instance is named as the runtime names a parallel channel's copy: ``Op[c]`` in a
 region (``logical_name`` ``Op``), ``Op`` outside; ``op`` is its index among the job's instances.
@@ -32,6 +37,7 @@ from streams_k8s.sandbox.flow.graph import FlowGraph, Instance
 from streams_k8s.sandbox.flow.model import RECENT, FlowState
 
 COUNTER, GAUGE = "counter", "gauge"
+PENDING = "nTuplesPending"  # a source's backlog: tuples its rate asked for, not submitted yet
 
 
 def pe_ids(graph: FlowGraph) -> dict[str, str]:
@@ -91,6 +97,8 @@ def pe_metrics(
             add("op_input_n_enqueue_waits", COUNTER, op, s.enqueue_waits)
         if graph.outgoing[i]:
             add("op_output_n_tuples_submitted", COUNTER, op, s.submitted)
+        if graph.load(i).source is not None:  # a custom metric, as a broker-reading source has
+            add(PENDING, GAUGE, _labels(**base, name=graph.name(i)), s.queued)
         share = 100 * s.cpu / cpu if cpu > 0 else 0.0
         add("op_system_relative_operator_cost", GAUGE, _labels(**base, name=graph.name(i)), share)
     for port, i in enumerate(in_ports):
@@ -128,3 +136,15 @@ def _input_port(graph: FlowGraph, pe: str, instance: Instance) -> int:
 
 def _family(name: str, kind: str, lines: list[str]) -> str:
     return f"# TYPE {name} {kind}\n" + "".join(f"{line}\n" for line in lines)
+
+
+def pe_cpu_seconds(
+    graph: FlowGraph, state: FlowState, ids: Mapping[str, str] | None = None
+) -> dict[str, float]:
+    """CPU seconds each PE (by its ``pe`` label) has used so far."""
+    ids = ids or pe_ids(graph)
+    used: dict[str, float] = {}
+    for i in graph.instances:
+        label = ids[graph.pe_of[i]]
+        used[label] = used.get(label, 0.0) + state.of(i).busy
+    return used
