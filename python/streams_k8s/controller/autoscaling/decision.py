@@ -68,15 +68,23 @@ def _required_inputs(topology: Topology, rates: Mapping[str, RateEstimate]) -> d
     return need
 
 
+@dataclass(frozen=True, slots=True, order=True)
+class RegionNeed:
+    needed: int  # width
+    utilisation: float  # at the target rate with today's width
+    why: str = field(compare=False)
+    known: bool = field(default=True, compare=False)  # every operator's true rate estimated
+
+
 def _region_needs(
     topology: Topology,
     widths: Mapping[str, int],
     rates: Mapping[str, RateEstimate],
     target_utilisation: float,
-) -> dict[str, tuple[int, float, str]]:
-    """Region -> (width needed, utilisation at the target rate with today's width, why)."""
+) -> dict[str, RegionNeed]:
+    """What each region needs: the neediest of its operators."""
     need = _required_inputs(topology, rates)
-    found: dict[str, tuple[int, float, str]] = {}
+    found: dict[str, RegionNeed] = {}
     for op in topology:
         if op.region is None or op.region not in widths:
             continue
@@ -92,9 +100,12 @@ def _region_needs(
                 f"{op.name}: {wanted:.0f}/s at {rate:.0f}/s per channel ({rates[op.name].how}) "
                 f"needs {needed} at {target_utilisation:.0%}"
             )
+        candidate = RegionNeed(needed, utilisation, why, rate is not None and rate > 0)
         kept = found.get(op.region)
-        if kept is None or (needed, utilisation) > kept[:2]:
-            found[op.region] = (needed, utilisation, why)
+        if kept is None or candidate > kept:
+            found[op.region] = replace(candidate, known=candidate.known and (kept is None or kept.known))
+        elif not candidate.known:
+            found[op.region] = replace(kept, known=False, why=f"{kept.why}; {why}")
     return found
 
 
@@ -119,7 +130,7 @@ def _check_delivery(
 def _region_step(
     region: str,
     current: int,
-    need: tuple[int, float, str],
+    need: RegionNeed,
     settings: AutoscalerSettings,
     low_since: dict[str, float],
     start: float,
@@ -128,7 +139,7 @@ def _region_step(
     """One region's width after the window from `start` to `now`, and why (empty: nothing to
     say); `low_since` is updated (since when the region has been under the band: the start of the
     first window it was under all along)."""
-    needed, utilisation, why = need
+    needed, utilisation, why = need.needed, need.utilisation, need.why
     bounds = settings.bounds(region)
     needed = min(max(needed, bounds.min), bounds.max)
     at = f"utilisation {utilisation:.0%}"
@@ -153,7 +164,7 @@ def _region_step(
             f"{region} {current} -> {needed} at {due:.0f}s if it stays under {settings.low:.0%} ({at})",
         )
     low_since.pop(region, None)
-    return current, ""
+    return current, "" if need.known else why  # an unknown rate is worth saying
 
 
 def decide(
