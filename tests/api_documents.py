@@ -10,6 +10,7 @@ from streams_k8s.api import (
     Export,
     HostPool,
     Import,
+    JobAutoscaler,
     ParallelRegion,
     ProcessingElement,
     Resource,
@@ -111,6 +112,35 @@ USER_DOCUMENTS: dict[type[Resource], str] = {  # type: ignore[type-arg]
             nameBasedImports:
               "0": {applicationName: "apps.pubsub::Exporter", importOperName: Imp, streamName: Weather}
             filter: "temperature > 10"
+    """,
+    JobAutoscaler: """
+        apiVersion: streams.ibm.com/v1
+        kind: JobAutoscaler
+        metadata: {name: wordcount, namespace: streams}
+        spec:
+          job: wordcount
+          mode: Active
+          targetUtilization: 0.75
+          lowUtilization: 0.5
+          highUtilization: 0.9
+          intervalSeconds: 30
+          stabilizationSeconds: 120
+          scaleDownDelaySeconds: 600
+          regions:
+          - {alias: Score, min: 2, max: 40}
+          - {alias: Parse, max: 8}
+        status:
+          widths: {Score: 4, Parse: 1}
+          recommendation: {Score: 12, Parse: 2}
+          reasons: ["sources' target 3000/s", "Score 4 -> 12: utilisation 290% over 90%"]
+          lastWindow: "2026-11-21T10:00:30Z"
+          history:
+          - time: "2026-11-21T10:00:30Z"
+            action: scaled
+            widths: {Score: 12, Parse: 2}
+            reason: "Score 4 -> 12"
+          conditions:
+          - {type: Valid, status: "True", reason: RegionsFound, lastTransitionTime: "2026-11-21T10:00:00Z"}
     """,
 }
 

@@ -151,6 +151,7 @@ def test_seed_names_and_printer_columns() -> None:
         "ConsistentRegionOperator": ("streamscros", ["stcro"]),
         "Import": ("streamsimports", ["sti"]),
         "Export": ("streamsexports", ["stx"]),
+        "JobAutoscaler": ("streamsjobautoscalers", ["stas"]),
     }
     columns = {
         kind.kind_name: [

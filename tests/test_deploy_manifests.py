@@ -13,7 +13,7 @@ import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 import yaml
 
-from streams_k8s.api import KINDS
+from streams_k8s.api import KINDS, JobAutoscaler
 from streams_k8s.consistent.manifests import coordinator_auth_delegation, coordinator_rbac
 from streams_k8s.consistent.pool_manifests import POOL_NAME, coordinator_pool, pool_network_policy
 from test_consistent_manifests import admitted
@@ -175,6 +175,13 @@ def test_rbac_covers_what_the_operator_touches(rendered: list[dict[str, Any]]) -
     role = named(rendered, "Role", OPERATOR)
     (cluster_role,) = by_kind(rendered, "ClusterRole")
     for kind in KINDS:
+        if kind is JobAutoscaler:  # the user's: read, its status written, widths through /scale
+            for verb in ("get", "list", "watch"):
+                assert _allowed(role["rules"], "streams.ibm.com", kind.plural, verb), (kind.plural, verb)
+            assert not _allowed(role["rules"], "streams.ibm.com", kind.plural, "create")
+            for resource in (f"{kind.plural}/status", "streamsprs/scale"):
+                assert _allowed(role["rules"], "streams.ibm.com", resource, "patch"), resource
+            continue
         for verb in ("get", "list", "watch", "create", "patch", "delete"):
             assert _allowed(role["rules"], "streams.ibm.com", kind.plural, verb), (kind.plural, verb)
     for resource in ("streamsjobs/status", "streamspes/status"):

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from api_server import ApiServer
+from streams_k8s.api import KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
 pytest_plugins = ["api_server_fixtures"]
@@ -36,7 +37,7 @@ async def test_every_streams_kind_is_served_with_its_short_name_and_status(api_s
     assert served["streamsjobs"]["shortNames"] == ["stj"]
     assert served["streamspes"]["shortNames"] == ["stp"]
     kinds = {name for name in served if "/" not in name}
-    assert len(kinds) == 8
+    assert len(kinds) == len(KINDS)
     assert {f"{kind}/status" for kind in kinds} <= set(served)
 
 
@@ -57,3 +58,29 @@ async def test_example_jobs_are_accepted_and_invalid_ones_refused(api_server: Ap
     status, refused = await api_server.call("POST", path, bad)
     assert status == 422
     assert refused["details"]["causes"][0]["field"] == "spec.bundle"
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"regions": [{"alias": "Score", "min": 8, "max": 2}]}, "a region's min must not be over its max"),
+        ({"regions": [{"alias": "Score", "max": 5000}]}, "1000"),
+        ({"lowUtilization": 0.9}, "the band must hold the target"),
+    ],
+)
+async def test_bad_autoscaler_settings_are_refused_at_apply_time(
+    api_server: ApiServer, spec: dict[str, Any], message: str
+) -> None:
+    path = f"/apis/{GROUP}/v1/namespaces/{api_server.namespace}/streamsjobautoscalers"
+    body = {
+        "apiVersion": f"{GROUP}/v1",
+        "kind": "JobAutoscaler",
+        "metadata": {"name": "wordcount"},
+        "spec": {"job": "wordcount", **spec},
+    }
+    status, refused = await api_server.call("POST", path, body)
+    assert status == 422, refused
+    assert message in refused["message"]
+    status, accepted = await api_server.call("POST", path, {**body, "spec": {"job": "wordcount"}})
+    assert status == 201, accepted
+    assert accepted["spec"]["mode"] == "Recommend"  # the schema's defaults applied

@@ -11,6 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from streams_k8s.api.autoscaler import JobAutoscaler
     from streams_k8s.api.base import API_VERSION, GROUP, VERSION, Condition, ObjectMeta, Resource
     from streams_k8s.api.consistent_region import ConsistentRegion, ConsistentRegionOperator
     from streams_k8s.api.host_pool import HostPool
@@ -33,6 +34,7 @@ _EXPORTS = {
     "HostPool": "streams_k8s.api.host_pool",
     "Import": "streams_k8s.api.import_export",
     "Job": "streams_k8s.api.job",
+    "JobAutoscaler": "streams_k8s.api.autoscaler",
     "KINDS": "streams_k8s.api.kinds",
     "ParallelRegion": "streams_k8s.api.parallel_region",
     "ProcessingElement": "streams_k8s.api.processing_element",
@@ -58,6 +60,7 @@ __all__ = [
     "HostPool",
     "Import",
     "Job",
+    "JobAutoscaler",
     "ObjectMeta",
     "ParallelRegion",
     "ProcessingElement",

@@ -31,6 +31,7 @@ _FILE_NAMES = {
     "ConsistentRegionOperator": "streams-cro.yaml",
     "Import": "streams-import.yaml",
     "Export": "streams-export.yaml",
+    "JobAutoscaler": "streams-autoscaler.yaml",
 }
 
 _INT_OR_STRING = {"integer", "string"}

@@ -1,5 +1,6 @@
 """Every kind of the group, in the order CRDs are written."""
 
+from streams_k8s.api.autoscaler import JobAutoscaler
 from streams_k8s.api.base import Resource
 from streams_k8s.api.consistent_region import ConsistentRegion, ConsistentRegionOperator
 from streams_k8s.api.host_pool import HostPool
@@ -17,4 +18,5 @@ KINDS: tuple[type[Resource], ...] = (
     ConsistentRegionOperator,
     Import,
     Export,
+    JobAutoscaler,
 )
