@@ -9,6 +9,7 @@ from streams_k8s.api import (
     HostPool,
     Import,
     Job,
+    JobAutoscaler,
     ParallelRegion,
     ProcessingElement,
 )
@@ -22,3 +23,4 @@ CONSISTENT_REGIONS = Resource.of(ConsistentRegion)
 CONSISTENT_REGION_OPERATORS = Resource.of(ConsistentRegionOperator)
 EXPORTS = Resource.of(Export)
 IMPORTS = Resource.of(Import)
+JOB_AUTOSCALERS = Resource.of(JobAutoscaler)

@@ -21,6 +21,7 @@ import aiohttp
 from aiohttp import web
 
 from streams_k8s.api.contract import pe_host
+from streams_k8s.controller.autoscaling.controller import JobAutoscalerController
 from streams_k8s.controller.bundles.fetch import BundleCache, BundleFetcher, DataReader
 from streams_k8s.controller.bundles.repository import BundleRepository, namespace_by_pod, pinned_by_pod
 from streams_k8s.controller.bundles.upload_api import BundleUploadApi
@@ -82,6 +83,7 @@ class InstanceOperator:
     broker: SubscriptionBroker | None = None
     api_port: int = 0
     _sessions: list[aiohttp.ClientSession] = field(default_factory=list)
+    autoscalers: JobAutoscalerController | None = None
 
     def retained(self) -> dict[str, int]:
         """What the controllers keep per Job, PE or pod, by cache: all 0 once every Job is gone
@@ -95,6 +97,8 @@ class InstanceOperator:
             self.broker.datagrams.close()
         for session in self._sessions:
             await session.close()
+        if self.autoscalers is not None:
+            await self.autoscalers.close()
 
 
 async def own_image(client: KubeClient, pod_name: str, namespace: str) -> str | None:
@@ -162,6 +166,7 @@ async def setup(manager: Manager) -> InstanceOperator:
         manager, coordinators, network_policies=await network_policies_served(client)
     )
     pes = PeController(manager)
+    autoscalers = JobAutoscalerController(manager)
     placement = NodePlacementController(manager)
     if pod_name:
         _serving_label(manager, pod_name, pod_namespace)
@@ -200,5 +205,14 @@ async def setup(manager: Manager) -> InstanceOperator:
     )
     await repository.start(settings.bind_address, settings.repository_port)
     return InstanceOperator(
-        jobs, pes, placement, rest, repository, runner, broker, int(runner.addresses[0][1]), sessions
+        jobs,
+        pes,
+        placement,
+        rest,
+        repository,
+        runner,
+        broker,
+        int(runner.addresses[0][1]),
+        sessions,
+        autoscalers,
     )
