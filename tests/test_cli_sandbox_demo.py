@@ -12,12 +12,15 @@ from pathlib import Path
 
 import aiohttp
 from click.testing import CliRunner
+from prometheus_client.parser import text_string_to_metric_families
 
+from k8s_support import eventually_async
 from operator_support import free_port
 from streams_k8s.cli import main
 from streams_k8s.controller.kinds import JOBS
 from streams_k8s.k8s.client import KubeClient
-from streams_k8s.k8s.kinds import NODES
+from streams_k8s.k8s.kinds import NODES, PODS
+from streams_k8s.sandbox.cluster.pod_network import host_address
 
 ZONE = "topology.kubernetes.io/zone"
 
@@ -71,6 +74,17 @@ async def test_demo_keep_leaves_a_cluster_for_kubectl_shaped_by_the_flags(tmp_pa
         async with await KubeClient.connect(str(kubeconfig)) as client:
             job = await client.get(JOBS, "demo", "default")
             nodes, _ = await client.list_all(NODES)
+            # Its PEs carry the Job's simulated workload and serve the runtime's metrics on 9696:
+            # the middle chain's slow operator (700/s of the 1,000/s) has its input queue filling.
+            queued: dict[str, float] = {}
+
+            async def congested() -> bool:
+                async with aiohttp.ClientSession() as http:
+                    queued.update(await _queued(client, http))
+                return queued.get("C1_1", 0) > 0
+
+            await eventually_async(congested, within=30)
+        assert queued["C0_1"] == 0
         assert job["status"]["phase"] == "Running"
         assert sorted(n["metadata"]["labels"][ZONE] for n in nodes) == ["east", "east"]
         # The console the demo printed serves the job while the cluster is kept.
@@ -88,6 +102,23 @@ async def test_demo_keep_leaves_a_cluster_for_kubectl_shaped_by_the_flags(tmp_pa
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+async def _queued(client: KubeClient, session: aiohttp.ClientSession) -> dict[str, float]:
+    """Each operator's op_input_n_tuples_queued, read from every demo PE pod's sys-metrics port."""
+    pods, _ = await client.list_all(PODS, "default", label_selector="streams.ibm.com/job=demo,svc=pe")
+    queued: dict[str, float] = {}
+    for pod in pods:
+        address = host_address(pod["status"].get("podIP") or "")
+        try:
+            async with session.get(f"http://{address}:9696/metrics") as answer:
+                text = await answer.text() if answer.status == 200 else ""
+        except aiohttp.ClientError:  # a PE (re)starting: read on the next try
+            continue
+        for family in text_string_to_metric_families(text):
+            if family.name == "op_input_n_tuples_queued":
+                queued |= {s.labels["name"]: s.value for s in family.samples}
+    return queued
 
 
 def test_flags_the_demo_cannot_honour_are_refused(tmp_path: Path) -> None:

@@ -5,14 +5,17 @@ operator in this process, writes a generated application bundle (one of its chai
 consistent region), submits it as a Job, shows PEs and pods coming up, prints what the job became
 (PEs, pods, nodes, services), waits for its consistent region's first checkpoint (taken by the
 coordinator process its coordinator pod runs, answered by the simulated PEs) and returns 0 once
-the Job is Running and the region has checkpointed. With ``keep`` the cluster stays up for
-kubectl until interrupted.
+the Job is Running and the region has checkpointed. The Job declares a simulated workload (one
+chain's operator slower than its input: congestion upstream of it), so its PEs serve the
+runtime's metrics on 9696 and the console's flow view has rates to show. With ``keep`` the
+cluster stays up for kubectl until interrupted.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -38,6 +41,7 @@ from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import Object
 from streams_k8s.k8s.settings import RuntimeSettings
 from streams_k8s.sandbox import Sandbox
+from streams_k8s.sandbox.flow.workload import WORKLOAD_ANNOTATION
 
 NAMESPACE = "default"
 JOB = "demo"
@@ -53,11 +57,25 @@ CHECKPOINT_TIMEOUT = 60.0
 ZONE_LABEL = "topology.kubernetes.io/zone"
 
 
+def _workload() -> str:
+    """The demo's simulated load (the Job's annotation): 1,000 tuples/s into every chain, the
+    middle chain's second operator able to take 700/s only, so it congests its chain upstream."""
+    operators: dict[str, Any] = {"Source": {"source": {"rate": 1000}}}
+    for c in range(APPLICATION.chains):
+        for j in range(APPLICATION.length):
+            upstream = "Source" if j == 0 else f"C{c}_{j - 1}"
+            cost = 1 / 700 if (c, j) == (1, 1) else 1 / 5000
+            operators[f"C{c}_{j}"] = {"inputs": [upstream], "cost": cost}
+    last = [f"C{c}_{APPLICATION.length - 1}" for c in range(APPLICATION.chains)]
+    operators["Sink"] = {"inputs": last, "cost": 1 / 20000}
+    return json.dumps({"operators": operators})
+
+
 def _job(bundle: Path) -> Object:
     return {
         "apiVersion": "streams.ibm.com/v1",
         "kind": "Job",
-        "metadata": {"name": JOB, "namespace": NAMESPACE},
+        "metadata": {"name": JOB, "namespace": NAMESPACE, "annotations": {WORKLOAD_ANNOTATION: _workload()}},
         "spec": {
             "bundle": {"name": bundle.name, "file": {"path": str(bundle)}},
             "fusion": {"manual": PE_COUNT},
@@ -220,6 +238,7 @@ async def run_demo(
             tls=tls,
             token=token,
             kubeconfig_path=kubeconfig,
+            flow_speed=1.0,  # its PEs serve their metrics from the Job's simulated workload
         )
         async with sandbox, await KubeClient.connect(str(sandbox.kubeconfig_path)) as client:
             await set_up_coordinators(client, NAMESPACE)  # as deploy/ does: the coordinator's account
