@@ -87,7 +87,7 @@ async def test_an_under_provisioned_job_is_taken_to_the_needed_width_and_stays(
         async def scaled() -> bool:
             return await widths(client, name) == (NEEDED, NEEDED)
 
-        await eventually_async(scaled, within=90)
+        await eventually_async(scaled, within=120)
         seen = await status(client)
         assert [h["action"] for h in seen["history"]][:1] == ["scaled"]
         assert seen["history"][0]["widths"] == {"C0_1": NEEDED}

@@ -56,6 +56,9 @@ class FlowMetrics(RuntimeHooks):
         self.flows: dict[JobKey, JobFlow] = {}
         self._texts: dict[JobKey, str] = {}  # the annotation each flow was built from
         self._servers: dict[str, tuple[JobKey, web.AppRunner, str]] = {}  # pod uid -> its endpoint
+        # (job, PE id) -> the pod uid running it now: a replaced PE's new pod may start before the
+        # old one is heard to stop, which must not take the PE out of the flow
+        self._current: dict[tuple[JobKey, str], str] = {}
         self._ticker: asyncio.Task[None] | None = None
 
     async def pe_started(self, pe: PeIdentity, pod: dict[str, Any]) -> None:
@@ -73,6 +76,7 @@ class FlowMetrics(RuntimeHooks):
             self.log(pe, f"no simulated load: {err}")
             return
         unknown = flow.place(pe.pe, operators)
+        self._current[(key, pe.pe)] = pe.uid
         if unknown:
             self.log(pe, f"operators {', '.join(unknown)} are not in the job's simulated workload: no load")
         await self._serve(pe, key, address)
@@ -87,7 +91,8 @@ class FlowMetrics(RuntimeHooks):
         self.host_network.leave(pe.address)
         await runner.cleanup()
         flow = self.flows.get(key)
-        if flow is not None:
+        if flow is not None and self._current.get((key, pe.pe)) == pe.uid:
+            del self._current[(key, pe.pe)]
             flow.remove(pe.pe)
             if not flow.pes:
                 del self.flows[key], self._texts[key]
@@ -117,7 +122,7 @@ class FlowMetrics(RuntimeHooks):
     async def _serve(self, pe: PeIdentity, key: JobKey, address: str) -> None:
         async def metrics(_: web.Request) -> web.Response:
             flow = self.flows.get(key)
-            if flow is None or pe.pe not in flow.pes:
+            if flow is None or self._current.get((key, pe.pe)) != pe.uid:
                 return web.json_response({"error": f"PE {pe.pe} is not running"}, status=404)
             flow.advance(self.clock.now())
             return web.Response(body=flow.metrics(pe.pe).encode(), headers={"Content-Type": CONTENT_TYPE})
