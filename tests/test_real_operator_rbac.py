@@ -22,6 +22,9 @@ NEEDED = [
     ("patch", "streams.ibm.com", "streamsjobs", "status", NS),
     ("patch", "streams.ibm.com", "streamsimports", "status", NS),
     ("patch", "streams.ibm.com", "streamsexports", "status", NS),
+    ("watch", "streams.ibm.com", "streamsjobautoscalers", "", NS),  # the width autoscaler
+    ("patch", "streams.ibm.com", "streamsjobautoscalers", "status", NS),
+    ("patch", "streams.ibm.com", "streamsprs", "scale", NS),
     ("create", "", "pods", "", NS),
     ("delete", "", "configmaps", "", NS),
     ("watch", "", "services", "", NS),
@@ -49,6 +52,7 @@ FORBIDDEN = [
     ("update", "apps", "deployments", "", NS),  # coordinators are created and deleted, never edited
     ("delete", "coordination.k8s.io", "leases", "", NS),
     ("create", "", "pods", "eviction", NS),
+    ("update", "streams.ibm.com", "streamsjobautoscalers", "", NS),  # the user's: only its status
 ]
 
 
