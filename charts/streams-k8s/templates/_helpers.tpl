@@ -45,6 +45,13 @@ as a JSON list: watchNamespaces, else the release namespace. */}}
     - streamsimports/status
     - streamsexports/status
   verbs: ["get", "update", "patch"]
+# width autoscalers: read, their status written; widths set through /scale, as kubectl scale
+- apiGroups: ["streams.ibm.com"]
+  resources: ["streamsjobautoscalers"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["streams.ibm.com"]
+  resources: ["streamsjobautoscalers/status", "streamsprs/scale"]
+  verbs: ["get", "update", "patch"]
 # per-job and per-PE ConfigMaps, the job-id counter; headless PE Services; PE pods
 - apiGroups: [""]
   resources: ["configmaps", "services", "pods"]
