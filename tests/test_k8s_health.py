@@ -7,6 +7,7 @@ import socket
 import aiohttp
 import pytest
 
+from streams_k8s.k8s.api_errors import ApiServerState, next_api_server_state
 from streams_k8s.k8s.health import HealthServer
 from streams_k8s.k8s.metrics import RuntimeMetrics
 
@@ -93,3 +94,11 @@ async def test_every_error_is_json_even_a_failing_check() -> None:
                 assert "the cache is gone" in (await r.json())["message"]
     finally:
         await server.stop()
+
+
+def test_the_api_server_fails_at_the_budget_and_answers_again_below_half_of_it() -> None:
+    failing, answering = ApiServerState.FAILING, ApiServerState.ANSWERING
+    assert next_api_server_state(answering, 0.19, 0.2) is answering
+    assert next_api_server_state(answering, 0.2, 0.2) is failing
+    assert next_api_server_state(failing, 0.15, 0.2) is failing  # hovering near the budget: no flip
+    assert next_api_server_state(failing, 0.09, 0.2) is answering

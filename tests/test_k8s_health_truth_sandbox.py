@@ -1,5 +1,6 @@
 """Health that tells the truth: a stalled watch is found and mended within its documented bound,
-and /readyz says when the API server fails a sustained share of requests."""
+and a failing API server is a warning of /readyz, never a 503 (readiness keeps the operator in its
+Service: the PEs' REST API answers from the caches)."""
 
 from __future__ import annotations
 
@@ -53,7 +54,9 @@ async def test_a_stalled_watch_is_mended_within_the_default_bound(
         await asyncio.wait_for(run.task, 10)
 
 
-async def test_readyz_fails_while_a_third_of_api_requests_fail(sandbox: Sandbox, client: KubeClient) -> None:
+async def test_readyz_warns_but_stays_ready_while_a_third_of_api_requests_fail(
+    sandbox: Sandbox, client: KubeClient
+) -> None:
     run = await start(sandbox, "errors", leader_election=False)
     try:
         async with aiohttp.ClientSession() as http:
@@ -64,25 +67,30 @@ async def test_readyz_fails_while_a_third_of_api_requests_fail(sandbox: Sandbox,
                 async with http.get(url) as response:
                     return response.status, await response.json()
 
-            assert (await status())[0] == 200
+            assert await status() == (200, {"status": "ok"})
             sandbox.faults.random.seed(31)
             sandbox.faults.fail(500, None, verb="get", resource="configmaps", probability=0.31)
             operator_client = run.manager.client
             for _ in range(60):  # what the operator's own reconciles would do
                 with contextlib.suppress(ApiError):
                     await operator_client.get(CONFIGMAPS, "absent", "default")
-            code, body = await status()
-            assert code == 503
-            assert any("API server failing" in str(p) for p in body["problems"]), body  # type: ignore[union-attr]
+
+            async def warned() -> bool:
+                code, body = await status()
+                assert code == 200, body  # still serving
+                return any("API server failing" in str(w) for w in body.get("warnings") or ())  # type: ignore[attr-defined]
+
+            await eventually_async(warned, within=5)
+            assert run.manager.metrics.registry.get_sample_value("streams_k8s_api_server_failing") == 1
             sandbox.faults.clear()
-            for _ in range(300):  # healthy again: the share falls below the budget
+            for _ in range(300):  # healthy again: the share falls below half the budget
                 with contextlib.suppress(ApiError):
                     await operator_client.get(CONFIGMAPS, "absent", "default")
 
-            async def ready() -> bool:
-                return (await status())[0] == 200
+            async def quiet() -> bool:
+                return await status() == (200, {"status": "ok"})
 
-            await eventually_async(ready, within=5)
+            await eventually_async(quiet, within=5)
     finally:
         run.manager.stop()
         await asyncio.wait_for(run.task, 10)

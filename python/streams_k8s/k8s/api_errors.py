@@ -1,15 +1,21 @@
-"""The share of API requests that failed lately: what readiness says when the API server is unwell.
+"""The share of API requests that failed lately, and whether the API server counts as failing.
 
 A failure is a request without a usable answer: no answer at all (connection refused, reset,
 timed out), 429 or 5xx. Other answers (404, 409, 422, ...) are the API server working. Requests
 are counted in one-second buckets over the last ``window`` seconds; the ratio counts only once
 ``min_requests`` were made (a few failures of an idle operator say little).
+
+The API server counts as failing from the moment the share reaches the budget until it falls
+below half of it (`next_api_server_state`): the state is said in a log line when it changes, in
+the health answers' warnings and in the metrics; never in readiness, which says whether the pod can
+serve what its Service carries (the PEs' REST API and bundle repository answer from the caches).
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
+from enum import Enum
 
 
 def is_failure(status: int) -> bool:
@@ -46,3 +52,18 @@ class ApiErrorRate:
         """Failed share of the window's requests; 0 below ``min_requests``."""
         requests, failures = self.counts(now)
         return failures / requests if requests >= self.min_requests else 0.0
+
+
+class ApiServerState(Enum):
+    ANSWERING = "answering"
+    FAILING = "failing"
+
+
+def next_api_server_state(state: ApiServerState, ratio: float, budget: float) -> ApiServerState:
+    """FAILING once the failed share reaches ``budget``; ANSWERING again below half of it (a share
+    that hovers at the budget does not flip the state, and its log line, every few seconds)."""
+    if ratio >= budget:
+        return ApiServerState.FAILING
+    if ratio < budget / 2:
+        return ApiServerState.ANSWERING
+    return state

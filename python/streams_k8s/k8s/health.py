@@ -1,7 +1,8 @@
 """Liveness, readiness and Prometheus metrics over HTTP (aiohttp).
 
 ``/healthz`` (alias ``/livez``) and ``/readyz`` answer 200 or 503 with a JSON body listing the
-problems; ``/metrics`` serves the registry. With equal ports one listener serves all three.
+problems, and the warnings (what is wrong but fails neither check: a failing API server) if any;
+``/metrics`` serves the registry. With equal ports one listener serves all three.
 Any other answer is JSON too (``http_errors``): an unknown path is a JSON 404, a failing check a
 JSON 500.
 """
@@ -19,8 +20,10 @@ from streams_k8s.k8s.http_errors import json_errors
 Check = Callable[[], list[str]]
 
 
-def _answer(problems: list[str]) -> web.Response:
-    body = {"status": "ok"} if not problems else {"status": "failing", "problems": problems}
+def _answer(problems: list[str], warnings: list[str]) -> web.Response:
+    body: dict[str, object] = {"status": "failing", "problems": problems} if problems else {"status": "ok"}
+    if warnings:
+        body["warnings"] = warnings
     return web.Response(
         body=orjson.dumps(body), status=200 if not problems else 503, content_type="application/json"
     )
@@ -32,21 +35,22 @@ class HealthServer:
         *,
         liveness: Check,
         readiness: Check,
+        warnings: Check = list,
         registry: CollectorRegistry,
         host: str = "0.0.0.0",
         health_port: int = 8081,
         metrics_port: int = 8080,
     ) -> None:
-        self.liveness, self.readiness, self.registry = liveness, readiness, registry
+        self.liveness, self.readiness, self.warnings, self.registry = liveness, readiness, warnings, registry
         self.host = host
         self.health_port, self.metrics_port = health_port, metrics_port
         self._runners: list[web.AppRunner] = []
 
     async def _healthz(self, _: web.Request) -> web.Response:
-        return _answer(self.liveness())
+        return _answer(self.liveness(), self.warnings())
 
     async def _readyz(self, _: web.Request) -> web.Response:
-        return _answer(self.readiness())
+        return _answer(self.readiness(), self.warnings())
 
     async def _metrics(self, _: web.Request) -> web.Response:
         return web.Response(

@@ -16,6 +16,7 @@ import signal
 from collections.abc import Awaitable, Coroutine
 from typing import Any
 
+from streams_k8s.k8s.api_errors import ApiServerState, next_api_server_state
 from streams_k8s.k8s.backoff import Backoff
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.controller import Controller, Reconciler
@@ -28,6 +29,8 @@ from streams_k8s.k8s.metrics import RuntimeMetrics
 from streams_k8s.k8s.settings import RuntimeSettings
 
 log = logging.getLogger(__name__)
+
+API_STATE_PERIOD = 2.0  # seconds between looks at the API error rate
 
 _InformerKey = tuple[Resource, Scope, str | None, str | None]
 
@@ -47,6 +50,7 @@ class Manager:
         self.leader: LeaderElector | None = None
         self.loop_monitor = LoopMonitor(self.metrics)
         self.health: HealthServer | None = None
+        self.api_server = ApiServerState.ANSWERING  # stepped by `_follow_api_errors`
         self._stop = asyncio.Event()
         self._failure: str | None = None
         self._tasks: dict[asyncio.Task[Any], str] = {}
@@ -140,25 +144,54 @@ class Manager:
         return problems
 
     def readiness(self) -> list[str]:
-        s = self.settings
+        """Whether this pod can serve what its Service carries (the PEs' REST API and bundle
+        repository, answered from the caches): caches synced once, leading (when required), no
+        failure. A failing API server or a silent watch is no reason: the caches still answer, and a
+        pod out of the Service's endpoints would leave every PE without its API (`warnings`)."""
         problems = [f"cache {i.name} not synced" for i in self._informers.values() if not i.synced.is_set()]
-        problems += [
-            f"watch {i.name} silent for {i.age():.0f}s (budget {s.watch_ready_budget:.0f}s)"
-            for i in self._informers.values()
-            if i.synced.is_set() and i.age() > s.watch_ready_budget
-        ]
-        if self._client is not None:
-            requests, failures = self._client.errors.counts()
-            if self._client.errors.ratio() >= s.api_error_budget:
-                problems.append(
-                    f"API server failing: {failures} of {requests} requests in the last "
-                    f"{s.api_error_window:.0f}s got no usable answer (budget {s.api_error_budget:.0%})"
-                )
         if self.settings.ready_requires_leader and self.leader is not None and not self.leader.is_leader:
             problems.append("not the leader")
         if self._failure:
             problems.append(self._failure)
         return problems
+
+    def warnings(self) -> list[str]:
+        """What is wrong around the operator but is no reason to stop serving (health answers say it)."""
+        s = self.settings
+        found = [
+            f"watch {i.name} silent for {i.age():.0f}s (budget {s.watch_ready_budget:.0f}s)"
+            for i in self._informers.values()
+            if i.synced.is_set() and i.age() > s.watch_ready_budget
+        ]
+        if self._client is not None and self.api_server is ApiServerState.FAILING:
+            requests, failures = self._client.errors.counts()
+            found.append(
+                f"API server failing: {failures} of {requests} requests in the last "
+                f"{s.api_error_window:.0f}s got no usable answer (budget {s.api_error_budget:.0%})"
+            )
+        return found
+
+    async def _follow_api_errors(self) -> None:
+        """Step the API server's state from the failed share of requests; log each change."""
+        s = self.settings
+        while True:
+            await asyncio.sleep(API_STATE_PERIOD)
+            ratio = self.client.errors.ratio()
+            state = next_api_server_state(self.api_server, ratio, s.api_error_budget)
+            if state is not self.api_server:
+                requests, failures = self.client.errors.counts()
+                level = logging.WARNING if state is ApiServerState.FAILING else logging.INFO
+                log.log(
+                    level,
+                    "API server %s: %d of %d requests in the last %.0fs got no usable answer (budget %.0f%%)",
+                    state.value,
+                    failures,
+                    requests,
+                    s.api_error_window,
+                    s.api_error_budget * 100,
+                )
+            self.api_server = state
+            self.metrics.api_server_failing.set(state is ApiServerState.FAILING)
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -221,6 +254,7 @@ class Manager:
             self.health = HealthServer(
                 liveness=self.liveness,
                 readiness=self.readiness,
+                warnings=self.warnings,
                 registry=self.metrics.registry,
                 host=s.bind_address,
                 health_port=s.health_port,
@@ -231,6 +265,7 @@ class Manager:
                 "serving health on :%d and metrics on :%d", self.health.health_port, self.health.metrics_port
             )
             self._supervise(self.loop_monitor.run(), "event-loop monitor")
+            self._supervise(self._follow_api_errors(), "API error rate")
             for informer in self._informers.values():
                 self._supervise(informer.run(), f"watch {informer.name}")
             synced = asyncio.gather(*(i.synced.wait() for i in self._informers.values()))

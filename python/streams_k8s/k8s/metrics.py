@@ -77,6 +77,11 @@ class RuntimeMetrics:
             "Share of API requests that got no usable answer (none, 429, 5xx) over the last minute.",
             registry=r,
         )
+        self.api_server_failing = Gauge(
+            "streams_k8s_api_server_failing",
+            "1 while the API server counts as failing (the error ratio reached its budget), else 0.",
+            registry=r,
+        )
         self.watch_last_event_age = Gauge(
             "streams_k8s_watch_last_event_age_seconds",
             "Seconds since a watch last received an event, a bookmark, a list or a clean end.",

@@ -60,15 +60,18 @@ class RuntimeSettings(BaseSettings):
     page_size: int = Field(500, ge=0)
     # Freshness (README "Health"): the server ends each watch within 2x watch_timeout, so a watch
     # silent for inactivity_timeout (events, bookmarks and that end all missing) is stalled: it is
-    # cut and the cache relisted. Readiness and liveness fail on a watch silent past their budgets.
+    # cut and the cache relisted. Liveness fails on a watch silent past its budget; past the
+    # readiness budget it is only a warning (the caches still serve the PEs: `Manager.readiness`).
     watch_timeout: float = Field(5.0, gt=0, description="minimum server timeoutSeconds (randomised up to 2x)")
     inactivity_timeout: float = Field(
         15.0, gt=0, description="a watch silent this long is stalled: reconnect and relist"
     )
-    watch_ready_budget: float = Field(30.0, gt=0, description="readiness fails when a watch is silent longer")
+    watch_ready_budget: float = Field(
+        30.0, gt=0, description="a watch silent longer is a warning of the health answers"
+    )
     watch_stale_budget: float = Field(90.0, gt=0, description="liveness fails when a watch is silent longer")
     api_error_budget: float = Field(
-        0.2, gt=0, le=1, description="readiness fails when this share of API requests failed"
+        0.2, gt=0, le=1, description="the API server counts as failing when this share of requests failed"
     )
     api_error_window: float = Field(60.0, gt=0, description="seconds over which API failures are counted")
     api_error_min_requests: int = Field(

@@ -43,10 +43,12 @@ class RequestFault:
     probability: float = 1.0  # of failing a matching request (the others pass untouched)
     after_commit: bool = False  # carry the request out, then answer the error
     simulation: bool = False  # the simulated cluster's requests too
+    user: str | None = None  # only this user's requests (a pod's service account)
 
     def matches(self, info: RequestInfo, user: str = "") -> bool:
         return (
             (self.simulation or user != SIMULATION)
+            and (self.user is None or self.user == user)
             and (self.path is None or self.path == info.path)
             and (self.verb is None or self.verb == info.verb)
             and (
@@ -94,12 +96,14 @@ class Faults:
         probability: float = 1.0,
         after_commit: bool = False,
         simulation: bool = False,
+        user: str | None = None,
     ) -> RequestFault:
         """Answer the next `count` matching requests with `status` (409, 429 + Retry-After, 500, ...).
         Discovery and other non-resource requests match on `path` (and verb "get").
         ``probability``: fail each matching request with this chance (`count` counts failures).
         ``after_commit``: do what a resource request asks, then answer `status` (a lost answer).
-        ``simulation``: the simulated cluster's requests match too."""
+        ``simulation``: the simulated cluster's requests match too. ``user``: only this user's
+        (``system:serviceaccount:<ns>:<name>`` for a pod run as a process) match."""
         if status == 429 and retry_after is None:
             retry_after = 1
         rule = RequestFault(
@@ -116,6 +120,7 @@ class Faults:
             probability,
             after_commit,
             simulation,
+            user,
         )
         self.rules.append(rule)
         return rule
@@ -218,6 +223,7 @@ class Faults:
                 probability=float(spec.get("probability", 1.0)),
                 after_commit=bool(spec.get("afterCommit", False)),
                 simulation=simulation,
+                user=spec.get("user"),
                 **where,
             )
         elif action == "delay":
