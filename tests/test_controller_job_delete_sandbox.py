@@ -59,6 +59,34 @@ async def test_a_job_deleted_mid_submission_gets_no_more_children(
     assert pods == []
 
 
+@pytest.mark.sandbox(nodes=2)
+async def test_creates_waiting_for_the_rate_limit_are_called_off_by_the_delete(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A 200-PE submission at 20 requests/s: its batch of creates waits in the client's rate limit,
+    # each taken before it knew of the delete. None may go out once the operator has seen it; only
+    # a create on the wire then (at most one, 50 ms apart) and one the watch had not yet told of.
+    selector = f"{JOB_LABEL}=queued"
+    async with operator(sandbox, monkeypatch, tmp_path / "cache", qps=20.0, burst=1):
+        await client.create(JOBS, synthetic_job("queued", tmp_path, 200))
+
+        async def creating() -> bool:
+            found, _ = await client.list_all(CONFIGMAPS, "default", label_selector=selector)
+            return len(found) >= 2 * CREATE_CONCURRENCY
+
+        await eventually_async(creating, within=60)
+        await client.delete(JOBS, "queued", "default")
+        _, version = await client.list_all(CONFIGMAPS, "default", label_selector=selector)
+        later = await asyncio.gather(
+            *(
+                added_since(client, r, version, 3.0, label_selector=selector)
+                for r in (CONFIGMAPS, SERVICES, PES)
+            )
+        )
+    created = [o["metadata"]["name"] for found in later for o in found]
+    assert len(created) <= 2, created
+
+
 async def labelled(client: KubeClient, job: str) -> dict[str, list[dict[str, Any]]]:
     found = {}
     for resource in (*CHILD_KINDS, PODS):

@@ -274,8 +274,12 @@ class KubeClient:
         query: Mapping[str, Any] | None = None,
         body: Any = None,
         content_type: str = JSON,
+        before_send: Callable[[], None] | None = None,
     ) -> Object:
-        """Send one request (with retries) and return the decoded answer."""
+        """Send one request (with retries) and return the decoded answer. ``before_send`` runs right
+        before each attempt goes out, once the rate limit and a slot let it (a create that waited
+        there behind others can still be called off: `controller.stop_if_owner_deleted`); what it
+        raises ends the request unsent."""
         payload = None if body is None else body if isinstance(body, bytes) else orjson.dumps(body)
         params = _query(query or {})
         label = str(resource)
@@ -283,6 +287,8 @@ class KubeClient:
         while True:
             await self._bucket.acquire()
             async with self._slots:
+                if before_send is not None:
+                    before_send()
                 started = time.monotonic()
                 status, data, headers = 0, b"", {}
                 try:
@@ -450,19 +456,29 @@ class KubeClient:
         return items, version
 
     async def create(
-        self, resource: Resource, obj: Object, namespace: str | None = None, field_manager: str | None = None
+        self,
+        resource: Resource,
+        obj: Object,
+        namespace: str | None = None,
+        field_manager: str | None = None,
+        before_send: Callable[[], None] | None = None,
     ) -> Object:
         path = resource.path(self._namespace(resource, namespace, obj))
+        query = {"fieldManager": field_manager}
         return await self.request(
-            "POST", resource, path, verb="create", body=obj, query={"fieldManager": field_manager}
+            "POST", resource, path, verb="create", body=obj, query=query, before_send=before_send
         )
 
     async def create_if_absent(
-        self, resource: Resource, obj: Object, namespace: str | None = None
+        self,
+        resource: Resource,
+        obj: Object,
+        namespace: str | None = None,
+        before_send: Callable[[], None] | None = None,
     ) -> Object | None:
         """Create; None when it exists already (with deterministic names, creating is idempotent)."""
         try:
-            return await self.create(resource, obj, namespace)
+            return await self.create(resource, obj, namespace, before_send=before_send)
         except ApiError as err:
             if err.already_exists:
                 return None

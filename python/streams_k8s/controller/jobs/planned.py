@@ -196,9 +196,12 @@ class PlannedJobs(JobControllerBase):
 
         async def create(child: Desired) -> None:
             async with slots:
-                stop_if_owner_deleted(self.jobs.store, child.body)  # the Job deleted meanwhile: stop
+                # The Job deleted meanwhile, even while this create waited for the rate limit: stop.
+                def guard() -> None:
+                    stop_if_owner_deleted(self.jobs.store, child.body)
+
                 try:
-                    await self.client.create_if_absent(child.resource, child.body)
+                    await self.client.create_if_absent(child.resource, child.body, before_send=guard)
                 except ApiError as err:
                     if err.status in REFUSED:
                         raise refused(child, err) from None
