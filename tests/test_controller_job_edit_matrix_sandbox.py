@@ -19,15 +19,16 @@ from job_inventory import pe_pods
 from k8s_support import eventually_async
 from operator_support import job_manifest, operator, wait_for_phase
 from repo_paths import REPO
-from streams_k8s.api.contract import TRANSPORT_CERT_KEY
+from streams_k8s.api.contract import transport_secret_name
 from streams_k8s.api.job import Job, JobSpec
 from streams_k8s.api.processing_element import ProcessingElementTemplate
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
+from streams_k8s.controller.children.transport_secret import secret_transport
 from streams_k8s.controller.jobs.upgrade_diff import preview as upgrade_preview
 from streams_k8s.controller.kinds import JOBS, PES
 from streams_k8s.controller.planning import read_application
 from streams_k8s.k8s.client import KubeClient
-from streams_k8s.k8s.kinds import CONFIGMAPS, SECRETS
+from streams_k8s.k8s.kinds import SECRETS
 from streams_k8s.sandbox import Sandbox
 
 PES_WANTED = 3
@@ -146,8 +147,8 @@ async def client(sandbox: Sandbox) -> AsyncIterator[KubeClient]:
 
 
 async def transport_certificate(client: KubeClient, job: str) -> str | None:
-    table = await client.get(CONFIGMAPS, job, "default")
-    return (table.get("data") or {}).get(TRANSPORT_CERT_KEY)
+    transport = secret_transport(await client.get(SECRETS, transport_secret_name(job), "default"))
+    return transport[0] if transport is not None else None
 
 
 @pytest.mark.sandbox(nodes=2)

@@ -14,16 +14,15 @@ from streams_k8s.api.contract import (
     JOB_LABEL,
     PE_LABEL,
     SVC_LABEL,
-    TRANSPORT_CERT_KEY,
-    TRANSPORT_KEY_KEY,
 )
 from streams_k8s.api.processing_element import ProcessingElementSpec
 from streams_k8s.app.adl import parse_adl
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl
 from streams_k8s.controller.children.desired import Desired, Rendered, desired_objects
+from streams_k8s.controller.children.transport_secret import secret_transport
 from streams_k8s.controller.kinds import CONSISTENT_REGIONS, PES
 from streams_k8s.controller.planning import SubmissionFailure, plan_job, validate_job
-from streams_k8s.k8s.kinds import CONFIGMAPS, SERVICES
+from streams_k8s.k8s.kinds import CONFIGMAPS, SECRETS, SERVICES
 
 UID = "0f7e2b0c-1111-2222-3333-444455556666"
 
@@ -115,9 +114,13 @@ def test_pe_settings_inherit_from_the_job() -> None:
         assert spec.restart_completed_pod is True
         assert spec.resources.requests == {"cpu": "100m", "memory": "128Mi"}
     table = next(o for o in objects if o.resource == CONFIGMAPS and o.name == "unit")
-    assert table.body["data"][TRANSPORT_CERT_KEY] == "CERT"
-    assert table.body["data"][TRANSPORT_KEY_KEY] == "KEY"
+    assert set(table.body["data"]) == {"operator_port_labels.properties"}  # no transport pair
     assert table.body["data"]["operator_port_labels.properties"].startswith("#Operator port labels\n")
+    (secret,) = (o for o in objects if o.resource == SECRETS)
+    assert secret.name == "unit-transport"
+    assert secret.body["metadata"]["ownerReferences"][0]["controller"] is True
+    assert secret_transport(secret.body) == ("CERT", "KEY")
+    assert objects.index(secret) < min(i for i, o in enumerate(objects) if o.resource == PES)
 
 
 def test_explicit_restart_failed_pod_wins() -> None:

@@ -189,8 +189,10 @@ def test_rbac_covers_what_the_operator_touches(rendered: list[dict[str, Any]]) -
     for resource in ("configmaps", "services", "pods"):
         for verb in ("get", "list", "watch", "create", "update", "patch", "delete"):
             assert _allowed(role["rules"], "", resource, verb), (resource, verb)
-    assert _allowed(role["rules"], "", "secrets", "get")
-    assert not _allowed(role["rules"], "", "secrets", "list")  # tokens are read by name only
+    for verb in ("get", "create"):  # GitHub tokens by name; a TLS job's transport Secret
+        assert _allowed(role["rules"], "", "secrets", verb)
+    for verb in ("list", "watch", "update", "patch", "delete"):  # read by name only, never changed
+        assert not _allowed(role["rules"], "", "secrets", verb)
     assert _allowed(role["rules"], "events.k8s.io", "events", "create")
     assert _allowed(role["rules"], "coordination.k8s.io", "leases", "update")
     for verb in ("get", "list", "watch", "create"):

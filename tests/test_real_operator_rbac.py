@@ -26,6 +26,8 @@ NEEDED = [
     ("patch", "streams.ibm.com", "streamsjobautoscalers", "status", NS),
     ("patch", "streams.ibm.com", "streamsprs", "scale", NS),
     ("create", "", "pods", "", NS),
+    ("create", "", "secrets", "", NS),  # a TLS job's transport Secret
+    ("get", "", "secrets", "", NS),
     ("delete", "", "configmaps", "", NS),
     ("watch", "", "services", "", NS),
     ("patch", "", "nodes", "", ""),
@@ -35,7 +37,10 @@ NEEDED = [
 ]
 # What an operator of jobs in its own namespace has no business doing.
 FORBIDDEN = [
-    ("list", "", "secrets", "", NS),  # it reads GitHub token Secrets by name only
+    ("list", "", "secrets", "", NS),  # it reads Secrets (GitHub tokens, transport pairs) by name only
+    ("watch", "", "secrets", "", NS),
+    ("update", "", "secrets", "", NS),  # a transport Secret is made once, never changed
+    ("delete", "", "secrets", "", NS),  # the garbage collector removes it with its Job
     ("get", "", "secrets", "", "kube-system"),
     ("create", "", "configmaps", "", "default"),  # other namespaces are not its own
     ("list", "streams.ibm.com", "streamsjobs", "", "default"),

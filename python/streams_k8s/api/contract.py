@@ -94,7 +94,7 @@ def input_port_name(port_id: int) -> str:
 JOB_NAME_ENV: Final = "STREAMS_JOB_NAME"
 PE_ID_ENV: Final = "STREAMS_PE_ID"
 PE_CONFIG_DIR: Final = "/etc/config/pe"  # the PE's ConfigMap
-JOB_CONFIG_DIR: Final = "/etc/config/job"  # the job's ConfigMap
+JOB_CONFIG_DIR: Final = "/etc/config/job"  # the job's ConfigMap (and transport Secret, with TLS)
 DATA_DIR: Final = "/data"
 CHECKPOINT_DIR: Final = "/checkpoint"
 APP_PROPERTIES_DIR: Final = "/etc/config/app"
@@ -104,7 +104,8 @@ FILE_SYSTEM_CHECKPOINT_CONFIG: Final = f'{{ "Dir" : "{CHECKPOINT_DIR}" }}'
 LIVENESS_FILE: Final = "/tmp/live"  # the PE's liveness probe: `cat` it
 AADL_KEY: Final = "aadl.xml"  # in the PE's ConfigMap
 NAME_TABLE_KEY: Final = "operator_port_labels.properties"  # in the job's ConfigMap
-# The job's transport certificate and key (PEM), in the job's ConfigMap when PEs use TLS.
+# The job's transport certificate and key (PEM) when PEs use TLS: in the job's transport Secret
+# (`transport_secret_name`), projected with the job's ConfigMap into JOB_CONFIG_DIR.
 TRANSPORT_CERT_KEY: Final = "transport.cert"
 TRANSPORT_KEY_KEY: Final = "transport.key"
 
@@ -115,6 +116,11 @@ def pe_service_name(job: str, pe: int | str) -> str:
     """``<job>-<peId>``: the PE's headless Service (whose DNS A record is its pod's IP), and the
     name of its ConfigMap and ProcessingElement."""
     return f"{job}-{pe}"
+
+
+def transport_secret_name(job: str) -> str:
+    """``<job>-transport``: the Secret holding the job's transport certificate and private key."""
+    return f"{job}-transport"
 
 
 def pe_id_of(name: str) -> int:

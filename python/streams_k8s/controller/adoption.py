@@ -31,7 +31,8 @@ async def adopt_orphans(
     """Give every orphan among ``children`` its owner reference; how many were adopted."""
     adopted = 0
     for child in children:
-        current = caches[child.resource].store.get(child.key)
+        cache = caches.get(child.resource)  # none for a kind read by name only (the transport Secret)
+        current = cache.store.get(child.key) if cache is not None else None
         owners = meta(child.body).get("ownerReferences")
         if current is None or not owners or not orphaned(current):
             continue

@@ -8,8 +8,6 @@ from streams_k8s.api.contract import (
     AADL_KEY,
     CONTENT_ID_ANNOTATION,
     NAME_TABLE_KEY,
-    TRANSPORT_CERT_KEY,
-    TRANSPORT_KEY_KEY,
     pe_service_name,
 )
 from streams_k8s.app.physical import PlannedPe
@@ -17,13 +15,9 @@ from streams_k8s.app.plan import Plan
 from streams_k8s.controller.children.metadata import ChildMetadata, pe_labels
 
 
-def name_table_config_map(
-    plan: Plan, metadata: ChildMetadata, stamp: str, transport: tuple[str, str] | None = None
-) -> dict[str, Any]:
-    """``<job>``: the name table dated ``stamp``, and the transport (certificate, key) if PEs use TLS."""
+def name_table_config_map(plan: Plan, metadata: ChildMetadata, stamp: str) -> dict[str, Any]:
+    """``<job>``: the name table dated ``stamp`` (the transport pair is in a Secret: `transport_secret`)."""
     data = {NAME_TABLE_KEY: plan.name_table_text(stamp)}
-    if transport is not None:
-        data[TRANSPORT_CERT_KEY], data[TRANSPORT_KEY_KEY] = transport
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata(metadata.job), "data": data}
 
 

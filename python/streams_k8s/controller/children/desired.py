@@ -5,7 +5,8 @@ the Job as controlling owner (`metadata`), in creation order:
 
 | kind | name | content |
 |---|---|---|
-| ConfigMap | `<job>` | name table `operator_port_labels.properties` (+ transport cert/key with TLSv1.2) |
+| ConfigMap | `<job>` | name table `operator_port_labels.properties` |
+| Secret | `<job>-transport` | with TLSv1.2: `transport.cert`, `transport.key` (`transport_secret`) |
 | ConfigMap | `<job>-<peId>` | `aadl.xml`, annotation `streams.ibm.com/contentId` |
 | Service | `<job>-<peId>` | headless, selecting the PE's pods by job and PE id (`services`): |
 | | | `sys-<i>` 10000+i/TCP, `sys-metrics`, `sys-notifications`, `sys-consistentregion` |
@@ -68,6 +69,7 @@ from streams_k8s.controller.children.names import (
 from streams_k8s.controller.children.pod import pod_template_hash
 from streams_k8s.controller.children.processing_elements import PeTemplate, processing_element, spec_inputs
 from streams_k8s.controller.children.services import pe_service
+from streams_k8s.controller.children.transport_secret import transport_secret
 from streams_k8s.controller.kinds import (
     CONSISTENT_REGION_OPERATORS,
     CONSISTENT_REGIONS,
@@ -79,7 +81,7 @@ from streams_k8s.controller.kinds import (
 )
 from streams_k8s.controller.planning import SubmissionFailure
 from streams_k8s.k8s.client import Resource
-from streams_k8s.k8s.kinds import CONFIGMAPS, SERVICES
+from streams_k8s.k8s.kinds import CONFIGMAPS, SECRETS, SERVICES
 from streams_k8s.k8s.objects import ObjectKey
 
 
@@ -175,8 +177,10 @@ def desired_objects(
     template = PeTemplate(job.spec, len(plan.pes))
     kept = earlier.reusable(str(job.metadata.name), plan, template) if earlier is not None else {}
     pes = [kept.get(pe.id) or _pe_children(pe, metadata, template) for pe in plan.pes]
+    secret = [Desired(SECRETS, transport_secret(metadata, transport))] if transport is not None else []
     return [
-        Desired(CONFIGMAPS, name_table_config_map(plan, metadata, stamp, transport)),
+        Desired(CONFIGMAPS, name_table_config_map(plan, metadata, stamp)),
+        *secret,
         *(config_map for config_map, _, _ in pes),
         *(service for _, service, _ in pes),
         *_regions_and_streams(plan, metadata),

@@ -43,9 +43,15 @@ from streams_k8s.api.contract import (
     SVC_LABEL,
     SVC_PE,
     pe_service_name,
+    transport_secret_name,
 )
 from streams_k8s.api.job import Job
-from streams_k8s.api.processing_element import BuildType, ProcessingElement, ProcessingElementSpec
+from streams_k8s.api.processing_element import (
+    BuildType,
+    ProcessingElement,
+    ProcessingElementSpec,
+    TransportSecurityType,
+)
 from streams_k8s.controller.children.pe_ports import container_ports
 from streams_k8s.controller.placement.constraints import PodPlacement
 
@@ -166,10 +172,15 @@ class _Volumes:
 
     @classmethod
     def of(cls, spec: ProcessingElementSpec, job: str, settings: PeRuntimeSettings) -> _Volumes:
-        """The PE's and the job's ConfigMaps, then the data directory, if any."""
+        """The PE's and the job's ConfigMaps (with TLS, the job's one projected with its transport
+        Secret into the same directory), then the data directory, if any."""
         volumes = cls()
         volumes.add("pe-config-volume", PE_CONFIG_DIR, {"configMap": {"name": pe_service_name(job, spec.id)}})
-        volumes.add("job-config-volume", JOB_CONFIG_DIR, {"configMap": {"name": job}})
+        job_config: dict[str, Any] = {"configMap": {"name": job}}
+        if spec.transport_security_type is TransportSecurityType.TLS_V1_2:
+            transport = {"secret": {"name": transport_secret_name(job)}}
+            job_config = {"projected": {"sources": [job_config, transport]}}
+        volumes.add("job-config-volume", JOB_CONFIG_DIR, job_config)
         if spec.data_volume_claim is not None:
             claim = spec.data_volume_claim
             volumes.add("data-volume", DATA_DIR, _claim(claim.name), claim.sub_path)

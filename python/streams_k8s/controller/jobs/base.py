@@ -8,7 +8,7 @@ submitted job kept as planned (`jobs.running`) and the submission itself (`jobs.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -19,14 +19,18 @@ from streams_k8s.api.contract import (
     APP_VALUE,
     JOB_LABEL,
     PE_LABEL,
-    TRANSPORT_CERT_KEY,
-    TRANSPORT_KEY_KEY,
 )
 from streams_k8s.api.job import Job, JobPhase
 from streams_k8s.app.plan import Plan
 from streams_k8s.controller.bundles.fetch import BundleFetcher
 from streams_k8s.controller.children.changes import ChildChanges
 from streams_k8s.controller.children.desired import Desired
+from streams_k8s.controller.children.transport_secret import (
+    config_map_transport,
+    live_secret,
+    rendered_transport,
+    secret_transport,
+)
 from streams_k8s.controller.jobs.counts import JobCounts
 from streams_k8s.controller.jobs.health import with_health
 from streams_k8s.controller.jobs.status import JobStatusView
@@ -85,12 +89,7 @@ class KeptPlan:
     @property
     def transport(self) -> tuple[str, str] | None:
         """The job's transport certificate and key (kept across re-plans), if it has them."""
-        return transport_of(self.children[0].body["data"])  # the name table
-
-
-def transport_of(table: Mapping[str, str]) -> tuple[str, str] | None:
-    """The transport certificate and key a name table ConfigMap's data holds, if any."""
-    return (table[TRANSPORT_CERT_KEY], table[TRANSPORT_KEY_KEY]) if TRANSPORT_CERT_KEY in table else None
+        return rendered_transport(self.children)
 
 
 def utc_now() -> datetime:
@@ -183,11 +182,13 @@ class JobControllerBase:
         current = self.jobs.store.get(ObjectKey(str(m.get("namespace")), str(m.get("name"))))
         return current is not None and meta(current).get("uid") == m.get("uid")
 
-    def _live_transport(self, namespace: str, job: str) -> tuple[str, str] | None:
-        """The transport certificate the job's PEs use now (its name table's), if any: a re-plan
-        keeps it rather than making another."""
+    async def _live_transport(self, namespace: str, job: str) -> tuple[str, str] | None:
+        """The transport certificate the job's PEs use now (its Secret's, read by name: no cache
+        of Secrets; else the name table's, as an earlier release wrote it), if any: a re-plan keeps
+        it rather than making another."""
+        secret = await live_secret(self.client, namespace, job)
         table = self.configmaps.store.get(ObjectKey(namespace, job))
-        return transport_of((table or {}).get("data") or {})
+        return secret_transport(secret) or config_map_transport(table)
 
     def retained(self) -> dict[str, int]:
         """Entries kept per Job, by cache (none once every Job is gone)."""

@@ -99,6 +99,7 @@ class PlannedJobs(JobControllerBase):
         )
         nodes = schedulable_nodes(self.nodes.store.select())
         planned_nodes = status.planned_nodes or max(len(nodes), 1)
+        transport = await self._live_transport(namespace, str(job.metadata.name))
         planned = await asyncio.to_thread(
             self._build,
             job,
@@ -108,7 +109,7 @@ class PlannedJobs(JobControllerBase):
             planned_nodes,
             nodes,
             self._live_ids(job, uid),
-            self._live_transport(namespace, str(job.metadata.name)),
+            transport,
         )
         changed |= set_condition(
             conditions,
@@ -185,13 +186,19 @@ class PlannedJobs(JobControllerBase):
         )
         return pe_ids(pes, uid)
 
+    def _cached_child(self, child: Desired) -> bool:
+        """The cache of its kind holds ``child``; False for a kind without one (the transport
+        Secret: Secrets are read by name only), whose create then says (409) if it is there."""
+        cache = self.children.get(child.resource)
+        return cache is not None and cache.store.get(child.key) is not None
+
     async def _create_missing(self, children: list[Desired], wanted: Callable[[Desired], bool]) -> int:
         """Create every child the caches lack (in order, a bounded batch at a time); 409 is success.
 
         A child the API server refuses for what it is (400, 413, 422) raises `SubmissionFailure`
         (`child_limits.refused`): trying it again would be refused again."""
         await adopt_orphans(self.client, children, self.children)  # left by a Job of the same name
-        missing = [c for c in children if self.children[c.resource].store.get(c.key) is None and wanted(c)]
+        missing = [c for c in children if not self._cached_child(c) and wanted(c)]
         slots = asyncio.Semaphore(CREATE_CONCURRENCY)
 
         async def create(child: Desired) -> None:

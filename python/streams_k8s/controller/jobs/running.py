@@ -14,6 +14,7 @@ from streams_k8s.controller.bundles.fetch import BUNDLE_CHANGED
 from streams_k8s.controller.children.desired import Desired
 from streams_k8s.controller.children.limits import REFUSED, refused
 from streams_k8s.controller.children.services import service_update
+from streams_k8s.controller.children.transport_secret import retire_config_map_transport
 from streams_k8s.controller.jobs.base import BUNDLE_FETCHED, applied_job, status_written, utc_now
 from streams_k8s.controller.jobs.health import PODS_READY, READY, with_health
 from streams_k8s.controller.jobs.status import JobStatusView
@@ -25,7 +26,7 @@ from streams_k8s.k8s.conditions import parse_time, set_condition
 from streams_k8s.k8s.controller import Requeue
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.kinds import SERVICES
-from streams_k8s.k8s.objects import Object, ObjectKey, meta
+from streams_k8s.k8s.objects import Object, ObjectKey, meta, object_key
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +80,8 @@ class RunningJobs(UpgradingJobs):
                 status = status.with_(message=submitted_message(len(planned.plan.pes)))
             obj, status, plan, children = await self._follow_widths(obj, running, planned, status)
             refusal = await self._keep_children(obj, plan, children)
+            table = self.configmaps.store.get(object_key(obj))  # an earlier release's transport pair
+            await retire_config_map_transport(self.client, table)
             if refusal is not None:  # the job runs on without it; say so once
                 if status.message != refusal.message:
                     await self.recorder.record(obj, "Warning", refusal.reason, refusal.message)

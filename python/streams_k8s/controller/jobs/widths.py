@@ -36,8 +36,6 @@ from streams_k8s.api.contract import (
     JOB_LABEL,
     NAME_TABLE_KEY,
     SVC_LABEL,
-    TRANSPORT_CERT_KEY,
-    TRANSPORT_KEY_KEY,
     pe_service_name,
 )
 from streams_k8s.app.plan import Plan, PlanDiff, diff_plans
@@ -180,25 +178,21 @@ async def apply(client: KubeClient, change: WidthChange) -> None:
 
 
 def name_table_written(live: Object | None, wanted: Desired) -> bool:
-    """The job's ConfigMap ``live`` holds the wanted name table and transport certificate: its date
-    line aside (a table rewritten only to move it would have every PE pod's mounted copy updated)."""
+    """The job's ConfigMap ``live`` holds the wanted name table: its date line aside (a table
+    rewritten only to move it would have every PE pod's mounted copy updated)."""
     if live is None:
         return False
-    have, want = live.get("data") or {}, wanted.body["data"]
-    return {**have, NAME_TABLE_KEY: undated(have.get(NAME_TABLE_KEY, ""))} == {
-        **want,
-        NAME_TABLE_KEY: undated(want[NAME_TABLE_KEY]),
-    }
+    have = (live.get("data") or {}).get(NAME_TABLE_KEY, "")
+    return undated(have) == undated(wanted.body["data"][NAME_TABLE_KEY])
 
 
 async def write_name_table(
     client: KubeClient, wanted: Mapping[tuple[Resource, str], Desired], namespace: str, job: str
 ) -> None:
-    """The job's ConfigMap: its name table, and the transport certificate the PEs use (removed
-    when they no longer use TLS)."""
+    """The job's ConfigMap: its name table (the transport pair is the job's Secret's: an earlier
+    release's pair in the ConfigMap is moved by `retire_config_map_transport`)."""
     table = wanted[(CONFIGMAPS, job)]
-    data = table.body["data"]
-    patch = {key: data.get(key) for key in (NAME_TABLE_KEY, TRANSPORT_CERT_KEY, TRANSPORT_KEY_KEY)}
+    patch = {NAME_TABLE_KEY: table.body["data"][NAME_TABLE_KEY]}
     await _write(table, client.patch(CONFIGMAPS, job, {"data": patch}, namespace))
 
 

@@ -156,7 +156,8 @@ def entries_changed(old: dict[str, Any] | None, new: dict[str, Any] | None) -> b
 
 
 def mounted_config_map(pod: dict[str, Any], directory: str) -> str | None:
-    """The ConfigMap the pod's first container sees at `directory` (None: nothing mounted there)."""
+    """The ConfigMap the pod's first container sees at `directory`, itself or projected with other
+    sources (a TLS job's transport Secret); None: nothing mounted there."""
     spec = pod.get("spec") or {}
     containers = spec.get("containers") or [{}]
     mount = next(
@@ -165,6 +166,8 @@ def mounted_config_map(pod: dict[str, Any], directory: str) -> str | None:
     if mount is None:
         return None
     volume = next((v for v in spec.get("volumes") or [] if v.get("name") == mount.get("name")), None)
-    source = (volume or {}).get("configMap") or {}
+    projected = ((volume or {}).get("projected") or {}).get("sources") or []
+    sources = [volume or {}, *projected]
+    source: dict[str, Any] = next((s["configMap"] for s in sources if s.get("configMap")), {})
     name = source.get("name")
     return str(name) if name else None
