@@ -1,21 +1,33 @@
-"""What the chaos suite watches and checks: live pods per PE over the whole run, and the sizes."""
+"""What the chaos suite watches and checks: live pods per PE over the whole run, the sizes, and a
+job's convergence under a mix of API faults on every request of the operator's."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import os
+import time
 from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import aiohttp
 import orjson
 
+from job_inventory import Inventory, synthetic_job
+from k8s_support import eventually_async
+from operator_process import OperatorProcess
+from request_split import request_split
 from streams_k8s.api.contract import APP_LABEL, APP_VALUE, JOB_LABEL, PE_LABEL, SVC_LABEL, SVC_PE
+from streams_k8s.controller.kinds import JOBS
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.kinds import PODS
 from streams_k8s.k8s.objects import Object
+from streams_k8s.sandbox import Sandbox
+from streams_k8s.sandbox.kubeconfig import write_kubeconfig
+from tokens import token_for
 
 
 @dataclass(frozen=True)
@@ -99,3 +111,40 @@ class PodMonitor:
                             self._apply(event["type"], event["object"])
             except (ApiError, aiohttp.ClientError, OSError, TimeoutError, orjson.JSONDecodeError):
                 await asyncio.sleep(0.1)  # a dropped or failed stream: resume where it was
+
+
+OPERATOR_ACCOUNT = "streams-k8s-operator"
+OPERATOR_USER = f"system:serviceaccount:default:{OPERATOR_ACCOUNT}"
+FAULT_MIX = (409, 429, 500)  # 409 on writes only; 429 with Retry-After: 1
+FAULT_SHARE = 0.3
+
+
+async def converge_under_fault_mix(
+    sandbox: Sandbox, client: KubeClient, pes: int, tmp: Path, *, faulty: bool, qps: int = 500
+) -> dict[str, Any]:
+    """Seconds from the operator's start to the exact inventory of a ``pes``-PE job created before
+    it (Running, every PE with its pod, ConfigMaps, Services, ...), and where its requests went
+    (`request_split`); ``faulty``: every request of the operator's, reads, watches and writes,
+    fails with `FAULT_SHARE`, its status drawn from `FAULT_MIX`. The operator runs under a
+    ServiceAccount token of its own: the faults spare the reads that check it."""
+    kubeconfig = write_kubeconfig(tmp / "operator", sandbox.url, await token_for(client, OPERATOR_ACCOUNT))
+    await client.create(JOBS, synthetic_job("mix", tmp, pes))
+    sandbox.faults.random.seed(35)
+    if faulty:
+        sandbox.faults.fail_mix(FAULT_MIX, FAULT_SHARE, retry_after=1, user=OPERATOR_USER)
+    problems: list[str] = []
+
+    async def exact() -> bool:
+        inventory = await Inventory.read(client, "mix")
+        problems[:] = inventory.problems(pes)
+        return not problems and (inventory.job.get("status") or {}).get("phase") == "Running"
+
+    with OperatorProcess(kubeconfig, tmp / "operator.log", qps=qps):
+        started = time.monotonic()
+        try:
+            await eventually_async(exact, within=600, every=0.2)
+        except TimeoutError:
+            raise AssertionError(f"inventory: {problems}") from None
+        seconds = time.monotonic() - started
+    sandbox.faults.clear()
+    return {"seconds": seconds, **request_split(sandbox.requests, OPERATOR_USER)}

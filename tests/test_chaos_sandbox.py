@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos_support import ChaosSize, PodMonitor
+from chaos_support import ChaosSize, PodMonitor, converge_under_fault_mix
 from job_inventory import Inventory, synthetic_job
 from k8s_support import eventually_async
 from operator_process import OperatorProcess
@@ -142,3 +142,18 @@ async def test_under_chaos_the_job_converges_with_every_invariant(
     finally:
         sandbox.faults.clear()
         await monitor.stop()
+
+
+@pytest.mark.chaos
+@pytest.mark.sandbox(nodes=3)
+async def test_under_a_fault_mix_on_every_request_the_job_converges_exactly(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path
+) -> None:
+    """Issue 35's mix at 10 PEs (100 in benches/bench_chaos.py, against the time without faults):
+    30% of every request of the operator's, reads, watches and writes, answered 409 (writes), 429
+    (Retry-After: 1) or 500; from the operator's start the job reaches its exact inventory."""
+    figures = await converge_under_fault_mix(sandbox, client, 10, tmp_path, faulty=True)
+    assert figures["watches_failed"] > 0
+    assert figures["lists_failed"] + figures["gets"] > 0
+    assert figures["writes_failed"] > 0
+    assert set(figures["answered"]) == {"409", "429", "500"}

@@ -12,8 +12,11 @@ import pytest
 from kubernetes_asyncio.client import ApiClient, CoreV1Api
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.kinds import CONFIGMAPS
 from streams_k8s.sandbox import Sandbox
-from streams_k8s.sandbox.authn import SIMULATION
+from streams_k8s.sandbox.authn import ADMIN, SIMULATION
 
 CMS = "/api/v1/namespaces/default/configmaps"
 
@@ -254,3 +257,23 @@ async def test_paused_workers_hold_and_step_garbage_collection(
         assert (await core.list_namespaced_config_map("default")).items == []
     with pytest.raises(KeyError):
         sandbox.step("no-such-worker")
+
+
+async def test_a_fault_mix_fails_reads_and_writes_of_one_user_with_drawn_statuses(sandbox: Sandbox) -> None:
+    sandbox.faults.random.seed(35)
+    sandbox.faults.fail_mix((409, 429, 500), 0.5, user=ADMIN)
+    seen: dict[str, set[tuple[int, float | None]]] = {"get": set(), "create": set()}
+    async with await KubeClient.connect(str(sandbox.kubeconfig_path)) as client:
+        client.max_retries = 0
+        for i in range(60):
+            body = {"metadata": {"name": f"m{i}", "namespace": "default"}}
+            for verb, call in (
+                ("get", client.get(CONFIGMAPS, "absent", "default")),
+                ("create", client.create(CONFIGMAPS, body)),
+            ):
+                try:
+                    await call
+                except ApiError as err:
+                    seen[verb].add((err.status, err.retry_after))
+    assert seen["get"] == {(404, None), (429, 1), (500, None)}  # never a 409 on a read
+    assert seen["create"] == {(409, None), (429, 1), (500, None)}

@@ -253,9 +253,11 @@ class KubeClient:
         await self._api.update_params_for_auth(headers, [], ["BearerToken"])
         return headers
 
-    def _may_retry(self, method: str, error: ApiError) -> bool:
+    def _may_retry(self, method: str, error: ApiError, idempotent: bool) -> bool:
         if error.status == 429 or error.retry_after is not None:
             return True  # the server asked us to come back; it did not act on the request
+        if idempotent:  # a create by a name of its own: again after a 5xx, a lost answer, a conflict
+            return error.retryable or (error.conflict and not error.already_exists)
         # POST is not idempotent: after a 5xx or a lost answer the caller decides (409 tells it).
         return method != "POST" and error.retryable
 
@@ -275,8 +277,11 @@ class KubeClient:
         body: Any = None,
         content_type: str = JSON,
         before_send: Callable[[], None] | None = None,
+        idempotent: bool = False,
     ) -> Object:
-        """Send one request (with retries) and return the decoded answer. ``before_send`` runs right
+        """Send one request (with retries) and return the decoded answer; ``idempotent``: a POST
+        that may be sent again (`create_if_absent`: the name is the object's own, a second create
+        answers AlreadyExists) is retried as the other methods are. ``before_send`` runs right
         before each attempt goes out, once the rate limit and a slot let it (a create that waited
         there behind others can still be called off: `controller.stop_if_owner_deleted`); what it
         raises ends the request unsent."""
@@ -316,7 +321,7 @@ class KubeClient:
                 reloaded = True
                 await self.reload_credentials()
                 continue
-            if attempt < self.max_retries and self._may_retry(method, error):
+            if attempt < self.max_retries and self._may_retry(method, error, idempotent):
                 delay = self._retry_delay(error, attempt)
                 attempt += 1
                 log.debug("%s %s answered %s; retry %d in %.2fs", method, path, status, attempt, delay)
@@ -462,11 +467,18 @@ class KubeClient:
         namespace: str | None = None,
         field_manager: str | None = None,
         before_send: Callable[[], None] | None = None,
+        idempotent: bool = False,
     ) -> Object:
         path = resource.path(self._namespace(resource, namespace, obj))
-        query = {"fieldManager": field_manager}
         return await self.request(
-            "POST", resource, path, verb="create", body=obj, query=query, before_send=before_send
+            "POST",
+            resource,
+            path,
+            verb="create",
+            body=obj,
+            query={"fieldManager": field_manager},
+            before_send=before_send,
+            idempotent=idempotent,
         )
 
     async def create_if_absent(
@@ -476,9 +488,10 @@ class KubeClient:
         namespace: str | None = None,
         before_send: Callable[[], None] | None = None,
     ) -> Object | None:
-        """Create; None when it exists already (with deterministic names, creating is idempotent)."""
+        """Create; None when it exists already (with deterministic names, creating is idempotent:
+        a 5xx, a lost answer or a conflict is retried as for any other write)."""
         try:
-            return await self.create(resource, obj, namespace, before_send=before_send)
+            return await self.create(resource, obj, namespace, before_send=before_send, idempotent=True)
         except ApiError as err:
             if err.already_exists:
                 return None

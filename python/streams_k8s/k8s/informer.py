@@ -6,10 +6,10 @@ then watch from that resourceVersion with bookmarks, tracking the RV of every ev
 server closes (``timeoutSeconds``, at most twice ``watch_timeout``) resumes from the last RV, and
 counts as a sign of life; a watch that sends nothing (no event, bookmark or end) for the
 inactivity timeout is stalled: it is cut and the cache relisted (what the stall hid is then
-reported as changes); 410 Gone means relist. Failures back off
-with jitter. ``run`` never returns: every failure is counted, logged and retried. An informer of
-several namespaces runs one of each (its parts) into its store: a part's relist swaps only its own
-namespace, and it is synced once they all are.
+reported as changes); 410 Gone means relist. Failures back off with jitter, from the start
+again after each healthy watch. ``run`` never returns: every failure is counted, logged and
+retried. An informer of several namespaces runs one of each (its parts) into its store: a part's
+relist swaps only its own namespace, and it is synced once they all are.
 """
 
 from __future__ import annotations
@@ -141,7 +141,11 @@ class Informer:
                 if not self.resource_version:
                     await self.relist()
                 if await self.watch():
-                    continue  # closed by the server after a healthy run: resume at once
+                    # closed by the server after a healthy run: resume at once, and the failures
+                    # before it are over (a server failing a share of requests must not push the
+                    # next reconnect towards the 30 s maximum: the cache would lag that long)
+                    self.backoff.reset()
+                    continue
                 reason = "closed"
             except WatchExpired:
                 self._error("gone", "resourceVersion %s expired; relisting", self.resource_version)

@@ -44,6 +44,9 @@ class RequestFault:
     after_commit: bool = False  # carry the request out, then answer the error
     simulation: bool = False  # the simulated cluster's requests too
     user: str | None = None  # only this user's requests (a pod's service account)
+    # Instead of ``status``: one drawn at random per failed request among these (409 for writes
+    # only: a read or watch draws among the others), 429 with ``retry_after``.
+    statuses: tuple[int, ...] = ()
 
     def matches(self, info: RequestInfo, user: str = "") -> bool:
         return (
@@ -59,18 +62,28 @@ class RequestFault:
             and (self.name is None or self.name == info.name)
         )
 
-    def error(self) -> ApiError:
-        assert self.status is not None
+    def error(self, status: int | None = None) -> ApiError:
+        status = status if status is not None else self.status
+        assert status is not None
         messages = {
             409: "Operation cannot be fulfilled: the object has been modified (injected conflict)",
             429: "Too many requests, please try again later (injected)",
             500: "Internal error (injected)",
         }
-        message = self.message or messages.get(self.status, f"injected error {self.status}")
-        return ApiError(self.status, message, retry_after=self.retry_after)
+        message = self.message or messages.get(status, f"injected error {status}")
+        retry_after = self.retry_after if status == 429 or not self.statuses else None
+        return ApiError(status, message, retry_after=retry_after)
+
+    def drawn_status(self, info: RequestInfo, rng: random.Random) -> int | None:
+        """The status this rule fails ``info`` with (None: it only delays)."""
+        if not self.statuses:
+            return self.status
+        eligible = [s for s in self.statuses if s != 409 or info.verb in _WRITES]
+        return rng.choice(eligible) if eligible else None
 
 
 _Answer = TypeVar("_Answer")
+_WRITES = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
 
 class Faults:
@@ -125,6 +138,29 @@ class Faults:
         self.rules.append(rule)
         return rule
 
+    def fail_mix(
+        self,
+        statuses: tuple[int, ...],
+        probability: float,
+        *,
+        retry_after: int = 1,
+        user: str | None = None,
+        simulation: bool = False,
+    ) -> RequestFault:
+        """Fail each request (reads, watches and writes alike) with ``probability``, its status drawn
+        among ``statuses`` (409 for writes only; 429 with ``retry_after``), until cleared."""
+        rule = RequestFault(
+            None,
+            count=None,
+            retry_after=retry_after,
+            probability=probability,
+            simulation=simulation,
+            user=user,
+            statuses=statuses,
+        )
+        self.rules.append(rule)
+        return rule
+
     def delay(
         self,
         seconds: float,
@@ -159,8 +195,9 @@ class Faults:
             if rule.probability < 1.0 and self.random.random() >= rule.probability:
                 continue  # spared this time
             latency += rule.latency
-            if error is None and rule.status is not None:
-                error, after = rule.error(), rule.after_commit
+            status = rule.drawn_status(info, self.random)
+            if error is None and status is not None:
+                error, after = rule.error(status), rule.after_commit
             if rule.count is not None:
                 rule.count -= 1
                 if rule.count <= 0:
@@ -225,6 +262,14 @@ class Faults:
                 simulation=simulation,
                 user=spec.get("user"),
                 **where,
+            )
+        elif action == "failMix":
+            self.fail_mix(
+                tuple(int(x) for x in spec["statuses"]),
+                float(spec["probability"]),
+                retry_after=int(spec.get("retryAfter", 1)),
+                user=spec.get("user"),
+                simulation=simulation,
             )
         elif action == "delay":
             self.delay(float(spec["seconds"]), spec.get("count"), simulation=simulation, **where)

@@ -99,7 +99,8 @@ class PlannedJobs(JobControllerBase):
         )
         nodes = schedulable_nodes(self.nodes.store.select())
         planned_nodes = status.planned_nodes or max(len(nodes), 1)
-        transport = await self._live_transport(namespace, str(job.metadata.name))
+        name = str(job.metadata.name)
+        transport = await self._live_transport(namespace, name) if needs_transport_certificate(job) else None
         planned = await asyncio.to_thread(
             self._build,
             job,

@@ -216,10 +216,13 @@ class InstanceRestApi:
         return web.Response(status=204)
 
     async def _write_connectivity(self, key: ObjectKey, pe: Object, value: str) -> None:
-        name, namespace, started = key.name, key.namespace, await self._started_status(pe)
+        name, namespace, started = key.name, key.namespace, None
         try:
-            if started is not None:
-                # Conditional: the pod facts were read against this version of the PE.
+            for _ in range(_EDIT_ATTEMPTS):
+                if (started := await self._started_status(pe)) is None:
+                    break
+                # Conditional on the PE the pod facts were read against; a conflict reads both again
+                # (the controller would record the pod itself only after its report grace: seconds)
                 status = {**started, "connectivity": value}
                 patch = {"metadata": {"resourceVersion": meta(pe).get("resourceVersion")}, "status": status}
                 try:
@@ -228,7 +231,8 @@ class InstanceRestApi:
                     return
                 except ApiError as err:
                     if not err.conflict:
-                        raise  # else the PE moved on: the controller records its pod itself
+                        raise
+                pe = await self.client.get(PES, name, namespace)
             shown = (pe.get("status") or {}).get("connectivity"), self._written.get(key, value)
             if started is not None or shown != (value, value):
                 await self.client.patch_status(PES, name, {"connectivity": value}, namespace)
@@ -295,12 +299,8 @@ class InstanceRestApi:
         for service in self.services.store.select_by_labels({JOB_LABEL: name}, namespace):
             for port in (service.get("spec") or {}).get("ports") or ():
                 if port.get("name") == port_name:
-                    info = {
-                        "canonicalName": f"{meta(service)['name']}.{namespace}",
-                        "port": port["port"],
-                        "protocol": port.get("protocol", "TCP"),
-                    }
-                    return json_response(info)
+                    info = {"canonicalName": f"{meta(service)['name']}.{namespace}", "port": port["port"]}
+                    return json_response({**info, "protocol": port.get("protocol", "TCP")})
         raise RestError(404, "NotFound", f"job '{name}' has no endpoint '{request.match_info['ep']}'")
 
     @staticmethod
