@@ -144,12 +144,14 @@ def test_api_faults_slow_a_submission_down_at_most_3x(benchmark: Any, tmp_path: 
     print(f"\n30% API faults on a {pes}-PE job: {figures}")
 
 
-async def _converge(pes: int, faulty: bool, tmp: Path) -> dict[str, Any]:
+async def _converge(pes: int, faulty: bool, tmp: Path, seed: int) -> dict[str, Any]:
     async with (
         Sandbox(nodes=max(3, pes // 60), schema_guard=False) as sandbox,
         await KubeClient.connect(str(sandbox.kubeconfig_path)) as client,
     ):
-        return await converge_under_fault_mix(sandbox, client, pes, tmp, faulty=faulty, qps=OPERATOR_QPS)
+        return await converge_under_fault_mix(
+            sandbox, client, pes, tmp, faulty=faulty, qps=OPERATOR_QPS, seed=seed
+        )
 
 
 @pytest.mark.parametrize("pes", [10, 100])
@@ -166,9 +168,9 @@ def test_a_fault_mix_on_every_request_slows_convergence_at_most_3x(
 
     def measure() -> dict[str, Any]:
         runs = []
-        for i in range(rounds):  # interleaved: the machine's load falls on both alike
-            clean = asyncio.run(_converge(pes, False, _fresh(tmp_path / f"clean-{i}")))
-            faulty = asyncio.run(_converge(pes, True, _fresh(tmp_path / f"faulty-{i}")))
+        for i in range(rounds):  # interleaved (the machine's load falls on both alike), a seed each
+            clean = asyncio.run(_converge(pes, False, _fresh(tmp_path / f"clean-{i}"), 35 + i))
+            faulty = asyncio.run(_converge(pes, True, _fresh(tmp_path / f"faulty-{i}"), 35 + i))
             runs.append((clean, faulty))
         ratios = sorted(f["seconds"] / c["seconds"] for c, f in runs)
         clean, faulty = runs[-1]

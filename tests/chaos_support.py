@@ -120,16 +120,24 @@ FAULT_SHARE = 0.3
 
 
 async def converge_under_fault_mix(
-    sandbox: Sandbox, client: KubeClient, pes: int, tmp: Path, *, faulty: bool, qps: int = 500
+    sandbox: Sandbox,
+    client: KubeClient,
+    pes: int,
+    tmp: Path,
+    *,
+    faulty: bool,
+    qps: int = 500,
+    seed: int = 35,
 ) -> dict[str, Any]:
     """Seconds from the operator's start to the exact inventory of a ``pes``-PE job created before
     it (Running, every PE with its pod, ConfigMaps, Services, ...), and where its requests went
     (`request_split`); ``faulty``: every request of the operator's, reads, watches and writes,
     fails with `FAULT_SHARE`, its status drawn from `FAULT_MIX`. The operator runs under a
-    ServiceAccount token of its own: the faults spare the reads that check it."""
+    ServiceAccount token of its own: the faults spare the reads that check it. ``seed``: of the
+    faults' draws (the same requests in the same order fail alike)."""
     kubeconfig = write_kubeconfig(tmp / "operator", sandbox.url, await token_for(client, OPERATOR_ACCOUNT))
     await client.create(JOBS, synthetic_job("mix", tmp, pes))
-    sandbox.faults.random.seed(35)
+    sandbox.faults.random.seed(seed)
     if faulty:
         sandbox.faults.fail_mix(FAULT_MIX, FAULT_SHARE, retry_after=1, user=OPERATOR_USER)
     problems: list[str] = []

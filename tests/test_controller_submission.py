@@ -18,6 +18,7 @@ from streams_k8s.api.contract import (
 from streams_k8s.api.processing_element import ProcessingElementSpec
 from streams_k8s.app.adl import parse_adl
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl
+from streams_k8s.controller.children.creation_order import creation_waits
 from streams_k8s.controller.children.desired import Desired, Rendered, desired_objects
 from streams_k8s.controller.children.transport_secret import secret_transport
 from streams_k8s.controller.kinds import CONSISTENT_REGIONS, PES
@@ -192,3 +193,20 @@ def test_an_edit_takes_the_children_of_the_pes_it_leaves_as_they_run() -> None:
     traced = validate_job(manifest(fusion={"manual": 6}, processingElement={"runtimeTraceLevel": "DEBUG"}))
     retraced = desired_objects(traced, UID, plan, generation=2, stamp=stamp, earlier=earlier)
     assert not {id(c) for c in retraced} & {id(c) for c in running}
+
+
+def test_a_pe_is_created_after_its_own_config_map_and_service_and_the_jobs_shared_children() -> None:
+    objects = children(SyntheticSpec(chains=2, length=1, pools=1), fusion={"manual": 2})
+    waits = [
+        {(objects[w].resource.plural, objects[w].name) for w in after} for after in creation_waits(objects)
+    ]
+    shared = {(o.resource.plural, o.name) for o in objects if PE_LABEL not in o.body["metadata"]["labels"]}
+    assert ("configmaps", "unit") in shared
+    assert ("streamshostpools", "unit-0") in shared
+    for child, after in zip(objects, waits, strict=True):
+        if child.resource == PES:  # its own ConfigMap and Service, the shared ones, nothing else
+            assert after == shared | {("configmaps", child.name), ("services", child.name)}
+        elif PE_LABEL in child.body["metadata"]["labels"]:
+            assert after == set()  # a PE's ConfigMap and Service need nothing
+        else:  # the shared ones keep their kinds' order
+            assert all(kind != child.resource.plural for kind, _ in after)

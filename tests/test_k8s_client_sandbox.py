@@ -179,6 +179,31 @@ async def test_a_5xx_with_retry_after_is_retried_even_for_creates(
     assert created["metadata"]["name"] == "u"
 
 
+async def test_a_create_by_its_own_name_is_retried_after_a_5xx_or_a_conflict(
+    sandbox: Sandbox, client: KubeClient
+) -> None:
+    sandbox.faults.fail(500, 1, verb="create", resource="configmaps")
+    sandbox.faults.fail(409, 1, verb="create", resource="configmaps")  # a conflict, not AlreadyExists
+    sandbox.faults.fail(500, 1, verb="create", resource="configmaps", after_commit=True)  # a lost answer
+    assert await client.create_if_absent(CONFIGMAPS, configmap("v"), "default") is None  # made, then 409
+    assert (await client.get(CONFIGMAPS, "v", "default"))["metadata"]["name"] == "v"
+
+
+async def test_a_watch_request_answered_429_or_5xx_is_sent_again(
+    sandbox: Sandbox, client: KubeClient
+) -> None:
+    sandbox.faults.fail(500, 1, verb="watch", resource="configmaps")
+    sandbox.faults.fail(429, 1, verb="watch", resource="configmaps", retry_after=1)
+    query = {"watch": "true", "timeoutSeconds": 1}
+    async with client.stream(CONFIGMAPS, CONFIGMAPS.path("default"), query, 5.0) as response:
+        assert response.status == 200
+    sandbox.faults.fail(410, 1, verb="watch", resource="configmaps")  # Gone: the informer relists
+    with pytest.raises(ApiError) as gone:
+        async with client.stream(CONFIGMAPS, CONFIGMAPS.path("default"), query, 5.0):
+            pass
+    assert gone.value.gone
+
+
 async def test_concurrency_and_qps_limits(sandbox: Sandbox) -> None:
     sandbox.faults.delay(0.2, verb="list")
     async with await KubeClient.connect(str(sandbox.kubeconfig_path), max_concurrency=2) as limited:

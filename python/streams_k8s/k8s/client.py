@@ -333,9 +333,11 @@ class KubeClient:
     async def stream(
         self, resource: Resource, path: str, query: Mapping[str, Any], connect_timeout: float
     ) -> AsyncIterator[aiohttp.ClientResponse]:
-        """Open a long-lived response (a watch); the caller reads it and enforces idle time."""
+        """Open a long-lived response (a watch); the caller reads it and enforces idle time. A
+        request answered 429 or 5xx is sent again as any read is (its resourceVersion still holds):
+        a watch reconnects in a fraction of a second, not after its informer's backoff."""
         params = _query(query)
-        reloaded = False
+        reloaded, attempt = False, 0
         while True:
             await self._bucket.acquire()
             started = time.monotonic()
@@ -358,10 +360,18 @@ class KubeClient:
                 reloaded = True
                 await self.reload_credentials()
                 continue
-            break
+            if 200 <= status < 300:
+                break
+            try:
+                error = _decode_error(status, await response.read(), response.headers)
+            finally:
+                response.close()
+            if attempt < self.max_retries and self._may_retry("GET", error, idempotent=False):
+                await asyncio.sleep(self._retry_delay(error, attempt))
+                attempt += 1
+                continue
+            raise error
         try:
-            if not 200 <= status < 300:
-                raise _decode_error(status, await response.read(), response.headers)
             yield response
         finally:
             response.close()

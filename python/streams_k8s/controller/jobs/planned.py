@@ -13,6 +13,7 @@ from streams_k8s.api.job import Job
 from streams_k8s.controller.adoption import adopt_orphans
 from streams_k8s.controller.bundles.fetch import BundleChanged, BundleError
 from streams_k8s.controller.children.certificates import needs_transport_certificate, transport_certificate
+from streams_k8s.controller.children.creation_order import creation_waits
 from streams_k8s.controller.children.desired import Desired, desired_objects
 from streams_k8s.controller.children.limits import REFUSED, check_children, refused
 from streams_k8s.controller.jobs.base import (
@@ -215,12 +216,18 @@ class PlannedJobs(JobControllerBase):
                         raise refused(child, err) from None
                     raise
 
-        # Kinds in order (PEs last, once their prerequisites exist); within a kind, concurrently.
-        for resource in dict.fromkeys(c.resource for c in missing):
-            results = await asyncio.gather(
-                *(create(c) for c in missing if c.resource == resource), return_exceptions=True
-            )
-            errors = [r for r in results if isinstance(r, BaseException)]
-            if errors:  # a refusal first: retrying cannot help it, whatever else failed
-                raise next((e for e in errors if isinstance(e, SubmissionFailure)), errors[0])
+        # Each once what it needs exists (`creation_order`): a PE after the job's shared children
+        # and its own ConfigMap and Service; a failed one fails those that wait for it.
+        tasks: list[asyncio.Task[None]] = []
+
+        async def after(child: Desired, waits: list[int]) -> None:
+            await asyncio.gather(*(tasks[i] for i in waits))
+            await create(child)
+
+        for child, waits in zip(missing, creation_waits(missing), strict=True):
+            tasks.append(asyncio.create_task(after(child, waits)))
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:  # a refusal first: retrying cannot help it, whatever else failed
+            raise next((e for e in errors if isinstance(e, SubmissionFailure)), errors[0])
         return len(missing)
