@@ -63,10 +63,12 @@ as a JSON list: watchNamespaces, else the release namespace. */}}
 - apiGroups: ["networking.k8s.io"]
   resources: ["networkpolicies"]
   verbs: ["get", "list", "watch", "create", "update", "delete"]
-# bundle.github.secret tokens (read only, by name)
+# bundle.github.secret tokens (read, by name); a TLSv1.2 job's transport Secret <job>-transport
+# (created, read back by name; removed with the Job by the garbage collector). Never list/watch:
+# the operator keeps no cache of Secrets.
 - apiGroups: [""]
   resources: ["secrets"]
-  verbs: ["get"]
+  verbs: ["get", "create"]
 # Events on Jobs and PEs (events.k8s.io/v1, or core/v1 where that is not served)
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
