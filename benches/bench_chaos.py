@@ -5,6 +5,9 @@
   and the inventory checked exact;
 - API faults: a 100-PE job with 30% of the API server's writes failing (random 500s) against the
   same job without faults; the slowdown (goal <= 3x);
+- fault mix (issue 35): a 100-PE job, 30% of every request of the operator's (reads, watches and
+  writes) failing with 409 (writes), 429 (Retry-After: 1) or 500, from the operator's start to
+  the exact inventory, against the same without faults, three seeds interleaved (goal <= 3x);
 - stalled watch: every watch of a running manager stalled; seconds until a change made meanwhile
   is in its cache (goal <= 15 s, the default `inactivity_timeout`);
 - leader kill: the default Lease timings (15/10/2 s); seconds from a SIGKILL just after a renewal
