@@ -62,7 +62,7 @@ async def test_the_leader_stays_behind_streams_api_while_the_api_server_fails(
     async def one_ready() -> bool:
         return list((await serving_endpoints(client)).values()) == [True]
 
-    await eventually_async(one_ready, within=60, every=0.5)
+    await eventually_async(one_ready, within=120, every=0.5)
     (leader,) = await serving_endpoints(client)
     pod = await client.get(PODS, leader, "default")
     address = host_address(pod["status"]["podIP"])
@@ -78,7 +78,7 @@ async def test_the_leader_stays_behind_streams_api_while_the_api_server_fails(
             async with http.get(readyz) as response:
                 return "API server failing" in await response.text()
 
-        await eventually_async(failing_seen, within=60, every=0.5)
+        await eventually_async(failing_seen, within=120, every=0.5)
         held_until = time.monotonic() + HELD
         while time.monotonic() < held_until:
             assert await serving_endpoints(client) == {leader: True}
