@@ -1,0 +1,164 @@
+"""Reads every PE's metrics on a period, keeps a bounded window per PE, derives each job's flow.
+
+One round: the targets (`targets.pod_targets`) read at most ``concurrency`` at a time, each with
+a ``timeout``; a reading parsed (`app.flow_samples`) into its PE's `PeWindow`; windows of PEs no
+longer targeted dropped (memory follows the cluster); each job's `JobFlow` derived anew, and the
+listeners told which jobs' flows were derived. A reading that fails (no answer, not 200, text
+that is not the exposition) marks the PE failing with the reason; its window is kept, so the
+PE's rates come back with its next good reading.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import aiohttp
+
+from streams_k8s.app.flow import FlowShape, JobFlow, job_flow
+from streams_k8s.app.flow_samples import ExpositionError, PeSample, parse_exposition
+from streams_k8s.app.flow_window import DEFAULT_READINGS, PeWindow
+from streams_k8s.controller.flow.targets import Target
+from streams_k8s.k8s.objects import ObjectKey
+
+log = logging.getLogger(__name__)
+
+DEFAULT_INTERVAL = 5.0  # the runtime refreshes its metrics every 5 s
+Listener = Callable[[set[ObjectKey]], None]
+PeRef = tuple[ObjectKey, int]
+
+
+@dataclass(slots=True)
+class ScrapeCounts:
+    """What the scraper did since it started, for its own metrics."""
+
+    rounds: int = 0
+    reads: int = 0
+    failures: int = 0
+    last_round_seconds: float = 0.0
+
+
+class FlowScraper:
+    def __init__(
+        self,
+        targets: Callable[[], Iterable[Target]],
+        *,
+        interval: float = DEFAULT_INTERVAL,
+        readings: int = DEFAULT_READINGS,
+        concurrency: int = 64,
+        timeout: float = 2.0,
+        shape_of: Callable[[ObjectKey], FlowShape | None] = lambda _: None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._targets, self._shape_of, self._clock = targets, shape_of, clock
+        self.interval, self.readings, self.timeout = interval, readings, timeout
+        self._concurrency = concurrency
+        self._windows: dict[PeRef, PeWindow] = {}
+        self._problems: dict[PeRef, str] = {}
+        self.flows: dict[ObjectKey, JobFlow] = {}
+        self.counts = ScrapeCounts()
+        self._listeners: list[Listener] = []
+        self._session: aiohttp.ClientSession | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def add_listener(self, listener: Listener) -> None:
+        """Call ``listener`` with the jobs whose flow each round derived."""
+        self._listeners.append(listener)
+
+    def flow(self, namespace: str, job: str) -> JobFlow | None:
+        return self.flows.get(ObjectKey(namespace, job))
+
+    def last_samples(self, job: ObjectKey) -> dict[int, PeSample]:
+        """The job's PEs' last good readings, by PE id."""
+        return {
+            pe: last for (key, pe), w in self._windows.items() if key == job and (last := w.last) is not None
+        }
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self._concurrency),
+                timeout=aiohttp.ClientTimeout(total=self.timeout),
+            )
+        return self._session
+
+    async def _read(self, url: str) -> PeSample:
+        async with self._client().get(url) as response:
+            if response.status != 200:
+                raise ExpositionError(f"GET {url}: HTTP {response.status}")
+            text = await response.text()
+        return parse_exposition(text)
+
+    async def _read_target(self, target: Target, gate: asyncio.Semaphore) -> None:
+        assert target.url is not None
+        ref = (target.job, target.pe)
+        async with gate:
+            try:
+                sample = await self._read(target.url)
+            except (aiohttp.ClientError, TimeoutError, ExpositionError, UnicodeDecodeError) as err:
+                self.counts.failures += 1
+                self._problems[ref] = f"{target.url}: {err or type(err).__name__}"
+                return
+        self.counts.reads += 1
+        self._problems.pop(ref, None)
+        window = self._windows.get(ref)
+        if window is None:
+            window = self._windows[ref] = PeWindow(self.readings)
+        window.add(self._clock(), sample)
+
+    async def scrape_once(self) -> None:
+        """One round (see the module docs)."""
+        started = time.perf_counter()
+        targets = list(self._targets())
+        gate = asyncio.Semaphore(self._concurrency)
+        await asyncio.gather(*(self._read_target(t, gate) for t in targets if t.url is not None))
+        wanted = {(t.job, t.pe) for t in targets}
+        for ref in [r for r in self._windows if r not in wanted]:
+            del self._windows[ref]
+        for ref in [r for r in self._problems if r not in wanted]:
+            del self._problems[ref]
+        self._derive(targets)
+        self.counts.rounds += 1
+        self.counts.last_round_seconds = time.perf_counter() - started
+
+    def _derive(self, targets: list[Target]) -> None:
+        pes: dict[ObjectKey, set[int]] = defaultdict(set)
+        for target in targets:
+            pes[target.job].add(target.pe)
+        flows = {}
+        for job, ids in pes.items():
+            windows = {pe: w for pe in ids if (w := self._windows.get((job, pe))) is not None}
+            problems = {pe: p for pe in ids if (p := self._problems.get((job, pe))) is not None}
+            pending = {pe: PeWindow(self.readings) for pe in ids if pe not in windows}
+            flows[job] = job_flow({**pending, **windows}, problems, self._shape_of(job))
+        self.flows = flows
+        for listener in self._listeners:
+            listener(set(flows))
+
+    async def _run(self) -> None:
+        while True:
+            started = self._clock()
+            try:
+                await self.scrape_once()
+            except Exception:  # a bug in one round must not end reading for good
+                log.exception("reading the PEs' metrics failed")
+            await asyncio.sleep(max(0.0, self.interval - (self._clock() - started)))
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="flow-scraper")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        if self._session is not None:
+            await self._session.close()
+            self._session = None

@@ -1,0 +1,148 @@
+"""The operator's reading of PE metrics over HTTP, and the job-level series it serves on /metrics."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from flow_expositions import OperatorCounts, pe_text, recorded
+from streams_k8s.app.flow import PeState
+from streams_k8s.controller.flow.exported import FlowCollector
+from streams_k8s.controller.flow.scraper import FlowScraper
+from streams_k8s.controller.flow.targets import Target
+from streams_k8s.k8s.objects import ObjectKey
+
+JOB = ObjectKey("ns", "shop")
+
+
+class PeServers:
+    """PE metric endpoints on one local server: /pe/<n> serves what ``texts[n]`` holds now."""
+
+    def __init__(self) -> None:
+        self.texts: dict[int, str] = {}
+        self.base = ""
+
+    async def handle(self, request: web.Request) -> web.Response:
+        pe = int(request.match_info["pe"])
+        if pe not in self.texts:
+            return web.Response(status=503, text="not up")
+        return web.Response(text=self.texts[pe], content_type="text/plain")
+
+    def target(self, pe: int) -> Target:
+        return Target(JOB, pe, f"{self.base}/pe/{pe}")
+
+
+@pytest.fixture
+async def servers() -> AsyncIterator[PeServers]:
+    found = PeServers()
+    app = web.Application()
+    app.router.add_get("/pe/{pe}", found.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    found.base = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    yield found
+    await runner.cleanup()
+
+
+class Clock:
+    now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_the_scraper_reads_each_pe_and_derives_the_job_flow(servers: PeServers) -> None:
+    clock = Clock()
+    targets = [servers.target(1), servers.target(2), Target(JOB, 3, None)]
+    scraper = FlowScraper(lambda: targets, clock=clock)
+    told: list[set[ObjectKey]] = []
+    scraper.add_listener(told.append)
+    servers.texts[1] = recorded("pe-1-at-0s.prom")
+    try:
+        await scraper.scrape_once()
+        flow = scraper.flow("ns", "shop")
+        assert flow is not None
+        assert flow.pes == {1: PeState.PENDING, 2: PeState.FAILING, 3: PeState.PENDING}
+        assert "HTTP 503" in flow.problems[2]
+        clock.now = 10.0
+        servers.texts[1] = recorded("pe-1-at-10s.prom")
+        await scraper.scrape_once()
+    finally:
+        await scraper.stop()
+    flow = scraper.flow("ns", "shop")
+    assert flow is not None
+    assert flow.pes[1] is PeState.READ
+    route = flow.operator("main.route")
+    assert route is not None
+    assert (route.tuples_in, route.tuples_out) == (400, 400)
+    assert told == [{JOB}, {JOB}]
+    assert (scraper.counts.reads, scraper.counts.failures) == (2, 2)
+
+
+async def test_a_pe_serving_no_exposition_is_failing_and_a_gone_pe_is_forgotten(servers: PeServers) -> None:
+    targets = [servers.target(1), servers.target(2)]
+    clock = Clock()
+    scraper = FlowScraper(lambda: list(targets), clock=clock)
+    servers.texts[1] = 'op_input_n_tuples_processed{name="a" 12\n'
+    servers.texts[2] = pe_text(1, 2, [OperatorCounts("a", 10, 10)], {})
+    try:
+        await scraper.scrape_once()
+        flow = scraper.flow("ns", "shop")
+        assert flow is not None
+        assert flow.pes[1] is PeState.FAILING
+        assert "unclosed labels" in flow.problems[1]
+        targets.pop()  # PE 2's pod is gone
+        clock.now = 5.0
+        await scraper.scrape_once()
+    finally:
+        await scraper.stop()
+    assert scraper.last_samples(JOB) == {}
+    flow = scraper.flow("ns", "shop")
+    assert flow is not None
+    assert set(flow.pes) == {1}
+
+
+async def test_the_operator_serves_job_series_named_as_the_streams_exporter(servers: PeServers) -> None:
+    clock = Clock()
+    channels = [2, 3, 4]
+    scraper = FlowScraper(lambda: [servers.target(n) for n in channels], clock=clock)
+    registry = CollectorRegistry()
+    registry.register(FlowCollector(scraper, max_operators=1))
+    try:
+        for at in (0.0, 10.0):
+            clock.now = at
+            for n in channels:
+                ops = [OperatorCounts(f"par[{n}].work", 100 * at, 90 * at), OperatorCounts("z", at, at)]
+                servers.texts[n] = pe_text(1, n, ops, {9: 10.0 * n})
+            await scraper.scrape_once()
+    finally:
+        await scraper.stop()
+    served = {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(generate_latest(registry).decode())
+        for sample in family.samples
+    }
+
+    def value(name: str, **labels: str) -> float | None:
+        key = tuple(sorted({"instancename": "ns", "jobname": "shop", **labels}.items()))
+        return served.get((name, key))
+
+    # three channels summed into their logical operator: one series however wide the region
+    work = {"operatorname": "par.work"}
+    assert value("streams_operator_ip_nTuplesProcessed", **work, inputportname="0") == 3000
+    assert value("streams_operator_op_nTuplesSubmitted", **work, outputportname="0") == 2700
+    assert value("streams_k8s_flow_operator_tuples_in_per_second", **work) == 300
+    assert value("streams_k8s_flow_stream_tuples_per_second", **work, outputportname="0") == 270
+    assert value("streams_job_max_congestionFactor") == 40
+    assert value("streams_k8s_flow_pes", state="read") == 3
+    assert not any("par[" in str(labels) for _, labels in served)
+    # over the limit of logical operators per job: counted, not served
+    assert value("streams_k8s_flow_operators_not_exported") == 1
+    assert value("streams_k8s_flow_operator_tuples_in_per_second", operatorname="z") is None
+    assert served[("streams_k8s_flow_reads_total", ())] == 6
