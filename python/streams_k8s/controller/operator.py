@@ -31,6 +31,8 @@ from streams_k8s.controller.coordinators import (
     CoordinatorObjectSettings,
     network_policies_served,
 )
+from streams_k8s.controller.flow.reading import start_reading
+from streams_k8s.controller.flow.scraper import FlowScraper
 from streams_k8s.controller.jobs.controller import JobController
 from streams_k8s.controller.milestones import JobMilestones
 from streams_k8s.controller.pes.controller import PeController
@@ -82,6 +84,7 @@ class InstanceOperator:
     runner: web.AppRunner
     broker: SubscriptionBroker | None = None
     api_port: int = 0
+    flow: FlowScraper | None = None  # the PEs' metrics, read while this replica leads
     _sessions: list[aiohttp.ClientSession] = field(default_factory=list)
     autoscalers: JobAutoscalerController | None = None
 
@@ -93,6 +96,8 @@ class InstanceOperator:
     async def stop(self) -> None:
         await self.runner.cleanup()
         await self.repository.stop()
+        if self.flow is not None:
+            await self.flow.stop()
         if self.broker is not None:
             self.broker.datagrams.close()
         for session in self._sessions:
@@ -204,6 +209,7 @@ async def setup(manager: Manager) -> InstanceOperator:
         cache, namespace_by_pod(pods_by_address, namespace), pinned_by_pod(pods_by_address, jobs.jobs)
     )
     await repository.start(settings.bind_address, settings.repository_port)
+    flow = start_reading(manager, pes.pods, jobs.plan_of, operator.flow_interval)
     return InstanceOperator(
         jobs,
         pes,
@@ -213,6 +219,7 @@ async def setup(manager: Manager) -> InstanceOperator:
         runner,
         broker,
         int(runner.addresses[0][1]),
+        flow,
         sessions,
         autoscalers,
     )

@@ -11,6 +11,7 @@ From the environment (an empty variable counts as unset where the default is uns
 | `STREAMS_K8S_RETRY_DELAY` | 10 | seconds to a failed submission's first retry (doubling) |
 | `STREAMS_K8S_PE_NOTIFICATION_HOST` | unset | where PE subscription datagrams go (not `<job>-<pe>.<ns>`) |
 | `STREAMS_K8S_PE_NOTIFICATION_PORT` | 10000 | their UDP port |
+| `STREAMS_K8S_FLOW_INTERVAL` | 5 | seconds between readings of the PE metrics (0: off) |
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from streams_k8s import __version__
 from streams_k8s.api.consistent_region import CoordinatorMode
 from streams_k8s.api.contract import NOTIFICATIONS_PORT
+from streams_k8s.controller.flow.scraper import DEFAULT_INTERVAL
 from streams_k8s.controller.jobs.base import RETRY_FIRST_DELAY
 
 PREFIX = "STREAMS_K8S_"
@@ -48,6 +50,7 @@ class OperatorSettings(BaseSettings):
     retry_delay: float = RETRY_FIRST_DELAY
     pe_notification_host: str | None = None
     pe_notification_port: int = NOTIFICATIONS_PORT
+    flow_interval: float = Field(DEFAULT_INTERVAL, ge=0)
 
     @field_validator(
         "bundle_cache",

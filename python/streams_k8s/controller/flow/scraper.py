@@ -53,9 +53,11 @@ class FlowScraper:
         concurrency: int = 64,
         timeout: float = 2.0,
         shape_of: Callable[[ObjectKey], FlowShape | None] = lambda _: None,
+        should_read: Callable[[], bool] = lambda: True,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._targets, self._shape_of, self._clock = targets, shape_of, clock
+        self._should_read = should_read
         self.interval, self.readings, self.timeout = interval, readings, timeout
         self._concurrency = concurrency
         self._windows: dict[PeRef, PeWindow] = {}
@@ -144,7 +146,10 @@ class FlowScraper:
         while True:
             started = self._clock()
             try:
-                await self.scrape_once()
+                if self._should_read():
+                    await self.scrape_once()
+                elif self.flows:  # no longer the leader: the new leader serves the flow
+                    self.flows = {}
             except Exception:  # a bug in one round must not end reading for good
                 log.exception("reading the PEs' metrics failed")
             await asyncio.sleep(max(0.0, self.interval - (self._clock() - started)))

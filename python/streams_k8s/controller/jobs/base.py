@@ -190,6 +190,12 @@ class JobControllerBase:
         table = self.configmaps.store.get(ObjectKey(namespace, job))
         return secret_transport(secret) or config_map_transport(table)
 
+    def plan_of(self, key: ObjectKey) -> Plan | None:
+        """The Job's plan as this replica last kept it (at the spec's widths); None if it has none."""
+        job = self.jobs.store.get(key)
+        kept = self._planned.get(str(meta(job).get("uid"))) if job is not None else None
+        return kept.plan if kept is not None else None
+
     def retained(self) -> dict[str, int]:
         """Entries kept per Job, by cache (none once every Job is gone)."""
         return {
