@@ -14,6 +14,7 @@ import orjson
 
 from k8s_support import eventually_async, sandbox_runtime
 from streams_k8s.cli.console import start_console
+from streams_k8s.console.live_flow import FlowSource
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.sandbox import Sandbox
 
@@ -25,12 +26,14 @@ class RunningConsole:
 
 
 @contextlib.asynccontextmanager
-async def console(sandbox: Sandbox, cache: Path, auth: str = "none") -> AsyncIterator[RunningConsole]:
+async def console(
+    sandbox: Sandbox, cache: Path, auth: str = "none", flow: FlowSource | None = None
+) -> AsyncIterator[RunningConsole]:
     settings = sandbox_runtime(sandbox)
     manager = Manager(settings)
     await manager.connect()
     async with contextlib.AsyncExitStack() as stack:
-        server = await start_console(manager, stack, cache, host="127.0.0.1", port=0, auth=auth)
+        server = await start_console(manager, stack, cache, host="127.0.0.1", port=0, auth=auth, flow=flow)
         task = asyncio.create_task(manager.run(handle_signals=False))
         try:
             running = RunningConsole(f"http://127.0.0.1:{server.port}", manager)

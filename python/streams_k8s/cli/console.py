@@ -22,6 +22,7 @@ import click
 from streams_k8s.app.plan import Plan, plan_at_widths
 from streams_k8s.cli.cluster_flags import cluster_flags
 from streams_k8s.cli.run import BadUsage, OneLineErrors
+from streams_k8s.console.live_flow import FlowSource
 from streams_k8s.console.live_plans import PlanJob
 from streams_k8s.console.server import ConsoleServer, serve_console
 from streams_k8s.console.server_access import AuthMode
@@ -71,11 +72,19 @@ async def job_planner(manager: Manager, cache_dir: Path) -> AsyncIterator[PlanJo
 
 
 async def start_console(
-    manager: Manager, stack: contextlib.AsyncExitStack, cache_dir: Path, *, host: str, port: int, auth: str
+    manager: Manager,
+    stack: contextlib.AsyncExitStack,
+    cache_dir: Path,
+    *,
+    host: str,
+    port: int,
+    auth: str,
+    flow: FlowSource | None = None,
 ) -> ConsoleServer:
-    """Serve the console from ``manager``'s informers until ``stack`` closes."""
+    """Serve the console from ``manager``'s informers until ``stack`` closes (``flow``: the
+    operator's reading of its PEs, when served by the operator)."""
     plan = await stack.enter_async_context(job_planner(manager, cache_dir))
-    server = await serve_console(manager, plan, host=host, port=port, auth=AuthMode(auth))
+    server = await serve_console(manager, plan, host=host, port=port, auth=AuthMode(auth), flow=flow)
     stack.push_async_callback(server.stop)
     return server
 

@@ -86,17 +86,19 @@ async def _serve(settings: RuntimeSettings, setups: list[Setup], console: Consol
     manager = Manager(settings)
     client = await manager.connect()
     async with contextlib.AsyncExitStack() as stack:
+        flow = None  # a setup's reading of the PEs' metrics (the instance operator's), for the console
         try:
             for setup in setups:
                 result = setup(manager)
                 if inspect.isawaitable(result):
                     result = await result
+                flow = getattr(result, "flow", None) or flow
                 if inspect.iscoroutinefunction(stop := getattr(result, "stop", None)):
                     # what a setup started besides the manager, closed on the way out: a clean
                     # exit, no unclosed-session warnings
                     stack.push_async_callback(stop)
             if console.port is not None:  # the same informers, served read-only
-                await _start_console(manager, stack, settings.bind_address, console)
+                await _start_console(manager, stack, settings.bind_address, console, flow)
         except BaseException:
             await client.close()  # run() would close it; a failed setup never gets there
             raise
@@ -112,14 +114,14 @@ class ConsoleFlags:
 
 
 async def _start_console(
-    manager: Manager, stack: contextlib.AsyncExitStack, host: str, flags: ConsoleFlags
+    manager: Manager, stack: contextlib.AsyncExitStack, host: str, flags: ConsoleFlags, flow: Any
 ) -> None:
     from streams_k8s.cli.console import start_console  # the console's modules only when asked for
     from streams_k8s.controller.settings import OperatorSettings
 
     cache = OperatorSettings.from_environment().bundle_cache_dir()  # the operator's: nothing fetched
     assert flags.port is not None
-    await start_console(manager, stack, cache, host=host, port=flags.port, auth=flags.auth)
+    await start_console(manager, stack, cache, host=host, port=flags.port, auth=flags.auth, flow=flow)
 
 
 @click.command(cls=OneLineErrors)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from streams_k8s.api import ConsistentRegion, Job, ParallelRegion, ProcessingElement
 from streams_k8s.api.contract import JOB_LABEL, STREAMS_SELECTOR
+from streams_k8s.console.live_flow import FlowSource
 from streams_k8s.console.live_state import event_time
 from streams_k8s.k8s.client import Resource
 from streams_k8s.k8s.event_delivery import CORE_EVENTS
@@ -61,7 +62,8 @@ def _namespaced(obj: Object, name: object) -> ObjectKey:
 class LiveCluster:
     """Jobs, their PEs, pods, regions and the namespaces' Events, as the informers hold them."""
 
-    def __init__(self, manager: Manager) -> None:
+    def __init__(self, manager: Manager, flow: FlowSource | None = None) -> None:
+        self.flow = flow  # the jobs' flows, when something reads the PEs' metrics (`live_flow`)
         self.jobs = manager.informer(JOBS)
         self.pes = manager.informer(PES)
         self.pods = manager.informer(PODS, label_selector=STREAMS_SELECTOR)
@@ -72,6 +74,8 @@ class LiveCluster:
         for informer in self.informers:
             informer.store.index_label(JOB_LABEL)
             informer.add_handler(self._handler(informer.resource.kind))
+        if flow is not None:
+            flow.add_listener(self.note_jobs)
 
     @property
     def informers(self) -> list[Informer]:
@@ -106,6 +110,12 @@ class LiveCluster:
                 subject.namespace, str((meta(found).get("labels") or {}).get(JOB_LABEL) or NO_JOB)
             )
         return _namespaced(obj, (meta(obj).get("labels") or {}).get(JOB_LABEL) or NO_JOB)
+
+    def note_jobs(self, keys: Iterable[ObjectKey]) -> None:
+        """Wake the pages of ``keys`` (jobs whose flow was read anew)."""
+        for key in keys:
+            for subscription in self._subscriptions:
+                subscription.note(key)
 
     def subscribe(self) -> Subscription:
         subscription = Subscription()

@@ -11,6 +11,7 @@ from typing import Any
 
 from streams_k8s.api.contract import JOB_LABEL, PE_LABEL
 from streams_k8s.console.live import LiveCluster
+from streams_k8s.console.live_flow import flow_row
 from streams_k8s.console.live_plans import applied_widths, plan_key
 from streams_k8s.console.live_state import (
     event_row,
@@ -59,6 +60,7 @@ def job_snapshot(live: LiveCluster, namespace: str, name: str) -> Snapshot | Non
         "graph": graph_version(live, job),
         "pes": pes,
         "health": health_map(pes),
+        "flow": flow_row(live.flow.flow(namespace, name)) if live.flow is not None else None,
         "parallelRegions": [parallel_row(r) for r in parallel],
         "consistentRegions": [region_row(r) for r in consistent],
         "events": [event_row(e) for e in events],

@@ -62,8 +62,9 @@ def render_svg(graph: JobGraph, layout: Layout, health: Mapping[str, Health] | N
         f'data-application="{_attr(graph.application)}" '
         f'viewBox="{-MARGIN:.0f} {-MARGIN:.0f} {w:.0f} {h:.0f}" width="{w:.0f}" height="{h:.0f}">',
         f"<style>{static_text('graph.css')}</style>",
-        '<defs><marker id="arrow" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="7" markerHeight="7" '
-        'orient="auto"><path d="M0,0 L8,4 L0,8 z"/></marker></defs>',
+        # arrowheads in the picture's units: as big on a thick edge (the flow scheme's) as on a thin one
+        '<defs><marker id="arrow" viewBox="0 0 8 8" refX="8" refY="4" markerUnits="userSpaceOnUse" '
+        'markerWidth="9" markerHeight="9" orient="auto"><path d="M0,0 L8,4 L0,8 z"/></marker></defs>',
         '<g class="viewport">',
         '<g class="pes">',
         *(_pe(pe_id, box, layout, pe_health[pe_id]) for pe_id, box in layout.pes.items()),

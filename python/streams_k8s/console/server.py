@@ -18,6 +18,7 @@ from aiohttp.typedefs import Handler
 
 from streams_k8s.console import views
 from streams_k8s.console.live import NO_JOB, LiveCluster
+from streams_k8s.console.live_flow import FlowSource
 from streams_k8s.console.live_plans import JobPlans, PlanJob, PlanUnavailable, applied_widths
 from streams_k8s.console.live_snapshots import (
     Snapshot,
@@ -214,15 +215,17 @@ async def serve_console(
     host: str,
     port: int,
     auth: AuthMode,
+    flow: FlowSource | None = None,
 ) -> ConsoleServer:
     """Declare the console's informers on ``manager`` (shared with its controllers) and serve it.
 
     Call before ``manager.run()`` so that the informers start with the others; the pages answer
-    from the caches as soon as they are synced (``/healthz`` says when)."""
+    from the caches as soon as they are synced (``/healthz`` says when). ``flow``: the jobs' flows
+    (the operator's reading of its PEs), drawn by the job page's flow scheme."""
     client = manager.client
     tokens = TokenReviewer(client) if auth is AuthMode.TOKEN else None
     access = AccessReviewer(client) if auth is AuthMode.TOKEN else None
-    console = Console(LiveCluster(manager), JobPlans(plan_job), Viewers(auth, tokens, access))
+    console = Console(LiveCluster(manager, flow), JobPlans(plan_job), Viewers(auth, tokens, access))
     runner = web.AppRunner(console.app(), access_log=None)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()

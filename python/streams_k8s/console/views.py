@@ -222,6 +222,16 @@ def _title(snapshot: Snapshot) -> tuple[str, str]:
     return f"Job {name}", f"Job {_text(name)}"
 
 
+# The job graph's colour schemes (`views_assets`): health by default, flow on request.
+GRAPH_TOOLS = (
+    '<div class="graph-tools"><label>Colour by <select id="scheme">'
+    '<option value="health">health</option><option value="flow">flow (tuples/s)</option></select></label>'
+    '<span class="legend"><span class="none">no flow</span><span class="low">low</span>'
+    '<span class="mid">mid</span><span class="high">high</span><span class="unknown">unknown</span>'
+    '<span class="congested">congested</span></span></div>'
+)
+
+
 def page(snapshot: Snapshot, path: str) -> str:
     """The whole page of a view at ``path`` (its stream is ``/api/stream`` + ``path``)."""
     title, heading = _title(snapshot)
@@ -231,7 +241,7 @@ def page(snapshot: Snapshot, path: str) -> str:
     if snapshot["view"] == "job":
         source = f"{escape(path)}/graph.svg"
         graph = f'<section id="graph" data-src="{source}" data-version="">loading the graph…</section>'
-        sections.insert(1, graph)
+        sections[1:1] = [GRAPH_TOOLS, graph]
     return (
         '<!doctype html><html><head><meta charset="utf-8">'
         f"<title>{escape(title)} · streams-k8s</title><style>{STYLE}</style></head>"
