@@ -32,7 +32,9 @@ def test_a_recorded_pe_text_gives_its_operator_ports_and_connections() -> None:
         300,
     )
     assert sample.outputs[PortKey("main.route", "main.route", 1)] == 1000
-    assert sample.congestion == {Connection(0, 2, 0): 0, Connection(0, 3, 0): 85}
+    assert sample.congestion == {Connection(0, "(2:0)"): 0, Connection(0, "(3:0)"): 85}
+    assert [c.dst_pe for c in sorted(sample.congestion)] == [2, 3]
+    assert Connection(0, "(Sink:0)").dst_pe is None  # no PE named: no link, its congestion still counts
     assert sample.operators() == {("main.parse[0]", "main.parse"), ("main.route", "main.route")}
 
 
@@ -44,7 +46,7 @@ def test_a_recorded_pe_text_gives_its_operator_ports_and_connections() -> None:
         'op_input_n_tuples_processed{name="a",op_port="0"} five',
         'op_input_n_tuples_processed{name=a,op_port="0"} 5',  # unquoted
         'op_input_n_tuples_processed{op_port="0"} 5',  # no operator
-        'pe_output_congestion_factor{pe_port="0",connection="2-0"} 5',
+        'pe_output_congestion_factor{connection="(2:0)"} 5',  # no pe_port
     ],
 )
 def test_a_malformed_line_of_a_family_read_is_refused_with_the_line(line: str) -> None:

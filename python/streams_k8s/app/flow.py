@@ -177,8 +177,8 @@ def job_flow(
             continue
         operators += [_operator(pe, window, n, lg, shape) for n, lg in sorted(last.operators())]
         for connection, factor in last.congestion.items():
-            key = (pe, connection.dst_pe)
-            links[key] = max(factor, links.get(key, 0.0))
+            if (dst := connection.dst_pe) is not None:
+                links[(pe, dst)] = max(factor, links.get((pe, dst), 0.0))
     members: dict[str, list[OperatorFlow]] = defaultdict(list)
     for op in operators:
         if op.region is not None:

@@ -53,11 +53,16 @@ class InputPort:
 
 @dataclass(frozen=True, slots=True, order=True)
 class Connection:
-    """A PE output port's connection to another PE's input port."""
+    """A PE output port's connection, ``target`` as its label gives it: ``(peId:portId)``."""
 
     pe_port: int
-    dst_pe: int
-    dst_port: int
+    target: str
+
+    @property
+    def dst_pe(self) -> int | None:
+        """The receiving PE's id; None when the label names none (its congestion still counts)."""
+        match = _CONNECTION.fullmatch(self.target.strip())
+        return int(match.group(1)) if match else None
 
 
 @dataclass(slots=True)
@@ -119,14 +124,10 @@ def _port(labels: dict[str, str], line: str) -> PortKey:
 
 
 def _connection(labels: dict[str, str], line: str) -> Connection:
-    match = _CONNECTION.fullmatch(labels.get("connection", "").strip())
     try:
-        pe_port = int(labels["pe_port"])
+        return Connection(int(labels["pe_port"]), labels["connection"])
     except (KeyError, ValueError):
-        match = None
-    if match is None:
-        raise ExpositionError(f"a connection without pe_port and (peId:portId): {line[:200]!r}")
-    return Connection(pe_port, int(match.group(1)), int(match.group(2)))
+        raise ExpositionError(f"a connection without pe_port and connection: {line[:200]!r}") from None
 
 
 def parse_exposition(text: str) -> PeSample:

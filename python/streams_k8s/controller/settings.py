@@ -12,6 +12,7 @@ From the environment (an empty variable counts as unset where the default is uns
 | `STREAMS_K8S_PE_NOTIFICATION_HOST` | unset | where PE subscription datagrams go (not `<job>-<pe>.<ns>`) |
 | `STREAMS_K8S_PE_NOTIFICATION_PORT` | 10000 | their UDP port |
 | `STREAMS_K8S_FLOW_INTERVAL` | 5 | seconds between readings of the PE metrics (0: off) |
+| `STREAMS_K8S_FLOW_POD_NETWORK` | unset | `FROM=TO`: PE pod addresses of FROM read at TO (sandbox) |
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from streams_k8s import __version__
 from streams_k8s.api.consistent_region import CoordinatorMode
 from streams_k8s.api.contract import NOTIFICATIONS_PORT
 from streams_k8s.controller.flow.scraper import DEFAULT_INTERVAL
+from streams_k8s.controller.flow.targets import Address, remapped
 from streams_k8s.controller.jobs.base import RETRY_FIRST_DELAY
 
 PREFIX = "STREAMS_K8S_"
@@ -51,6 +53,7 @@ class OperatorSettings(BaseSettings):
     pe_notification_host: str | None = None
     pe_notification_port: int = NOTIFICATIONS_PORT
     flow_interval: float = Field(DEFAULT_INTERVAL, ge=0)
+    flow_pod_network: str | None = None
 
     @field_validator(
         "bundle_cache",
@@ -58,11 +61,23 @@ class OperatorSettings(BaseSettings):
         "pod_namespace",
         "coordinator_image",
         "pe_notification_host",
+        "flow_pod_network",
         mode="before",
     )
     @classmethod
     def _empty_is_unset(cls, value: Any) -> Any:
         return None if value == "" else value
+
+    @field_validator("flow_pod_network")
+    @classmethod
+    def _two_networks(cls, value: str | None) -> str | None:
+        if value is not None:
+            remapped(value)  # refused at start, with what is wrong
+        return value
+
+    def flow_address(self) -> Address:
+        """Where the operator reads a PE pod's metrics, by the pod's address."""
+        return remapped(self.flow_pod_network) if self.flow_pod_network else (lambda ip: ip)
 
     @classmethod
     def from_environment(cls) -> OperatorSettings:

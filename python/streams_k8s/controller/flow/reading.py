@@ -9,17 +9,22 @@ from streams_k8s.app.flow import FlowShape, shape_of_plan
 from streams_k8s.app.plan import Plan
 from streams_k8s.controller.flow.exported import FlowCollector
 from streams_k8s.controller.flow.scraper import FlowScraper
-from streams_k8s.controller.flow.targets import pod_targets
+from streams_k8s.controller.flow.targets import Address, pod_targets
 from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import ObjectKey
 
 
 def start_reading(
-    manager: Manager, pods: Informer, plan_of: Callable[[ObjectKey], Plan | None], interval: float
+    manager: Manager,
+    pods: Informer,
+    plan_of: Callable[[ObjectKey], Plan | None],
+    interval: float,
+    address: Address = lambda ip: ip,
 ) -> FlowScraper | None:
     """Read the PE pods in ``pods`` every ``interval`` seconds (none for 0) and serve the job
-    series on the manager's registry; the scraper, to stop it and to show its flows."""
+    series on the manager's registry (a pod's address as ``address`` maps it); the scraper, to stop
+    it and to show its flows."""
     if interval <= 0:
         return None
     shapes: dict[ObjectKey, tuple[Plan, FlowShape]] = {}
@@ -40,7 +45,9 @@ def start_reading(
     def leading() -> bool:
         return manager.leader is None or manager.leader.is_leader
 
-    scraper = FlowScraper(pod_targets(pods), interval=interval, shape_of=shape_of, should_read=leading)
+    scraper = FlowScraper(
+        pod_targets(pods, address=address), interval=interval, shape_of=shape_of, should_read=leading
+    )
     scraper.add_listener(forget)
     manager.metrics.registry.register(FlowCollector(scraper))
     scraper.start()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -19,13 +20,45 @@ class Target:
     url: str | None
 
 
+Address = Callable[[str], str]
+
+
 def _host(ip: str) -> str:
     return f"[{ip}]" if ":" in ip else ip
 
 
-def pod_targets(pods: Informer, port: int = METRICS_PORT) -> Callable[[], list[Target]]:
+def remapped(spec: str) -> Address:
+    """``FROM=TO`` (two networks of one size): a pod address of FROM is reached at the address of
+    TO at the same offset (the sandbox's pods listen on 127.245.N.M for 10.244.N.M); any other
+    address as it is. `ValueError` naming what is wrong."""
+    source, sep, target = spec.partition("=")
+    if not sep:
+        raise ValueError(f"{spec!r}: expected FROM=TO, two networks such as 10.244.0.0/16=127.245.0.0/16")
+    try:
+        old, new = ipaddress.ip_network(source.strip()), ipaddress.ip_network(target.strip())
+    except ValueError as err:
+        raise ValueError(f"{spec!r}: {err}") from None
+    if old.num_addresses != new.num_addresses or old.version != new.version:
+        raise ValueError(f"{spec!r}: the two networks differ in size or IP version")
+
+    def address(ip: str) -> str:
+        try:
+            found = ipaddress.ip_address(ip)
+        except ValueError:
+            return ip
+        if found not in old:
+            return ip
+        return str(new.network_address + (int(found) - int(old.network_address)))
+
+    return address
+
+
+def pod_targets(
+    pods: Informer, port: int = METRICS_PORT, address: Address = lambda ip: ip
+) -> Callable[[], list[Target]]:
     """The targets of the PE pods in ``pods``'s cache (labelled with a job and a PE), read anew
-    on each call; a pod not Running yet (or without an IP) is a target without a URL."""
+    on each call, at ``address(podIP)``; a pod not Running yet (or without an IP) is a target
+    without a URL."""
 
     def targets() -> list[Target]:
         found: dict[tuple[ObjectKey, int], Target] = {}
@@ -38,7 +71,7 @@ def pod_targets(pods: Informer, port: int = METRICS_PORT) -> Callable[[], list[T
             ip = status.get("podIP")
             running = status.get("phase") == "Running" and isinstance(ip, str) and ip
             key = (ObjectKey(str(meta(pod).get("namespace") or ""), str(job)), int(pe))
-            url = f"http://{_host(str(ip))}:{port}/metrics" if running else None
+            url = f"http://{_host(address(str(ip)))}:{port}/metrics" if running else None
             if url is not None or key not in found:  # a replacement pod's address over its predecessor's none
                 found[key] = Target(key[0], key[1], url)
         return list(found.values())
