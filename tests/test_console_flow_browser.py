@@ -47,7 +47,10 @@ class PeEndpoints:
         self.base = ""
 
     async def handle(self, request: web.Request) -> web.Response:
-        return web.Response(text=self.texts[int(request.match_info["pe"])], content_type="text/plain")
+        pe = int(request.match_info["pe"])
+        if pe not in self.texts:
+            return web.Response(status=500, text="the runtime is not up")
+        return web.Response(text=self.texts[pe], content_type="text/plain")
 
 
 @pytest.fixture
@@ -173,6 +176,21 @@ async def test_the_flow_view_in_the_browser(
                 f"document.querySelector('#graph [data-operator=\"{stalled}\"]').dataset.flow !== 'none'"
             )
             assert await tab.evaluate("window.notReloaded === true")
+
+            # a PE whose reading fails: its operators unknown (not no flow), the reason on hover
+            drawn = await tab.evaluate(
+                "[...document.querySelectorAll('#graph [data-operator]')].map(e => Number(e.dataset.pe))"
+            )
+            failing = max(set(drawn) - {congested[0], congested[1]})
+            clock[0] = 30.0
+            endpoints.texts = _readings(operators, 30.0, "", congested)
+            del endpoints.texts[failing]
+            await scraper.scrape_once()
+            lost = f"document.querySelector('#graph [data-operator][data-pe=\"{failing}\"]')"
+            await tab.wait_for(f"{lost}.dataset.flow === 'unknown'")
+            title = await tab.evaluate(f"{lost}.querySelector('title').textContent")
+            assert f"reading PE {failing} failed" in title
+            assert "HTTP 500" in title
             await _scheme(tab, "health")
             assert await tab.evaluate(f"getComputedStyle({stalled_rect}).fill") != "rgb(17, 17, 17)"
     await scraper.stop()

@@ -238,3 +238,6 @@ def test_the_operator_network_policy_admits_only_what_needs_it(rendered: list[di
     assert admitted(policy, {"app.kubernetes.io/name": "ingress-nginx"}, 8090, namespace="ingress")
     egress = {(p["port"], p["protocol"]) for rule in policy["spec"]["egress"] for p in rule["ports"]}
     assert {(443, "TCP"), (6443, "TCP"), (53, "UDP"), (53, "TCP"), (10000, "UDP")} <= egress
+    # the PEs' metrics, read by the operator (flow metrics), to PE pods only
+    (metrics,) = [r for r in policy["spec"]["egress"] if {"port": 9696, "protocol": "TCP"} in r["ports"]]
+    assert metrics["to"] == [{"podSelector": {"matchLabels": {"app": "streams", "svc": "pe"}}}]

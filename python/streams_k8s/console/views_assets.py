@@ -100,8 +100,11 @@ SCRIPT = """
       out[name] = f ? (f.out ?? f.in) : null;
       el.setAttribute('data-flow', f ? f.level : 'unknown');
       const queue = f && f.fill !== null ? Math.round(f.fill * 100) + '%' : 'unbounded';
+      const problem = flow && flow.problems[el.dataset.pe];
+      const unknown = problem ? `reading PE ${el.dataset.pe} failed: ${problem}`
+        : flow ? `PE ${el.dataset.pe} not read yet` : 'nothing reads the PE metrics';
       titled(el, f ? `in ${number(f.in)}/s, out ${number(f.out)}/s, drops ${number(f.drops)}/s, ` +
-        `queue ${queue}, congestion ${number(f.congestion)}` : 'flow unknown (PE not read yet)');
+        `queue ${queue}, congestion ${number(f.congestion)}` : `flow unknown: ${unknown}`);
     });
     const pe = end => end.startsWith('pe:') ? end.slice(3) : peOf[end];
     graph.querySelectorAll('[data-edge]').forEach(el => {
