@@ -25,9 +25,15 @@ class OperatorCounts:
     dropped: float = 0.0
 
 
-def pe_text(job: int, pe: int, operators: list[OperatorCounts], congestion: dict[int, float]) -> str:
+def pe_text(
+    job: int,
+    pe: int,
+    operators: list[OperatorCounts],
+    congestion: dict[int, float],
+    pe_ports: tuple[float, float] = (0.0, 0.0),
+) -> str:
     """One PE's exposition: each operator with one input and one output port; ``congestion`` by
-    destination PE (port 0 of each)."""
+    destination PE (port 0 of each); ``pe_ports`` the tuples its input and output port 0 moved."""
     lines = []
     for index, op in enumerate(operators):
         names = f'name="{op.name}",logical_name="{logical_name(op.name)}"'
@@ -49,5 +55,7 @@ def pe_text(job: int, pe: int, operators: list[OperatorCounts], congestion: dict
             f'pe_output_congestion_factor{{job="{job}",pe="{pe}",pe_port="0",connection="({dst}:0)"}} '
             f"{factor}"
         )
-    lines.append(f'pe_input_n_tuples_processed{{job="{job}",pe="{pe}",pe_port="0"}} 0')
+    ports = f'job="{job}",pe="{pe}",pe_port="0"'
+    lines.append(f"pe_input_n_tuples_processed{{{ports}}} {pe_ports[0]}")
+    lines.append(f"pe_output_n_tuples_submitted{{{ports}}} {pe_ports[1]}")
     return "# TYPE op_input_n_tuples_processed counter\n" + "\n".join(lines) + "\n"

@@ -39,6 +39,10 @@ def test_the_snapshot_carries_each_operator_s_figures_and_the_congested_connecti
     assert row["operators"]["main.parse[0]"]["level"] == "high"  # 450 of 500/s: in the top third
     assert row["links"] == {"1->2": 0.0, "1->3": 85.0}
     assert row["congested"] == CONGESTED
-    assert row["pes"] == {"1": "read", "2": "pending", "3": "failing"}
+    assert row["pes"] == {
+        "1": {"state": "read", "in": 500.0, "out": 400.0, "level": "high"},  # its own ports' tuples
+        "2": {"state": "pending", "in": None, "out": None, "level": "unknown"},
+        "3": {"state": "failing", "in": None, "out": None, "level": "unknown"},
+    }
     assert row["problems"] == {"3": "http://10.0.0.3:9696/metrics: timeout"}
     assert flow_row(None) is None  # nothing reads the PEs: every operator is drawn unknown

@@ -194,3 +194,59 @@ async def test_the_flow_view_in_the_browser(
             await _scheme(tab, "health")
             assert await tab.evaluate(f"getComputedStyle({stalled_rect}).fill") != "rgb(17, 17, 17)"
     await scraper.stop()
+
+
+@pytest.mark.sandbox(nodes=2, controller_url=f"http://127.0.0.1:{API_PORT}", start_delay=0.2)
+async def test_a_big_job_s_collapsed_pes_in_the_flow_scheme(
+    sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, endpoints: PeEndpoints
+) -> None:
+    """Over 1,500 operators every PE is drawn collapsed: a PE box takes the level of what the PE
+    sends on its own ports, an edge between two the rate its source PE sends."""
+    chromium_or_skip()
+    monkeypatch.setenv("STREAMS_K8S_FLOW_INTERVAL", "0")
+    bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=16, length=100))
+    targets: list[Target] = []
+    clock = [0.0]
+    scraper = FlowScraper(lambda: targets, clock=lambda: clock[0])
+    async with (
+        await KubeClient.connect(str(sandbox.kubeconfig_path)) as client,
+        operator(sandbox, monkeypatch, tmp_path / "cache", api_port=API_PORT),
+        console(sandbox, tmp_path / "cache", flow=scraper) as live,
+        browser(width=1280, height=900) as address,
+    ):
+        await client.create(JOBS, job_manifest("demo", bundle, fusion={"manual": 4}))
+        await wait_for_phase(client, "demo", "Running")
+        _, job = await get_json(f"{live.url}/api/jobs/default/demo")
+        operators = {int(p["id"]): list(p["operators"]) for p in job["pes"]}
+        stalled = min(operators)  # sends nothing on its own ports
+        targets[:] = [Target(JOB, pe, f"{endpoints.base}/pe/{pe}") for pe in operators]
+        for at in (0.0, 10.0):
+            clock[0] = at
+            endpoints.texts = {
+                pe: pe_text(
+                    1,
+                    pe,
+                    [OperatorCounts(n, 10 * at, 10 * at) for n in names],
+                    {},
+                    (100 * at, 0.0 if pe == stalled else 100 * (pe + 1) * at),
+                )
+                for pe, names in operators.items()
+            }
+            await scraper.scrape_once()
+        async with page(address, f"{live.url}/jobs/default/demo") as tab:
+            boxes = "[...document.querySelectorAll('#graph [data-pe][data-collapsed=true]')]"
+            await tab.wait_for(f"{boxes}.length === {len(operators)}", within=60)
+            await _scheme(tab, "flow")
+            await tab.wait_for(f"{boxes}.every(e => e.dataset.flow && e.dataset.flow !== 'unknown')")
+            levels = await tab.evaluate(
+                f"Object.fromEntries({boxes}.map(e => [e.dataset.pe, e.dataset.flow]))"
+            )
+            assert levels[str(stalled)] == "none"
+            assert levels[str(max(operators))] == "high"
+            box = f"document.querySelector('#graph [data-pe=\"{stalled}\"][data-collapsed=true] > rect')"
+            assert await tab.evaluate(f"getComputedStyle({box}).fill") == "rgb(17, 17, 17)"
+            edges = await tab.evaluate(f"{EDGES}.map(e => [e.dataset.edge, e.dataset.flow])")
+            assert edges
+            assert all(level != "unknown" for _, level in edges), edges
+            await _shot(tab, tmp_path / "flow-collapsed.png")
+    await scraper.stop()

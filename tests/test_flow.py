@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from flow_expositions import OperatorCounts, pe_text, recorded
-from streams_k8s.app.flow import FlowShape, PeState, job_flow, logical_name
+from streams_k8s.app.flow import FlowShape, PeFlow, PeState, job_flow, logical_name
 from streams_k8s.app.flow_samples import Connection, ExpositionError, PortKey, parse_exposition
 from streams_k8s.app.flow_window import PeWindow
 
@@ -104,6 +104,7 @@ def test_a_job_flow_from_recorded_readings() -> None:
     assert parse is not None
     assert parse.queue_fill is None
     assert (flow.link(1, 3), flow.link(1, 2), flow.pes) == (85, 0, {1: PeState.READ})
+    assert flow.pe_flows[1] == PeFlow(tuples_in=500, tuples_out=400, congestion=85)
 
 
 def test_pes_not_read_twice_or_failing_are_unknown_never_zero() -> None:

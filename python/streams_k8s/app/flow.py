@@ -106,12 +106,22 @@ class RegionFlow:
 
 
 @dataclass(frozen=True, slots=True)
+class PeFlow:
+    """What a PE took in from other PEs and sent to them (its own ports), tuples/s."""
+
+    tuples_in: float | None
+    tuples_out: float | None
+    congestion: float | None  # the highest of its connections
+
+
+@dataclass(frozen=True, slots=True)
 class JobFlow:
     operators: tuple[OperatorFlow, ...]  # by name
     regions: tuple[RegionFlow, ...]  # by alias
     links: Mapping[tuple[int, int], float]  # (src PE, dst PE): the highest congestion between them
     pes: Mapping[int, PeState]
     problems: Mapping[int, str]  # by PE: why its last reading failed
+    pe_flows: Mapping[int, PeFlow] = field(default_factory=dict)  # the PEs read
 
     def operator(self, name: str) -> OperatorFlow | None:
         return next((o for o in self.operators if o.name == name), None)
@@ -164,6 +174,7 @@ def job_flow(
     states: dict[int, PeState] = {}
     operators: list[OperatorFlow] = []
     links: dict[tuple[int, int], float] = {}
+    pe_flows: dict[int, PeFlow] = {}
     for pe in sorted({*windows, *problems}):
         window = windows.get(pe)
         if pe in problems:
@@ -176,6 +187,7 @@ def job_flow(
         if states[pe] is not PeState.READ or window is None or last is None:
             continue
         operators += [_operator(pe, window, n, lg, shape) for n, lg in sorted(last.operators())]
+        pe_flows[pe] = PeFlow(*window.pe_rates(), _highest(last.congestion.values()))
         for connection, factor in last.congestion.items():
             if (dst := connection.dst_pe) is not None:
                 links[(pe, dst)] = max(factor, links.get((pe, dst), 0.0))
@@ -189,4 +201,5 @@ def job_flow(
         links=links,
         pes=states,
         problems=dict(problems),
+        pe_flows=pe_flows,
     )

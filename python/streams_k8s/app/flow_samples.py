@@ -3,9 +3,10 @@
 The Open Streams runtime's families (``../shared/specs/open-streams-runtime.md``, "Metrics"): per
 operator input port (labels ``name``, ``logical_name``, ``op_port``) tuples processed, dropped and
 queued, the queue's size and enqueue waits; per operator output port tuples submitted; per PE
-output connection (``pe_port``, ``connection="(peId:portId)"``) the congestion factor. Only
-these lines are parsed (a PE serves ten times as many): a cheap prefix test per line, labels only
-on the lines kept, so reading a thousand PEs stays a small part of the operator's CPU.
+port (``pe_port``) tuples processed and submitted; per PE output connection (``pe_port``,
+``connection="(peId:portId)"``) the congestion factor. Only these lines are parsed (a PE serves
+ten times as many): a cheap prefix test per line, labels only on the lines kept, so reading a
+thousand PEs stays a small part of the operator's CPU.
 """
 
 from __future__ import annotations
@@ -22,8 +23,12 @@ INPUT_COUNTERS = {
 INPUT_GAUGES = {"op_input_n_tuples_queued": "queued", "op_input_queue_size": "queue_size"}
 OUTPUT_SUBMITTED = "op_output_n_tuples_submitted"
 CONGESTION = "pe_output_congestion_factor"
-_WANTED = frozenset({*INPUT_COUNTERS, *INPUT_GAUGES, OUTPUT_SUBMITTED, CONGESTION})
-_PREFIXES = ("op_input_", "op_output_", "pe_output_congestion")
+PE_PROCESSED = "pe_input_n_tuples_processed"
+PE_SUBMITTED = "pe_output_n_tuples_submitted"
+_WANTED = frozenset(
+    {*INPUT_COUNTERS, *INPUT_GAUGES, OUTPUT_SUBMITTED, CONGESTION, PE_PROCESSED, PE_SUBMITTED}
+)
+_PREFIXES = ("op_input_", "op_output_", CONGESTION, PE_PROCESSED, PE_SUBMITTED)
 _LABEL = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"\s*,?')
 _CONNECTION = re.compile(r"\(?\s*(\d+)\s*:\s*(\d+)\s*\)?")
 
@@ -72,6 +77,8 @@ class PeSample:
     inputs: dict[PortKey, InputPort] = field(default_factory=dict)
     outputs: dict[PortKey, float] = field(default_factory=dict)
     congestion: dict[Connection, float] = field(default_factory=dict)
+    pe_inputs: dict[int, float] = field(default_factory=dict)  # by PE input port: tuples processed
+    pe_outputs: dict[int, float] = field(default_factory=dict)  # by PE output port: tuples submitted
 
     def operators(self) -> set[tuple[str, str]]:
         """(physical, logical) names of the operators this PE reported."""
@@ -123,6 +130,13 @@ def _port(labels: dict[str, str], line: str) -> PortKey:
     return PortKey(name, labels.get("logical_name") or name, port)
 
 
+def _pe_port(labels: dict[str, str], line: str) -> int:
+    try:
+        return int(labels["pe_port"])
+    except (KeyError, ValueError):
+        raise ExpositionError(f"a PE port without pe_port: {line[:200]!r}") from None
+
+
 def _connection(labels: dict[str, str], line: str) -> Connection:
     try:
         return Connection(int(labels["pe_port"]), labels["connection"])
@@ -143,6 +157,10 @@ def parse_exposition(text: str) -> PeSample:
             continue
         if name == CONGESTION:
             sample.congestion[_connection(labels, line)] = value
+        elif name == PE_PROCESSED:
+            sample.pe_inputs[_pe_port(labels, line)] = value
+        elif name == PE_SUBMITTED:
+            sample.pe_outputs[_pe_port(labels, line)] = value
         elif name == OUTPUT_SUBMITTED:
             sample.outputs[_port(labels, line)] = value
         else:

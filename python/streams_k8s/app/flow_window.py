@@ -72,6 +72,12 @@ class PeWindow:
             return None
         return _increase(values) / span
 
+    def pe_rates(self) -> tuple[float | None, float | None]:
+        """Tuples/s the PE took in and sent out over its own ports (None: a PE without any)."""
+        inputs = self._rate(lambda s: sum(s.pe_inputs.values()) if s.pe_inputs else None)
+        outputs = self._rate(lambda s: sum(s.pe_outputs.values()) if s.pe_outputs else None)
+        return inputs, outputs
+
     def output_rate(self, key: PortKey) -> float | None:
         """Tuples/s an output port submitted over the window."""
         return self._rate(lambda s: s.outputs.get(key))

@@ -3,7 +3,7 @@
 Where a flow comes from is given to the console (`FlowSource`: the operator's reading of its PEs,
 `controller.flow`); the console derives nothing itself. Rates are tuples/s. Each operator has a
 ``level``: ``none`` (it moved nothing over the window: drawn black, as in the Streams console),
-``low``/``mid``/``high`` (by thirds of the job's highest rate), or ``unknown`` (its PE not read
+``low``/``mid``/``high`` (by thirds of the job's highest operator rate), or ``unknown`` (its PE not read
 twice yet, or failing; never shown as no flow). A connection between two PEs whose congestion
 factor reaches ``CONGESTED`` is marked.
 """
@@ -54,6 +54,19 @@ def _operator(op: OperatorFlow, highest: float) -> dict[str, Any]:
     }
 
 
+def _pe(flow: JobFlow, pe: int, highest: float) -> dict[str, Any]:
+    """A PE's reading state and, once read, its own ports' rates (what a collapsed PE box shows)."""
+    found = flow.pe_flows.get(pe)
+    rates = (found.tuples_in, found.tuples_out) if found is not None else (None, None)
+    rate = rates[1] if rates[1] is not None else rates[0]
+    return {
+        "state": flow.pes[pe].value,
+        "in": _round(rates[0]),
+        "out": _round(rates[1]),
+        "level": level(rate, highest) if found is not None else "unknown",
+    }
+
+
 def flow_row(flow: JobFlow | None) -> dict[str, Any] | None:
     """The snapshot's ``flow``: None when nothing reads the job's PEs."""
     if flow is None:
@@ -65,6 +78,6 @@ def flow_row(flow: JobFlow | None) -> dict[str, Any] | None:
         "operators": {op.name: _operator(op, highest) for op in flow.operators},
         "links": {f"{src}->{dst}": round(c, 1) for (src, dst), c in sorted(flow.links.items())},
         "congested": CONGESTED,
-        "pes": {str(pe): state.value for pe, state in sorted(flow.pes.items())},
+        "pes": {str(pe): _pe(flow, pe, highest) for pe in sorted(flow.pes)},
         "problems": {str(pe): problem for pe, problem in sorted(flow.problems.items())},
     }

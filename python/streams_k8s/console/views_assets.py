@@ -8,10 +8,10 @@ again. ``#live`` says whether the stream is connected; EventSource reconnects by
 
 The graph has two colour schemes, switched by ``#scheme`` (``#graph[data-scheme]``, kept in the
 page's storage): health (the default) and flow. The snapshot's ``flow`` (`live_flow.flow_row`)
-sets ``data-flow`` (``none``/``low``/``mid``/``high``/``unknown``) on operators and edges, an edge's
-stroke width (``--w``) by its source operator's rate, ``data-congested`` on the edges between PEs
-whose connection is congested, and the figures in each element's ``<title>`` (shown on hover).
-The picture fits the page's width when it opens.
+sets ``data-flow`` (``none``/``low``/``mid``/``high``/``unknown``) on operators, collapsed PE boxes
+(by what the PE sends on its own ports) and edges, an edge's stroke width (``--w``) by its source's
+rate, ``data-congested`` on the edges between PEs whose connection is congested, and the figures
+in each element's ``<title>`` (shown on hover). The picture fits the page's width when it opens.
 """
 
 from __future__ import annotations
@@ -45,6 +45,13 @@ $F [data-operator][data-flow=low]>rect{fill:#c6dbef;stroke:#4a6fa5;$SOLID}
 $F [data-operator][data-flow=mid]>rect{fill:#6baed6;stroke:#2b5d8c;$SOLID}
 $F [data-operator][data-flow=high]>rect{fill:#08519c;stroke:#08306b;$SOLID}
 $F [data-operator][data-flow=high] text{fill:#fff}
+$F [data-pe][data-collapsed=true][data-flow=none]>rect{fill:#111;stroke:#000}
+$F [data-pe][data-collapsed=true][data-flow=none] text{fill:#fff}
+$F [data-pe][data-collapsed=true][data-flow=low]>rect{fill:#c6dbef}
+$F [data-pe][data-collapsed=true][data-flow=mid]>rect{fill:#6baed6}
+$F [data-pe][data-collapsed=true][data-flow=high]>rect{fill:#08519c}
+$F [data-pe][data-collapsed=true][data-flow=high] text{fill:#fff}
+$F [data-pe][data-collapsed=true][data-flow=unknown]>rect{stroke-dasharray:3 2}
 $F [data-edge] path,$F path[data-edge]{stroke-width:var(--w,1.3)}
 $F [data-edge][data-flow=none] path,
 $F path[data-edge][data-flow=none]{stroke:#111}
@@ -106,10 +113,19 @@ SCRIPT = """
       titled(el, f ? `in ${number(f.in)}/s, out ${number(f.out)}/s, drops ${number(f.drops)}/s, ` +
         `queue ${queue}, congestion ${number(f.congestion)}` : `flow unknown: ${unknown}`);
     });
+    const pes = (flow && flow.pes) || {};
+    graph.querySelectorAll('[data-pe][data-collapsed=true]').forEach(el => {
+      const p = pes[el.dataset.pe], problem = flow && flow.problems[el.dataset.pe];
+      el.setAttribute('data-flow', p ? p.level : 'unknown');
+      titled(el, p && p.state === 'read' ? `in ${number(p.in)}/s, out ${number(p.out)}/s`
+        : problem ? `flow unknown: reading PE ${el.dataset.pe} failed: ${problem}` : 'flow unknown');
+    });
     const pe = end => end.startsWith('pe:') ? end.slice(3) : peOf[end];
     graph.querySelectorAll('[data-edge]').forEach(el => {
       const [src, dst] = el.dataset.edge.split('->');
-      const rate = src in out ? out[src] : null;
+      // a collapsed PE's end: what the PE sends out on its own ports
+      const rate = src.startsWith('pe:') ? (pes[src.slice(3)] || {}).out ?? null
+        : src in out ? out[src] : null;
       const congestion = flow ? flow.links[`${pe(src)}->${pe(dst)}`] : undefined;
       el.setAttribute('data-flow', edgeLevel(rate, highest));
       el.setAttribute('data-congested', String(congestion !== undefined && congestion >= flow.congested));
