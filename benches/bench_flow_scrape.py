@@ -22,6 +22,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from streams_k8s.controller.flow.exported import FlowCollector
+from streams_k8s.controller.flow.readers import PodReader
 from streams_k8s.controller.flow.scraper import DEFAULT_INTERVAL, FlowScraper
 from streams_k8s.controller.flow.targets import Target
 from streams_k8s.k8s.objects import ObjectKey
@@ -57,7 +58,7 @@ def test_read_1000_pes(benchmark: Any, farm: list[int]) -> None:
     results: dict[str, float] = {}
 
     async def rounds() -> None:
-        scraper = FlowScraper(lambda: targets, concurrency=64, timeout=10.0)
+        scraper = FlowScraper(lambda: targets, reader=PodReader(concurrency=64, timeout=10.0))
         registry.register(FlowCollector(scraper))
         try:
             await scraper.scrape_once()  # connections opened, first readings

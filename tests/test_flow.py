@@ -54,6 +54,11 @@ def test_a_malformed_line_of_a_family_read_is_refused_with_the_line(line: str) -
         parse_exposition(line + "\n")
 
 
+def test_a_counter_named_as_openmetrics_names_it_is_read() -> None:
+    text = 'op_output_n_tuples_submitted_total{name="a",op_port="0"} 7\n'
+    assert parse_exposition(text).outputs == {PortKey("a", "a", 0): 7}
+
+
 def test_other_families_and_a_nan_reading_are_left_out() -> None:
     text = 'weird{{{ 1\nop_input_queue_size{name="a",op_port="0"} NaN\n'
     assert parse_exposition(text).inputs == {}

@@ -144,26 +144,37 @@ def _connection(labels: dict[str, str], line: str) -> Connection:
         raise ExpositionError(f"a connection without pe_port and connection: {line[:200]!r}") from None
 
 
+FAMILIES = frozenset(_WANTED)  # the families a reading keeps, by name
+
+
+def record(sample: PeSample, name: str, labels: dict[str, str], value: float, line: str) -> None:
+    """Keep one sample of a family in ``FAMILIES`` (``line`` quoted in an `ExpositionError`);
+    a non-finite value (``NaN``: a gauge with no reading yet) is left out."""
+    name = name.removesuffix("_total")  # a counter as OpenMetrics (and Prometheus after it) names it
+    if not math.isfinite(value):
+        return
+    if name == CONGESTION:
+        sample.congestion[_connection(labels, line)] = value
+    elif name == PE_PROCESSED:
+        sample.pe_inputs[_pe_port(labels, line)] = value
+    elif name == PE_SUBMITTED:
+        sample.pe_outputs[_pe_port(labels, line)] = value
+    elif name == OUTPUT_SUBMITTED:
+        sample.outputs[_port(labels, line)] = value
+    else:
+        port = sample.inputs.setdefault(_port(labels, line), InputPort())
+        setattr(port, INPUT_COUNTERS.get(name) or INPUT_GAUGES[name], value)
+
+
 def parse_exposition(text: str) -> PeSample:
-    """The families above in ``text``; any other line is skipped unread. Non-finite values
-    (``NaN``: a gauge with no reading yet) are left out. `ExpositionError` on a malformed line."""
+    """The families above in ``text``; any other line is skipped unread. `ExpositionError` on a
+    malformed line of theirs."""
     sample = PeSample()
     for raw in text.splitlines():
         line = raw.strip()
         if not line.startswith(_PREFIXES):
             continue
         name, labels, value = _split(line)
-        if name not in _WANTED or not math.isfinite(value):
-            continue
-        if name == CONGESTION:
-            sample.congestion[_connection(labels, line)] = value
-        elif name == PE_PROCESSED:
-            sample.pe_inputs[_pe_port(labels, line)] = value
-        elif name == PE_SUBMITTED:
-            sample.pe_outputs[_pe_port(labels, line)] = value
-        elif name == OUTPUT_SUBMITTED:
-            sample.outputs[_port(labels, line)] = value
-        else:
-            port = sample.inputs.setdefault(_port(labels, line), InputPort())
-            setattr(port, INPUT_COUNTERS.get(name) or INPUT_GAUGES[name], value)
+        if name.removesuffix("_total") in _WANTED:
+            record(sample, name, labels, value, line)
     return sample

@@ -13,6 +13,7 @@ From the environment (an empty variable counts as unset where the default is uns
 | `STREAMS_K8S_PE_NOTIFICATION_PORT` | 10000 | their UDP port |
 | `STREAMS_K8S_FLOW_INTERVAL` | 5 | seconds between readings of the PE metrics (0: off) |
 | `STREAMS_K8S_FLOW_POD_NETWORK` | unset | `FROM=TO`: PE pod addresses of FROM read at TO (sandbox) |
+| `STREAMS_K8S_FLOW_PROMETHEUS` | unset | a Prometheus URL to query for the PE metrics instead |
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class OperatorSettings(BaseSettings):
     pe_notification_port: int = NOTIFICATIONS_PORT
     flow_interval: float = Field(DEFAULT_INTERVAL, ge=0)
     flow_pod_network: str | None = None
+    flow_prometheus: str | None = None
 
     @field_validator(
         "bundle_cache",
@@ -62,6 +64,7 @@ class OperatorSettings(BaseSettings):
         "coordinator_image",
         "pe_notification_host",
         "flow_pod_network",
+        "flow_prometheus",
         mode="before",
     )
     @classmethod

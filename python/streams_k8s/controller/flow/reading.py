@@ -8,6 +8,7 @@ from collections.abc import Callable
 from streams_k8s.app.flow import FlowShape, shape_of_plan
 from streams_k8s.app.plan import Plan
 from streams_k8s.controller.flow.exported import FlowCollector
+from streams_k8s.controller.flow.readers import PrometheusReader
 from streams_k8s.controller.flow.scraper import FlowScraper
 from streams_k8s.controller.flow.targets import Address, pod_targets
 from streams_k8s.k8s.informer import Informer
@@ -21,10 +22,11 @@ def start_reading(
     plan_of: Callable[[ObjectKey], Plan | None],
     interval: float,
     address: Address = lambda ip: ip,
+    prometheus: str | None = None,
 ) -> FlowScraper | None:
     """Read the PE pods in ``pods`` every ``interval`` seconds (none for 0) and serve the job
-    series on the manager's registry (a pod's address as ``address`` maps it); the scraper, to stop
-    it and to show its flows."""
+    series on the manager's registry (a pod's address as ``address`` maps it; from the Prometheus at
+    ``prometheus`` instead, when given); the scraper, to stop it and to show its flows."""
     if interval <= 0:
         return None
     shapes: dict[ObjectKey, tuple[Plan, FlowShape]] = {}
@@ -46,7 +48,11 @@ def start_reading(
         return manager.leader is None or manager.leader.is_leader
 
     scraper = FlowScraper(
-        pod_targets(pods, address=address), interval=interval, shape_of=shape_of, should_read=leading
+        pod_targets(pods, address=address),
+        interval=interval,
+        reader=PrometheusReader(prometheus) if prometheus else None,
+        shape_of=shape_of,
+        should_read=leading,
     )
     scraper.add_listener(forget)
     manager.metrics.registry.register(FlowCollector(scraper))

@@ -1,8 +1,8 @@
 """Reads every PE's metrics on a period, keeps a bounded window per PE, derives each job's flow.
 
-One round: the targets (`targets.pod_targets`) read at most ``concurrency`` at a time, each with
-a ``timeout``; a reading parsed (`app.flow_samples`) into its PE's `PeWindow`; windows of PEs no
-longer targeted dropped (memory follows the cluster); each job's `JobFlow` derived anew, and the
+One round: the targets (`targets.pod_targets`) read by the reader (`readers`: each pod's port by
+default, or a Prometheus); each reading kept in its PE's `PeWindow`; windows of PEs no longer
+targeted dropped (memory follows the cluster); each job's `JobFlow` derived anew, and the
 listeners told which jobs' flows were derived. A reading that fails (no answer, not 200, text
 that is not the exposition) marks the PE failing with the reason; its window is kept, so the
 PE's rates come back with its next good reading.
@@ -18,11 +18,10 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-import aiohttp
-
 from streams_k8s.app.flow import FlowShape, JobFlow, job_flow
-from streams_k8s.app.flow_samples import ExpositionError, PeSample, parse_exposition
+from streams_k8s.app.flow_samples import PeSample
 from streams_k8s.app.flow_window import DEFAULT_READINGS, PeWindow
+from streams_k8s.controller.flow.readers import PeRef, PodReader, Reader, Reading
 from streams_k8s.controller.flow.targets import Target
 from streams_k8s.k8s.objects import ObjectKey
 
@@ -30,7 +29,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_INTERVAL = 5.0  # the runtime refreshes its metrics every 5 s
 Listener = Callable[[set[ObjectKey]], None]
-PeRef = tuple[ObjectKey, int]
 
 
 @dataclass(slots=True)
@@ -50,22 +48,22 @@ class FlowScraper:
         *,
         interval: float = DEFAULT_INTERVAL,
         readings: int = DEFAULT_READINGS,
-        concurrency: int = 64,
-        timeout: float = 2.0,
+        reader: Reader | None = None,
         shape_of: Callable[[ObjectKey], FlowShape | None] = lambda _: None,
         should_read: Callable[[], bool] = lambda: True,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``reader``: where readings come from (default: each PE pod's port, `PodReader`);
+        ``clock`` paces the rounds and times the pods' readings."""
         self._targets, self._shape_of, self._clock = targets, shape_of, clock
         self._should_read = should_read
-        self.interval, self.readings, self.timeout = interval, readings, timeout
-        self._concurrency = concurrency
+        self.interval, self.readings = interval, readings
+        self.reader: Reader = reader if reader is not None else PodReader(clock=clock)
         self._windows: dict[PeRef, PeWindow] = {}
         self._problems: dict[PeRef, str] = {}
         self.flows: dict[ObjectKey, JobFlow] = {}
         self.counts = ScrapeCounts()
         self._listeners: list[Listener] = []
-        self._session: aiohttp.ClientSession | None = None
         self._task: asyncio.Task[None] | None = None
 
     def add_listener(self, listener: Listener) -> None:
@@ -81,44 +79,24 @@ class FlowScraper:
             pe: last for (key, pe), w in self._windows.items() if key == job and (last := w.last) is not None
         }
 
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self._concurrency),
-                timeout=aiohttp.ClientTimeout(total=self.timeout),
-            )
-        return self._session
-
-    async def _read(self, url: str) -> PeSample:
-        async with self._client().get(url) as response:
-            if response.status != 200:
-                raise ExpositionError(f"GET {url}: HTTP {response.status}")
-            text = await response.text()
-        return parse_exposition(text)
-
-    async def _read_target(self, target: Target, gate: asyncio.Semaphore) -> None:
-        assert target.url is not None
-        ref = (target.job, target.pe)
-        async with gate:
-            try:
-                sample = await self._read(target.url)
-            except (aiohttp.ClientError, TimeoutError, ExpositionError, UnicodeDecodeError) as err:
-                self.counts.failures += 1
-                self._problems[ref] = f"{target.url}: {err or type(err).__name__}"
-                return
+    def _keep(self, ref: PeRef, reading: Reading) -> None:
+        if isinstance(reading, str):
+            self.counts.failures += 1
+            self._problems[ref] = reading
+            return
         self.counts.reads += 1
         self._problems.pop(ref, None)
         window = self._windows.get(ref)
         if window is None:
             window = self._windows[ref] = PeWindow(self.readings)
-        window.add(self._clock(), sample)
+        window.add(*reading)
 
     async def scrape_once(self) -> None:
         """One round (see the module docs)."""
         started = time.perf_counter()
         targets = list(self._targets())
-        gate = asyncio.Semaphore(self._concurrency)
-        await asyncio.gather(*(self._read_target(t, gate) for t in targets if t.url is not None))
+        for ref, reading in (await self.reader.read(targets)).items():
+            self._keep(ref, reading)
         wanted = {(t.job, t.pe) for t in targets}
         for ref in [r for r in self._windows if r not in wanted]:
             del self._windows[ref]
@@ -164,6 +142,4 @@ class FlowScraper:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self.reader.close()

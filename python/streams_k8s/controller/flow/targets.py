@@ -18,6 +18,7 @@ class Target:
     job: ObjectKey
     pe: int
     url: str | None
+    pod: str | None = None  # its pod's name (how Prometheus labels what it scraped)
 
 
 Address = Callable[[str], str]
@@ -73,7 +74,7 @@ def pod_targets(
             key = (ObjectKey(str(meta(pod).get("namespace") or ""), str(job)), int(pe))
             url = f"http://{_host(address(str(ip)))}:{port}/metrics" if running else None
             if url is not None or key not in found:  # a replacement pod's address over its predecessor's none
-                found[key] = Target(key[0], key[1], url)
+                found[key] = Target(key[0], key[1], url, str(meta(pod).get("name") or ""))
         return list(found.values())
 
     return targets
