@@ -45,6 +45,7 @@ def test_a_recorded_pe_text_gives_its_operator_ports_and_connections() -> None:
         'op_input_n_tuples_processed{name="a",op_port="0"}',  # no value
         'op_input_n_tuples_processed{name="a",op_port="0"} five',
         'op_input_n_tuples_processed{name=a,op_port="0"} 5',  # unquoted
+        'op_input_n_tuples_processed{name="a",op_port="} 5',  # unterminated
         'op_input_n_tuples_processed{op_port="0"} 5',  # no operator
         'pe_output_congestion_factor{connection="(2:0)"} 5',  # no pe_port
     ],

@@ -89,7 +89,25 @@ def _unescape(value: str) -> str:
     return value.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
 
 
+def _plain_labels(text: str) -> dict[str, str] | None:
+    """Labels without escapes in their values (what the runtime serves), split without a regular
+    expression; None when that does not hold."""
+    text = text.rstrip(", ")
+    if "\\" in text or not text.endswith('"'):
+        return None
+    labels: dict[str, str] = {}
+    for part in text[:-1].split('",'):  # each part `key="value`, its closing quote split off
+        key, sep, value = part.partition('="')
+        if not sep or '"' in value or not key.strip().isidentifier():
+            return None
+        labels[key.strip()] = value
+    return labels
+
+
 def _labels(text: str, line: str) -> dict[str, str]:
+    plain = _plain_labels(text)
+    if plain is not None:
+        return plain
     labels: dict[str, str] = {}
     at = 0
     while at < len(text):
