@@ -90,7 +90,7 @@ async def test_the_operator_serves_the_flow_of_a_congested_job(
             fill = value(found, "streams_k8s_flow_operator_queue_fill_ratio", operatorname="C0_0")
             return value(found, "streams_k8s_flow_pes", state="read") == 5 and (fill or 0) >= 0.9
 
-        await eventually_async(congested, within=30)
+        await eventually_async(congested, within=60)  # the machine may be loaded: PEs restart late
         # the bottleneck's queue and the one in front of it are full, the connection into it congested
         assert (value(found, "streams_k8s_flow_operator_queue_fill_ratio", operatorname="C0_1") or 0) >= 0.9
         assert (value(found, "streams_job_max_congestionFactor") or 0) >= 95

@@ -209,14 +209,7 @@ async def setup(manager: Manager) -> InstanceOperator:
         cache, namespace_by_pod(pods_by_address, namespace), pinned_by_pod(pods_by_address, jobs.jobs)
     )
     await repository.start(settings.bind_address, settings.repository_port)
-    flow = start_reading(
-        manager,
-        pes.pods,
-        jobs.plan_of,
-        operator.flow_interval,
-        operator.flow_address(),
-        operator.flow_prometheus,
-    )
+    flow = start_reading(manager, pes.pods, jobs.plan_of, operator)
     return InstanceOperator(
         jobs,
         pes,

@@ -10,7 +10,8 @@ from streams_k8s.app.plan import Plan
 from streams_k8s.controller.flow.exported import FlowCollector
 from streams_k8s.controller.flow.readers import PrometheusReader
 from streams_k8s.controller.flow.scraper import FlowScraper
-from streams_k8s.controller.flow.targets import Address, pod_targets
+from streams_k8s.controller.flow.targets import pod_targets
+from streams_k8s.controller.settings import OperatorSettings
 from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import ObjectKey
@@ -20,14 +21,12 @@ def start_reading(
     manager: Manager,
     pods: Informer,
     plan_of: Callable[[ObjectKey], Plan | None],
-    interval: float,
-    address: Address = lambda ip: ip,
-    prometheus: str | None = None,
+    settings: OperatorSettings,
 ) -> FlowScraper | None:
-    """Read the PE pods in ``pods`` every ``interval`` seconds (none for 0) and serve the job
-    series on the manager's registry (a pod's address as ``address`` maps it; from the Prometheus at
-    ``prometheus`` instead, when given); the scraper, to stop it and to show its flows."""
-    if interval <= 0:
+    """Read the PE pods in ``pods`` as ``settings`` say (every ``flow_interval`` seconds, none for 0;
+    at the addresses ``flow_pod_network`` maps, or from the Prometheus at ``flow_prometheus``) and
+    serve the job series on the manager's registry; the scraper, to stop it and to show its flows."""
+    if settings.flow_interval <= 0:
         return None
     shapes: dict[ObjectKey, tuple[Plan, FlowShape]] = {}
 
@@ -48,9 +47,9 @@ def start_reading(
         return manager.leader is None or manager.leader.is_leader
 
     scraper = FlowScraper(
-        pod_targets(pods, address=address),
-        interval=interval,
-        reader=PrometheusReader(prometheus) if prometheus else None,
+        pod_targets(pods, address=settings.flow_address()),
+        interval=settings.flow_interval,
+        reader=PrometheusReader(settings.flow_prometheus) if settings.flow_prometheus else None,
         shape_of=shape_of,
         should_read=leading,
     )
