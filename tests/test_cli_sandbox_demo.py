@@ -96,6 +96,18 @@ async def test_demo_keep_leaves_a_cluster_for_kubectl_shaped_by_the_flags(tmp_pa
         ):
             assert answer.status == 200
             assert (await answer.json())["job"]["phase"] == "Running"
+
+        # ... and the flow the operator reads from the PEs: the slow operator's queue filling
+        async def flowing() -> bool:
+            async with (
+                aiohttp.ClientSession() as session,
+                session.get(url.replace("/jobs/", "/api/jobs/")) as answer,
+            ):
+                flow = (await answer.json()).get("flow") or {}
+            slow = (flow.get("operators") or {}).get("C1_1") or {}
+            return (slow.get("fill") or 0) > 0 and slow.get("level") not in (None, "unknown")
+
+        await eventually_async(flowing, within=60)
         process.send_signal(signal.SIGINT)
         assert await asyncio.wait_for(process.wait(), 30) == 0
     finally:

@@ -7,8 +7,8 @@ consistent region), submits it as a Job, shows PEs and pods coming up, prints wh
 coordinator process its coordinator pod runs, answered by the simulated PEs) and returns 0 once
 the Job is Running and the region has checkpointed. The Job declares a simulated workload (one
 chain's operator slower than its input: congestion upstream of it), so its PEs serve the
-runtime's metrics on 9696 and the console's flow view has rates to show. With ``keep`` the
-cluster stays up for kubectl until interrupted.
+runtime's metrics on 9696, which the operator reads: the console's flow view has rates to show.
+With ``keep`` the cluster stays up for kubectl until interrupted.
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import Object
 from streams_k8s.k8s.settings import RuntimeSettings
 from streams_k8s.sandbox import Sandbox
+from streams_k8s.sandbox.cluster.nodes import POD_NETWORK
+from streams_k8s.sandbox.cluster.pod_network import HOST_NETWORK
 from streams_k8s.sandbox.flow.workload import WORKLOAD_ANNOTATION
 
 NAMESPACE = "default"
@@ -230,6 +232,9 @@ async def run_demo(
     with tempfile.TemporaryDirectory(prefix="streams-demo-") as tmp:
         bundle = write_sab(Path(tmp) / "demo.sab", APPLICATION)
         os.environ["STREAMS_K8S_BUNDLE_CACHE"] = str(Path(tmp) / "bundle-cache")
+        # the operator reads the simulated PEs' metrics where they listen (their pod addresses' loopback
+        # counterparts): the console's flow view shows the workload
+        os.environ["STREAMS_K8S_FLOW_POD_NETWORK"] = f"{POD_NETWORK}={HOST_NETWORK}"
         sandbox = Sandbox(
             host=host,
             port=port,
@@ -260,7 +265,7 @@ async def run_demo(
             operator = await operator_setup(manager)
             views = contextlib.AsyncExitStack()  # the console, served from the operator's informers
             console_server = await start_console(
-                manager, views, Path(tmp) / "bundle-cache", host=host, port=0, auth="none"
+                manager, views, Path(tmp) / "bundle-cache", host=host, port=0, auth="none", flow=operator.flow
             )
             controller = asyncio.create_task(manager.run(handle_signals=False))
             try:
