@@ -140,6 +140,11 @@ def _serving_label(manager: Manager, pod_name: str, namespace: str) -> None:
 
 
 async def setup(manager: Manager) -> InstanceOperator:
+    """Declare the operator's controllers on ``manager`` and start the servers PE pods call.
+
+    Long: every controller, server and reader of the operator wired in one place, in the order
+    they depend on each other.
+    """
     settings = manager.settings
     operator = OperatorSettings.from_environment()
     client = manager.client
