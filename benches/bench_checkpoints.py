@@ -1,7 +1,7 @@
 """Checkpoints of a 100-PE job with 4 consistent regions (25 PEs each).
 
 1. A checkpoint on request: from the job
-controller's request (`controller.checkpoints.request_checkpoint`: one spec patch per region) to
+controller's request (`controller.jobs.checkpoints.request_checkpoint`: one spec patch per region) to
 the moment the regions' status, as an informer sees it, says every region completed a checkpoint
 for the nonce (`checkpoint_outcome(..).complete`).
 
@@ -46,7 +46,7 @@ from streams_k8s.api.contract import JOB_LABEL
 from streams_k8s.api.job import Job
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.consistent.fsm import NotificationType
-from streams_k8s.controller.checkpoints import checkpoint_outcome, request_checkpoint
+from streams_k8s.controller.jobs.checkpoints import checkpoint_outcome, request_checkpoint
 from streams_k8s.controller.kinds import CONSISTENT_REGIONS, JOBS
 from streams_k8s.sandbox.cluster.consistent_region import ConsistentRegionParticipant
 

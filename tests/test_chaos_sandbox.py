@@ -24,9 +24,9 @@ from k8s_support import eventually_async
 from operator_process import OperatorProcess
 from operator_support import job_status, wait_for_phase
 from streams_k8s.api.contract import JOB_LABEL
+from streams_k8s.controller.jobs.milestones import milestones
 from streams_k8s.controller.jobs.status import JobStatusView
 from streams_k8s.controller.kinds import HOSTPOOLS, JOBS, PES
-from streams_k8s.controller.milestones import milestones
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.event_delivery import CORE_EVENTS

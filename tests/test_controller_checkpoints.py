@@ -9,7 +9,7 @@ from streams_k8s.api.job import Fusion, JobSpec, UpgradeMode
 from streams_k8s.app.adl import parse_adl
 from streams_k8s.app.plan import Plan, plan_application
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl
-from streams_k8s.controller.checkpoints import (
+from streams_k8s.controller.jobs.checkpoints import (
     CheckpointState,
     checkpoint_outcome,
     start_mode,

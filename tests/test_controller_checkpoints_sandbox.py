@@ -1,7 +1,7 @@
 """Checkpoints on request, held drains and start modes, end to end: the instance operator runs the
 job, the coordinator runs in its pod (a process the sandbox's kubelet starts), the simulated PE
 runtime answers drains and resets through the coordinator's Service, and
-the test drives the regions through `controller.checkpoints` (what the job controller calls) or
+the test drives the regions through `controller.jobs.checkpoints` (what the job controller calls) or
 `kubectl`-style spec patches, reading back only what the API server holds."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from streams_k8s.api.contract import JOB_LABEL, LAUNCH_COUNT_LABEL, PE_LABEL, SV
 from streams_k8s.api.job import Job, UpgradeMode
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.consistent.manifests import COORDINATOR_SVC
-from streams_k8s.controller.checkpoints import (
+from streams_k8s.controller.jobs.checkpoints import (
     CheckpointOutcome,
     checkpoint_outcome,
     release_hold,

@@ -16,7 +16,7 @@ import pytest
 from job_inventory import pe_pods
 from k8s_support import eventually_async
 from operator_support import condition, job_status, wait_for_phase
-from streams_k8s.controller.checkpoints import HOLD_ANNOTATION
+from streams_k8s.controller.jobs.checkpoints import HOLD_ANNOTATION
 from streams_k8s.controller.kinds import CONSISTENT_REGIONS, JOBS
 from streams_k8s.k8s.events import EVENTS
 from streams_k8s.sandbox import Sandbox

@@ -14,7 +14,7 @@ from job_inventory import synthetic_job
 from k8s_support import eventually_async
 from operator_support import operator, wait_for_phase
 from streams_k8s.api.contract import JOB_LABEL
-from streams_k8s.controller.jobs.planned import CREATE_CONCURRENCY
+from streams_k8s.controller.jobs.keeping import CREATE_CONCURRENCY
 from streams_k8s.controller.kinds import HOSTPOOLS, JOBS, PES
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.kinds import CONFIGMAPS, PODS, SERVICES

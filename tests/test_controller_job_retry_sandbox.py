@@ -27,7 +27,7 @@ from operator_support import (
 )
 from streams_k8s.api.contract import JOB_LABEL
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl, write_sab
-from streams_k8s.controller.jobs.base import RETRY_MAX_DELAY, retry_backoff
+from streams_k8s.controller.jobs.submission import RETRY_MAX_DELAY, retry_backoff
 from streams_k8s.controller.kinds import JOBS, PES
 from streams_k8s.controller.placement.constraints import HOSTPOOL_TAG_LABEL
 from streams_k8s.k8s.client import KubeClient

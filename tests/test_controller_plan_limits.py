@@ -35,7 +35,7 @@ from streams_k8s.controller.children.limits import (
     refused,
 )
 from streams_k8s.controller.kinds import JOBS, PARALLEL_REGIONS, PES
-from streams_k8s.controller.planning import SubmissionFailure
+from streams_k8s.controller.planning import JobFailure
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.kinds import CONFIGMAPS, SERVICES
@@ -133,7 +133,7 @@ def test_names_and_label_values_the_server_refuses() -> None:
 def test_a_plan_whose_pe_is_too_big_is_refused_with_what_to_change() -> None:
     spec = SyntheticSpec(chains=2, length=3, regions=2, width=600)
     objects = children(spec, fusion={"manual": 1})
-    with pytest.raises(SubmissionFailure) as failure:
+    with pytest.raises(JobFailure) as failure:
         check_children(objects)
     assert (failure.value.condition, failure.value.reason) == ("Planned", PLAN_TOO_LARGE)
     assert failure.value.message.startswith("ConfigMap unit-0 would hold 1.6 MiB of data")

@@ -17,7 +17,7 @@ from streams_k8s.app.adl import parse_adl
 from streams_k8s.app.subscription_expression import SubscriptionError, parse_subscription
 from streams_k8s.app.synthetic import Exported, Imported, SyntheticSpec, synthetic_adl
 from streams_k8s.controller.children.desired import desired_objects
-from streams_k8s.controller.planning import SubmissionFailure, plan_job, validate_job
+from streams_k8s.controller.planning import JobFailure, plan_job, validate_job
 from streams_k8s.controller.pubsub.board import compute_board
 from streams_k8s.controller.pubsub.bodies import (
     imported_streams_of,
@@ -254,7 +254,7 @@ def test_a_submission_makes_one_export_per_exporting_port_and_one_import_per_imp
 
 def test_a_subscription_that_does_not_parse_fails_the_submission() -> None:
     bad = SyntheticSpec(name="p::Bad", chains=1, length=1, imports=(Imported(subscription='kind == "t" &&'),))
-    with pytest.raises(SubmissionFailure) as caught:
+    with pytest.raises(JobFailure) as caught:
         _children(bad, "bad")
     assert (caught.value.condition, caught.value.reason) == ("Planned", "InvalidSubscription")
     assert "Import operator 'Import0'" in caught.value.message

@@ -22,7 +22,7 @@ from streams_k8s.controller.children.creation_order import creation_waits
 from streams_k8s.controller.children.desired import Desired, Rendered, desired_objects
 from streams_k8s.controller.children.transport_secret import secret_transport
 from streams_k8s.controller.kinds import CONSISTENT_REGIONS, PES
-from streams_k8s.controller.planning import SubmissionFailure, plan_job, validate_job
+from streams_k8s.controller.planning import JobFailure, plan_job, validate_job
 from streams_k8s.k8s.kinds import CONFIGMAPS, SECRETS, SERVICES
 
 UID = "0f7e2b0c-1111-2222-3333-444455556666"
@@ -62,7 +62,7 @@ def pe_specs(objects: list[Desired]) -> list[ProcessingElementSpec]:
     ],
 )
 def test_an_invalid_spec_names_the_field(spec: dict[str, Any], field: str) -> None:
-    with pytest.raises(SubmissionFailure) as failure:
+    with pytest.raises(JobFailure) as failure:
         validate_job(manifest(**spec))
     assert failure.value.condition == "Valid"
     assert failure.value.reason == "InvalidSpec"

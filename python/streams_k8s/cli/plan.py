@@ -358,7 +358,7 @@ def _emit_upgrade(
     """What the job controller does when the Job ``against`` is edited into ``source``."""
     from pydantic import ValidationError
 
-    from streams_k8s.controller.planning import SubmissionFailure
+    from streams_k8s.controller.planning import JobFailure
 
     if output in ("html", "svg"):
         raise click.BadParameter("--against prints a table, json or yaml", param_hint="-o")
@@ -370,7 +370,7 @@ def _emit_upgrade(
             changes = _offline_upgrade(source, Path(against), nodes)
     except ValidationError as err:
         _fail(InvalidJob.of(err))
-    except (*_ERRORS, SubmissionFailure) as err:
+    except (*_ERRORS, JobFailure) as err:
         _fail(err)
     data = changes.to_wire()
     if output != "table":

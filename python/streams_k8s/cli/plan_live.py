@@ -26,9 +26,9 @@ from kubernetes_asyncio.config import ConfigException
 from streams_k8s.api.contract import JOB_LABEL
 from streams_k8s.api.job import Bundle, FileSource, Job
 from streams_k8s.controller.bundles.fetch import BundleCache, BundleError, BundleFetcher, FetchedBundle
-from streams_k8s.controller.jobs.base import applied_job
-from streams_k8s.controller.jobs.planned import pe_ids
+from streams_k8s.controller.jobs.caches import pe_ids
 from streams_k8s.controller.jobs.status import JobStatusView
+from streams_k8s.controller.jobs.status_writes import applied_job
 from streams_k8s.controller.jobs.upgrade_diff import UpgradeDiff, preview
 from streams_k8s.controller.jobs.widths import widths_of
 from streams_k8s.controller.kinds import JOBS, PARALLEL_REGIONS, PES

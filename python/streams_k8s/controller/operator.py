@@ -34,7 +34,7 @@ from streams_k8s.controller.coordinators import (
 from streams_k8s.controller.flow.reading import start_reading
 from streams_k8s.controller.flow.scraper import FlowScraper
 from streams_k8s.controller.jobs.controller import JobController
-from streams_k8s.controller.milestones import JobMilestones
+from streams_k8s.controller.jobs.milestones import JobMilestones
 from streams_k8s.controller.pes.controller import PeController
 from streams_k8s.controller.placement.nodes import NodePlacementController
 from streams_k8s.controller.pubsub.api import SubscriptionApi
@@ -171,6 +171,7 @@ async def setup(manager: Manager) -> InstanceOperator:
     image = await own_image(client, pod_name, pod_namespace) if pod_name else None
     coordinators = CoordinatorObjectSettings(operator.coordinator_mode, operator.coordinator_image_or(image))
     jobs = JobController(manager, fetcher, coordinators.mode, operator.retry_delay)
+    caches = jobs.caches
     JobMilestones(manager)
     CoordinatorObjectsController(
         manager, coordinators, network_policies=await network_policies_served(client)
@@ -187,11 +188,11 @@ async def setup(manager: Manager) -> InstanceOperator:
     tokens, access = TokenReviewer(client), AccessReviewer(client)
     rest = InstanceRestApi(
         client,
-        jobs.jobs,
-        jobs.pes,
-        jobs.services,
+        caches.jobs,
+        caches.pes,
+        caches.services,
         CallerScope(watched, pods_by_address),
-        jobs.parallel_regions,
+        caches.parallel_regions,
         pes.pods_by_owner,
         writers=pods_by_address,
         tokens=tokens,
@@ -202,7 +203,7 @@ async def setup(manager: Manager) -> InstanceOperator:
         operator.pe_notification_port,
         (lambda job, pe, namespace: fixed_host) if fixed_host else pe_host,
     )
-    broker = SubscriptionBroker(manager, jobs.jobs, jobs.exports, jobs.imports, datagrams)
+    broker = SubscriptionBroker(manager, caches.jobs, caches.exports, caches.imports, datagrams)
     app = rest.app()
     SubscriptionApi(rest, client, broker).add_routes(app)
     BundleUploadApi(watched, uploads, cache, tokens, access).mount(app)
@@ -211,7 +212,7 @@ async def setup(manager: Manager) -> InstanceOperator:
     site = web.TCPSite(runner, settings.bind_address, settings.api_port)
     await site.start()
     repository = BundleRepository(
-        cache, namespace_by_pod(pods_by_address, namespace), pinned_by_pod(pods_by_address, jobs.jobs)
+        cache, namespace_by_pod(pods_by_address, namespace), pinned_by_pod(pods_by_address, caches.jobs)
     )
     await repository.start(settings.bind_address, settings.repository_port)
     flow = start_reading(manager, pes.pods, jobs.plan_of, operator)

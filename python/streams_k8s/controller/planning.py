@@ -1,7 +1,7 @@
 """Planning a Job: its spec checked, its bundle read, its plan made and its placement checked.
 
 The controller's façade over the application pipeline (`streams_k8s.app`): `validate_job` turns
-the user's manifest into a `Job` or one clear `SubmissionFailure` naming the field;
+the user's manifest into a `Job` or one clear `JobFailure` naming the field;
 `read_application` reads the bundle's ADL; `plan_job` runs the pipeline (ADL → topology → fusion
 → PEs), `replan_job` the same from the plan a job runs (an edit); `check_placement` refuses host
 constraints the cluster cannot satisfy. What the plan becomes in Kubernetes objects is
@@ -32,10 +32,12 @@ from streams_k8s.controller.placement.constraints import (
 
 
 @dataclass(frozen=True, slots=True)
-class SubmissionFailure(Exception):
-    """Why a submission cannot go on: a condition (type, reason) and a message naming what to fix.
+class JobFailure(Exception):
+    """Why what the job controller does for a Job cannot go on (a submission, an edit, a width
+    change, a checkpoint before a rollout): the status condition it sets (type, reason) and a
+    message naming what to fix.
 
-    `retryable`: the cause may go away without a change to the Job (see `jobs.controller`).
+    `retryable`: the cause may go away without a change to the Job (see `jobs.submission`).
     """
 
     condition: str
@@ -48,10 +50,10 @@ class SubmissionFailure(Exception):
 
 
 def validate_job(obj: dict[str, Any]) -> Job:
-    """The Job model of a manifest, or `SubmissionFailure(Valid, ...)` naming the first bad field."""
+    """The Job model of a manifest, or `JobFailure(Valid, ...)` naming the first bad field."""
     name = str((obj.get("metadata") or {}).get("name") or "")
     if (problem := job_name_problem(name)) is not None:  # the CRD refuses it too, once re-applied
-        raise SubmissionFailure("Valid", "InvalidName", f"metadata.name: {problem}")
+        raise JobFailure("Valid", "InvalidName", f"metadata.name: {problem}")
     try:
         job = Job.from_wire(obj)
     except ValidationError as err:
@@ -59,16 +61,16 @@ def validate_job(obj: dict[str, Any]) -> Job:
         location = ".".join(str(p) for p in first["loc"]) or "(object)"
         message = str(first["msg"]).removeprefix("Value error, ")
         more = f" (and {err.error_count() - 1} more problems)" if err.error_count() > 1 else ""
-        raise SubmissionFailure("Valid", "InvalidSpec", f"{location}: {message}{more}") from None
+        raise JobFailure("Valid", "InvalidSpec", f"{location}: {message}{more}") from None
     return job
 
 
 def read_application(path: str, what: str) -> Application:
-    """The parsed ADL of the bundle at ``path``; `SubmissionFailure(Planned, ...)` if unreadable."""
+    """The parsed ADL of the bundle at ``path``; `JobFailure(Planned, ...)` if unreadable."""
     try:
         return parse_adl(read_bundle(path).adl, what=what)
     except (BundleError, AdlError, OSError) as err:
-        raise SubmissionFailure("Planned", "InvalidBundle", f"bundle {what}: {err}") from None
+        raise JobFailure("Planned", "InvalidBundle", f"bundle {what}: {err}") from None
 
 
 def plan_job(
@@ -79,7 +81,7 @@ def plan_job(
     nodes: int | None,
     ids_from: Mapping[int, Sequence[str]] | None = None,
 ) -> Plan:
-    """The pipeline's plan of ``app`` for ``job``; `SubmissionFailure(Planned, ...)` if it cannot be.
+    """The pipeline's plan of ``app`` for ``job``; `JobFailure(Planned, ...)` if it cannot be.
     ``ids_from``: operator names by PE id (the PEs a job runs), whose ids are kept where operators are."""
     spec = job.spec
     try:
@@ -96,7 +98,7 @@ def plan_job(
             ids_from=ids_from,
         )
     except PLANNING_ERRORS as err:
-        raise SubmissionFailure("Planned", "PlanningFailed", str(err)) from None
+        raise JobFailure("Planned", "PlanningFailed", str(err)) from None
     return plan
 
 
@@ -127,11 +129,11 @@ def replan_job(
             ids_from=ids_from,
         )
     except PLANNING_ERRORS as err:
-        raise SubmissionFailure("Planned", "PlanningFailed", str(err)) from None
+        raise JobFailure("Planned", "PlanningFailed", str(err)) from None
 
 
 def check_placement(job: Job, plan: Plan, nodes: Iterable[NodeInfo]) -> PlacementPlan:
-    """Host placement on the cluster now; `SubmissionFailure(Planned, PlacementFailed)` if impossible."""
+    """Host placement on the cluster now; `JobFailure(Planned, PlacementFailed)` if impossible."""
     try:
         return plan_placement(
             namespace=str(job.metadata.namespace),
@@ -141,4 +143,4 @@ def check_placement(job: Job, plan: Plan, nodes: Iterable[NodeInfo]) -> Placemen
             nodes=nodes,
         )
     except PlacementError as err:
-        raise SubmissionFailure("Planned", "PlacementFailed", str(err), err.depends_on_nodes) from None
+        raise JobFailure("Planned", "PlacementFailed", str(err), err.depends_on_nodes) from None

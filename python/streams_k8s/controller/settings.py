@@ -30,7 +30,7 @@ from streams_k8s.api.consistent_region import CoordinatorMode
 from streams_k8s.api.contract import NOTIFICATIONS_PORT
 from streams_k8s.controller.flow.scraper import DEFAULT_INTERVAL
 from streams_k8s.controller.flow.targets import Address, remapped
-from streams_k8s.controller.jobs.base import RETRY_FIRST_DELAY
+from streams_k8s.controller.jobs.submission import RETRY_FIRST_DELAY
 
 PREFIX = "STREAMS_K8S_"
 

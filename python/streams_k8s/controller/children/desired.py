@@ -79,7 +79,7 @@ from streams_k8s.controller.kinds import (
     PARALLEL_REGIONS,
     PES,
 )
-from streams_k8s.controller.planning import SubmissionFailure
+from streams_k8s.controller.planning import JobFailure
 from streams_k8s.k8s.client import Resource
 from streams_k8s.k8s.kinds import CONFIGMAPS, SECRETS, SERVICES
 from streams_k8s.k8s.objects import ObjectKey
@@ -157,13 +157,13 @@ def desired_objects(
     coordinator_mode: CoordinatorMode = CoordinatorMode.DEDICATED,
     earlier: Rendered | None = None,
 ) -> list[Desired]:
-    """Every child of the job, in creation order (see the module docs); `SubmissionFailure(Planned,
+    """Every child of the job, in creation order (see the module docs); `JobFailure(Planned,
     InvalidSubscription)` for a subscription expression that does not parse. ``earlier``: children
     of an earlier plan of this job, those of its PEs rendered alike taken as they are."""
     try:
         plan.check_subscriptions()
     except InvalidSubscription as err:
-        raise SubmissionFailure("Planned", "InvalidSubscription", str(err)) from None
+        raise JobFailure("Planned", "InvalidSubscription", str(err)) from None
     metadata = ChildMetadata(
         job=str(job.metadata.name),
         namespace=job.metadata.namespace,

@@ -31,7 +31,7 @@ from streams_k8s.api.job import DNS_1035_LABEL
 from streams_k8s.controller.children.desired import Desired
 from streams_k8s.controller.kinds import PES
 from streams_k8s.controller.placement.label_values import is_label_value
-from streams_k8s.controller.planning import SubmissionFailure
+from streams_k8s.controller.planning import JobFailure
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.kinds import CONFIGMAPS, SERVICES
 
@@ -107,21 +107,21 @@ def child_problem(child: Desired) -> str | None:
 
 
 def check_children(children: Iterable[Desired], checked: Iterable[Desired] = ()) -> None:
-    """`SubmissionFailure(Planned, PlanTooLarge)` for the first child the cluster would refuse;
+    """`JobFailure(Planned, PlanTooLarge)` for the first child the cluster would refuse;
     those of ``checked`` (children checked before, taken again by `desired_objects`) are not
     checked again."""
     seen = {id(child) for child in checked}
     for child in children:
         if id(child) not in seen and (problem := child_problem(child)) is not None:
-            raise SubmissionFailure("Planned", PLAN_TOO_LARGE, problem)
+            raise JobFailure("Planned", PLAN_TOO_LARGE, problem)
 
 
-def refused(child: Desired, err: ApiError) -> SubmissionFailure:
+def refused(child: Desired, err: ApiError) -> JobFailure:
     """The failure to report when the API server refused ``child`` for what it is (``err.status``
     in `REFUSED`)."""
     answer = f"{err.status} {err.reason}: {err.message}" if err.message else f"{err.status} {err.reason}"
     too_big = err.status == 413 or any(w in err.message.lower() for w in _SIZE_WORDS)
     remedy = _remedy(child) if too_big else "this cluster does not accept it; fix the cause and edit the Job"
-    return SubmissionFailure(
+    return JobFailure(
         "Submitted", OBJECT_REFUSED, f"the API server refused {_what(child)} ({answer}): {remedy}"
     )

@@ -19,8 +19,9 @@ A failed submission is recorded as phase Failed first, then every child is delet
 propagation; a new attempt starts from a clean slate once the last child is gone, keeps the job
 id, counts itself in `submissionAttempts` and fetches the bundle afresh (per its pull policy).
 Failures that can go away without a change to the Job are retried automatically, after
-`retry_delay` (10 s) doubling per attempt up to `RETRY_MAX_DELAY` (5 min); `nextAttempt` records
-when, so a restarted controller keeps the schedule, and a SubmissionRetrying Event marks each retry:
+`retry_delay` (10 s) doubling per attempt up to `RETRY_MAX_DELAY` (5 min, `jobs.submission`);
+`nextAttempt` records when, so a restarted controller keeps the schedule, and a SubmissionRetrying
+Event marks each retry:
 
 - a bundle fetch failing transiently (connection error, 5xx, 429) after the fetcher's own retries;
 - a bundle's Secret or CA ConfigMap that does not exist: it is often applied with the Job, in any
@@ -39,39 +40,53 @@ refuses all the same (400, 413, 422: Submitted=False ObjectRefused). A spec chan
 attempt 1.
 
 Once submitted, a deleted ConfigMap, Service, HostPool, ParallelRegion, Export, Import,
-ConsistentRegion(Operator) is recreated; a deleted PE is recreated when it is restartable. Spec
-edits after submission are not applied (status message and a SpecChangeIgnored Event say so); a
-failed Job, or one still submitting, starts over with them from a clean slate.
-A ParallelRegion's width edits are: the job is re-fused and only what changed is updated (`jobs.widths`);
-PE Services are kept selecting their PE's pods with the planned ports (`service_update`).
+ConsistentRegion(Operator) is recreated; a deleted PE is recreated when it is restartable; PE
+Services are kept selecting their PE's pods with the planned ports (`jobs.keeping`). An edit of
+a submitted job's spec is applied: re-planned, written ahead in ``status.upgrade`` and rolled out
+replacing only the PEs it changes (`jobs.rollout`), rolled back when it does not reach Running in
+time (`jobs.rollback`); an edit that is not valid is refused and the job keeps running its applied
+spec. A failed Job, or one still submitting, starts over with an edited spec from a clean slate.
+A ParallelRegion's width edits are applied too: the job is re-fused and only what changed is
+updated (`jobs.resizing`, steps in `jobs.widths`).
 
-What is kept in memory for a Job (its plan, the time of its last count write) is dropped once the
-Job is gone from the cache (`retained` counts it).
+`JobController.reconcile` is the dispatcher; the work is done by collaborators, each given the
+client, the caches (`jobs.caches`) and the recorder: `Submission` (the submission and its
+retries), `Planner` (the plan, kept per Job), `ChildKeeper` (children created and kept),
+`Cleanup` (a clean slate), `RunningJobs` (a submitted job's pass), `Rollout` with `EditTargets`,
+`EditRegions`, `EditNotes` and `Rollback` (edits), `Resizer` (width changes) and `CountWriter`
+(counts and phase). What they keep in memory for a Job (its plan, an edit's target, the time of
+its last count write, the children to check) is dropped once the Job is gone from the cache
+(`retained` counts it).
 """
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
+from collections.abc import Awaitable, Callable
 
-from streams_k8s.api.job import Job, JobPhase
-from streams_k8s.controller.jobs.base import (
-    BUNDLE_FETCHED,
-    CLEANUP_POLL,
-    PLANNED,
-    SUBMITTED,
-    VALID,
-    status_written,
-    utc_now,
-)
-from streams_k8s.controller.jobs.job_ids import allocate_job_id
-from streams_k8s.controller.jobs.running import RunningJobs, submitted_message
+from streams_k8s.api.consistent_region import CoordinatorMode
+from streams_k8s.api.job import JobPhase
+from streams_k8s.app.plan import Plan
+from streams_k8s.controller.bundles.fetch import BundleFetcher
+from streams_k8s.controller.jobs.caches import JobCaches, job_of
+from streams_k8s.controller.jobs.cleanup import Cleanup
+from streams_k8s.controller.jobs.count_writes import CountWriter
+from streams_k8s.controller.jobs.edit_notes import EditNotes
+from streams_k8s.controller.jobs.edit_regions import EditRegions
+from streams_k8s.controller.jobs.edit_targets import EditTargets
+from streams_k8s.controller.jobs.health import BUNDLE_FETCHED, PLANNED, SUBMITTED
+from streams_k8s.controller.jobs.keeping import ChildKeeper
+from streams_k8s.controller.jobs.plans import Planner
+from streams_k8s.controller.jobs.resizing import Resizer
+from streams_k8s.controller.jobs.rollback import Rollback
+from streams_k8s.controller.jobs.rollout import Rollout
+from streams_k8s.controller.jobs.running import RunningJobs
 from streams_k8s.controller.jobs.status import JobStatusView
-from streams_k8s.controller.kinds import JOBS
-from streams_k8s.controller.planning import SubmissionFailure, validate_job
-from streams_k8s.k8s.conditions import set_condition
+from streams_k8s.controller.jobs.status_writes import utc_now, write_status
+from streams_k8s.controller.jobs.submission import RETRY_FIRST_DELAY, Submission, Submitted
+from streams_k8s.controller.planning import JobFailure, validate_job
 from streams_k8s.k8s.controller import Requeue
-from streams_k8s.k8s.objects import Object, ObjectKey, meta
+from streams_k8s.k8s.manager import Manager
+from streams_k8s.k8s.objects import Object, ObjectKey, meta, object_key
 
 # Phases of a submitted job: its children exist and are kept.
 _RUNNING = frozenset(
@@ -96,11 +111,44 @@ def _failed_reason(status: JobStatusView) -> str:
     return "a failure"
 
 
-class JobController(RunningJobs):
-    """Reconciles Jobs: validation, the phases of a submission and its retries (see the module docs)."""
+class JobController:
+    """Reconciles Jobs: validation, then the submission or the running job's pass (see the module docs)."""
+
+    def __init__(
+        self,
+        manager: Manager,
+        fetcher_factory: Callable[[], Awaitable[BundleFetcher]],
+        coordinator_mode: CoordinatorMode = CoordinatorMode.DEDICATED,
+        retry_delay: float = RETRY_FIRST_DELAY,
+    ) -> None:
+        client = manager.client
+        self.client = client
+        self.caches = caches = JobCaches(manager)
+        self.recorder = recorder = manager.event_recorder("streams-job-controller")
+        self.planner = Planner(client, caches, recorder, fetcher_factory, coordinator_mode)
+        self.keeper = ChildKeeper(client, caches, recorder)
+        self.cleanup = Cleanup(client, caches)
+        self.counts = CountWriter(client, caches)
+        resizer = Resizer(client, caches, recorder, self.planner)
+        self.targets = EditTargets(caches, self.planner)
+        notes = EditNotes(client, recorder)
+        regions = EditRegions(client, caches, recorder, notes)
+        rollback = Rollback(client, recorder, notes, regions, self.targets)
+        parts = (self.planner, self.keeper, resizer, self.counts)
+        rollout = Rollout(client, caches, recorder, parts, (self.targets, notes, regions, rollback))
+        self.notes = notes
+        self.running = RunningJobs(client, caches, recorder, parts, rollout)
+        self.submission = Submission(client, caches, (self.planner, self.keeper, self.cleanup), retry_delay)
+        caches.jobs.add_handler(self._forget_deleted)
+        self.controller = manager.controller("jobs", self.reconcile, workers=4)
+        self.controller.watch(caches.jobs)
+        for informer in (*caches.children.values(), caches.pods):
+            self.controller.watch(informer, job_of)
 
     async def reconcile(self, key: ObjectKey) -> Requeue | None:
-        obj = self.jobs.store.get(key)
+        """Converge one Job: deleted, not valid, failed or edited while submitting, submitting, or
+        submitted (its pass: `jobs.running`)."""
+        obj = self.caches.jobs.store.get(key)
         if obj is None:
             return None  # gone: owner references removed its children
         m = meta(obj)
@@ -109,116 +157,78 @@ class JobController(RunningJobs):
         if m.get("deletionTimestamp"):
             self._forget(uid)
             if status.phase != JobPhase.DELETING:
-                await self._write_status(obj, status.with_(phase=JobPhase.DELETING))
+                await write_status(self.client, obj, status.with_(phase=JobPhase.DELETING))
             return None
         phase = status.phase
         try:
             job = validate_job(obj)
-        except SubmissionFailure as failure:
+        except JobFailure as failure:
             if phase in _RUNNING and status.id is not None and status.applied_spec is not None:
-                obj, status = await self._refuse_edit(obj, status, failure)  # it keeps running
-                return await self._maintain(obj, None, status)
+                obj, status = await self.notes.refuse(obj, status, failure)  # it keeps running
+                return await self.running.maintain(obj, None, status)
             if phase == JobPhase.FAILED and status.observed_generation == generation:
-                return await self._clean(obj, uid)
-            await self._fail(obj, status, failure, generation)
-            return await self._clean(obj, uid)
+                return await self.cleanup.clean(obj, uid)
+            await self.submission.fail(obj, status, failure, generation)
+            return await self.cleanup.clean(obj, uid)
 
         edited = status.observed_generation not in (None, generation)
         if phase == JobPhase.FAILED or (phase == JobPhase.SUBMITTING and edited):
-            retry = not edited  # an automatic retry; else a new spec starts over
-            next_attempt = status.next_attempt
-            if retry and next_attempt is None:
-                return await self._clean(obj, uid)  # stays failed; finishes a cleanup cut short
-            if (wait := await self._clean(obj, uid)) is not None:
-                return wait  # the new attempt starts once the old children are gone
-            attempt = 1
-            if retry and next_attempt is not None:
-                due = (next_attempt - utc_now()).total_seconds()
-                if due > 0:
-                    return Requeue(due)
-                attempt = (status.submission_attempts or 1) + 1
-            obj = await self._write_status(obj, self._restart(status, generation, attempt))
-            if retry:
-                note = f"attempt {attempt}: starting again from a clean slate after {_failed_reason(status)}"
-                await self.recorder.record(obj, "Normal", "SubmissionRetrying", note)
-            status, phase = JobStatusView.of(obj), JobPhase.SUBMITTING
+            restarted = await self._start_over(obj, status, generation, edited)
+            if not isinstance(restarted, dict):
+                return restarted
+            obj, status, phase = restarted, JobStatusView.of(restarted), JobPhase.SUBMITTING
         if phase in _RUNNING and status.id is not None:
-            return await self._maintain(obj, job, status)
-        return await self._submit(obj, job, status, generation)
+            return await self.running.maintain(obj, job, status)
+        submitted = await self.submission.submit(obj, job, status, generation)
+        if isinstance(submitted, Submitted):
+            return await self.running.maintain(submitted.obj, job, submitted.status)
+        return submitted
 
-    def _restart(self, status: JobStatusView, generation: int, attempt: int) -> JobStatusView:
-        """A new attempt (retry or edited spec): keep the id, forget the rest (null deletes in a patch)."""
-        conditions: list[dict[str, Any]] = []
-        set_condition(conditions, VALID, "True", "Validated", "the spec is valid", generation)
-        fresh = status.cleared().with_(
-            phase=JobPhase.SUBMITTING,
-            conditions=conditions,
-            observed_generation=generation,
-            submission_started=utc_now(),
-            submission_attempts=attempt,
-            generation_id=0,
-        )
-        return fresh if status.id is None else fresh.with_(id=status.id)
+    async def _start_over(
+        self, obj: Object, status: JobStatusView, generation: int, edited: bool
+    ) -> Object | Requeue | None:
+        """A failed attempt retried when due, or an edited spec started over, from a clean slate:
+        the Job as written for the new attempt, else when to look again (None: it stays failed)."""
+        uid = str(meta(obj).get("uid"))
+        retry = not edited  # an automatic retry; else a new spec starts over
+        next_attempt = status.next_attempt
+        if retry and next_attempt is None:
+            return await self.cleanup.clean(obj, uid)  # stays failed; finishes a cleanup cut short
+        if (wait := await self.cleanup.clean(obj, uid)) is not None:
+            return wait  # the new attempt starts once the old children are gone
+        attempt = 1
+        if retry and next_attempt is not None:
+            due = (next_attempt - utc_now()).total_seconds()
+            if due > 0:
+                return Requeue(due)
+            attempt = (status.submission_attempts or 1) + 1
+        obj = await write_status(self.client, obj, self.submission.restart(status, generation, attempt))
+        if retry:
+            note = f"attempt {attempt}: starting again from a clean slate after {_failed_reason(status)}"
+            await self.recorder.record(obj, "Normal", "SubmissionRetrying", note)
+        return obj
 
-    async def _submit(self, obj: Object, job: Job, status: JobStatusView, generation: int) -> Requeue | None:
-        uid = str(meta(obj)["uid"])
-        if status.id is None:
-            obj, status = await self._record_intent(obj, job, generation)
-        started = status.submission_started or utc_now()
-        remaining = job.spec.submission_time_out_in_seconds - (utc_now() - started).total_seconds()
-        try:
-            async with asyncio.timeout(max(remaining, 0.0)):
-                return await self._submit_within(obj, job, status, generation, uid)
-        except TimeoutError:
-            failure = SubmissionFailure(
-                SUBMITTED,
-                "SubmissionTimedOut",
-                f"submission did not finish within submissionTimeOutInSeconds="
-                f"{job.spec.submission_time_out_in_seconds}",
-                retryable=True,
-            )
-            fresh = self.jobs.store.get(ObjectKey(str(job.metadata.namespace), str(job.metadata.name))) or obj
-            await self._fail(fresh, status_written(fresh, status), failure, generation)
-            return await self._clean(fresh, uid)
-        except SubmissionFailure as failure:
-            await self._fail(obj, status, failure, generation)
-            return await self._clean(obj, uid)
+    def _forget_deleted(self, kind: str, old: Object | None, new: Object | None) -> None:
+        """A Job gone from the cache (its deletion finished) takes what is kept for it along."""
+        if kind == "delete" and old is not None:
+            self._forget(str(meta(old).get("uid")))
+            self.keeper.changes.forget(object_key(old))
 
-    async def _record_intent(self, obj: Object, job: Job, generation: int) -> tuple[Object, JobStatusView]:
-        """Write-ahead: the job id and the start of the submission, before anything is made."""
-        namespace = str(job.metadata.namespace)
-        fresh = await self.client.get(JOBS, str(job.metadata.name), namespace)  # never trust a stale id
-        status = JobStatusView.of(fresh)
-        if status.id is not None:
-            return fresh, status
-        taken = [i for j in self.jobs.store.select(namespace) if (i := JobStatusView.of(j).id) is not None]
-        job_id = await allocate_job_id(self.client, namespace, taken)
-        status = status.with_(
-            phase=JobPhase.SUBMITTING,
-            id=job_id,
-            generation_id=0,
-            observed_generation=generation,
-            submission_started=utc_now(),
-            submission_attempts=status.submission_attempts or 1,
-        )
-        conditions = status.conditions
-        set_condition(conditions, VALID, "True", "Validated", "the spec is valid", generation)
-        status = status.with_(conditions=conditions)
-        written = await self._write_status(fresh, status)  # its Event: `controller.milestones`
-        return written, status_written(written, status)
+    def _forget(self, uid: str) -> None:
+        self.planner.forget(uid)
+        self.targets.forget(uid)
+        self.counts.forget(uid)
 
-    async def _submit_within(
-        self, obj: Object, job: Job, status: JobStatusView, generation: int, uid: str
-    ) -> Requeue | None:
-        planned, obj, status = await self._plan(obj, job, status, generation, uid)
-        if any(meta(child).get("deletionTimestamp") for child in self._owned(obj, uid)):
-            return Requeue(CLEANUP_POLL)  # children of an earlier attempt are still going away
-        await self._create_missing(planned.children, lambda child: True)
-        status = status.with_(
-            phase=JobPhase.SUBMITTED,
-            message=submitted_message(len(planned.plan.pes)),
-            applied_generation=generation,
-            applied_spec=job.spec.to_wire(),
-        )
-        obj = await self._write_status(obj, status)  # its Event: `controller.milestones`
-        return await self._maintain(obj, job, status_written(obj, status))
+    def plan_of(self, key: ObjectKey) -> Plan | None:
+        """The Job's plan as this replica last kept it (`Planner.plan_of`): what the flow reading
+        maps PE metrics to operators by."""
+        return self.planner.plan_of(key)
+
+    def retained(self) -> dict[str, int]:
+        """Entries kept per Job, by cache (none once every Job is gone)."""
+        return {
+            "plans": self.planner.retained(),
+            "edits": self.targets.retained(),
+            "child-changes": len(self.keeper.changes),
+            **self.counts.retained(),
+        }

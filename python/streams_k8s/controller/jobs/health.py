@@ -16,7 +16,7 @@ from streams_k8s.k8s.conditions import set_condition
 
 READY, RECONCILING, STALLED = "Ready", "Reconciling", "Stalled"
 
-# The condition an edit of a running job sets (`jobs.upgrading`): applied, being applied, or why not.
+# The condition an edit of a running job sets (`jobs.rollout`): applied, being applied, or why not.
 SPEC_APPLIED = "SpecApplied"
 APPLIED, UPGRADING, EDIT_REFUSED, PAUSED = "Applied", "Upgrading", "EditRefused", "ReconciliationPaused"
 WAITING_FOR_CHECKPOINT, CHECKPOINT_OVERDUE, UPGRADE_TIMED_OUT, ROLLED_BACK = (
@@ -29,6 +29,10 @@ WAITING_FOR_CHECKPOINT, CHECKPOINT_OVERDUE, UPGRADE_TIMED_OUT, ROLLED_BACK = (
 _STALLING = frozenset({EDIT_REFUSED, CHECKPOINT_OVERDUE, UPGRADE_TIMED_OUT, ROLLED_BACK})
 
 PODS_READY = "PodsReady"
+
+# The conditions a submission sets (`jobs.submission`, `jobs.plans`); SUBMITTED is the one a
+# submission that timed out or whose objects were refused sets False.
+VALID, BUNDLE_FETCHED, PLANNED, SUBMITTED = "Valid", "BundleFetched", "Planned", "Submitted"
 
 _WORKING = frozenset(
     {JobPhase.SUBMITTING, JobPhase.SUBMITTED, JobPhase.UPGRADING, JobPhase.SUSPENDING, JobPhase.ROLLING_BACK}

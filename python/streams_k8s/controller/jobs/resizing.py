@@ -4,61 +4,40 @@
 
 from __future__ import annotations
 
-from streams_k8s.api.contract import JOB_LABEL, name_table_stamp
+from streams_k8s.api.contract import JOB_LABEL
 from streams_k8s.api.job import Job
-from streams_k8s.app.plan import PLANNING_ERRORS, Plan, plan_at_widths
-from streams_k8s.controller.children.desired import Desired, Rendered, desired_objects
+from streams_k8s.app.plan import PLANNING_ERRORS, Plan
+from streams_k8s.controller.children.desired import Desired
 from streams_k8s.controller.children.limits import check_children
 from streams_k8s.controller.jobs import widths as widths_module
-from streams_k8s.controller.jobs.base import PLANNED, KeptPlan, status_written, utc_now
-from streams_k8s.controller.jobs.planned import PlannedJobs, schedulable_nodes
+from streams_k8s.controller.jobs.caches import JobCaches
+from streams_k8s.controller.jobs.health import PLANNED
+from streams_k8s.controller.jobs.plans import KeptPlan, Planner, schedulable_nodes
 from streams_k8s.controller.jobs.status import JobStatusView
+from streams_k8s.controller.jobs.status_writes import status_written, write_status
 from streams_k8s.controller.jobs.widths import widths_of
 from streams_k8s.controller.kinds import PARALLEL_REGIONS
-from streams_k8s.controller.planning import SubmissionFailure, check_placement
+from streams_k8s.controller.planning import JobFailure, check_placement
+from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.events import EventRecorder
 from streams_k8s.k8s.objects import Object, meta
 
 
-class ResizingJobs(PlannedJobs):
+class Resizer:
     """Follows the widths of a job's ParallelRegions."""
 
-    def _children_at(
-        self, job: Job, uid: str, planned: KeptPlan, widths: dict[str, int], generation: int
-    ) -> tuple[Plan, list[Desired]]:
-        if widths == planned.base_widths:
-            return planned.plan, planned.children
-        key = (*sorted(widths.items()), ("", generation))
-        if key not in planned.resized:
-            plan = plan_at_widths(planned.plan, widths)
-            stamp = name_table_stamp(utc_now())
-            children = desired_objects(
-                job,
-                uid,
-                plan,
-                generation=generation,
-                stamp=stamp,
-                transport=planned.transport,
-                coordinator_mode=self.coordinator_mode,
-                earlier=Rendered(job.spec, planned.plan, planned.children),
-            )
-            planned.resized = {key: (plan, children)}  # only the current widths are worth keeping
-        return planned.resized[key]
+    def __init__(
+        self, client: KubeClient, caches: JobCaches, recorder: EventRecorder, planner: Planner
+    ) -> None:
+        self.client, self.caches, self.recorder, self.planner = client, caches, recorder, planner
 
-    def _running_widths(self, obj: Object, planned: KeptPlan) -> dict[str, int]:
-        """The widths the job's parallel regions run at (resized or as planned)."""
-        m = meta(obj)
-        regions = self.parallel_regions.store.select_by_labels(
-            {JOB_LABEL: str(m["name"])}, str(m["namespace"])
-        )
-        return widths_module.applied_widths(planned.base_widths, regions)
-
-    async def _follow_widths(
+    async def follow(
         self, obj: Object, job: Job, planned: KeptPlan, status: JobStatusView
     ) -> tuple[Object, JobStatusView, Plan, list[Desired]]:
         """Apply one pending width change, if any; the plan and children of the widths now applied."""
         m = meta(obj)
         namespace, name, uid = str(m["namespace"]), str(m["name"]), str(m["uid"])
-        regions = self.parallel_regions.store.select_by_labels({JOB_LABEL: name}, namespace)
+        regions = self.caches.parallel_regions.store.select_by_labels({JOB_LABEL: name}, namespace)
         wanted, recorded = widths_of(regions)
         applied = widths_module.applied_widths(planned.base_widths, regions)
         generation = status.generation_id or 0
@@ -73,14 +52,14 @@ class ResizingJobs(PlannedJobs):
                 obj, status, generation = await self._resize(
                     obj, job, planned, status, region, applied, wanted[alias]
                 )
-            except SubmissionFailure as failure:
+            except JobFailure as failure:
                 await widths_module.record_failure(self.client, region, failure.message)
                 await self.recorder.record(region, "Warning", "ResizeFailed", failure.message)
                 await self.recorder.record(obj, "Warning", "ResizeFailed", failure.message)
                 continue
             applied[alias] = wanted[alias]
             break
-        plan, children = self._children_at(job, uid, planned, applied, generation)
+        plan, children = self.planner.children_at(job, uid, planned, applied, generation)
         return obj, status, plan, children
 
     async def _resize(
@@ -100,19 +79,21 @@ class ResizingJobs(PlannedJobs):
         generation = pending if pending is not None else (status.generation_id or 0) + 1
         uid = str(meta(obj)["uid"])
         try:
-            running, running_children = self._children_at(job, uid, planned, applied, generation)
-            target, children = self._children_at(job, uid, planned, {**applied, alias: width}, generation)
+            running, running_children = self.planner.children_at(job, uid, planned, applied, generation)
+            target, children = self.planner.children_at(
+                job, uid, planned, {**applied, alias: width}, generation
+            )
         except (*PLANNING_ERRORS, ValueError) as err:
-            raise SubmissionFailure(PLANNED, "ResizeFailed", f"{alias} to width {width}: {err}") from None
-        check_placement(job, target, schedulable_nodes(self.nodes.store.select()))
+            raise JobFailure(PLANNED, "ResizeFailed", f"{alias} to width {width}: {err}") from None
+        check_placement(job, target, schedulable_nodes(self.caches.nodes.store.select()))
         try:
             check_children(children, checked=planned.children)
-        except SubmissionFailure as failure:
-            raise SubmissionFailure(PLANNED, "ResizeFailed", f"{alias} to width {width}: {failure}") from None
+        except JobFailure as failure:
+            raise JobFailure(PLANNED, "ResizeFailed", f"{alias} to width {width}: {failure}") from None
         if pending is None:
             region = await widths_module.record_intent(self.client, region, generation, width)
         if status.generation_id != generation:
-            obj = await self._write_status(obj, status.with_(generation_id=generation))
+            obj = await write_status(self.client, obj, status.with_(generation_id=generation))
             status = status_written(obj, status)
         change = widths_module.WidthChange(
             obj, region, running, target, children, generation, running_children
@@ -126,11 +107,9 @@ class ResizingJobs(PlannedJobs):
                 obj, region, target, running, running_children, generation, children
             )
             await widths_module.apply(self.client, back)
-            raise SubmissionFailure(
-                PLANNED, "ResizeFailed", f"{alias} to width {width}: {err.failure}"
-            ) from None
+            raise JobFailure(PLANNED, "ResizeFailed", f"{alias} to width {width}: {err.failure}") from None
         status = status.with_(processing_elements=len(target.pes))
-        obj = await self._write_status(obj, status)
+        obj = await write_status(self.client, obj, status)
         await widths_module.record_applied(self.client, region, width)
         await self.recorder.record(
             obj,
@@ -141,12 +120,12 @@ class ResizingJobs(PlannedJobs):
         )
         return obj, status_written(obj, status), generation
 
-    async def _apply_widths(self, obj: Object, plan: Plan) -> None:
+    async def apply_widths(self, obj: Object, plan: Plan) -> None:
         """The job's ParallelRegions say the widths an edit's ``plan`` runs at: a resize the edit
         kept, or the width the edit itself gave a region (its spec follows: not resized back)."""
         labels, namespace = {JOB_LABEL: str(meta(obj)["name"])}, str(meta(obj)["namespace"])
         widths = {r.alias: r.width for r in plan.parallel_regions}
-        for region in self.parallel_regions.store.select_by_labels(labels, namespace):
+        for region in self.caches.parallel_regions.store.select_by_labels(labels, namespace):
             width = widths.get(str(region["spec"]["alias"]))
             if width is None or (region.get("status") or {}).get("width") == width:
                 continue

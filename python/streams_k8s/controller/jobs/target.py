@@ -1,7 +1,7 @@
 """The plan of an edit being applied, and what it wants of each of the job's PEs, worked out once
 per target.
 
-A rolling edit (`jobs.rolling`) looks at every PE of the job on each pass, and every PE or pod
+A rolling edit (`jobs.rollout`) looks at every PE of the job on each pass, and every PE or pod
 event of the job brings it back. Parsing each of 1,000 planned PE specs, comparing it with the
 live one and hashing its pod template on each of those passes was most of the operator's CPU in
 a 10% bundle upgrade, and held the event loop while the PE controller's replacements waited.
@@ -33,8 +33,8 @@ from streams_k8s.app.plan import Plan
 from streams_k8s.controller.children.desired import Desired
 from streams_k8s.controller.children.pod import pod_template_hash
 from streams_k8s.controller.jobs import widths as widths_module
-from streams_k8s.controller.jobs.base import KeptPlan
 from streams_k8s.controller.jobs.counts import pod_ready
+from streams_k8s.controller.jobs.plans import KeptPlan
 from streams_k8s.controller.kinds import PES
 from streams_k8s.k8s.client import Resource
 from streams_k8s.k8s.objects import Object, ObjectKey, meta
@@ -60,7 +60,7 @@ class WantedPe:
 
 
 class Target:
-    """The plan of an edit being applied (`jobs.upgrading` makes it, `jobs.rolling` applies it)."""
+    """The plan of an edit being applied (`jobs.edit_targets` makes it, `jobs.rollout` applies it)."""
 
     def __init__(self, job: Job, planned: KeptPlan, digest: str, running: Plan) -> None:
         self.job = job

@@ -41,7 +41,7 @@ from streams_k8s.api.contract import (
 from streams_k8s.app.plan import Plan, PlanDiff, diff_plans
 from streams_k8s.controller.children.desired import Desired
 from streams_k8s.controller.children.limits import REFUSED, refused
-from streams_k8s.controller.jobs.planned import CREATE_CONCURRENCY
+from streams_k8s.controller.jobs.keeping import CREATE_CONCURRENCY
 from streams_k8s.controller.kinds import CONSISTENT_REGIONS, EXPORTS, IMPORTS, PARALLEL_REGIONS, PES
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.conditions import set_condition

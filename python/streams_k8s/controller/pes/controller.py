@@ -361,7 +361,7 @@ class PeController:
 
 def _job_came_or_goes(old: Object | None, new: Object | None) -> bool:
     """A Job's arrival (its PEs may have waited for it) or deletion wakes its PEs; its edits do not:
-    they reach a PE through its own spec, which the job controller patches (`jobs.rolling`), and
+    they reach a PE through its own spec, which the job controller patches (`jobs.rollout`), and
     waking every PE of a 1,000-PE job on each edit cost its upgrade seconds of reconciles."""
     if old is None or new is None:
         return True

@@ -1,0 +1,334 @@
+"""Edits of a running job applied: re-plan, diff, write ahead, then replace only what changed.
+
+A running job's children follow ``status.appliedSpec`` (generation ``status.appliedGeneration``).
+When the spec's generation is another one, the edit is planned from the new spec (the bundle
+content recorded when the bundle is the same, else fetched per its pull policy: `jobs.edit_targets`)
+and diffed against the running plan: the applied spec's at the widths its ParallelRegions run at,
+which the edit keeps unless it sets a region's width itself (`jobs.upgrade_diff.plan_edit`,
+`widths_set`). Then, in this order:
+
+1. write-ahead: ``status.upgrade`` records the target generation, its spec, its bundle digest,
+   the job generation it becomes, the PEs kept / replaced / added / removed, and what a restart
+   needs to plan the same target: the widths the regions ran at (the commit changes them) and
+   the id of the first PE it adds (`upgrade_diff.resumed_ids`: a plan of the applied spec made
+   again after a restart may number the PEs it started from otherwise); phase Upgrading (or
+   Suspending), condition SpecApplied=False (Upgrading) and an UpgradeStarted Event with the summary;
+2. the name table is rewritten, added PEs (ConfigMap, Service, PE) created, removed ones deleted,
+   PEs whose changed settings steer only the controllers patched; Exports, Imports and
+   ConsistentRegions follow (compared with the applied spec's at the widths that run, a
+   rollback's with the undone edit's: what the user, the runtime or the coordinator set on one
+   the edit leaves as it was is kept);
+3. before the first pod is replaced the consistent regions are prepared (`jobs.edit_regions`);
+   replaced PEs get their ConfigMap and PE spec, at most ``spec.maxUnavailable`` at a time (a
+   quarter of the job's PEs by default): the PE controller replaces each one's pod (launch count
+   + 1), and the next ones go once those pods are ready with the new content and settings;
+4. when every PE runs the target, ``appliedSpec``/``appliedGeneration``/``bundleDigest`` take the
+   target's, ``upgrade`` is removed and SpecApplied=True; an UpgradeSucceeded Event.
+
+A controller killed anywhere finds ``status.upgrade``, plans the same target from it and goes on:
+every step is idempotent, and a PE's ConfigMap is written before its spec, so no pod ever starts
+with one PE's old content and new settings or the reverse. An edit made while another is applied
+waits for it. An edit that cannot be applied (invalid, unplannable, unplaceable, objects the
+cluster would not accept) changes nothing that runs: SpecApplied=False (EditRefused), Stalled and
+a Warning Event say why, and the job keeps running its applied spec until the next edit. The
+annotation ``streams.ibm.com/pause-reconciliation: "true"`` holds edits back (SpecApplied=False,
+ReconciliationPaused) so several can be staged and applied at once. An edit not Running in time is
+rolled back (`jobs.rollback`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from streams_k8s.api.contract import pe_id_of
+from streams_k8s.api.job import Job, JobPhase, JobState, UpgradeMode, UpgradeRecord
+from streams_k8s.controller.jobs import widths as widths_module
+from streams_k8s.controller.jobs.caches import JobCaches
+from streams_k8s.controller.jobs.count_writes import CountWriter
+from streams_k8s.controller.jobs.edit_notes import EditNotes
+from streams_k8s.controller.jobs.edit_regions import EditRegions, edit_nonce, regions_prepared
+from streams_k8s.controller.jobs.edit_targets import EditTargets
+from streams_k8s.controller.jobs.health import (
+    APPLIED,
+    EDIT_REFUSED,
+    PAUSED,
+    ROLLED_BACK,
+    SPEC_APPLIED,
+    UPGRADING,
+)
+from streams_k8s.controller.jobs.keeping import ChildKeeper
+from streams_k8s.controller.jobs.plans import KeptPlan, Planner
+from streams_k8s.controller.jobs.resizing import Resizer
+from streams_k8s.controller.jobs.rollback import Rollback
+from streams_k8s.controller.jobs.status import JobStatusView
+from streams_k8s.controller.jobs.status_writes import applied_job, status_written, utc_now, write_status
+from streams_k8s.controller.jobs.target import Target
+from streams_k8s.controller.jobs.upgrade_diff import UpgradeDiff, upgrade_diff, upgrade_mode
+from streams_k8s.controller.kinds import (
+    CONSISTENT_REGION_OPERATORS,
+    CONSISTENT_REGIONS,
+    HOSTPOOLS,
+    PARALLEL_REGIONS,
+    PES,
+)
+from streams_k8s.controller.planning import JobFailure
+from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.conditions import set_condition
+from streams_k8s.k8s.events import EventRecorder
+from streams_k8s.k8s.kinds import CONFIGMAPS, SERVICES
+from streams_k8s.k8s.objects import Object, ObjectKey, meta
+
+PAUSE_ANNOTATION = "streams.ibm.com/pause-reconciliation"
+
+# SpecApplied reasons that settle an edit's generation: it is not tried again until the next edit.
+FINAL = frozenset({EDIT_REFUSED, ROLLED_BACK, "RollbackFailed"})
+
+# How soon to look again while replaced pods come up (their events also bring the job back).
+ROLL_POLL = 1.0
+
+# Children of a plan's host pools and regions: an edit deletes those of what it drops.
+_PLANNED_KINDS = (HOSTPOOLS, PARALLEL_REGIONS, CONSISTENT_REGION_OPERATORS, CONSISTENT_REGIONS)
+# Those whose spec an edit writes where the target's differs from what runs (a ParallelRegion's is
+# the width, which the commit writes).
+_FOLLOWED_KINDS = (HOSTPOOLS, CONSISTENT_REGION_OPERATORS, CONSISTENT_REGIONS)
+
+
+def paused(obj: Object) -> bool:
+    return (meta(obj).get("annotations") or {}).get(PAUSE_ANNOTATION) == "true"
+
+
+def batch_size(job: Job, pes: int) -> int:
+    return job.spec.max_unavailable or max(1, pes // 4)
+
+
+class Rollout:
+    """Applies edits of a running job (see the module docs)."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        caches: JobCaches,
+        recorder: EventRecorder,
+        parts: tuple[Planner, ChildKeeper, Resizer, CountWriter],
+        edits: tuple[EditTargets, EditNotes, EditRegions, Rollback],
+    ) -> None:
+        self.client, self.caches, self.recorder = client, caches, recorder
+        self.planner, self.keeper, self.resizer, self.counts = parts
+        self.targets, self.notes, self.regions, self.rollback = edits
+
+    async def follow(
+        self, obj: Object, job: Job | None, status: JobStatusView, applied: KeptPlan, running: Job
+    ) -> tuple[Object, JobStatusView, bool]:
+        """Start or continue applying an edit; (obj, status, whether an upgrade is under way).
+
+        ``job`` is the edited spec (None when it is not valid: that refusal is already recorded)."""
+        generation = int(meta(obj).get("generation") or 1)
+        record = status.upgrade
+        if record is None:
+            if job is None or status.applied_generation == generation:
+                return obj, status, False
+            if paused(obj):
+                return *await self.notes.note(obj, status, PAUSED, "reconciliation is paused"), False
+            refused = status.condition(SPEC_APPLIED) or {}
+            if refused.get("reason") in FINAL and refused.get("observedGeneration") == generation:
+                return obj, status, False  # this generation will not run: the next edit may
+            try:
+                target = await self.targets.plan(obj, job, status, applied, running)
+            except JobFailure as failure:
+                return *await self.notes.refuse(obj, status, failure), False
+            obj, status = await self._start(obj, status, running, target)
+            record = status.upgrade
+            assert record is not None
+        obj, status = await self._roll(obj, status, record, applied)
+        return obj, status, status.upgrade is not None
+
+    async def _start(
+        self, obj: Object, status: JobStatusView, running: Job, target: Target
+    ) -> tuple[Object, JobStatusView]:
+        """Step 1, the write-ahead record."""
+        generation = int(meta(obj).get("generation") or 1)
+        # In a thread, as the plan: an edit of the PE template builds, compares and hashes every
+        # PE's spec twice.
+        diff = await asyncio.to_thread(upgrade_diff, running, target.running, target.job, target.planned.plan)
+        record = UpgradeRecord(
+            target_generation=generation,
+            spec=target.job.spec.to_wire(),
+            bundle_digest=target.digest,
+            generation_id=(status.generation_id or 0) + 1,
+            started=utc_now(),
+            kept=diff.kept,
+            replaced=sorted(diff.replaced),
+            added=diff.added,
+            removed=diff.removed,
+            widths={r.alias: r.width for r in target.running.parallel_regions},
+            next_pe_id=max((pe.id for pe in target.running.pes), default=-1) + 1,
+            checkpoint=regions_prepared(target),
+        )
+        conditions = status.conditions
+        set_condition(conditions, SPEC_APPLIED, "False", UPGRADING, diff.summary(), generation)
+        phase = JobPhase.SUSPENDING if target.job.spec.state is JobState.SUSPENDED else JobPhase.UPGRADING
+        status = status.with_(
+            phase=phase, upgrade=record, observed_generation=generation, conditions=conditions
+        )
+        written = await write_status(self.client, obj, status)
+        self.targets.keep(obj, generation, target)
+        await self.recorder.record(written, "Normal", "UpgradeStarted", _started_note(generation, diff))
+        return written, status_written(written, status)
+
+    async def _roll(
+        self, obj: Object, status: JobStatusView, record: UpgradeRecord, applied: KeptPlan
+    ) -> tuple[Object, JobStatusView]:
+        """Steps 2 to 4 (idempotent): bring the children to the target, a batch of PEs at a time."""
+        try:
+            target = await self.targets.recorded(obj, status, record, applied)
+        except JobFailure as failure:  # the recorded content is gone: the edit cannot finish
+            return await self._abandon(obj, status, failure)
+        namespace, name = str(meta(obj)["namespace"]), str(meta(obj)["name"])
+        wanted = target.wanted
+        await self._follow_target(obj, status, applied, target)
+        quiet, disruptive, content, in_flight = target.survey(
+            self.caches.pes.store, self.caches.pods.store, namespace, name
+        )
+        pes = (self.caches.pes.store.get(ObjectKey(namespace, n)) for n in (*quiet, *disruptive))
+        live = {str(meta(pe)["name"]): pe for pe in pes if pe is not None}  # those patched
+        await widths_module.patch_pes(self.client, wanted, namespace, quiet, content, live)
+        if (in_flight or disruptive) and _overdue(record, target):
+            untouched = {pe_id_of(n) for n in disruptive}
+            obj, status, stop = await self.rollback.timed_out(obj, status, record, untouched)
+            if stop:
+                return obj, status
+        if disruptive and record.checkpoint is None:
+            try:
+                obj, status, record, ready = await self.regions.prepare(
+                    obj, status, record, target, disruptive
+                )
+            except JobFailure as failure:  # the checkpoint failed: nothing replaced
+                return await self._abandon(obj, status, failure)
+            if not ready:
+                return obj, status
+        batch = disruptive[: max(batch_size(target.job, len(target.pes)) - in_flight, 0)]
+        await widths_module.patch_pes(self.client, wanted, namespace, batch, content, live)
+        if quiet or disruptive or in_flight:
+            return obj, status
+        return await self._commit(obj, status, record, target)
+
+    async def _follow_target(
+        self, obj: Object, status: JobStatusView, applied: KeptPlan, target: Target
+    ) -> None:
+        """Step 2 (idempotent): the name table, the target's new children, the removal of what it
+        drops (PEs, and the host pools and regions of a plan change), Exports, Imports, regions and
+        their coordinator following. Done in full once per target (and after a restart); later
+        passes check the name table and the children with an event since (one deleted meanwhile is
+        created again: `children.changes`)."""
+        namespace, name = str(meta(obj)["namespace"]), str(meta(obj)["name"])
+        wanted = target.wanted
+        table = self.caches.configmaps.store.get(ObjectKey(namespace, name))
+        if not widths_module.name_table_written(table, wanted[(CONFIGMAPS, name)]):
+            await widths_module.write_name_table(self.client, wanted, namespace, name)
+        with self.keeper.changes.to_check(ObjectKey(namespace, name), target.planned.children) as pending:
+            await self.keeper.create_missing(pending, lambda c: True)
+            if not target.followed:
+                await self._drop_and_follow(obj, status, applied, target)
+        target.followed = True
+
+    async def _drop_and_follow(
+        self, obj: Object, status: JobStatusView, applied: KeptPlan, target: Target
+    ) -> None:
+        """Step 2's removal of what the target drops, and Exports, Imports and regions following."""
+        namespace, name = str(meta(obj)["namespace"]), str(meta(obj)["name"])
+        wanted = target.wanted
+        live = self.caches.labelled(self.caches.pes, obj)
+        for pe_name in sorted({str(meta(pe)["name"]) for pe in live} - {pe.name for pe in target.pes}):
+            for resource in (PES, SERVICES, CONFIGMAPS):
+                await self.client.delete_if_present(resource, pe_name, namespace)
+        for resource in _PLANNED_KINDS:
+            for child in self.caches.labelled(self.caches.children[resource], obj):
+                if (resource, child_name := str(meta(child)["name"])) not in wanted:
+                    await self.client.delete_if_present(resource, child_name, namespace)
+        record = status.upgrade
+        undone = await self.targets.undone(obj, status, record, applied) if record is not None else None
+        if undone is not None:  # a rollback: what the undone edit wrote is put back
+            running = undone.wanted
+        else:  # what runs: the applied spec's children at the widths its regions run at
+            _, running_children = self.planner.children_at(
+                applied_job(obj, status),
+                str(meta(obj)["uid"]),
+                applied,
+                self.planner.running_widths(obj, applied),
+                status.generation_id or 0,
+            )
+            running = {(d.resource, d.name): d for d in running_children}
+        await widths_module.follow_ports(self.client, wanted, namespace, name, running)
+        await widths_module.follow_regions(self.client, wanted, namespace, running, _FOLLOWED_KINDS)
+
+    async def _commit(
+        self, obj: Object, status: JobStatusView, record: UpgradeRecord, target: Target
+    ) -> tuple[Object, JobStatusView]:
+        """Step 4: the target is what runs."""
+        generation = record.target_generation
+        suspended = target.job.spec.state is JobState.SUSPENDED
+        conditions = status.conditions
+        phase = JobPhase.SUSPENDED if suspended else JobPhase.RUNNING
+        if record.rollback:
+            phase = JobPhase.ROLLED_BACK
+        else:
+            set_condition(
+                conditions, SPEC_APPLIED, "True", APPLIED, f"generation {generation} runs", generation
+            )
+        status = status.with_(
+            phase=phase,
+            upgrade=None,
+            applied_generation=generation,
+            applied_spec=record.spec,
+            bundle_digest=record.bundle_digest,
+            generation_id=record.generation_id,
+            processing_elements=len(target.planned.plan.pes),
+            conditions=conditions,
+        )
+        mode = upgrade_mode(target.job.spec, bool(target.planned.plan.consistent_regions))
+        if not suspended and mode is UpgradeMode.CHECKPOINT_FIRST:
+            await self.regions.release_hold(target.job, None)
+        await self.resizer.apply_widths(obj, target.planned.plan)
+        written = await write_status(self.client, obj, status)
+        uid = str(meta(obj)["uid"])
+        self.targets.forget(uid)
+        self.counts.forget(uid)  # the counts of what now runs: written next, at once
+        # What runs is checked in full next (PE Services healed to the target's ports, ...): the
+        # edit checked its children only for what it needed.
+        self.keeper.changes.forget(ObjectKey(str(meta(obj)["namespace"]), str(meta(obj)["name"])))
+        self.planner.keep(obj, target.planned)
+        what = "rolled back to" if record.rollback else "runs"
+        note = (
+            f"generation {generation} {what} ({len(record.replaced)} PEs replaced, "
+            f"{len(record.added)} added, {len(record.removed)} removed)"
+        )
+        await self.recorder.record(
+            written, "Normal", "RolledBack" if record.rollback else "UpgradeSucceeded", note
+        )
+        return written, status_written(written, status)
+
+    async def _abandon(
+        self, obj: Object, status: JobStatusView, failure: JobFailure
+    ) -> tuple[Object, JobStatusView]:
+        """The recorded edit cannot go on: stop it where it is and say so."""
+        record = status.upgrade
+        status = status.with_(upgrade=None, phase=JobPhase.RUNNING)
+        if record is not None and (status.applied_spec or {}).get("state") != JobState.SUSPENDED.value:
+            await self.regions.release_hold(
+                applied_job(obj, status), edit_nonce(str(meta(obj)["name"]), record)
+            )
+        written = await write_status(self.client, obj, status)
+        self.targets.forget(str(meta(obj)["uid"]))
+        return await self.notes.refuse(written, status_written(written, status), failure)
+
+
+def _started_note(generation: int, diff: UpgradeDiff) -> str:
+    replaced = ", ".join(f"{i} ({'/'.join(diff.replaced[i])})" for i in sorted(diff.replaced))
+    return f"applying generation {generation}: {diff.summary()}" + (
+        f"; replaced: {replaced}" if replaced else ""
+    )
+
+
+def _overdue(record: UpgradeRecord, target: Target) -> bool:
+    limit = target.job.spec.submission_time_out_in_seconds
+    return (utc_now() - record.started).total_seconds() > limit
