@@ -21,7 +21,7 @@ from streams_k8s.k8s.objects import Object, meta
 
 
 class Rollback:
-    """Decides and starts the rollback of an edit that timed out (see the module docs)."""
+    """What an edit that timed out comes to (see the module docs; `jobs.change_steps` decides which)."""
 
     def __init__(
         self,
@@ -34,38 +34,40 @@ class Rollback:
         self.client, self.recorder, self.notes = client, recorder, notes
         self.regions, self.targets = regions, targets
 
-    async def timed_out(
+    async def fail(
+        self, obj: Object, status: JobStatusView, record: UpgradeRecord
+    ) -> tuple[Object, JobStatusView]:
+        """The rollback ``record`` is not Running in time: the job stops in Failed, saying why."""
+        message = _late(record)
+        conditions = status.conditions
+        generation = int(meta(obj).get("generation") or 1)
+        set_condition(conditions, SPEC_APPLIED, "False", "RollbackFailed", message, generation)
+        status = status.with_(phase=JobPhase.FAILED, upgrade=None, message=message, conditions=conditions)
+        written = await write_status(self.client, obj, status)
+        self.targets.forget(str(meta(obj)["uid"]))
+        await self.recorder.record(written, "Warning", "RollbackFailed", message)
+        return written, status_written(written, status)
+
+    async def start(
         self, obj: Object, status: JobStatusView, record: UpgradeRecord, untouched: set[int]
-    ) -> tuple[Object, JobStatusView, bool]:
-        """The edit is not Running in time: roll back; a rollback stops in Failed; without a
-        rollback the edit goes on, Stalled saying so. (obj, status, stop rolling this edit?)
+    ) -> tuple[Object, JobStatusView]:
+        """The edit ``record`` is not Running in time: roll back to the last stable spec.
         ``untouched``: the PEs the edit has not patched yet."""
-        timeout = int(record.spec.get("submissionTimeOutInSeconds") or 300)
-        what = "the rollback" if record.rollback else f"generation {record.target_generation}"
-        message = f"{what} did not reach Running within submissionTimeOutInSeconds={timeout}"
-        if record.rollback:
-            conditions = status.conditions
-            generation = int(meta(obj).get("generation") or 1)
-            set_condition(conditions, SPEC_APPLIED, "False", "RollbackFailed", message, generation)
-            status = status.with_(phase=JobPhase.FAILED, upgrade=None, message=message, conditions=conditions)
-            written = await write_status(self.client, obj, status)
-            self.targets.forget(str(meta(obj)["uid"]))
-            await self.recorder.record(written, "Warning", "RollbackFailed", message)
-            return written, status_written(written, status), True
-        if record.spec.get("rollback", True) and status.last_stable_spec:
-            # a checkpoint-first edit may have held the drains: the rollback does not need it
-            await self.regions.release_hold(
-                applied_job(obj, status), edit_nonce(str(meta(obj)["name"]), record)
-            )
-            obj, status = await self._start(obj, status, record, untouched)
-            await self.recorder.record(
-                obj, "Warning", "RollingBack", f"{message}: applying the last stable spec"
-            )
-            return obj, status, True
-        obj, status = await self.notes.note(
-            obj, status, UPGRADE_TIMED_OUT, f"{message}; no rollback: it goes on"
+        # a checkpoint-first edit may have held the drains: the rollback does not need it
+        await self.regions.release_hold(applied_job(obj, status), edit_nonce(str(meta(obj)["name"]), record))
+        obj, status = await self._start(obj, status, record, untouched)
+        note = f"{_late(record)}: applying the last stable spec"
+        await self.recorder.record(obj, "Warning", "RollingBack", note)
+        return obj, status
+
+    async def go_on_late(
+        self, obj: Object, status: JobStatusView, record: UpgradeRecord
+    ) -> tuple[Object, JobStatusView]:
+        """The edit ``record`` is not Running in time and may not roll back: it goes on, Stalled
+        saying so."""
+        return await self.notes.note(
+            obj, status, UPGRADE_TIMED_OUT, f"{_late(record)}; no rollback: it goes on"
         )
-        return obj, status, False
 
     async def _start(
         self, obj: Object, status: JobStatusView, record: UpgradeRecord, untouched: set[int]
@@ -102,3 +104,9 @@ def _above(record: UpgradeRecord) -> int | None:
     if record.next_pe_id is None:
         return None
     return max([record.next_pe_id, *(i + 1 for i in record.added)])
+
+
+def _late(record: UpgradeRecord) -> str:
+    timeout = int(record.spec.get("submissionTimeOutInSeconds") or 300)
+    what = "the rollback" if record.rollback else f"generation {record.target_generation}"
+    return f"{what} did not reach Running within submissionTimeOutInSeconds={timeout}"

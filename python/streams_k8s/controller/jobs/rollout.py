@@ -34,6 +34,10 @@ a Warning Event say why, and the job keeps running its applied spec until the ne
 annotation ``streams.ibm.com/pause-reconciliation: "true"`` holds edits back (SpecApplied=False,
 ReconciliationPaused) so several can be staged and applied at once. An edit not Running in time is
 rolled back (`jobs.rollback`).
+
+Which step a pass takes (start, pause, prepare the regions, replace a batch, wait, commit, roll
+back, fail) is decided by the pure `jobs.change_steps.decide` from the state the record names and
+what the pass observed; `Rollout` performs it.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from streams_k8s.api.contract import pe_id_of
 from streams_k8s.api.job import Job, JobPhase, JobState, UpgradeMode, UpgradeRecord
 from streams_k8s.controller.jobs import widths as widths_module
 from streams_k8s.controller.jobs.caches import JobCaches
+from streams_k8s.controller.jobs.change_steps import Action, Observed, decide
 from streams_k8s.controller.jobs.count_writes import CountWriter
 from streams_k8s.controller.jobs.edit_notes import EditNotes
 from streams_k8s.controller.jobs.edit_regions import EditRegions, edit_nonce, regions_prepared
@@ -125,13 +130,18 @@ class Rollout:
         generation = int(meta(obj).get("generation") or 1)
         record = status.upgrade
         if record is None:
-            if job is None or status.applied_generation == generation:
-                return obj, status, False
-            if paused(obj):
+            settled = status.condition(SPEC_APPLIED) or {}
+            observed = Observed(
+                edited=status.applied_generation != generation,
+                valid=job is not None,
+                paused=paused(obj),
+                settled=settled.get("reason") in FINAL and settled.get("observedGeneration") == generation,
+            )
+            step = decide(None, observed)
+            if step.action is Action.PAUSE:
                 return *await self.notes.note(obj, status, PAUSED, "reconciliation is paused"), False
-            refused = status.condition(SPEC_APPLIED) or {}
-            if refused.get("reason") in FINAL and refused.get("observedGeneration") == generation:
-                return obj, status, False  # this generation will not run: the next edit may
+            if step.action is not Action.START or job is None:
+                return obj, status, False
             try:
                 target = await self.targets.plan(obj, job, status, applied, running)
             except JobFailure as failure:
@@ -192,12 +202,22 @@ class Rollout:
         pes = (self.caches.pes.store.get(ObjectKey(namespace, n)) for n in (*quiet, *disruptive))
         live = {str(meta(pe)["name"]): pe for pe in pes if pe is not None}  # those patched
         await widths_module.patch_pes(self.client, wanted, namespace, quiet, content, live)
-        if (in_flight or disruptive) and _overdue(record, target):
-            untouched = {pe_id_of(n) for n in disruptive}
-            obj, status, stop = await self.rollback.timed_out(obj, status, record, untouched)
-            if stop:
-                return obj, status
-        if disruptive and record.checkpoint is None:
+        observed = Observed(
+            quiet=len(quiet),
+            disruptive=len(disruptive),
+            in_flight=in_flight,
+            batch_size=batch_size(target.job, len(target.pes)),
+            overdue=_overdue(record, target),
+            may_roll_back=bool(record.spec.get("rollback", True) and status.last_stable_spec),
+        )
+        step = decide(record, observed)
+        if step.action is Action.FAIL:
+            return await self.rollback.fail(obj, status, record)
+        if step.action is Action.ROLL_BACK:
+            return await self.rollback.start(obj, status, record, {pe_id_of(n) for n in disruptive})
+        if step.late:
+            obj, status = await self.rollback.go_on_late(obj, status, record)
+        if step.action is Action.PREPARE_REGIONS:
             try:
                 obj, status, record, ready = await self.regions.prepare(
                     obj, status, record, target, disruptive
@@ -206,9 +226,12 @@ class Rollout:
                 return await self._abandon(obj, status, failure)
             if not ready:
                 return obj, status
-        batch = disruptive[: max(batch_size(target.job, len(target.pes)) - in_flight, 0)]
-        await widths_module.patch_pes(self.client, wanted, namespace, batch, content, live)
-        if quiet or disruptive or in_flight:
+            step = decide(record, observed)  # prepared: the first batch goes now
+        if step.action is Action.REPLACE:
+            await widths_module.patch_pes(
+                self.client, wanted, namespace, disruptive[: step.batch], content, live
+            )
+        if step.action is not Action.COMMIT:
             return obj, status
         return await self._commit(obj, status, record, target)
 

@@ -1,0 +1,115 @@
+"""The states of a change of a running job and its next step: `decide(record, observed) -> Step`,
+pure, so every transition is in one table (`tests/test_controller_change_steps.py`) and the
+rollout (`jobs.rollout`) only performs what it says.
+
+A change (an edit, a suspend or resume, a rollback) is written ahead in ``status.upgrade``; its
+state is named from that record (`state_of`), never from which fields happen to be set elsewhere:
+
+| state | the record |
+|---|---|
+| `IDLE` | none: what runs is the applied spec |
+| `PREPARING` | an edit whose consistent regions are still to be prepared (``checkpoint`` unset) |
+| `REPLACING` | an edit whose regions are prepared, or that has none to prepare |
+| `ROLLBACK_PREPARING`, `ROLLBACK_REPLACING` | the same, for a rollback to the last stable spec |
+
+The steps, in the order `decide` weighs them:
+
+- no record: `NONE` (nothing edited, the edit not valid, or its generation settled: refused or
+  rolled back), `PAUSE` (the pause annotation holds it back) or `START` (plan it, write it ahead);
+- past ``submissionTimeOutInSeconds`` with PEs still to replace or coming up: `FAIL` for a
+  rollback (it never loops), `ROLL_BACK` when the edit allows it and a last stable spec exists,
+  else the edit goes on, ``late`` saying so;
+- `PREPARE_REGIONS` before the first disruptive PE is patched;
+- `REPLACE` the next ``batch`` of disruptive PEs (``maxUnavailable`` less those coming up);
+- `WAIT` while PEs are patched or coming up;
+- `COMMIT` once every PE runs the target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from streams_k8s.api.job import UpgradeRecord
+
+
+class ChangeState(StrEnum):
+    IDLE = "Idle"
+    PREPARING = "Preparing"
+    REPLACING = "Replacing"
+    ROLLBACK_PREPARING = "RollbackPreparing"
+    ROLLBACK_REPLACING = "RollbackReplacing"
+
+
+_PREPARING = frozenset({ChangeState.PREPARING, ChangeState.ROLLBACK_PREPARING})
+_ROLLBACK = frozenset({ChangeState.ROLLBACK_PREPARING, ChangeState.ROLLBACK_REPLACING})
+
+
+def state_of(record: UpgradeRecord | None) -> ChangeState:
+    """The state the write-ahead record says (see the module docs)."""
+    if record is None:
+        return ChangeState.IDLE
+    prepared = record.checkpoint is not None
+    if record.rollback:
+        return ChangeState.ROLLBACK_REPLACING if prepared else ChangeState.ROLLBACK_PREPARING
+    return ChangeState.REPLACING if prepared else ChangeState.PREPARING
+
+
+class Action(StrEnum):
+    NONE = "None"
+    PAUSE = "Pause"
+    START = "Start"
+    PREPARE_REGIONS = "PrepareRegions"
+    REPLACE = "Replace"
+    WAIT = "Wait"
+    COMMIT = "Commit"
+    ROLL_BACK = "RollBack"
+    FAIL = "Fail"
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """What the rollout found. Without a record: the Job's spec and annotations; with one: the
+    target's survey of the job's PEs (`jobs.target.Target.survey`) and the clock."""
+
+    edited: bool = False  # the spec's generation is not the applied one
+    valid: bool = True  # the edited spec is valid (an invalid one is refused elsewhere)
+    paused: bool = False  # streams.ibm.com/pause-reconciliation
+    settled: bool = False  # this generation was refused or rolled back: not tried again
+    quiet: int = 0  # PEs patched this pass whose pods stay
+    disruptive: int = 0  # PEs whose pods are still to replace
+    in_flight: int = 0  # PEs being created or whose pods are coming up
+    batch_size: int = 1  # maxUnavailable, or a quarter of the target's PEs
+    overdue: bool = False  # past the target's submissionTimeOutInSeconds
+    may_roll_back: bool = False  # the edit's spec allows a rollback and a last stable spec exists
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    action: Action
+    batch: int = 0  # REPLACE: how many of the disruptive PEs to patch now
+    late: bool = False  # past the time-out with no rollback: the edit goes on, saying so
+
+
+def decide(record: UpgradeRecord | None, observed: Observed) -> Step:
+    """The next step of the change ``record`` (see the module docs)."""
+    state = state_of(record)
+    if state is ChangeState.IDLE:
+        if not observed.valid or not observed.edited:
+            return Step(Action.NONE)
+        if observed.paused:
+            return Step(Action.PAUSE)
+        return Step(Action.NONE) if observed.settled else Step(Action.START)
+    late = observed.overdue and bool(observed.disruptive or observed.in_flight)
+    if late and state in _ROLLBACK:
+        return Step(Action.FAIL)
+    if late and observed.may_roll_back:
+        return Step(Action.ROLL_BACK)
+    if observed.disruptive and state in _PREPARING:
+        return Step(Action.PREPARE_REGIONS, late=late)
+    batch = min(observed.disruptive, max(observed.batch_size - observed.in_flight, 0))
+    if batch:
+        return Step(Action.REPLACE, batch, late)
+    if observed.quiet or observed.disruptive or observed.in_flight:
+        return Step(Action.WAIT, late=late)
+    return Step(Action.COMMIT)

@@ -1,0 +1,148 @@
+"""The change engine's transitions, one row each: from the state its write-ahead record names and
+what the rollout observed, the step `decide` takes (`controller.jobs.change_steps`)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from streams_k8s.api.job import UpgradeRecord
+from streams_k8s.controller.jobs.change_steps import Action, ChangeState, Observed, Step, decide, state_of
+
+DIGEST = "0" * 64
+
+
+def record(*, rollback: bool = False, prepared: bool = False) -> UpgradeRecord:
+    return UpgradeRecord(
+        target_generation=2,
+        spec={},
+        bundle_digest=DIGEST,
+        generation_id=1,
+        started=datetime(2026, 1, 1, tzinfo=UTC),
+        rollback=rollback,
+        checkpoint="no consistent regions" if prepared else None,
+    )
+
+
+EDIT, PREPARED = record(), record(prepared=True)
+ROLLBACK, ROLLBACK_PREPARED = record(rollback=True), record(rollback=True, prepared=True)
+
+
+@pytest.mark.parametrize(
+    ("written", "state"),
+    [
+        (None, ChangeState.IDLE),
+        (EDIT, ChangeState.PREPARING),
+        (PREPARED, ChangeState.REPLACING),
+        (ROLLBACK, ChangeState.ROLLBACK_PREPARING),
+        (ROLLBACK_PREPARED, ChangeState.ROLLBACK_REPLACING),
+    ],
+)
+def test_the_state_is_named_from_the_record_as_written_today(
+    written: UpgradeRecord | None, state: str
+) -> None:
+    # the record as the operator writes it (and as its wire form reads back after an upgrade)
+    again = None if written is None else UpgradeRecord.model_validate(written.to_wire())
+    assert state_of(written) == state_of(again) == state
+
+
+TABLE = [
+    # no record: whether an edit starts
+    ("nothing edited", None, Observed(), Step(Action.NONE)),
+    ("an invalid edit is refused elsewhere", None, Observed(edited=True, valid=False), Step(Action.NONE)),
+    ("paused", None, Observed(edited=True, paused=True), Step(Action.PAUSE)),
+    (
+        "paused and settled: says paused",
+        None,
+        Observed(edited=True, paused=True, settled=True),
+        Step(Action.PAUSE),
+    ),
+    ("a refused or rolled-back generation", None, Observed(edited=True, settled=True), Step(Action.NONE)),
+    ("an edit", None, Observed(edited=True), Step(Action.START)),
+    # an edit: regions first, then batches, then the commit
+    ("regions to prepare", EDIT, Observed(disruptive=3, batch_size=2), Step(Action.PREPARE_REGIONS)),
+    ("only quiet changes need no regions", EDIT, Observed(quiet=2), Step(Action.WAIT)),
+    ("nothing left, never prepared", EDIT, Observed(), Step(Action.COMMIT)),
+    ("a first batch", PREPARED, Observed(disruptive=3, batch_size=2), Step(Action.REPLACE, 2)),
+    (
+        "the batch less those coming up",
+        PREPARED,
+        Observed(disruptive=3, in_flight=1, batch_size=2),
+        Step(Action.REPLACE, 1),
+    ),
+    (
+        "a full batch coming up",
+        PREPARED,
+        Observed(disruptive=3, in_flight=2, batch_size=2),
+        Step(Action.WAIT),
+    ),
+    ("the last PEs", PREPARED, Observed(disruptive=1, batch_size=4), Step(Action.REPLACE, 1)),
+    ("quiet patches are waited for", PREPARED, Observed(quiet=1), Step(Action.WAIT)),
+    ("pods coming up", PREPARED, Observed(in_flight=3, batch_size=4), Step(Action.WAIT)),
+    ("every PE runs the target", PREPARED, Observed(batch_size=4), Step(Action.COMMIT)),
+    # past submissionTimeOutInSeconds
+    (
+        "late, rollback allowed",
+        PREPARED,
+        Observed(in_flight=1, overdue=True, may_roll_back=True),
+        Step(Action.ROLL_BACK),
+    ),
+    (
+        "late before the regions",
+        EDIT,
+        Observed(disruptive=1, overdue=True, may_roll_back=True),
+        Step(Action.ROLL_BACK),
+    ),
+    (
+        "late, no rollback: goes on",
+        PREPARED,
+        Observed(disruptive=2, overdue=True, batch_size=1),
+        Step(Action.REPLACE, 1, late=True),
+    ),
+    (
+        "late, no rollback, regions",
+        EDIT,
+        Observed(disruptive=2, overdue=True),
+        Step(Action.PREPARE_REGIONS, late=True),
+    ),
+    (
+        "late, no rollback, waiting",
+        PREPARED,
+        Observed(in_flight=1, overdue=True),
+        Step(Action.WAIT, late=True),
+    ),
+    (
+        "late but nothing left: commits",
+        PREPARED,
+        Observed(quiet=0, overdue=True, may_roll_back=True),
+        Step(Action.COMMIT),
+    ),
+    (
+        "late with quiet patches only: waits",
+        PREPARED,
+        Observed(quiet=1, overdue=True, may_roll_back=True),
+        Step(Action.WAIT),
+    ),
+    # a rollback goes the same way, and fails rather than loops
+    ("a rollback prepares regions", ROLLBACK, Observed(disruptive=1), Step(Action.PREPARE_REGIONS)),
+    ("a rollback replaces", ROLLBACK_PREPARED, Observed(disruptive=1, batch_size=1), Step(Action.REPLACE, 1)),
+    ("a rollback commits", ROLLBACK_PREPARED, Observed(), Step(Action.COMMIT)),
+    (
+        "a late rollback fails",
+        ROLLBACK_PREPARED,
+        Observed(in_flight=1, overdue=True, may_roll_back=True),
+        Step(Action.FAIL),
+    ),
+    (
+        "a late rollback fails, regions unprepared",
+        ROLLBACK,
+        Observed(disruptive=1, overdue=True),
+        Step(Action.FAIL),
+    ),
+]
+
+
+@pytest.mark.parametrize(("why", "written", "observed", "step"), TABLE, ids=[row[0] for row in TABLE])
+def test_decide(why: str, written: UpgradeRecord | None, observed: Observed, step: Step) -> None:
+    assert decide(written, observed) == step
