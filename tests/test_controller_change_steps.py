@@ -7,8 +7,17 @@ from datetime import UTC, datetime
 
 import pytest
 
-from streams_k8s.api.job import UpgradeRecord
-from streams_k8s.controller.jobs.change_steps import Action, ChangeState, Observed, Step, decide, state_of
+from streams_k8s.api.job import JobPhase, UpgradeRecord
+from streams_k8s.controller.jobs.change_steps import (
+    Action,
+    ChangeState,
+    Observed,
+    Step,
+    decide,
+    phase_after,
+    phase_during,
+    state_of,
+)
 
 DIGEST = "0" * 64
 
@@ -146,3 +155,20 @@ TABLE = [
 @pytest.mark.parametrize(("why", "written", "observed", "step"), TABLE, ids=[row[0] for row in TABLE])
 def test_decide(why: str, written: UpgradeRecord | None, observed: Observed, step: Step) -> None:
     assert decide(written, observed) == step
+
+
+SUSPEND = UpgradeRecord.model_validate({**EDIT.to_wire(), "spec": {"state": "Suspended"}})
+RESUME = UpgradeRecord.model_validate({**EDIT.to_wire(), "spec": {"state": "Running"}})
+
+
+@pytest.mark.parametrize(
+    ("written", "during", "after"),
+    [
+        (EDIT, JobPhase.UPGRADING, JobPhase.RUNNING),
+        (RESUME, JobPhase.UPGRADING, JobPhase.RUNNING),
+        (SUSPEND, JobPhase.SUSPENDING, JobPhase.SUSPENDED),
+        (ROLLBACK, JobPhase.ROLLING_BACK, JobPhase.ROLLED_BACK),
+    ],
+)
+def test_the_jobs_phase_follows_the_record(written: UpgradeRecord, during: JobPhase, after: JobPhase) -> None:
+    assert (phase_during(written), phase_after(written)) == (during, after)

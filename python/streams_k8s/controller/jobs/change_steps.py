@@ -23,6 +23,9 @@ The steps, in the order `decide` weighs them:
 - `REPLACE` the next ``batch`` of disruptive PEs (``maxUnavailable`` less those coming up);
 - `WAIT` while PEs are patched or coming up;
 - `COMMIT` once every PE runs the target.
+
+The Job's phase follows the record too (`phase_during`, `phase_after`): Upgrading, Suspending or
+RollingBack while it is under way; Running, Suspended or RolledBack once it is committed.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from streams_k8s.api.job import UpgradeRecord
+from streams_k8s.api.job import JobPhase, JobState, UpgradeRecord
 
 
 class ChangeState(StrEnum):
@@ -53,6 +56,24 @@ def state_of(record: UpgradeRecord | None) -> ChangeState:
     if record.rollback:
         return ChangeState.ROLLBACK_REPLACING if prepared else ChangeState.ROLLBACK_PREPARING
     return ChangeState.REPLACING if prepared else ChangeState.PREPARING
+
+
+def _suspends(record: UpgradeRecord) -> bool:
+    return record.spec.get("state") == JobState.SUSPENDED.value
+
+
+def phase_during(record: UpgradeRecord) -> JobPhase:
+    """The Job's phase while ``record``'s change is under way."""
+    if record.rollback:
+        return JobPhase.ROLLING_BACK
+    return JobPhase.SUSPENDING if _suspends(record) else JobPhase.UPGRADING
+
+
+def phase_after(record: UpgradeRecord) -> JobPhase:
+    """The Job's phase once ``record``'s change is what runs."""
+    if record.rollback:
+        return JobPhase.ROLLED_BACK
+    return JobPhase.SUSPENDED if _suspends(record) else JobPhase.RUNNING
 
 
 class Action(StrEnum):

@@ -8,6 +8,7 @@ Stalled saying so (UpgradeTimedOut).
 from __future__ import annotations
 
 from streams_k8s.api.job import JobPhase, UndoneEdit, UpgradeRecord
+from streams_k8s.controller.jobs.change_steps import phase_during
 from streams_k8s.controller.jobs.edit_notes import EditNotes
 from streams_k8s.controller.jobs.edit_regions import EditRegions, edit_nonce
 from streams_k8s.controller.jobs.edit_targets import EditTargets
@@ -93,7 +94,7 @@ class Rollback:
         conditions = status.conditions
         message = f"generation {record.target_generation} did not reach Running: rolling back"
         set_condition(conditions, SPEC_APPLIED, "False", ROLLED_BACK, message, generation)
-        status = status.with_(phase=JobPhase.ROLLING_BACK, upgrade=rollback, conditions=conditions)
+        status = status.with_(phase=phase_during(rollback), upgrade=rollback, conditions=conditions)
         written = await write_status(self.client, obj, status)
         return written, status_written(written, status)
 

@@ -48,7 +48,7 @@ from streams_k8s.api.contract import pe_id_of
 from streams_k8s.api.job import Job, JobPhase, JobState, UpgradeMode, UpgradeRecord
 from streams_k8s.controller.jobs import widths as widths_module
 from streams_k8s.controller.jobs.caches import JobCaches
-from streams_k8s.controller.jobs.change_steps import Action, Observed, decide
+from streams_k8s.controller.jobs.change_steps import Action, Observed, decide, phase_after, phase_during
 from streams_k8s.controller.jobs.count_writes import CountWriter
 from streams_k8s.controller.jobs.edit_notes import EditNotes
 from streams_k8s.controller.jobs.edit_regions import EditRegions, edit_nonce, regions_prepared
@@ -176,9 +176,8 @@ class Rollout:
         )
         conditions = status.conditions
         set_condition(conditions, SPEC_APPLIED, "False", UPGRADING, diff.summary(), generation)
-        phase = JobPhase.SUSPENDING if target.job.spec.state is JobState.SUSPENDED else JobPhase.UPGRADING
         status = status.with_(
-            phase=phase, upgrade=record, observed_generation=generation, conditions=conditions
+            phase=phase_during(record), upgrade=record, observed_generation=generation, conditions=conditions
         )
         written = await write_status(self.client, obj, status)
         self.targets.keep(obj, generation, target)
@@ -291,15 +290,12 @@ class Rollout:
         generation = record.target_generation
         suspended = target.job.spec.state is JobState.SUSPENDED
         conditions = status.conditions
-        phase = JobPhase.SUSPENDED if suspended else JobPhase.RUNNING
-        if record.rollback:
-            phase = JobPhase.ROLLED_BACK
-        else:
+        if not record.rollback:
             set_condition(
                 conditions, SPEC_APPLIED, "True", APPLIED, f"generation {generation} runs", generation
             )
         status = status.with_(
-            phase=phase,
+            phase=phase_after(record),
             upgrade=None,
             applied_generation=generation,
             applied_spec=record.spec,
