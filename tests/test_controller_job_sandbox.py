@@ -150,6 +150,7 @@ async def test_a_generated_job_gets_every_object_and_runs(
         status = await wait_for_phase(client, "demo", "Running")
         assert status["podsReady"] == 4
         assert condition(status, "PodsReady")["status"] == "True"
+        assert "message" not in status  # "4 PEs submitted" is old news once it runs
 
         async def connected() -> bool:
             items, _ = await client.list_all(PES, "default")

@@ -12,7 +12,7 @@ from streams_k8s.api.job import JobPhase
 from streams_k8s.controller.jobs.caches import JobCaches
 from streams_k8s.controller.jobs.counts import JobCounts
 from streams_k8s.controller.jobs.health import PODS_READY, with_health
-from streams_k8s.controller.jobs.status import JobStatusView
+from streams_k8s.controller.jobs.status import JobStatusView, submitted_message
 from streams_k8s.controller.jobs.status_writes import write_status
 from streams_k8s.controller.pes.degraded import DEGRADED, degraded_condition
 from streams_k8s.k8s.client import KubeClient
@@ -74,6 +74,8 @@ class CountWriter:
         wanted = status.with_(
             conditions=conditions, phase=phase, processing_elements_ready=ready_pes, pods_ready=ready_pods
         )
+        if phase == JobPhase.RUNNING and status.message == submitted_message(expected):
+            wanted = wanted.with_(message=None)  # submitted is old news once it runs
         wanted = with_health(wanted, int(m.get("generation") or 1))
         if wanted == JobStatusView.of(obj):
             return None

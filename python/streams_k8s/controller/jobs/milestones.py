@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 
 from streams_k8s.api.job import JobPhase
 from streams_k8s.controller.jobs.health import PODS_READY
-from streams_k8s.controller.jobs.status import JobStatusView
+from streams_k8s.controller.jobs.status import JobStatusView, submitted_message
 from streams_k8s.controller.kinds import JOBS
 from streams_k8s.k8s.conditions import parse_time
 from streams_k8s.k8s.controller import Requeue
@@ -54,7 +54,7 @@ def milestones(status: JobStatusView) -> list[Milestone]:
         note = f"submitting as job id {status.id}"
         found.append(Milestone("Normal", "SubmissionStarted", note, attempt, started))
     if status.phase not in (None, JobPhase.SUBMITTING, JobPhase.FAILED, JobPhase.DELETING):
-        note = status.message or f"{status.processing_elements or 0} PEs submitted"
+        note = status.message or submitted_message(status.processing_elements or 0)
         found.append(Milestone("Normal", "SubmissionSucceeded", note, attempt, started))
     ready = status.condition(PODS_READY)
     if ready is not None and ready.get("status") == "True":

@@ -17,7 +17,7 @@ from streams_k8s.controller.jobs.keeping import ChildKeeper
 from streams_k8s.controller.jobs.plans import Planner
 from streams_k8s.controller.jobs.resizing import Resizer
 from streams_k8s.controller.jobs.rollout import ROLL_POLL, Rollout
-from streams_k8s.controller.jobs.status import JobStatusView
+from streams_k8s.controller.jobs.status import JobStatusView, submitted_message
 from streams_k8s.controller.jobs.status_writes import applied_job, status_written, utc_now, write_status
 from streams_k8s.controller.planning import JobFailure
 from streams_k8s.k8s.client import KubeClient
@@ -27,10 +27,6 @@ from streams_k8s.k8s.events import EventRecorder
 from streams_k8s.k8s.objects import Object, meta, object_key
 
 log = logging.getLogger(__name__)
-
-
-def submitted_message(pes: int) -> str:
-    return f"{pes} PEs submitted"
 
 
 class RunningJobs:

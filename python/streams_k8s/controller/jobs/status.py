@@ -29,7 +29,7 @@ class StatusChanges(TypedDict, total=False):
     generation_id: int
     observed_generation: int
     conditions: list[ConditionDict]
-    message: str
+    message: str | None
     submission_started: datetime
     submission_attempts: int
     next_attempt: datetime | None
@@ -187,3 +187,9 @@ class JobStatusView:
     def cleared(self) -> JobStatusView:
         """A copy that removes every field this one has (each None, for a merge patch)."""
         return JobStatusView(dict.fromkeys(self.raw))
+
+
+def submitted_message(pes: int) -> str:
+    """The Job's message from its submission until every PE pod is ready (then none: the phase and
+    the PodsReady condition say how it runs, and a message left over would read as news)."""
+    return f"{pes} PEs submitted"

@@ -17,8 +17,7 @@ from streams_k8s.controller.jobs.health import SUBMITTED, VALID
 from streams_k8s.controller.jobs.job_ids import allocate_job_id
 from streams_k8s.controller.jobs.keeping import ChildKeeper
 from streams_k8s.controller.jobs.plans import Planner
-from streams_k8s.controller.jobs.running import submitted_message
-from streams_k8s.controller.jobs.status import JobStatusView
+from streams_k8s.controller.jobs.status import JobStatusView, submitted_message
 from streams_k8s.controller.jobs.status_writes import status_written, utc_now, write_status
 from streams_k8s.controller.kinds import JOBS
 from streams_k8s.controller.planning import JobFailure
