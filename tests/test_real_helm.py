@@ -13,19 +13,24 @@ kustomize base's, which the session's control plane holds (`installed`).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import AsyncIterator
+from pathlib import Path
 
+import orjson
 import pytest
 import pytest_asyncio
 
 from conftest import POD_SECURITY
 from helm_chart import CHART, helm_binary
+from kubectl_streams import USER_ROLE, kubectl_streams, plugin_directory, user
 from real_cluster import NAMESPACE, OPERATOR_USER, RealCluster, deployed, eventually
 from repo_paths import REPO
+from streams_k8s.api.contract import JOB_LABEL
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.control_plane.audit import refused
 from streams_k8s.control_plane.cluster import ControlPlane
-from streams_k8s.controller.kinds import JOBS, PES
+from streams_k8s.controller.kinds import JOBS, PARALLEL_REGIONS, PES
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 WATCHED = ("team-a", "team-b")
@@ -98,6 +103,69 @@ async def test_helm_install_runs_the_jobs_of_the_watched_namespaces(cluster: Rea
     untouched = await cluster.client.get(JOBS, "app", UNWATCHED)
     assert "status" not in untouched
     assert (await cluster.client.list_all(PES, UNWATCHED))[0] == []
+
+
+async def test_a_user_walks_the_readme_kubectl_streams_section(cluster: RealCluster, tmp_path: Path) -> None:
+    """README "streamtool's verbs": after the Helm install, a user of a watched namespace (a token,
+    the Role a user who runs jobs has) submits a local bundle with a submission-time value, lists
+    it, resizes its region and cancels it collecting its logs.
+
+    The upload goes with ``--operator-url`` (as after `kubectl port-forward svc/streams-api`): the
+    default route, kube-apiserver's service proxy, dials the operator pod's address, and the
+    simulated pods' 10.244.x.y addresses are not routable on this host (their processes listen on
+    loopback aliases, `sandbox.cluster.pod_network`); tests/test_real_streamtool.py checks that
+    route is taken and authorised.
+    """
+    namespace = WATCHED[0]
+    await cluster.kubectl("apply", "-f", "-", "-n", namespace, stdin=USER_ROLE)
+    alice = await user(cluster, "alice", "streams-user", namespace, tmp_path)
+    plugins = plugin_directory(tmp_path / "plugins")
+    sab = write_sab(tmp_path / "trades.sab", SyntheticSpec(chains=1, length=2, regions=1, width_values=True))
+    operator = f"http://{cluster.address_of(await cluster.serving_operator())}:10000"
+
+    async def streams(*args: str) -> str:
+        code, out, err = await kubectl_streams(alice, plugins, *args, "-n", namespace)
+        assert code == 0, f"kubectl streams {' '.join(args)}: {err}"
+        return out
+
+    out = await streams("submitjob", str(sab), "-P", "width0=2", "--operator-url", operator)
+    assert out == "streamsjob.streams.ibm.com/trades created\n"
+    job = await cluster.client.get(JOBS, "trades", namespace)
+    assert job["spec"]["bundle"]["upload"] == {"sha256": hashlib.sha256(sab.read_bytes()).hexdigest()}
+    await cluster.kubectl("wait", "--for=condition=Ready", "--timeout=120s", "stj/trades", "-n", namespace)
+
+    async def healthy() -> bool:
+        (row,) = [
+            j for j in orjson.loads(await streams("lsjobs", "-o", "json"))["jobs"] if j["name"] == "trades"
+        ]
+        return bool(row["health"] == "healthy")
+
+    await eventually(healthy, 60, "lsjobs saying the job is healthy")
+    (line,) = [row for row in (await streams("lsjobs")).splitlines() if row.split()[:1] == ["trades"]]
+    assert line.split()[2:4] == ["Running", "healthy"], line
+
+    (region,) = (
+        await cluster.client.list_all(PARALLEL_REGIONS, namespace, label_selector=f"{JOB_LABEL}=trades")
+    )[0]
+    assert region["spec"]["width"] == 2  # -P width0=2
+    await streams("updateoperators", "trades", "--parallelRegionWidth", f"{region['spec']['alias']}=3")
+
+    async def resized() -> bool:
+        found = await cluster.client.get(PARALLEL_REGIONS, region["metadata"]["name"], namespace)
+        return bool((found.get("status") or {}).get("width") == 3)
+
+    await eventually(resized, 90, "the region running at width 3")
+
+    # The simulated nodes serve no kubelet API, so no log can be read: the job is left running
+    # until --force says to cancel it without them.
+    logs = tmp_path / "logs"
+    code, out, err = await kubectl_streams(
+        alice, plugins, "canceljob", "trades", "--collectlogs", str(logs), "-n", namespace
+    )
+    assert (code, out) == (1, ""), err
+    assert "job trades left running; --force cancels it" in err, err
+    out = await streams("canceljob", "trades", "--collectlogs", str(logs), "--force")
+    assert out == "streamsjob.streams.ibm.com/trades deleted\n"
 
 
 async def test_the_api_server_refused_the_operator_nothing(cluster: RealCluster) -> None:

@@ -14,10 +14,8 @@ operator pod's process.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import os
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -25,42 +23,15 @@ import orjson
 import pytest
 import pytest_asyncio
 
-from real_cluster import KUBECTL, NAMESPACE, RealCluster, deployed, eventually
+from kubectl_streams import USER_ROLE, kubectl_streams, plugin_directory, user
+from real_cluster import NAMESPACE, RealCluster, deployed, eventually
 from streams_k8s.app.synthetic import SyntheticSpec, write_sab
 from streams_k8s.control_plane.cluster import ControlPlane
 from streams_k8s.controller.bundles.uploads import CHUNK_BYTES, UploadedBundles
 from streams_k8s.controller.kinds import JOBS, PARALLEL_REGIONS
 from streams_k8s.k8s.errors import ApiError
-from tokens import kubeconfig_with_token
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-# What a user who runs jobs may do (as the `edit` ClusterRole grants), and reach the operator.
-USER_ROLE = """
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {name: streams-user}
-rules:
-  - apiGroups: [streams.ibm.com]
-    resources: [streamsjobs, streamspes, streamsprs, streamsprs/scale, streamscrs]
-    verbs: ["*"]
-  - apiGroups: [""]
-    resources: [pods, pods/log]
-    verbs: [get, list]
-  - apiGroups: [""]
-    resources: [services/proxy]
-    verbs: [get, create, update]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {name: streams-viewer}
-rules:
-  - apiGroups: [streams.ibm.com]
-    resources: [streamsjobs]
-    verbs: [get, list]
-  - apiGroups: [""]
-    resources: [services/proxy]
-    verbs: [get, create, update]
-"""
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -71,70 +42,35 @@ async def cluster(
         yield running
 
 
-def plugin_directory(directory: Path) -> Path:
-    """A directory with `kubectl-streams`, as the wheel's entry point installs it."""
-    directory.mkdir(exist_ok=True)
-    script = directory / "kubectl-streams"
-    script.write_text(
-        f"#!{sys.executable}\nimport sys\nfrom streams_k8s.cli.streamtool import streams\n"
-        "sys.exit(streams(prog_name='kubectl streams'))\n"
-    )
-    script.chmod(0o755)
-    return directory
-
-
-async def kubectl_streams(kubeconfig: Path, plugins: Path, *args: str) -> tuple[int, str, str]:
-    """`kubectl streams ARGS -n streams` as the user of ``kubeconfig``."""
-    assert KUBECTL is not None, "kubectl is not installed"
-    env = {**os.environ, "KUBECONFIG": str(kubeconfig), "PATH": f"{plugins}{os.pathsep}{os.environ['PATH']}"}
-    process = await asyncio.create_subprocess_exec(
-        KUBECTL,
-        "streams",
-        *args,
-        "-n",
-        NAMESPACE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
-    out, err = await process.communicate()
-    return int(process.returncode or 0), out.decode(), err.decode()
-
-
-async def user(cluster: RealCluster, name: str, role: str, directory: Path) -> Path:
-    await cluster.kubectl("create", "serviceaccount", name)
-    await cluster.kubectl(
-        "create", "rolebinding", name, f"--role={role}", f"--serviceaccount={NAMESPACE}:{name}"
-    )
-    _, token, _ = await cluster.kubectl("create", "token", name)
-    return kubeconfig_with_token(cluster.plane.admin_kubeconfig, token.strip(), directory)
+async def in_streams(kubeconfig: Path, plugins: Path, *args: str) -> tuple[int, str, str]:
+    return await kubectl_streams(kubeconfig, plugins, *args, "-n", NAMESPACE)
 
 
 async def test_a_user_submits_a_local_bundle_with_kubectl_streams_and_walks_the_verbs(
     cluster: RealCluster, tmp_path: Path
 ) -> None:
     await cluster.kubectl("apply", "-f", "-", stdin=USER_ROLE)
-    alice = await user(cluster, "alice", "streams-user", tmp_path)
-    bob = await user(cluster, "bob", "streams-viewer", tmp_path)
+    alice = await user(cluster, "alice", "streams-user", NAMESPACE, tmp_path)
+    bob = await user(cluster, "bob", "streams-viewer", NAMESPACE, tmp_path)
     plugins = plugin_directory(tmp_path / "plugins")
     sab = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=1, length=2, regions=1, width_values=True))
     digest = hashlib.sha256(sab.read_bytes()).hexdigest()
     operator = f"http://{cluster.address_of(await cluster.serving_operator())}:10000"
 
     # Through kube-apiserver's service proxy: authorised, then the pod's address is unreachable here.
-    code, out, err = await kubectl_streams(alice, plugins, "submitjob", str(sab))
+    code, out, err = await in_streams(alice, plugins, "submitjob", str(sab))
     assert (code, out) == (1, "")
     assert err.startswith("error: "), err
     assert "the operator refused" not in err  # kube-apiserver (or the proxy it dials through) answered
     assert err.count("\n") == 1
 
-    code, out, err = await kubectl_streams(bob, plugins, "submitjob", str(sab), "--operator-url", operator)
+    code, out, err = await in_streams(bob, plugins, "submitjob", str(sab), "--operator-url", operator)
     assert (code, out) == (1, "")
     assert "may not create streamsjobs.streams.ibm.com in namespace streams" in err, err
     with pytest.raises(ApiError):
         await cluster.client.get(JOBS, "app", NAMESPACE)
 
-    code, out, err = await kubectl_streams(
+    code, out, err = await in_streams(
         alice, plugins, "submitjob", str(sab), "-P", "width0=2", "--operator-url", operator
     )
     assert code == 0, err
@@ -143,7 +79,7 @@ async def test_a_user_submits_a_local_bundle_with_kubectl_streams_and_walks_the_
     assert job["spec"]["bundle"]["upload"] == {"sha256": digest}
     await cluster.wait_ready("app")
 
-    code, out, err = await kubectl_streams(alice, plugins, "lsjobs", "-o", "json")
+    code, out, err = await in_streams(alice, plugins, "lsjobs", "-o", "json")
     assert code == 0, err
     (row,) = [j for j in orjson.loads(out)["jobs"] if j["name"] == "app"]
     assert (row["phase"], row["bundle"]) == ("Running", "app.sab")
@@ -152,7 +88,7 @@ async def test_a_user_submits_a_local_bundle_with_kubectl_streams_and_walks_the_
         await cluster.client.list_all(PARALLEL_REGIONS, NAMESPACE, label_selector="streams.ibm.com/job=app")
     )[0]
     alias = region["spec"]["alias"]
-    code, _, err = await kubectl_streams(
+    code, _, err = await in_streams(
         alice, plugins, "updateoperators", "app", "--parallelRegionWidth", f"{alias}=3"
     )
     assert code == 0, err
@@ -165,12 +101,12 @@ async def test_a_user_submits_a_local_bundle_with_kubectl_streams_and_walks_the_
 
     # The simulated nodes serve no kubelet API: a log cannot be read, so the job is left running.
     logs = tmp_path / "logs"
-    code, out, err = await kubectl_streams(alice, plugins, "canceljob", "app", "--collectlogs", str(logs))
+    code, out, err = await in_streams(alice, plugins, "canceljob", "app", "--collectlogs", str(logs))
     assert (code, out) == (1, "")
     assert err.startswith("error: reading the log of pod streams/app-"), err
     assert "job app left running; --force cancels it" in err
     await cluster.client.get(JOBS, "app", NAMESPACE)
-    code, out, err = await kubectl_streams(
+    code, out, err = await in_streams(
         alice, plugins, "canceljob", "app", "--collectlogs", str(logs), "--force"
     )
     assert code == 0, err
