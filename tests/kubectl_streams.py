@@ -38,6 +38,17 @@ rules:
     resources: [services/proxy]
     verbs: [get, create, update]
 """
+# What a user of another watched namespace needs in the operator's: its REST API, to upload.
+UPLOADER_ROLE = """
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: streams-uploader}
+rules:
+  - apiGroups: [""]
+    resources: [services/proxy]
+    resourceNames: ["streams-api:api"]  # the Service and port a proxy request names
+    verbs: [get, create, update]
+"""
 
 
 def plugin_directory(directory: Path) -> Path:
@@ -82,3 +93,11 @@ async def user(cluster: RealCluster, name: str, role: str, namespace: str, direc
     )
     _, token, _ = await cluster.kubectl("create", "token", name, "-n", namespace)
     return kubeconfig_with_token(cluster.plane.admin_kubeconfig, token.strip(), directory)
+
+
+async def bind(cluster: RealCluster, name: str, namespace: str, role: str, where: str) -> None:
+    """Bind the ServiceAccount ``name`` of ``namespace`` to the Role ``role`` of ``where``."""
+    account = f"--serviceaccount={namespace}:{name}"
+    await cluster.kubectl(
+        "create", "rolebinding", f"{name}-{namespace}", f"--role={role}", account, "-n", where
+    )

@@ -30,6 +30,7 @@ from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.kinds import PODS
 from streams_k8s.k8s.objects import Object
 from streams_k8s.sandbox.cluster.container_logs import LogDirectory
+from streams_k8s.sandbox.cluster.egress_proxy import ClusterEgress
 from streams_k8s.sandbox.cluster.nodes import load_nodes
 from streams_k8s.sandbox.cluster.pe_identity import is_ready
 from streams_k8s.sandbox.cluster.pod_processes import ApiServerAccess
@@ -134,13 +135,16 @@ class RealCluster:
 
 async def deployed(plane: ControlPlane, workdir: Path) -> AsyncIterator[RealCluster]:
     """The examples' nodes joined to `plane` (where `deploy/` is installed), until the operator's
-    pod serves; stopped with its nodes removed."""
+    pod serves; stopped with its nodes removed. The simulation's pods are reached by kube-apiserver
+    through the plane's cluster egress socket (`sandbox.cluster.egress_proxy`)."""
     client = await KubeClient.connect(str(plane.admin_kubeconfig))
     assert plane.pki is not None
     options = SimulationOptions(nodes=load_nodes(EXAMPLES / "nodes.yaml"), controller_url=CONTROLLER_URL)
     # The pods' logs next to the control plane's, kept with them when a test fails.
     simulation = Simulation(options, LogDirectory(plane.directory / "pod-logs"))
     await simulation.start(client, ApiServerAccess(plane.url, plane.pki.ca.cert))
+    egress = ClusterEgress(simulation.host_network)
+    await egress.start(plane.cluster_egress)
     bundles = workdir / "bundles"
     runpy.run_path(str(EXAMPLES / "bundles.py"))["write_bundles"](bundles)
     cluster = RealCluster(plane, client, simulation, bundles)
@@ -148,5 +152,6 @@ async def deployed(plane: ControlPlane, workdir: Path) -> AsyncIterator[RealClus
         await cluster.serving_operator()
         yield cluster
     finally:
+        await egress.stop()
         await simulation.stop(remove_nodes=True)
         await client.close()

@@ -23,7 +23,7 @@ import pytest_asyncio
 
 from conftest import POD_SECURITY
 from helm_chart import CHART, helm_binary
-from kubectl_streams import USER_ROLE, kubectl_streams, plugin_directory, user
+from kubectl_streams import UPLOADER_ROLE, USER_ROLE, bind, kubectl_streams, plugin_directory, user
 from real_cluster import NAMESPACE, OPERATOR_USER, RealCluster, deployed, eventually
 from repo_paths import REPO
 from streams_k8s.api.contract import JOB_LABEL
@@ -107,28 +107,29 @@ async def test_helm_install_runs_the_jobs_of_the_watched_namespaces(cluster: Rea
 
 async def test_a_user_walks_the_readme_kubectl_streams_section(cluster: RealCluster, tmp_path: Path) -> None:
     """README "streamtool's verbs": after the Helm install, a user of a watched namespace (a token,
-    the Role a user who runs jobs has) submits a local bundle with a submission-time value, lists
-    it, resizes its region and cancels it collecting its logs.
+    the Role a user who runs jobs has there, and `services/proxy` on `streams-api` in the
+    operator's namespace) submits a local bundle with a submission-time value, lists it, resizes
+    its region and cancels it collecting its logs.
 
-    The upload goes with ``--operator-url`` (as after `kubectl port-forward svc/streams-api`): the
-    default route, kube-apiserver's service proxy, dials the operator pod's address, and the
-    simulated pods' 10.244.x.y addresses are not routable on this host (their processes listen on
-    loopback aliases, `sandbox.cluster.pod_network`); tests/test_real_streamtool.py checks that
-    route is taken and authorised.
+    The upload takes the default route, kube-apiserver's service proxy to the operator's
+    `streams-api` (`--operator-namespace`: another watched namespace's `streams-api` is an
+    ExternalName, which kube-apiserver does not proxy); kube-apiserver reaches the operator pod
+    through the simulation's cluster egress proxy (`sandbox.cluster.egress_proxy`).
     """
     namespace = WATCHED[0]
     await cluster.kubectl("apply", "-f", "-", "-n", namespace, stdin=USER_ROLE)
+    await cluster.kubectl("apply", "-f", "-", "-n", NAMESPACE, stdin=UPLOADER_ROLE)
     alice = await user(cluster, "alice", "streams-user", namespace, tmp_path)
+    await bind(cluster, "alice", namespace, "streams-uploader", NAMESPACE)
     plugins = plugin_directory(tmp_path / "plugins")
     sab = write_sab(tmp_path / "trades.sab", SyntheticSpec(chains=1, length=2, regions=1, width_values=True))
-    operator = f"http://{cluster.address_of(await cluster.serving_operator())}:10000"
 
     async def streams(*args: str) -> str:
         code, out, err = await kubectl_streams(alice, plugins, *args, "-n", namespace)
         assert code == 0, f"kubectl streams {' '.join(args)}: {err}"
         return out
 
-    out = await streams("submitjob", str(sab), "-P", "width0=2", "--operator-url", operator)
+    out = await streams("submitjob", str(sab), "-P", "width0=2", "--operator-namespace", NAMESPACE)
     assert out == "streamsjob.streams.ibm.com/trades created\n"
     job = await cluster.client.get(JOBS, "trades", namespace)
     assert job["spec"]["bundle"]["upload"] == {"sha256": hashlib.sha256(sab.read_bytes()).hexdigest()}

@@ -82,6 +82,12 @@ class ControlPlane:
         return self.directory / "audit" / "audit.log"
 
     @property
+    def cluster_egress(self) -> Path:
+        """The Unix socket kube-apiserver asks for its connections to pods and nodes (HTTP CONNECT):
+        served by whoever runs the cluster's pods (`sandbox.cluster.egress_proxy`), else none open."""
+        return self.directory / "cluster-egress.sock"
+
+    @property
     def admin_kubeconfig(self) -> Path:
         return self.directory / "admin.kubeconfig"
 
@@ -127,7 +133,9 @@ class ControlPlane:
         )
         self._run(
             "kube-apiserver",
-            components.apiserver(b / "kube-apiserver", pki, self.ports, self.directory / "audit"),
+            components.apiserver(
+                b / "kube-apiserver", pki, self.ports, self.directory / "audit", self.cluster_egress
+            ),
             Probe(f"{self.url}/readyz", self.admin_context()),
             timeout,
         )

@@ -60,11 +60,30 @@ rules:
 """
 
 
-def apiserver(binary: Path, pki: Pki, ports: Ports, audit: Path) -> list[str]:
-    """`audit` is a directory: the policy is written there, the log goes to `audit.log` in it."""
+# kube-apiserver's connections into the cluster (a Service's or pod's proxy, a node's kubelet) go
+# through an HTTP CONNECT proxy on a Unix socket, as Konnectivity's do: the simulated pods'
+# addresses are not routable on this host, and whoever runs the pods serves the socket.
+EGRESS_SELECTOR = """
+apiVersion: apiserver.k8s.io/v1beta1
+kind: EgressSelectorConfiguration
+egressSelections:
+  - name: cluster
+    connection:
+      proxyProtocol: HTTPConnect
+      transport:
+        uds:
+          udsName: {socket}
+"""
+
+
+def apiserver(binary: Path, pki: Pki, ports: Ports, audit: Path, egress: Path) -> list[str]:
+    """`audit` is a directory: the policy is written there, the log goes to `audit.log` in it.
+    `egress` is the socket of the cluster's egress proxy (EGRESS_SELECTOR)."""
     audit.mkdir(parents=True, exist_ok=True)
     policy = audit / "policy.yaml"
     policy.write_text(AUDIT_POLICY)
+    selector = egress.with_suffix(".yaml")
+    selector.write_text(EGRESS_SELECTOR.format(socket=egress))
     kubelet_client = pki.client(APISERVER_KUBELET_CLIENT)
     return [
         str(binary),
@@ -92,6 +111,7 @@ def apiserver(binary: Path, pki: Pki, ports: Ports, audit: Path) -> list[str]:
         "--audit-log-format=json",
         # written before the answer is sent: what a test reads after a request is there
         "--audit-log-mode=blocking",
+        f"--egress-selector-config-file={selector}",
         "--profiling=false",
         "--v=1",
     ]
