@@ -46,6 +46,7 @@ CONTROLLER_URL = "http://streams-api.{namespace}:10000"
 EXAMPLES = REPO / "examples"
 KUBECTL = shutil.which("kubectl")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice")
 
 
 async def eventually(
@@ -125,6 +126,22 @@ class RealCluster:
 
         found: Object = await eventually(serving, 90, "a Ready operator pod that serves")
         return found
+
+    async def operator_proxied(self) -> Object:
+        """The serving operator pod, once `streams-api`'s EndpointSlice lists it ready: what
+        kube-apiserver's service proxy (a user's upload) reads to find it."""
+        pod = await self.serving_operator()
+
+        async def listed() -> bool:
+            slices, _ = await self.client.list_all(
+                ENDPOINT_SLICES, NAMESPACE, label_selector="kubernetes.io/service-name=streams-api"
+            )
+            endpoints = [e for s in slices for e in s.get("endpoints") or []]
+            ready = [e for e in endpoints if (e.get("conditions") or {}).get("ready")]
+            return any(pod["status"]["podIP"] in e.get("addresses", ()) for e in ready)
+
+        await eventually(listed, 60, "streams-api's EndpointSlice listing the serving operator pod, ready")
+        return pod
 
     def address_of(self, pod: Object) -> str:
         """Where a pod's process listens on this host (a pod address, seen from inside the cluster)."""

@@ -129,6 +129,8 @@ async def test_a_user_walks_the_readme_kubectl_streams_section(cluster: RealClus
         assert code == 0, f"kubectl streams {' '.join(args)}: {err}"
         return out
 
+    await cluster.operator_proxied()
+
     out = await streams("submitjob", str(sab), "-P", "width0=2", "--operator-namespace", NAMESPACE)
     assert out == "streamsjob.streams.ibm.com/trades created\n"
     job = await cluster.client.get(JOBS, "trades", namespace)

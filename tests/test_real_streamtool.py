@@ -52,7 +52,7 @@ async def test_a_user_submits_a_local_bundle_with_kubectl_streams_and_walks_the_
     plugins = plugin_directory(tmp_path / "plugins")
     sab = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=1, length=2, regions=1, width_values=True))
     digest = hashlib.sha256(sab.read_bytes()).hexdigest()
-    await cluster.serving_operator()
+    await cluster.operator_proxied()
 
     code, out, err = await in_streams(bob, plugins, "submitjob", str(sab))
     assert (code, out) == (1, "")
