@@ -176,15 +176,24 @@ async def _a_consistent_region_checkpoints(client: KubeClient, tmp_path: Path) -
     await eventually_async(checkpointed, within=60)
 
 
-async def _kubectl_shows_the_columns(kubeconfig: Path, client: KubeClient) -> None:
+async def _kubectl_get(kubeconfig: Path, kinds: str) -> str:
     assert KUBECTL is not None
     proc = await asyncio.create_subprocess_exec(
-        KUBECTL, "--kubeconfig", str(kubeconfig), "get", "stp,stx,sti", "-n", "default",
+        KUBECTL, "--kubeconfig", str(kubeconfig), "get", kinds, "-n", "default",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     out, err = await proc.communicate()
     assert proc.returncode == 0, err.decode()
-    output = out.decode()
+    return out.decode()
+
+
+async def _kubectl_shows_the_columns(kubeconfig: Path, client: KubeClient) -> None:
+    async def every_import_connected() -> bool:  # the subscription board's status, written after it
+        _, rows = _table(await _kubectl_get(kubeconfig, "stx,sti"), "import")
+        return all(row[6] == "1" for row in rows)
+
+    await eventually_async(every_import_connected, within=15)
+    output = await _kubectl_get(kubeconfig, "stp,stx,sti")
 
     header, rows = _table(output, "processingelement")
     assert header == ["NAME", "CONNECTIVITY", "LAUNCH", "POD", "NODE", "PHASE", "AGE"]
@@ -197,18 +206,33 @@ async def _kubectl_shows_the_columns(kubeconfig: Path, client: KubeClient) -> No
         assert node.startswith("node-")
 
     header, rows = _table(output, "export")
-    assert header == ["NAME", "JOB-ID", "PE", "PORT", "TYPE", "STREAM", "OPERATOR", "AGE"]
+    assert header == [
+        "NAME", "JOB-ID", "PE", "PORT", "TYPE", "STREAM", "OPERATOR", "CONNECTIONS", "CONNECTED-TO", "AGE"
+    ]  # fmt: skip
     exporter: dict[str, Any] = (await client.get(JOBS, "exporter", "default"))["status"]
     by_type = {row[4]: row for row in rows}
     assert set(by_type) == {"ByName", "ByProperties"}
     assert by_type["ByName"][1] == str(exporter["id"])
     assert by_type["ByName"][5] == "temperatures"
+    assert {row[7] for row in rows} == {"1"}
+    assert all(row[8].startswith("importer/") for row in rows)  # the importing job and its operator
 
     header, rows = _table(output, "import")
-    assert header == ["NAME", "JOB-ID", "PE", "PORT", "SUBSCRIPTION", "FILTER", "AGE"]
+    assert header == [
+        "NAME",
+        "JOB-ID",
+        "PE",
+        "PORT",
+        "STREAMS",
+        "FILTER",
+        "CONNECTIONS",
+        "CONNECTED-TO",
+        "AGE",
+    ]
     importer: dict[str, Any] = (await client.get(JOBS, "importer", "default"))["status"]
     assert {row[1] for row in rows} == {str(importer["id"])}
     assert sorted(row[4] for row in rows) == [
-        "",
         'kind == "humidity" && site == "north"',
-    ]  # by name, by properties
+        "temperatures",
+    ]  # by properties, by name
+    assert "exporter/temperatures" in {row[7] for row in rows}  # the exporting job and its stream
