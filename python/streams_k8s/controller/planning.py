@@ -73,6 +73,21 @@ def read_application(path: str, what: str) -> Application:
         raise JobFailure("Planned", "InvalidBundle", f"bundle {what}: {err}") from None
 
 
+def _settings(job: Job, job_id: int, nodes: int | None, ids_from: Mapping[int, Sequence[str]] | None) -> Any:
+    """What the plan takes from the Job, as the planner's keyword arguments."""
+    spec = job.spec
+    return {
+        "job_name": str(job.metadata.name),
+        "job_id": job_id,
+        "submission_values": spec.submission_time_values,
+        "widths": spec.parallel_regions,
+        "resources": spec.processing_element.resources,
+        "nodes": nodes,
+        "threading": spec.threading_model,
+        "ids_from": ids_from,
+    }
+
+
 def plan_job(
     job: Job,
     app: Application,
@@ -83,23 +98,10 @@ def plan_job(
 ) -> Plan:
     """The pipeline's plan of ``app`` for ``job``; `JobFailure(Planned, ...)` if it cannot be.
     ``ids_from``: operator names by PE id (the PEs a job runs), whose ids are kept where operators are."""
-    spec = job.spec
     try:
-        plan = plan_application(
-            app,
-            spec.fusion,
-            job_name=str(job.metadata.name),
-            job_id=job_id,
-            submission_values=spec.submission_time_values,
-            widths=spec.parallel_regions,
-            resources=spec.processing_element.resources,
-            nodes=nodes,
-            threading=spec.threading_model,
-            ids_from=ids_from,
-        )
+        return plan_application(app, job.spec.fusion, **_settings(job, job_id, nodes, ids_from))
     except PLANNING_ERRORS as err:
         raise JobFailure("Planned", "PlanningFailed", str(err)) from None
-    return plan
 
 
 def replan_job(
@@ -113,21 +115,8 @@ def replan_job(
 ) -> Replan:
     """`plan_job`'s plan, made from the plan the job runs (``running``) where the edit keeps the
     application's shape (`app.replan`): only the PEs the edit touches are rendered again."""
-    spec = job.spec
     try:
-        return replan(
-            running,
-            app,
-            spec.fusion,
-            job_name=str(job.metadata.name),
-            job_id=job_id,
-            submission_values=spec.submission_time_values,
-            widths=spec.parallel_regions,
-            resources=spec.processing_element.resources,
-            nodes=nodes,
-            threading=spec.threading_model,
-            ids_from=ids_from,
-        )
+        return replan(running, app, job.spec.fusion, **_settings(job, job_id, nodes, ids_from))
     except PLANNING_ERRORS as err:
         raise JobFailure("Planned", "PlanningFailed", str(err)) from None
 
