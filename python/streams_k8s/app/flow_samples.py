@@ -4,9 +4,11 @@ The Open Streams runtime's families (``../shared/specs/open-streams-runtime.md``
 operator input port (labels ``name``, ``logical_name``, ``op_port``) tuples processed, dropped and
 queued, the queue's size and enqueue waits; per operator output port tuples submitted; per PE
 port (``pe_port``) tuples processed and submitted; per PE output connection (``pe_port``,
-``connection="(peId:portId)"``) the congestion factor. Only these lines are parsed (a PE serves
-ten times as many): a cheap prefix test per line, labels only on the lines kept, so reading a
-thousand PEs stays a small part of the operator's CPU.
+``connection="(peId:portId)"``) the congestion factor; per operator (``name``) its share of its PE's
+CPU (``op_system_relative_operator_cost``, percent) and a source's backlog (the custom gauge
+``nTuplesPending``, as a broker source reports its lag), which the autoscaler reads. Only these
+lines are parsed (a PE serves ten times as many): a cheap prefix test per line, labels only on
+the lines kept, so reading a thousand PEs stays a small part of the operator's CPU.
 """
 
 from __future__ import annotations
@@ -25,10 +27,21 @@ OUTPUT_SUBMITTED = "op_output_n_tuples_submitted"
 CONGESTION = "pe_output_congestion_factor"
 PE_PROCESSED = "pe_input_n_tuples_processed"
 PE_SUBMITTED = "pe_output_n_tuples_submitted"
+OPERATOR_COST = "op_system_relative_operator_cost"
+PENDING = "nTuplesPending"
 _WANTED = frozenset(
-    {*INPUT_COUNTERS, *INPUT_GAUGES, OUTPUT_SUBMITTED, CONGESTION, PE_PROCESSED, PE_SUBMITTED}
+    {
+        *INPUT_COUNTERS,
+        *INPUT_GAUGES,
+        OUTPUT_SUBMITTED,
+        CONGESTION,
+        PE_PROCESSED,
+        PE_SUBMITTED,
+        OPERATOR_COST,
+        PENDING,
+    }
 )
-_PREFIXES = ("op_input_", "op_output_", CONGESTION, PE_PROCESSED, PE_SUBMITTED)
+_PREFIXES = ("op_input_", "op_output_", CONGESTION, PE_PROCESSED, PE_SUBMITTED, OPERATOR_COST, PENDING)
 _LABEL = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"\s*,?')
 _CONNECTION = re.compile(r"\(?\s*(\d+)\s*:\s*(\d+)\s*\)?")
 
@@ -79,6 +92,8 @@ class PeSample:
     congestion: dict[Connection, float] = field(default_factory=dict)
     pe_inputs: dict[int, float] = field(default_factory=dict)  # by PE input port: tuples processed
     pe_outputs: dict[int, float] = field(default_factory=dict)  # by PE output port: tuples submitted
+    costs: dict[str, float] = field(default_factory=dict)  # by operator: percent of its PE's CPU
+    pending: dict[str, float] = field(default_factory=dict)  # by source: its backlog, tuples
 
     def operators(self) -> set[tuple[str, str]]:
         """(physical, logical) names of the operators this PE reported."""
@@ -155,6 +170,13 @@ def _pe_port(labels: dict[str, str], line: str) -> int:
         raise ExpositionError(f"a PE port without pe_port: {line[:200]!r}") from None
 
 
+def _name(labels: dict[str, str], line: str) -> str:
+    try:
+        return labels["name"]
+    except KeyError:
+        raise ExpositionError(f"an operator metric without name: {line[:200]!r}") from None
+
+
 def _connection(labels: dict[str, str], line: str) -> Connection:
     try:
         return Connection(int(labels["pe_port"]), labels["connection"])
@@ -177,6 +199,10 @@ def record(sample: PeSample, name: str, labels: dict[str, str], value: float, li
         sample.pe_inputs[_pe_port(labels, line)] = value
     elif name == PE_SUBMITTED:
         sample.pe_outputs[_pe_port(labels, line)] = value
+    elif name == OPERATOR_COST:
+        sample.costs[_name(labels, line)] = value
+    elif name == PENDING:
+        sample.pending[_name(labels, line)] = value
     elif name == OUTPUT_SUBMITTED:
         sample.outputs[_port(labels, line)] = value
     else:

@@ -55,6 +55,11 @@ class PeWindow:
         return len(self._readings)
 
     @property
+    def newest(self) -> tuple[float, PeSample] | None:
+        """The last reading and when it was taken."""
+        return self._readings[-1] if self._readings else None
+
+    @property
     def last(self) -> PeSample | None:
         return self._readings[-1][1] if self._readings else None
 

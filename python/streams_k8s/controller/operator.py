@@ -22,6 +22,7 @@ from aiohttp import web
 
 from streams_k8s.api.contract import pe_host
 from streams_k8s.controller.autoscaling.controller import JobAutoscalerController
+from streams_k8s.controller.autoscaling.reading import flow_reader
 from streams_k8s.controller.bundles.fetch import BundleCache, BundleFetcher, DataReader
 from streams_k8s.controller.bundles.repository import BundleRepository, namespace_by_pod, pinned_by_pod
 from streams_k8s.controller.bundles.upload_api import BundleUploadApi
@@ -102,8 +103,6 @@ class InstanceOperator:
             self.broker.datagrams.close()
         for session in self._sessions:
             await session.close()
-        if self.autoscalers is not None:
-            await self.autoscalers.close()
 
 
 async def own_image(client: KubeClient, pod_name: str, namespace: str) -> str | None:
@@ -177,7 +176,8 @@ async def setup(manager: Manager) -> InstanceOperator:
         manager, coordinators, network_policies=await network_policies_served(client)
     )
     pes = PeController(manager)
-    autoscalers = JobAutoscalerController(manager)
+    flow = start_reading(manager, pes.pods, jobs.plan_of, operator)
+    autoscalers = JobAutoscalerController(manager, flow_reader(flow) if flow is not None else None)
     placement = NodePlacementController(manager)
     if pod_name:
         _serving_label(manager, pod_name, pod_namespace)
@@ -215,7 +215,6 @@ async def setup(manager: Manager) -> InstanceOperator:
         cache, namespace_by_pod(pods_by_address, namespace), pinned_by_pod(pods_by_address, caches.jobs)
     )
     await repository.start(settings.bind_address, settings.repository_port)
-    flow = start_reading(manager, pes.pods, jobs.plan_of, operator)
     return InstanceOperator(
         jobs,
         pes,

@@ -1,5 +1,6 @@
-"""The JobAutoscaler controller: every ``intervalSeconds`` it reads its job's PE metrics, makes a
-window of the last two readings and lets the DS2-style `decision` size every parallel region.
+"""The JobAutoscaler controller: every ``intervalSeconds`` it takes its job's PE metrics from the
+operator's flow reading (`reading`: its latest round), makes a window of the last two readings
+and lets the DS2-style `decision` size every parallel region.
 
 In ``Active`` mode a width it changes is set through the ParallelRegion's ``/scale`` subresource
 (what ``kubectl scale`` does: the job controller applies it like any width edit); in
@@ -27,20 +28,21 @@ from streams_k8s.api.autoscaler import AutoscalerMode, JobAutoscalerSpec
 from streams_k8s.api.contract import AADL_KEY, JOB_LABEL
 from streams_k8s.controller.autoscaling.decision import AutoscalerState, Decision, HistoryEntry, decide
 from streams_k8s.controller.autoscaling.estimates import Topology
-from streams_k8s.controller.autoscaling.observations import Scrape, read_scrape, window
-from streams_k8s.controller.autoscaling.reading import JobReader, PodMetricsReader
+from streams_k8s.controller.autoscaling.observations import Scrape, window
+from streams_k8s.controller.autoscaling.reading import JobReader
 from streams_k8s.controller.autoscaling.settings import AutoscalerSettings, Bounds, problems
 from streams_k8s.controller.autoscaling.topology import TopologyError, job_topology
 from streams_k8s.controller.kinds import JOB_AUTOSCALERS, PARALLEL_REGIONS
 from streams_k8s.k8s.conditions import ConditionDict, set_condition
 from streams_k8s.k8s.controller import Requeue
-from streams_k8s.k8s.kinds import CONFIGMAPS, PODS
+from streams_k8s.k8s.kinds import CONFIGMAPS
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.objects import Object, ObjectKey, meta
 
 log = logging.getLogger(__name__)
 
 VALID = "Valid"
+NOT_READING = "the operator reads no PE metrics (STREAMS_K8S_FLOW_INTERVAL=0): nothing to decide from"
 
 
 @dataclass
@@ -68,13 +70,14 @@ def settings_of(spec: JobAutoscalerSpec) -> AutoscalerSettings:
 
 
 class JobAutoscalerController:
-    def __init__(self, manager: Manager, reader: JobReader | None = None) -> None:
+    def __init__(self, manager: Manager, reader: JobReader | None) -> None:
+        """``reader``: the flow reading's (`reading.flow_reader`); None when the operator reads
+        no PE metrics (``STREAMS_K8S_FLOW_INTERVAL=0``), which each autoscaler is told."""
         self.client = manager.client
         self.autoscalers = manager.informer(JOB_AUTOSCALERS)
         self.regions = manager.informer(PARALLEL_REGIONS)
         self.configmaps = manager.informer(CONFIGMAPS, label_selector="app=streams")
-        pods = manager.informer(PODS, label_selector="app=streams")
-        self.reader = reader or PodMetricsReader(pods.store)
+        self.reader = reader
         self.events = manager.event_recorder("streams-autoscaler")
         self.tracked: dict[ObjectKey, Tracked] = {}
         manager.controller("job-autoscalers", self.reconcile).watch(self.autoscalers)
@@ -118,8 +121,13 @@ class JobAutoscalerController:
         except TopologyError as err:
             await self._invalid(obj, str(err))
             return Requeue(settings.interval)
-        texts = await self.reader(key.namespace, spec.job)
-        now = read_scrape(time.time(), texts)
+        if self.reader is None:
+            await self._invalid(obj, NOT_READING)
+            return Requeue(settings.interval)
+        now = self.reader(ObjectKey(key.namespace, spec.job))
+        if now is None:  # not read yet
+            await self._write_status(obj, widths, None)
+            return Requeue(settings.interval)
         previous, tracked.last = tracked.last, now
         same = tracked.widths == widths
         tracked.widths = dict(widths)
@@ -191,10 +199,6 @@ class JobAutoscalerController:
             meta(obj)["namespace"],
             subresource="status",
         )
-
-    async def close(self) -> None:
-        if isinstance(self.reader, PodMetricsReader):
-            await self.reader.close()
 
 
 def _same_conditions(current: dict[str, Any], status: dict[str, Any]) -> bool:

@@ -17,9 +17,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from prometheus_client.parser import text_string_to_metric_families
+from streams_k8s.app.flow_samples import (
+    OPERATOR_COST,
+    OUTPUT_SUBMITTED,
+    PENDING,
+    PeSample,
+    parse_exposition,
+)
 
-PENDING = "nTuplesPending"  # a source's backlog (custom metric)
+INPUT_PROCESSED, INPUT_QUEUED = "op_input_n_tuples_processed", "op_input_n_tuples_queued"
+INPUT_QUEUE_SIZE = "op_input_queue_size"
 Samples = Mapping[tuple[str, str], float]  # (family, instance name) -> value
 
 
@@ -35,22 +42,34 @@ class Scrape:
     cpu: Mapping[str, float] | None = None  # PE id -> CPU seconds
 
 
-def read_scrape(t: float, texts: Mapping[str, str], cpu: Mapping[str, float] | None = None) -> Scrape:
-    """A scrape from each PE's text exposition (PE id -> text)."""
-    samples: dict[tuple[str, str], float] = {}
+def scrape_of(t: float, samples: Mapping[str, PeSample], cpu: Mapping[str, float] | None = None) -> Scrape:
+    """A scrape from each PE's reading as the operator's flow reading parsed it (PE id ->
+    sample); an operator's input ports are summed."""
+    found: dict[tuple[str, str], float] = {}
     logical: dict[str, str] = {}
     pe_of: dict[str, str] = {}
-    for pe, text in texts.items():
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                name = sample.labels.get("name")
-                if name is None:
-                    continue
-                samples[(family.name, name)] = sample.value
-                pe_of[name] = pe
-                if "logical_name" in sample.labels:
-                    logical[name] = sample.labels["logical_name"]
-    return Scrape(t, samples, logical, pe_of, cpu)
+
+    def add(family: str, name: str, value: float) -> None:
+        found[(family, name)] = found.get((family, name), 0.0) + value
+
+    for pe, sample in samples.items():
+        for key, port in sample.inputs.items():
+            add(INPUT_PROCESSED, key.operator, port.processed)
+            add(INPUT_QUEUED, key.operator, port.queued)
+            add(INPUT_QUEUE_SIZE, key.operator, port.queue_size)
+        for key, submitted in sample.outputs.items():
+            add(OUTPUT_SUBMITTED, key.operator, submitted)
+        for key in (*sample.inputs, *sample.outputs):
+            logical[key.operator], pe_of[key.operator] = key.logical, pe
+        for family, values in ((OPERATOR_COST, sample.costs), (PENDING, sample.pending)):
+            for name, value in values.items():
+                found[(family, name)] = value
+    return Scrape(t, found, logical, pe_of, cpu)
+
+
+def read_scrape(t: float, texts: Mapping[str, str], cpu: Mapping[str, float] | None = None) -> Scrape:
+    """A scrape from each PE's text exposition (PE id -> text)."""
+    return scrape_of(t, {pe: parse_exposition(text) for pe, text in texts.items()}, cpu)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,13 +115,13 @@ def window(a: Scrape, b: Scrape) -> Window:
         raise ValueError(f"a window needs its second scrape after the first ({a.t} -> {b.t})")
     found = []
     for name in sorted(b.logical.keys() & a.logical.keys()):
-        processed = _delta(a, b, "op_input_n_tuples_processed", name)
-        submitted = _delta(a, b, "op_output_n_tuples_submitted", name)
-        is_source = ("op_input_n_tuples_processed", name) not in b.samples
+        processed = _delta(a, b, INPUT_PROCESSED, name)
+        submitted = _delta(a, b, OUTPUT_SUBMITTED, name)
+        is_source = (INPUT_PROCESSED, name) not in b.samples
         if (processed is None and not is_source) or (is_source and submitted is None):
             continue
-        size = b.samples.get(("op_input_queue_size", name)) or 0
-        queued = (x.samples.get(("op_input_n_tuples_queued", name), 0.0) for x in (a, b))
+        size = b.samples.get((INPUT_QUEUE_SIZE, name)) or 0
+        queued = (x.samples.get((INPUT_QUEUED, name), 0.0) for x in (a, b))
         fill_start, fill = (q / size if size else 0.0 for q in queued)
         found.append(
             InstanceWindow(
@@ -130,7 +149,7 @@ def _useful(a: Scrape, b: Scrape, name: str, seconds: float) -> float | None:
     pe = b.pe_of.get(name)
     if a.cpu is None or b.cpu is None or pe is None or pe not in a.cpu or pe not in b.cpu:
         return None
-    share = b.samples.get(("op_system_relative_operator_cost", name))
+    share = b.samples.get((OPERATOR_COST, name))
     if share is None:
         return None
     return max(0.0, b.cpu[pe] - a.cpu[pe]) / seconds * share / 100

@@ -79,6 +79,19 @@ class FlowScraper:
             pe: last for (key, pe), w in self._windows.items() if key == job and (last := w.last) is not None
         }
 
+    def latest(self, job: ObjectKey) -> tuple[float, dict[int, PeSample]] | None:
+        """The job's PEs whose reading in the latest round succeeded, by PE id, and how many
+        seconds ago (by ``clock``) the newest of them was taken; None when there is none."""
+        found = {
+            pe: newest
+            for (key, pe), w in self._windows.items()
+            if key == job and (key, pe) not in self._problems and (newest := w.newest) is not None
+        }
+        if not found:
+            return None
+        age = self._clock() - max(at for at, _ in found.values())
+        return age, {pe: sample for pe, (_, sample) in found.items()}
+
     def _keep(self, ref: PeRef, reading: Reading) -> None:
         if isinstance(reading, str):
             self.counts.failures += 1
