@@ -11,12 +11,27 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from flow_expositions import OperatorCounts, pe_text, recorded
 from streams_k8s.app.flow import PeState
+from streams_k8s.controller.autoscaling.observations import read_scrape, window
+from streams_k8s.controller.autoscaling.reading import flow_reader
 from streams_k8s.controller.flow.exported import FlowCollector
 from streams_k8s.controller.flow.scraper import FlowScraper
 from streams_k8s.controller.flow.targets import Target
 from streams_k8s.k8s.objects import ObjectKey
+from streams_k8s.sandbox.flow.exposition import pe_ids, pe_metrics
+from streams_k8s.sandbox.flow.graph import build_graph
+from streams_k8s.sandbox.flow.model import start, step
+from streams_k8s.sandbox.flow.workload import parse_workload
 
 JOB = ObjectKey("ns", "shop")
+AUTOSCALED = parse_workload(
+    {
+        "operators": {
+            "Src": {"source": {"rate": 2000}},
+            "Score": {"inputs": ["Src"], "cost": 1 / 600, "region": "S"},
+            "Sink": {"inputs": ["Score"], "cost": 1 / 5000},
+        }
+    }
+)
 
 
 class PeServers:
@@ -146,3 +161,44 @@ async def test_the_operator_serves_job_series_named_as_the_streams_exporter(serv
     assert value("streams_k8s_flow_operators_not_exported") == 1
     assert value("streams_k8s_flow_operator_tuples_in_per_second", operatorname="z") is None
     assert served[("streams_k8s_flow_reads_total", ())] == 6
+
+
+async def test_the_autoscaler_takes_the_latest_round_of_the_same_reading(
+    servers: PeServers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One read of each PE serves the flow and the autoscaler: its scrape is the scraper's latest
+    round, PEs whose reading failed in it left out, timed by the wall clock at the round."""
+    graph = build_graph(AUTOSCALED, {"S": 2})
+    ids = pe_ids(graph)
+    pes = sorted(int(i) for i in ids.values())
+    clock, state = Clock(), start(graph)
+    scraper = FlowScraper(lambda: [servers.target(pe) for pe in pes], clock=clock)
+    read = flow_reader(scraper)
+    assert read(JOB) is None  # nothing read yet
+    texts = {}
+    try:
+        for at in (0.0, 30.0):
+            while state.t < at:
+                state = step(graph, state, 0.1)
+            texts[at] = {pe: pe_metrics(graph, state, "shop", pe, ids=ids) for pe in ids}
+            servers.texts = {int(ids[pe]): text for pe, text in texts[at].items()}
+            if at:
+                del servers.texts[pes[-1]]  # its reading fails in the second round
+            clock.now = at
+            monkeypatch.setattr("time.time", lambda at=at: 1_000_000 + at)
+            await scraper.scrape_once()
+            if not at:
+                first = read(JOB)
+    finally:
+        await scraper.stop()
+    second = read(JOB)
+    assert first is not None
+    assert second is not None
+    assert (first.t, second.t) == (1_000_000, 1_000_030)
+    expected = window(
+        read_scrape(0.0, {ids[pe]: text for pe, text in texts[0.0].items()}),
+        read_scrape(30.0, {ids[pe]: t for pe, t in texts[30.0].items() if ids[pe] != str(pes[-1])}),
+    )
+    got = window(first, second)
+    assert got.instances == expected.instances
+    assert {i.operator for i in got.instances} == {"Src", "Score"}  # the failing PE's Sink left out
