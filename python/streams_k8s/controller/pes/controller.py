@@ -235,7 +235,8 @@ class PeController:
                 wait = self.report_wait.remaining(key, str(pe.metadata.uid), decision.launch)
                 if wait > 0:
                     return Requeue(after=wait)
-            self.report_wait.recorded(key, by_report=not decision.started)
+            else:
+                self.report_wait.recorded(key, by_report=True)
             if decision.action is Action.CREATE and placement is not None:
                 uid = str(pe.metadata.uid)
                 if (pending := self.expected.creation_pending(key, uid, decision.launch)) > 0:
@@ -249,6 +250,8 @@ class PeController:
                 if decision.phase == DELETED:  # the Event first: a restart in between records it still
                     await self._warn_stopped(job_obj, pe, decision.launch)
                 await self._write_status(pe, status_fields(decision))
+                if decision.started:  # only once written: a failed write retries without a new wait
+                    self.report_wait.recorded(key, by_report=False)
             elif decision.action is Action.WAIT and waiting_for == "nodes":
                 return Requeue(after=NODE_WAIT)
             return None
