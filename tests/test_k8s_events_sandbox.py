@@ -134,6 +134,28 @@ async def test_an_event_the_api_server_did_not_take_is_delivered_later_once(
     assert sample("streams_k8s_events_total", {"outcome": "queued"}) == 1
 
 
+async def test_a_throttled_event_never_holds_its_caller_and_is_delivered_after_the_retry_after(
+    sandbox: Sandbox, client: KubeClient, subject: dict[str, Any]
+) -> None:
+    """A 429 (Retry-After: 1) on an Event's create: the recording reconcile goes on at once (the
+    write waits in the queue, not in the client's inline retries), and the Event comes once."""
+    sandbox.faults.fail(429, 1, verb="create", resource="events", retry_after=1)
+    recorder = EventRecorder(client, "streams-controller", "replica-1")
+    recorder.delivery.first_delay = 0.05
+    await recorder.record(subject, "Normal", "Submitted", "job submitted")
+    assert recorder.delivery.pending == 1  # returned after one attempt, the write still owed
+
+    async def delivered() -> bool:
+        return recorder.delivery.pending == 0
+
+    await eventually_async(delivered, within=10)
+    events, _ = await client.list_all(CORE_EVENTS, "default")
+    assert [(e["reason"], e["count"]) for e in events] == [("Submitted", 1)]
+    creates = [r for r in sandbox.requests if r.method == "POST" and r.path.endswith("/events")]
+    assert [r.status for r in creates] == [429, 201]
+    assert creates[1].time - creates[0].time >= 1.0  # the Retry-After honoured by the queue
+
+
 async def test_waiting_events_are_bounded_and_the_oldest_dropped_is_counted(
     sandbox: Sandbox, client: KubeClient, subject: dict[str, Any]
 ) -> None:

@@ -221,6 +221,14 @@ class KubeClient:
         other._bucket = TokenBucket(qps, burst)
         return other
 
+    def with_retries(self, max_retries: int) -> KubeClient:
+        """This client (everything shared, the session too: never closed) retrying each request at
+        most ``max_retries`` times: for callers that retry later on their own rather than wait
+        out a Retry-After inline (the Event delivery queue)."""
+        other = copy.copy(self)
+        other.max_retries = max_retries
+        return other
+
     async def close(self) -> None:
         await self._session.close()
         await self._api.close()

@@ -6,9 +6,11 @@ success, not a second Event. A count update carries absolute values (`count`, `s
 repeating it is harmless; a newer update of the same Event replaces an older pending one (and
 follows its create, when that is still pending).
 
-Writes failing for a reason that may pass (no answer, 429, 5xx) wait in a bounded queue
-(``limit`` Events; past it the oldest is dropped and counted) and are retried from a background
-task with jittered exponential backoff (``first_delay`` doubling to ``max_delay``). Other failures
+Each write is one attempt inline (the client's own retries would hold the caller, a reconcile,
+for a whole Retry-After). Writes failing for a reason that may pass (no answer, 429, 5xx) wait in
+a bounded queue (``limit`` Events; past it the oldest is dropped and counted) and are retried from
+a background task with jittered exponential backoff (``first_delay`` doubling to ``max_delay``),
+never sooner than the last Retry-After asked. Other failures
 (400, 403, 422: the same write would be refused again) are dropped, counted and logged. On
 shutdown `close` gives the queue ``grace`` seconds to drain.
 """
@@ -54,12 +56,13 @@ class EventDelivery:
         first_delay: float = 0.5,
         max_delay: float = 30.0,
     ) -> None:
-        self.client = client
+        self.client = client.with_retries(0)
         self.limit = limit
         self.first_delay, self.max_delay = first_delay, max_delay
         self._outcomes = outcomes
         self._pending: OrderedDict[tuple[str, str], _Pending] = OrderedDict()
         self._task: asyncio.Task[None] | None = None
+        self._retry_after = 0.0  # what the server last asked for, before the next flush
 
     @property
     def pending(self) -> int:
@@ -109,6 +112,7 @@ class EventDelivery:
 
     def _queue(self, entry: _Pending, err: ApiError) -> None:
         self._pending[(entry.namespace, entry.name)] = entry
+        self._retry_after = max(self._retry_after, err.retry_after or 0.0)
         self._outcomes.labels("queued").inc()
         while len(self._pending) > self.limit:
             (namespace, name), _ = self._pending.popitem(last=False)
@@ -121,7 +125,8 @@ class EventDelivery:
     async def _retry(self) -> None:
         delay = self.first_delay
         while self._pending:
-            await asyncio.sleep(delay * (0.5 + random.random() / 2))
+            await asyncio.sleep(max(self._retry_after, delay * (0.5 + random.random() / 2)))
+            self._retry_after = 0.0
             delay = self.first_delay if await self.flush_once() else min(delay * 2, self.max_delay)
 
     async def flush_once(self) -> bool:
@@ -130,8 +135,9 @@ class EventDelivery:
             try:
                 await self._deliver(entry)
             except ApiError as err:
-                if err.retryable:
-                    return False  # the API server is still unwell: back off before the rest
+                if err.retryable:  # the API server is still unwell: back off before the rest
+                    self._retry_after = max(self._retry_after, err.retry_after or 0.0)
+                    return False
                 self._outcomes.labels("failed").inc()
                 log.warning("event %s/%s refused: %s", entry.namespace, entry.name, err)
             self._pending.pop(key, None)
