@@ -12,6 +12,7 @@ Long: one class, the client, whose methods are the REST verbs, their retries and
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import logging
 import os
@@ -261,6 +262,13 @@ class KubeClient:
         await self._api.update_params_for_auth(headers, [], ["BearerToken"])
         return headers
 
+    @asynccontextmanager
+    async def _slots_after_rate_limit(self) -> AsyncIterator[None]:
+        """A token of the rate limit, then one of the client's slots for the send."""
+        await self._bucket.acquire()
+        async with self._slots:
+            yield
+
     def _may_retry(self, method: str, error: ApiError, idempotent: bool) -> bool:
         if error.status == 429 or error.retry_after is not None:
             return True  # the server asked us to come back; it did not act on the request
@@ -286,20 +294,22 @@ class KubeClient:
         content_type: str = JSON,
         before_send: Callable[[], None] | None = None,
         idempotent: bool = False,
+        slot: asyncio.Semaphore | None = None,
     ) -> Object:
         """Send one request (with retries) and return the decoded answer; ``idempotent``: a POST
         that may be sent again (`create_if_absent`: the name is the object's own, a second create
         answers AlreadyExists) is retried as the other methods are. ``before_send`` runs right
         before each attempt goes out, once the rate limit and a slot let it (a create that waited
         there behind others can still be called off: `controller.stop_if_owner_deleted`); what it
-        raises ends the request unsent."""
+        raises ends the request unsent. ``slot``: the caller's bound on its requests in flight,
+        held for each attempt only: a request waiting out a Retry-After or a backoff lets the
+        caller's other requests go meanwhile."""
         payload = None if body is None else body if isinstance(body, bytes) else orjson.dumps(body)
         params = _query(query or {})
         label = str(resource)
         attempt, reloaded = 0, False
         while True:
-            await self._bucket.acquire()
-            async with self._slots:
+            async with slot or contextlib.nullcontext(), self._slots_after_rate_limit():
                 if before_send is not None:
                     before_send()
                 started = time.monotonic()
@@ -486,6 +496,7 @@ class KubeClient:
         field_manager: str | None = None,
         before_send: Callable[[], None] | None = None,
         idempotent: bool = False,
+        slot: asyncio.Semaphore | None = None,
     ) -> Object:
         path = resource.path(self._namespace(resource, namespace, obj))
         return await self.request(
@@ -497,6 +508,7 @@ class KubeClient:
             query={"fieldManager": field_manager},
             before_send=before_send,
             idempotent=idempotent,
+            slot=slot,
         )
 
     async def create_if_absent(
@@ -505,11 +517,14 @@ class KubeClient:
         obj: Object,
         namespace: str | None = None,
         before_send: Callable[[], None] | None = None,
+        slot: asyncio.Semaphore | None = None,
     ) -> Object | None:
         """Create; None when it exists already (with deterministic names, creating is idempotent:
         a 5xx, a lost answer or a conflict is retried as for any other write)."""
         try:
-            return await self.create(resource, obj, namespace, before_send=before_send, idempotent=True)
+            return await self.create(
+                resource, obj, namespace, before_send=before_send, idempotent=True, slot=slot
+            )
         except ApiError as err:
             if err.already_exists:
                 return None

@@ -51,17 +51,16 @@ class ChildKeeper:
         slots = asyncio.Semaphore(CREATE_CONCURRENCY)
 
         async def create(child: Desired) -> None:
-            async with slots:
-                # The Job deleted meanwhile, even while this create waited for the rate limit: stop.
-                def guard() -> None:
-                    stop_if_owner_deleted(self.caches.jobs.store, child.body)
+            # The Job deleted meanwhile, even while this create waited for the rate limit: stop.
+            def guard() -> None:
+                stop_if_owner_deleted(self.caches.jobs.store, child.body)
 
-                try:
-                    await self.client.create_if_absent(child.resource, child.body, before_send=guard)
-                except ApiError as err:
-                    if err.status in REFUSED:
-                        raise refused(child, err) from None
-                    raise
+            try:  # a slot per attempt: a create waiting out a Retry-After lets others go
+                await self.client.create_if_absent(child.resource, child.body, before_send=guard, slot=slots)
+            except ApiError as err:
+                if err.status in REFUSED:
+                    raise refused(child, err) from None
+                raise
 
         # Each once what it needs exists (`creation_order`): a PE after the job's shared children
         # and its own ConfigMap and Service; a failed one fails those that wait for it.
