@@ -17,6 +17,7 @@ records reuses nothing; losing both at once leaves the ids of the Jobs that exis
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -69,6 +70,16 @@ def _lease(namespace: str, next_id: int) -> dict[str, Any]:
     }
 
 
+async def _read(client: KubeClient, resource: Resource, namespace: str) -> dict[str, Any] | None:
+    """Object `COUNTER_NAME` of ``resource``; None when there is none."""
+    try:
+        return await client.get(resource, COUNTER_NAME, namespace)
+    except ApiError as err:
+        if err.not_found:
+            return None
+        raise
+
+
 async def _advance(
     client: KubeClient,
     resource: Resource,
@@ -77,31 +88,24 @@ async def _advance(
     write: Callable[[dict[str, Any], int], None],
     fresh: Callable[[str, int], dict[str, Any]],
     floor: int,
+    obj: dict[str, Any] | None,
 ) -> int:
-    """Raise the number ``read`` from object `COUNTER_NAME` of ``resource`` to at least ``floor``,
-    then one past it (compare-and-swap); the number before the step (the id handed out)."""
+    """Raise the number ``read`` from ``obj`` (object `COUNTER_NAME` of ``resource`` as last read,
+    None: absent) to at least ``floor``, then one past it (compare-and-swap, read again after a
+    conflict); the number before the step (the id handed out)."""
     for _ in range(_ATTEMPTS):
         try:
-            obj = await client.get(resource, COUNTER_NAME, namespace)
-        except ApiError as err:
-            if not err.not_found:
-                raise
-            try:
+            if obj is None:
                 await client.create(resource, fresh(namespace, floor + 1))
-            except ApiError as create_err:
-                if create_err.conflict:
-                    continue  # another writer created it first: read theirs
-                raise
-            return floor
-        value = max(read(obj), floor)
-        write(obj, value + 1)
-        try:
+                return floor
+            value = max(read(obj), floor)
+            write(obj, value + 1)
             await client.replace(resource, obj)
+            return value
         except ApiError as err:
-            if err.conflict:
-                continue  # someone advanced it meanwhile: read again
-            raise
-        return value
+            if not err.conflict:
+                raise
+        obj = await _read(client, resource, namespace)  # another writer was first: read theirs
     raise JobIdError(f"could not advance {namespace}/{COUNTER_NAME} after {_ATTEMPTS} conflicting attempts")
 
 
@@ -115,17 +119,15 @@ def _write_high_water(lease: dict[str, Any], next_id: int) -> None:
 
 async def allocate_job_id(client: KubeClient, namespace: str, taken: Iterable[int] = ()) -> int:
     """A fresh id for a Job of ``namespace``, above every id in ``taken`` and every id handed out."""
-    floor = max(max(taken, default=-1) + 1, await _read_high_water(client, namespace))
-    job_id = await _advance(client, CONFIGMAPS, namespace, _counter_next, _write_counter, _counter, floor)
+    # Both records read at once, each read once: a serial path of requests, each of which may be
+    # told to come back a second later by a throttled API server.
+    lease, counter = await asyncio.gather(
+        _read(client, LEASES, namespace), _read(client, CONFIGMAPS, namespace)
+    )
+    floor = max(max(taken, default=-1) + 1, _high_water(lease) if lease is not None else 0)
+    job_id = await _advance(
+        client, CONFIGMAPS, namespace, _counter_next, _write_counter, _counter, floor, counter
+    )
     # The high-water mark holds before anyone records the id (a mark above the counter is harmless).
-    await _advance(client, LEASES, namespace, _high_water, _write_high_water, _lease, job_id)
+    await _advance(client, LEASES, namespace, _high_water, _write_high_water, _lease, job_id, lease)
     return job_id
-
-
-async def _read_high_water(client: KubeClient, namespace: str) -> int:
-    try:
-        return _high_water(await client.get(LEASES, COUNTER_NAME, namespace))
-    except ApiError as err:
-        if err.not_found:
-            return 0
-        raise
