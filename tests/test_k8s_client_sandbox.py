@@ -189,6 +189,20 @@ async def test_a_create_by_its_own_name_is_retried_after_a_5xx_or_a_conflict(
     assert (await client.get(CONFIGMAPS, "v", "default"))["metadata"]["name"] == "v"
 
 
+async def test_a_create_waiting_out_a_retry_after_lets_the_callers_other_creates_go(
+    sandbox: Sandbox, client: KubeClient
+) -> None:
+    """A caller's bound on its creates in flight (`slot`) holds for each attempt only: with one
+    slot, a create told to come back in a second does not keep a second create waiting."""
+    sandbox.faults.fail(429, 1, verb="create", resource="configmaps", retry_after=1)
+    slot = asyncio.Semaphore(1)
+    first = asyncio.create_task(client.create_if_absent(CONFIGMAPS, configmap("w1"), "default", slot=slot))
+    await asyncio.sleep(0.2)  # the first was answered 429 and waits out its Retry-After
+    await asyncio.wait_for(client.create_if_absent(CONFIGMAPS, configmap("w2"), "default", slot=slot), 0.7)
+    assert not first.done()
+    assert (await first) is not None  # then created on its retry
+
+
 async def test_a_watch_request_answered_429_or_5xx_is_sent_again(
     sandbox: Sandbox, client: KubeClient
 ) -> None:
