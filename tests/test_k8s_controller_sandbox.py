@@ -135,3 +135,37 @@ async def test_every_key_converges_under_failing_writes_without_concurrent_runs(
                 assert next_run.start - run.start >= 0.05 * 2 ** (streak - 1) * 0.9
                 checked += 1
     assert checked >= 1
+
+
+async def test_a_throttled_reconcile_frees_its_worker_and_comes_back_after_the_retry_after(
+    sandbox: Sandbox, client: KubeClient
+) -> None:
+    """A reconcile whose client defers 429s (`deferring_throttled`) ends at the 429; its key comes
+    back after the Retry-After, not counted as a failure, and the only worker meanwhile reconciles
+    the other key."""
+    for name in ("a", "b"):
+        await client.create(CONFIGMAPS, {"metadata": {"name": name, "namespace": "default"}})
+    throttled = client.deferring_throttled()
+    sandbox.faults.fail(429, 1, verb="get", resource="configmaps", name="a", retry_after=1)
+    loop = asyncio.get_running_loop()
+    done: dict[str, float] = {}
+    tries: dict[str, int] = defaultdict(int)
+
+    async def reconcile(key: ObjectKey) -> None:
+        tries[key.name] += 1
+        await throttled.get(CONFIGMAPS, key.name, "default")
+        done[key.name] = loop.time()
+
+    controller = Controller("throttled", reconcile, workers=1)
+    run = asyncio.create_task(controller.run())
+    started = loop.time()
+    try:
+        controller.queue.add(ObjectKey("default", "a"))
+        controller.queue.add(ObjectKey("default", "b"))
+        await eventually(lambda: len(done) == 2, within=10)
+    finally:
+        await controller.shutdown(1.0)
+        run.cancel()
+    assert dict(tries) == {"a": 2, "b": 1}
+    assert done["b"] - started < 0.5 < 1.0 <= done["a"] - started  # b went first, a after its second
+    assert controller.queue.retries(ObjectKey("default", "a")) == 0  # no failure backoff

@@ -197,6 +197,7 @@ class KubeClient:
         self._bucket = TokenBucket(qps, burst)
         self._slots = asyncio.Semaphore(max_concurrency)
         self.max_retries = max_retries
+        self.defer_throttled = False  # `deferring_throttled`
         self.request_timeout = request_timeout
         self._reload = reload
         self._reload_lock = asyncio.Lock()
@@ -228,6 +229,14 @@ class KubeClient:
         out a Retry-After inline (the Event delivery queue)."""
         other = copy.copy(self)
         other.max_retries = max_retries
+        return other
+
+    def deferring_throttled(self) -> KubeClient:
+        """This client (everything shared) answering a 429 with its Retry-After at once instead of
+        sleeping it out: for a controller's reconciles, whose key then comes back after that wait
+        (`controller.Controller`) while the worker reconciles other keys."""
+        other = copy.copy(self)
+        other.defer_throttled = True
         return other
 
     async def close(self) -> None:
@@ -339,6 +348,9 @@ class KubeClient:
                 reloaded = True
                 await self.reload_credentials()
                 continue
+            throttled = status == 429 and error.retry_after is not None
+            if throttled and self.defer_throttled:
+                raise error
             if attempt < self.max_retries and self._may_retry(method, error, idempotent):
                 delay = self._retry_delay(error, attempt)
                 attempt += 1

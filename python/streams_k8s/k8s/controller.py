@@ -224,6 +224,12 @@ class Controller:
         except Superseded:
             result = Requeue(0.0)  # at once: the next reconcile sees the deletion
         except ApiError as exc:
+            if exc.status == 429 and exc.retry_after is not None:
+                # Throttled: the server said when to come back. The key waits that long, no failure,
+                # and the worker goes on with other keys meanwhile.
+                self._m_result["requeue"].inc()
+                self.queue.add_after(key, exc.retry_after)
+                return
             if not exc.conflict or exc.already_exists:
                 self._failed(key, exc)
                 return

@@ -92,7 +92,9 @@ class PeController:
         # act on the old status: a pod a kubelet takes a while to finish (status written, then
         # deleted), recorded Deleted, was otherwise created again on the next event of its pod.
         self._written_on: dict[ObjectKey, str] = {}
-        self.client = manager.client
+        # A 429 ends the reconcile and brings the PE back after its Retry-After: a worker never
+        # sleeps a second out holding one PE while a hundred others wait for their pods.
+        self.client = manager.client.deferring_throttled()
         self.pes = manager.informer(PES)
         self.jobs = manager.informer(JOBS)
         self.hostpools = manager.informer(HOSTPOOLS)
