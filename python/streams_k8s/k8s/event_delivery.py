@@ -127,7 +127,12 @@ class EventDelivery:
         while self._pending:
             await asyncio.sleep(max(self._retry_after, delay * (0.5 + random.random() / 2)))
             self._retry_after = 0.0
-            delay = self.first_delay if await self.flush_once() else min(delay * 2, self.max_delay)
+            before = len(self._pending)
+            empty = await self.flush_once()
+            # Back off only while nothing goes through: a flush that delivered some starts over.
+            delay = (
+                self.first_delay if empty or len(self._pending) < before else min(delay * 2, self.max_delay)
+            )
 
     async def flush_once(self) -> bool:
         """Try every pending write once, oldest first; True if the queue is empty after."""
