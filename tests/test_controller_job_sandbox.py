@@ -49,6 +49,7 @@ from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.events import EVENTS
 from streams_k8s.k8s.kinds import CONFIGMAPS, NODES, PODS, SECRETS, SERVICES
+from streams_k8s.k8s.objects import meta
 from streams_k8s.naming import NameTable
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.cluster.nodes import NodeSpec
@@ -180,6 +181,34 @@ async def test_a_generated_job_gets_every_object_and_runs(
 
 
 DELETED = ((CONFIGMAPS, "keep-1"), (SERVICES, "keep-0"), (HOSTPOOLS, "keep-0"), (PES, "keep-1"))
+
+
+@pytest.mark.sandbox(nodes=2)
+async def test_a_pe_deleted_while_the_operator_is_down_comes_back_with_its_id(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The restarted operator plans the job again: a PE it finds missing (as after a submission cut
+    short by a restart) gets the id the submission gave it, not one after the highest running id."""
+    bundle = sab(tmp_path, chains=4, length=2)
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("ids", bundle, fusion={"manual": 4}))
+        await wait_for_phase(client, "ids", "Running")
+    before = {
+        p["spec"]["id"]: sorted(p["spec"]["operators"]) for p in (await client.list_all(PES, "default"))[0]
+    }
+    assert sorted(before) == [0, 1, 2, 3]
+    await client.delete(PES, "ids-1", "default")
+    async with operator(sandbox, monkeypatch, tmp_path / "cache-2"):
+
+        async def back() -> bool:
+            pes = (await client.list_all(PES, "default"))[0]
+            return len(pes) == 4 and not any(meta(p).get("deletionTimestamp") for p in pes)
+
+        await eventually_async(back, within=20)
+    after = {
+        p["spec"]["id"]: sorted(p["spec"]["operators"]) for p in (await client.list_all(PES, "default"))[0]
+    }
+    assert after == before
 
 
 @pytest.mark.sandbox(nodes=2)

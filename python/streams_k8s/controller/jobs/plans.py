@@ -201,7 +201,10 @@ class Planner:
         ``live_transport``: the transport certificate they use, if any (kept)."""
         job_id, generation = ids
         app = read_application(bundle_path, job.spec.bundle.name)
-        plan = plan_job(job, app, job_id=job_id, nodes=planned_nodes, ids_from=live or None)
+        plan = plan_job(job, app, job_id=job_id, nodes=planned_nodes)
+        if live and not _gives_their_ids(plan, live):
+            # earlier edits gave the running PEs ids a fresh plan would not: keep theirs
+            plan = plan_job(job, app, job_id=job_id, nodes=planned_nodes, ids_from=live)
         check_placement(job, plan, nodes)
         transport = None
         if needs_transport_certificate(job):
@@ -249,3 +252,12 @@ class Planner:
         """The widths the job's parallel regions run at (resized or as planned)."""
         regions = self.caches.labelled(self.caches.parallel_regions, obj)
         return widths_module.applied_widths(planned.base_widths, regions)
+
+
+
+def _gives_their_ids(plan: Plan, live: dict[int, list[str]]) -> bool:
+    """Whether ``plan`` gives every running PE (operators by PE id) the id it has: then PEs of it
+    not made yet (a submission cut short by a restart, a PE deleted meanwhile) get the ids the
+    submission meant for them, not new ones after the highest running id."""
+    planned = {pe.id: sorted(pe.operators) for pe in plan.pes}
+    return all(planned.get(pe_id) == sorted(operators) for pe_id, operators in live.items())
