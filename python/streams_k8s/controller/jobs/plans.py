@@ -254,7 +254,6 @@ class Planner:
         return widths_module.applied_widths(planned.base_widths, regions)
 
 
-
 def _gives_their_ids(plan: Plan, live: dict[int, list[str]]) -> bool:
     """Whether ``plan`` gives every running PE (operators by PE id) the id it has: then PEs of it
     not made yet (a submission cut short by a restart, a PE deleted meanwhile) get the ids the
