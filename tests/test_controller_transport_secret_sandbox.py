@@ -25,8 +25,7 @@ from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.kinds import CONFIGMAPS, PODS, SECRETS
 from streams_k8s.sandbox import Sandbox
 from streams_k8s.sandbox.kubeconfig import write_kubeconfig
-from streams_k8s.sandbox.rbac import Attributes
-from test_deploy_rbac_sandbox import OPERATOR, USER, install_operator_rbac
+from test_deploy_rbac_sandbox import OPERATOR, USER, install_operator_rbac, refused_requests
 from tokens import token_for
 
 TLS = {"processingElement": {"transportSecurityType": "TLSv1.2"}}
@@ -85,22 +84,8 @@ async def test_the_transport_key_is_in_a_secret_of_the_job_projected_where_the_r
     for pod in pods:
         sources = job_config_volume(pod)["projected"]["sources"]
         assert sources == [{"configMap": {"name": "tls"}}, {"secret": {"name": "tls-transport"}}]
-    refused = []
-    for record in (r for r in sandbox.requests if r.user == USER and r.info is not None):
-        info = record.info
-        assert info is not None
-        attributes = Attributes(
-            verb=info.verb,
-            group=info.group,
-            resource=info.resource,
-            subresource=info.subresource or "",
-            name=info.name or "",
-            namespace=info.namespace or "",
-        )
-        identity = sandbox.server.authn.authenticate(f"Bearer {token}")
-        if not sandbox.server.authz.authorize(identity, attributes).allowed:
-            refused.append((record.method, record.path))
-    assert refused == []
+    made = [r for r in sandbox.requests if r.user == USER and r.info is not None]
+    assert refused_requests(sandbox, made, token) == []
 
 
 @pytest.mark.sandbox(nodes=2)

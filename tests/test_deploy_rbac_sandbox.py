@@ -5,6 +5,7 @@ it has created, the job's PEs and its coordinator's, are admitted."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -68,8 +69,18 @@ async def test_the_operator_as_deployed_is_allowed_every_request_and_its_pods_ar
             await sandbox.settle()
     made = [r for r in sandbox.requests if r.user == USER and r.info is not None]
     assert made, "the operator made no request as its ServiceAccount"
-    denied: list[Any] = []
-    for record in made:
+    assert refused_requests(sandbox, made, token) == []
+    assert not [
+        r.path for r in made if r.info is not None and r.info.resource == "nodes" and r.method == "PUT"
+    ]
+
+
+def refused_requests(sandbox: Sandbox, records: Iterable[Any], token: str) -> list[tuple[str, str]]:
+    """The requests among ``records`` that the sandbox's RBAC would refuse to ``token``'s user
+    (method, path): what deploy/'s Role lacks."""
+    identity = sandbox.server.authn.authenticate(f"Bearer {token}")
+    refused = []
+    for record in records:
         info = record.info
         assert info is not None
         attributes = Attributes(
@@ -80,10 +91,6 @@ async def test_the_operator_as_deployed_is_allowed_every_request_and_its_pods_ar
             name=info.name or "",
             namespace=info.namespace or "",
         )
-        identity = sandbox.server.authn.authenticate(f"Bearer {token}")
         if not sandbox.server.authz.authorize(identity, attributes).allowed:
-            denied.append((record.method, record.path))
-    assert denied == []
-    assert not [
-        r.path for r in made if r.info is not None and r.info.resource == "nodes" and r.method == "PUT"
-    ]
+            refused.append((record.method, record.path))
+    return refused
