@@ -9,9 +9,11 @@ congested job's also to ``FLOW_SCREENSHOT`` when set."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -82,6 +84,35 @@ def _readings(
     return texts
 
 
+@contextlib.asynccontextmanager
+async def _demo_in_the_console(
+    sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spec: SyntheticSpec, pes: int
+) -> AsyncIterator[tuple[FlowScraper, list[Target], list[float], Any, str, dict[int, list[str]]]]:
+    """Job `demo` of ``spec`` fused into ``pes`` PEs, Running, in a console whose flow is a scraper
+    of the test's targets on the test's clock; its PEs' operators by id. The operator's own
+    reading is off: the test serves the PEs' metrics."""
+    chromium_or_skip()
+    monkeypatch.setenv("STREAMS_K8S_FLOW_INTERVAL", "0")
+    bundle = write_sab(tmp_path / "app.sab", spec)
+    targets: list[Target] = []
+    clock = [0.0]
+    scraper = FlowScraper(lambda: targets, clock=lambda: clock[0])
+    async with (
+        await KubeClient.connect(str(sandbox.kubeconfig_path)) as client,
+        operator(sandbox, monkeypatch, tmp_path / "cache", api_port=API_PORT),
+        console(sandbox, tmp_path / "cache", flow=scraper) as live,
+        browser(width=1280, height=900) as address,
+    ):
+        await client.create(JOBS, job_manifest("demo", bundle, fusion={"manual": pes}))
+        await wait_for_phase(client, "demo", "Running")
+        _, job = await get_json(f"{live.url}/api/jobs/default/demo")
+        operators = {int(p["id"]): list(p["operators"]) for p in job["pes"]}
+        try:
+            yield scraper, targets, clock, live, address, operators
+        finally:
+            await scraper.stop()
+
+
 async def _shot(tab: Page, *paths: Path) -> None:
     image = await tab.screenshot()
     for path in paths:
@@ -99,22 +130,9 @@ async def _scheme(tab: Page, value: str) -> None:
 async def test_the_flow_view_in_the_browser(
     sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, endpoints: PeEndpoints
 ) -> None:
-    chromium_or_skip()
-    monkeypatch.setenv("STREAMS_K8S_FLOW_INTERVAL", "0")  # the operator's own reading: not this test's
-    bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=2, length=2, regions=1, width=2))
-    targets: list[Target] = []
-    clock = [0.0]
-    scraper = FlowScraper(lambda: targets, clock=lambda: clock[0])
-    async with (
-        await KubeClient.connect(str(sandbox.kubeconfig_path)) as client,
-        operator(sandbox, monkeypatch, tmp_path / "cache", api_port=API_PORT),
-        console(sandbox, tmp_path / "cache", flow=scraper) as live,
-        browser(width=1280, height=900) as address,
-    ):
-        await client.create(JOBS, job_manifest("demo", bundle, fusion={"manual": 6}))
-        await wait_for_phase(client, "demo", "Running")
-        _, job = await get_json(f"{live.url}/api/jobs/default/demo")
-        operators = {int(p["id"]): list(p["operators"]) for p in job["pes"]}
+    async with _demo_in_the_console(
+        sandbox, tmp_path, monkeypatch, SyntheticSpec(chains=2, length=2, regions=1, width=2), 6
+    ) as (scraper, targets, clock, live, address, operators):
         assert len(operators) == 6
         async with page(address, f"{live.url}/jobs/default/demo") as tab:
             await tab.wait_for("document.querySelectorAll('#graph [data-operator]').length > 0")
@@ -193,7 +211,6 @@ async def test_the_flow_view_in_the_browser(
             assert "HTTP 500" in title
             await _scheme(tab, "health")
             assert await tab.evaluate(f"getComputedStyle({stalled_rect}).fill") != "rgb(17, 17, 17)"
-    await scraper.stop()
 
 
 @pytest.mark.sandbox(nodes=2, controller_url=f"http://127.0.0.1:{API_PORT}", start_delay=0.2)
@@ -202,22 +219,9 @@ async def test_a_big_job_s_collapsed_pes_in_the_flow_scheme(
 ) -> None:
     """Over 1,500 operators every PE is drawn collapsed: a PE box takes the level of what the PE
     sends on its own ports, an edge between two the rate its source PE sends."""
-    chromium_or_skip()
-    monkeypatch.setenv("STREAMS_K8S_FLOW_INTERVAL", "0")
-    bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=16, length=100))
-    targets: list[Target] = []
-    clock = [0.0]
-    scraper = FlowScraper(lambda: targets, clock=lambda: clock[0])
-    async with (
-        await KubeClient.connect(str(sandbox.kubeconfig_path)) as client,
-        operator(sandbox, monkeypatch, tmp_path / "cache", api_port=API_PORT),
-        console(sandbox, tmp_path / "cache", flow=scraper) as live,
-        browser(width=1280, height=900) as address,
-    ):
-        await client.create(JOBS, job_manifest("demo", bundle, fusion={"manual": 4}))
-        await wait_for_phase(client, "demo", "Running")
-        _, job = await get_json(f"{live.url}/api/jobs/default/demo")
-        operators = {int(p["id"]): list(p["operators"]) for p in job["pes"]}
+    async with _demo_in_the_console(
+        sandbox, tmp_path, monkeypatch, SyntheticSpec(chains=16, length=100), 4
+    ) as (scraper, targets, clock, live, address, operators):
         stalled = min(operators)  # sends nothing on its own ports
         targets[:] = [Target(JOB, pe, f"{endpoints.base}/pe/{pe}") for pe in operators]
         for at in (0.0, 10.0):
@@ -249,4 +253,3 @@ async def test_a_big_job_s_collapsed_pes_in_the_flow_scheme(
             assert edges
             assert all(level != "unknown" for _, level in edges), edges
             await _shot(tab, tmp_path / "flow-collapsed.png")
-    await scraper.stop()
