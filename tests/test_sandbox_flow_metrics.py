@@ -50,7 +50,7 @@ async def scrape(client: KubeClient, job: str) -> Samples:
     """Every running PE of the job's /metrics, at its pod address's loopback counterpart."""
     pods, _ = await client.list_all(PODS, "default", label_selector=f"{JOB_LABEL}={job},{SVC_LABEL}=pe")
     found: Samples = {}
-    async with aiohttp.ClientSession() as http:
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as http:
         for pod in pods:
             address = host_address(str((pod.get("status") or {}).get("podIP") or ""))
             if address is None or pod["metadata"].get("deletionTimestamp"):
@@ -60,7 +60,7 @@ async def scrape(client: KubeClient, job: str) -> Samples:
                     if answer.status != 200:
                         continue
                     text = await answer.text()
-            except aiohttp.ClientError:  # a PE starting or going
+            except (aiohttp.ClientError, TimeoutError):  # a PE starting or going
                 continue
             for family in text_string_to_metric_families(text):
                 for sample in family.samples:

@@ -30,6 +30,7 @@ from streams_k8s.sandbox.cluster.pe_hooks import RuntimeHooks
 from streams_k8s.sandbox.cluster.pe_identity import PeIdentity
 from streams_k8s.sandbox.cluster.pe_operators import parse_operators
 from streams_k8s.sandbox.cluster.pe_wiring import WiringError, mounted_config_map
+from streams_k8s.sandbox.cluster.pod_endpoint import PodEndpoint
 from streams_k8s.sandbox.cluster.pod_network import HostNetwork, host_address
 from streams_k8s.sandbox.flow.job_flow import FlowClock, JobFlow, PlacedOperator
 from streams_k8s.sandbox.flow.workload import WORKLOAD_ANNOTATION, WorkloadError, workload_of
@@ -55,7 +56,7 @@ class FlowMetrics(RuntimeHooks):
         self.tick, self.port = tick, port
         self.flows: dict[JobKey, JobFlow] = {}
         self._texts: dict[JobKey, str] = {}  # the annotation each flow was built from
-        self._servers: dict[str, tuple[JobKey, web.AppRunner, str]] = {}  # pod uid -> its endpoint
+        self._servers: dict[str, tuple[JobKey, PodEndpoint]] = {}  # pod uid -> its endpoint
         # (job, PE id) -> the pod uid running it now: a replaced PE's new pod may start before the
         # old one is heard to stop, which must not take the PE out of the flow
         self._current: dict[tuple[JobKey, str], str] = {}
@@ -87,9 +88,9 @@ class FlowMetrics(RuntimeHooks):
         served = self._servers.pop(pe.uid, None)
         if served is None:
             return
-        key, runner, _ = served
+        key, endpoint = served
         self.host_network.leave(pe.address)
-        await runner.cleanup()
+        await endpoint.close()
         flow = self.flows.get(key)
         if flow is not None and self._current.get((key, pe.pe)) == pe.uid:
             del self._current[(key, pe.pe)]
@@ -129,15 +130,13 @@ class FlowMetrics(RuntimeHooks):
 
         app = web.Application()
         app.router.add_get("/metrics", metrics)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
         try:
-            await web.TCPSite(runner, address, self.port).start()
+            endpoint = PodEndpoint(app, address, self.port)
         except OSError as err:
-            await runner.cleanup()
             self.log(pe, f"cannot serve metrics on {address}:{self.port}: {err}")
             return
-        self._servers[pe.uid] = (key, runner, address)
+        self._servers[pe.uid] = (key, endpoint)  # before it starts: a cancelled start is closed too
+        await endpoint.start()
         self.host_network.listen(pe.address, address)
         self.log(pe, f"serving metrics on {pe.address}:{self.port} (here {address}:{self.port})")
 
@@ -154,6 +153,6 @@ class FlowMetrics(RuntimeHooks):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._ticker
             self._ticker = None
-        for _, runner, _ in self._servers.values():
-            await runner.cleanup()
+        for _, endpoint in self._servers.values():
+            await endpoint.close()
         self._servers.clear()
