@@ -110,7 +110,7 @@ async def test_pes_serve_the_flow_of_the_declared_workload(
             return [queued.get(f"C0_1[{c}]") for c in range(4)] == [0, 0, 0, 0] and queued.get("C0_0") == 0
 
         # four channels of 250/s carry the 800/s: the queues drain, the congestion is gone
-        await eventually_async(spread, within=120)  # new PEs start and drain: slow late in a full run
+        await eventually_async(spread, within=60)
         assert max(value for _, value in seen["pe_output_congestion_factor"]) < 5
         processed = by_name(seen, "op_input_n_tuples_processed")
         assert all(processed[f"C0_1[{c}]"] > 0 for c in range(4))
