@@ -67,9 +67,7 @@ def test_refusion_after_width_change_10k(benchmark: Any, big_plan: Any) -> None:
     region = big_plan.topology.app.parallel_regions[0].name
     change = [ParallelRegionWidth(alias=region, width=5)]
     _, diff = refuse_with_widths(big_plan, change)
-    print(
-        f"\nre-fusion diff: {len(diff.unchanged)} unchanged, {len(diff.changed)} changed, {len(diff.added)} added"  # noqa: E501
-    )
+    print(f"\nre-fusion diff: {diff.summary()}")
     benchmark.pedantic(lambda: refuse_with_widths(big_plan, change), rounds=15, iterations=1)
 
 

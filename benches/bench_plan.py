@@ -170,15 +170,14 @@ def test_replan_after_width_change_10k(benchmark: Any, regions_plan: Any) -> Non
 
     def replan(width: int) -> Any:
         plan, diff = refuse_with_widths(regions_plan, [ParallelRegionWidth(alias=alias, width=width)])
-        touched = set(diff.changed) | set(diff.added)
+        touched = set(diff.replaced) | set(diff.added)
         return diff, [pe_config_map(pe, metadata) for pe in plan.pes if pe.id in touched]
 
     diff, maps = replan(8)
     whole = _times(lambda: plan_application(regions_plan.topology.app, FUSION, job_name="bench"), 3)
     print(
         f"\nre-plan of {len(regions_plan.topology.nodes)} nodes, region {alias} 4 -> 8 ({_load()}): "
-        f"{len(diff.unchanged)} PEs unchanged, {len(diff.changed)} changed, {len(diff.added)} added, "
-        f"{len(maps)} ConfigMaps rendered"
+        f"{diff.summary()}, {len(maps)} ConfigMaps rendered"
     )
     print(f"  {_line('re-plan 4 -> 8', _times(lambda: replan(8), 7))}")
     print(f"  {_line('peer: whole plan from the parsed ADL', whole)}")

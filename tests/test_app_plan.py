@@ -115,8 +115,9 @@ def test_refusion_matches_the_original_width_change_outcome() -> None:
     values = {"width1": "2", "width2": "5", "width3": "4"}
     before = plan_application(app, Fusion(legacy=True), job_name="j", submission_values=values)
     _, diff = refuse_with_widths(before, [ParallelRegionWidth(alias="Result.Region1", width=10)])
-    assert diff.unchanged == [1, 4, 10, 11, 12]
-    assert diff.changed == [0, 2, 3, 5, 6, 7, 8, 9]
+    assert diff.kept == [1, 4, 10, 11, 12]
+    assert list(diff.replaced) == [0, 2, 3, 5, 6, 7, 8, 9]
+    assert diff.updated == []
     assert diff.added == list(range(13, 21))
     assert diff.removed == []
     _, diff2 = refuse_with_widths(before, [ParallelRegionWidth(alias="Result.Region3", width=2)])
@@ -216,7 +217,7 @@ def test_incremental_refusion_renders_what_a_full_render_would() -> None:
         rendered = pe_aadls(after.topology, after.pes, ports, job_name="j", job_id=1)
         assert rendered == [pe.aadl for pe in after.pes]
         # PEs away from the resized region keep their id and content
-        assert diff.unchanged
+        assert diff.kept
 
 
 def test_automatic_pe_count_follows_threads_cpu_and_nodes() -> None:

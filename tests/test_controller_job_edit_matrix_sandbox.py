@@ -251,4 +251,4 @@ def previewed(old: dict[str, Any], status: dict[str, Any], bundle: Path) -> froz
         job_id=status["id"],
         nodes=status["plannedNodes"],
     )
-    return frozenset(diff.replaced)
+    return frozenset(diff.pes.replaced)

@@ -17,8 +17,8 @@ from kubectl_support import KUBECTL, MISSING, Kubectl
 from operator_support import condition, first_status, job_manifest, job_status, operator, wait_for_phase
 from streams_k8s.api.contract import JOB_LABEL, NAME_TABLE_KEY, PE_LABEL, SVC_LABEL
 from streams_k8s.api.job import Job
+from streams_k8s.app.plan_diff import PlanDiff, Why
 from streams_k8s.app.synthetic import Exported, SyntheticSpec, write_sab
-from streams_k8s.controller.jobs.upgrade_diff import UpgradeDiff, Why
 from streams_k8s.controller.jobs.upgrade_diff import preview as upgrade_preview
 from streams_k8s.controller.kinds import EXPORTS, JOBS, PARALLEL_REGIONS, PES
 from streams_k8s.controller.planning import read_application
@@ -92,10 +92,10 @@ async def test_pod_setting_edits_replace_exactly_the_pods_they_change_a_batch_at
         # the offline preview of the same edit names the same PEs
         old = job_manifest("edit", bundle, fusion={"manual": 3}, maxUnavailable=1)
         new = {**old, "spec": {**old["spec"], "processingElement": {"runtimeTraceLevel": "TRACE"}}}
-        _, preview = upgrade_preview(
+        preview = upgrade_preview(
             Job.model_validate(old), read_application(str(bundle), "app.sab"), Job.model_validate(new),
             read_application(str(bundle), "app.sab"), job_id=upgrading["id"], nodes=upgrading["plannedNodes"],
-        )  # fmt: skip
+        )[1].pes  # fmt: skip
         assert sorted(preview.replaced) == upgrading["upgrade"]["replaced"]
         assert (preview.kept, preview.added, preview.removed) == ([], [], [])
         assert condition(upgrading, "Reconciling")["status"] == "True"
@@ -303,10 +303,10 @@ async def test_a_bundle_upgrade_keeps_pe_ids_replaces_only_changed_content_and_e
         await applied(client, "up", 1)
         before, pes_before = await pe_pods(client, "up"), await pe_specs(client, "up")
         old_manifest, new_manifest = job_manifest("up", v1, **spec), job_manifest("up", v2, **spec)
-        _, expected = upgrade_preview(
+        expected = upgrade_preview(
             Job.model_validate(old_manifest), read_application(str(v1), "app.sab"),
             Job.model_validate(new_manifest), read_application(str(v2), "app.sab"), job_id=0, nodes=2,
-        )  # fmt: skip
+        )[1].pes  # fmt: skip
         await client.patch(JOBS, "up", {"spec": {"bundle": new_manifest["spec"]["bundle"]}}, "default")
         status = await applied(client, "up", 2)
 
@@ -433,7 +433,7 @@ async def test_a_resized_job_keeps_its_widths_through_an_edit_until_the_spec_cha
 
 async def edit_replaces_what_the_preview_says(
     client: KubeClient, bundle: Path, old: dict[str, Any], new: dict[str, Any], generation: int
-) -> UpgradeDiff:
+) -> PlanDiff:
     """Apply the edit from manifest ``old`` to ``new`` on the running job; check, by pod UID and launch
     count, that exactly the PEs the preview replaces are, and return the preview. PEs are matched by
     their operators: PE ids depend on the job's history of edits, which the preview does not know."""
@@ -444,7 +444,7 @@ async def edit_replaces_what_the_preview_says(
         await job_status(client, name),
     )
     app = read_application(str(bundle), bundle.name)
-    plan, diff = upgrade_preview(
+    plan, upgrade = upgrade_preview(
         Job.model_validate(old),
         app,
         Job.model_validate(new),
@@ -452,6 +452,7 @@ async def edit_replaces_what_the_preview_says(
         job_id=status["id"],
         nodes=status["plannedNodes"],
     )
+    diff = upgrade.pes
     operators = {pe.id: tuple(pe.operators) for pe in plan.pes}
     kept = {operators[i] for i in [*diff.kept, *diff.updated]}
     replaced, added = {operators[i] for i in diff.replaced}, {operators[i] for i in diff.added}

@@ -112,3 +112,26 @@ def test_the_preview_names_the_upgrade_mode_and_the_operators_that_keep_their_st
     assert preview(manifest(tmp_path, "p2.yaml", plain), manifest(tmp_path, "p1.yaml", plain))[
         "upgradeMode"
     ] == ("stateless")
+
+
+def test_plan_diff_and_plan_against_print_one_diff_for_one_width_change(tmp_path: Path) -> None:
+    """A width change given with ``--diff --width`` or as an edit of the Job's parallelRegions:
+    the same PEs kept, replaced (with the same reasons), added and removed, printed alike."""
+    sab = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=2, length=3, regions=1, width=2))
+    old = manifest(tmp_path, "old.yaml", sab, fusion={"legacy": True})
+    wider = [{"alias": "C0_1", "width": 3}]
+    new = manifest(tmp_path, "new.yaml", sab, fusion={"legacy": True}, parallelRegions=wider)
+    against = preview(new, old)
+    result = CliRunner().invoke(main, ["plan", str(old), "--diff", "--width", "C0_1=3", "-o", "json"])
+    assert result.exit_code == 0, result.output
+    diff = orjson.loads(result.output)
+    pe_level = ("kept", "updated", "replaced", "added", "removed", "summary")
+    assert {k: diff[k] for k in pe_level} == {k: against[k] for k in pe_level}
+    assert (len(against["kept"]), len(against["added"]), against["removed"]) == (5, 1, [])
+    # the splitter's PE gains an output port; the channel and the merger change their code
+    reasons = sorted(r["reasons"] for r in against["replaced"])
+    assert reasons == [["content"]] * 3 + [["content", "ports"]]
+    table = CliRunner().invoke(main, ["plan", str(old), "--diff", "--width", "C0_1=3"]).output.splitlines()
+    against_table = CliRunner().invoke(main, ["plan", str(new), "--against", str(old)]).output.splitlines()
+    assert table == against_table[:-1]  # --against adds the state line: the job's, not its PEs'
+    assert against_table[-1] == "state kept: - (upgradeMode stateless)"

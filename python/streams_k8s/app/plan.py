@@ -1,4 +1,5 @@
-"""The physical plan: PEs with ids, ports and AADL, the name table, and the re-fusion diff.
+"""The physical plan: PEs with ids, ports and AADL, the name table, and re-fusion (its diff:
+`app.plan_diff`).
 
 PE ids: at first submission, the container index (PEs ordered by their smallest node index). On
 re-fusion, a PE whose sorted operator names equal those of a previous PE keeps that PE's id; the
@@ -25,6 +26,7 @@ from streams_k8s.app.collector import collector_paused
 from streams_k8s.app.fusion import Fusion, FusionConstraintError, FusionInputs, Resources, fuse_topology
 from streams_k8s.app.model import Application
 from streams_k8s.app.physical import PlannedPe, PortIndex, assign_ports
+from streams_k8s.app.plan_diff import PlanDiff, diff_plans
 from streams_k8s.app.plan_regions import (
     consistent_region_pes,
     consistent_regions,
@@ -304,14 +306,6 @@ def plan_application(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class PlanDiff:
-    unchanged: list[int]
-    changed: list[int]
-    added: list[int]
-    removed: list[int]
-
-
 def refuse_with_widths(
     previous: Plan,
     widths: Sequence[RegionWidth],
@@ -352,14 +346,3 @@ def plan_at_widths(base: Plan, widths: Mapping[str, int]) -> Plan:
 def _by_index(base: Plan, widths: Mapping[str, int]) -> dict[int, int]:
     index = {r.alias: r.index for r in base.parallel_regions}
     return {index[alias]: width for alias, width in widths.items() if alias in index}
-
-
-def diff_plans(before: Plan, after: Plan) -> PlanDiff:
-    old = {pe.id: pe.content_id for pe in before.pes}
-    new = {pe.id: pe.content_id for pe in after.pes}
-    return PlanDiff(
-        unchanged=sorted(i for i in new if old.get(i) == new[i]),
-        changed=sorted(i for i in new if i in old and old[i] != new[i]),
-        added=sorted(i for i in new if i not in old),
-        removed=sorted(i for i in old if i not in new),
-    )

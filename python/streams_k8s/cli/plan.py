@@ -21,7 +21,7 @@ from streams_k8s.app.bundle import BundleError, read_bundle
 from streams_k8s.app.collector import collector_paused
 from streams_k8s.app.fusion import Fusion, FusionChoice, FusionConstraintError
 from streams_k8s.app.job_overlays import JobOverlay, OverlayError, read_overlay_file
-from streams_k8s.app.plan import Plan, PlanDiff, plan_application, refuse_with_widths
+from streams_k8s.app.plan import Plan, plan_application, refuse_with_widths
 from streams_k8s.app.specs import to_wire
 from streams_k8s.app.submission import RegionWidth, SubmissionError, WidthOverride
 from streams_k8s.app.topology import TopologyError
@@ -275,7 +275,7 @@ def plan(
             after, changes = refuse_with_widths(
                 before, width_list, resources=kwargs["resources"], nodes=nodes
             )
-            _emit_diff(after, changes, output)
+            _emit_diff({**changes.to_wire(), "pes": _pe_rows(after)}, output)
             return
         result = plan_application(app, fusion, widths=[*base_widths, *width_list], **kwargs)
     except _ERRORS as err:
@@ -294,18 +294,19 @@ def plan(
         _emit({"pes": _pe_rows(result), "configMaps": _config_maps(result)}, output)
 
 
-def _emit_diff(plan: Plan, changes: PlanDiff, output: str) -> None:
-    data = {
-        "unchanged": changes.unchanged,
-        "changed": changes.changed,
-        "added": changes.added,
-        "removed": changes.removed,
-    }
-    if output == "table":
-        for key, ids in data.items():
-            click.echo(f"{key:10} {' '.join(map(str, ids)) or '-'}")
-    else:
-        _emit({**data, "pes": _pe_rows(plan)}, output)
+def _emit_diff(data: dict[str, Any], output: str) -> None:
+    """A change's diff (`app.plan_diff.PlanDiff.to_wire`), as `--diff` and `--against` print it;
+    the table shows what else ``data`` says of the job's state, when it says it."""
+    if output != "table":
+        _emit(data, output)
+        return
+    click.echo(data["summary"])
+    for key in ("kept", "updated", "added", "removed"):
+        click.echo(f"{key:9} {' '.join(map(str, data[key])) or '-'}")
+    for row in data["replaced"]:
+        click.echo(f"replaced  {row['id']}: {', '.join(row['reasons'])}")
+    if "stateKept" in data:
+        click.echo(f"state kept: {', '.join(data['stateKept']) or '-'} (upgradeMode {data['upgradeMode']})")
 
 
 def _bare_job(bundle: Path, like: Job | None) -> Job:
@@ -372,16 +373,7 @@ def _emit_upgrade(
         _fail(InvalidJob.of(err))
     except (*_ERRORS, JobFailure) as err:
         _fail(err)
-    data = changes.to_wire()
-    if output != "table":
-        _emit(data, output)
-        return
-    click.echo(data["summary"])
-    for key in ("kept", "updated", "added", "removed"):
-        click.echo(f"{key:9} {' '.join(map(str, data[key])) or '-'}")
-    for row in data["replaced"]:
-        click.echo(f"replaced  {row['id']}: {', '.join(row['reasons'])}")
-    click.echo(f"state kept: {', '.join(data['stateKept']) or '-'} (upgradeMode {data['upgradeMode']})")
+    _emit_diff(changes.to_wire(), output)
 
 
 def _fail(err: Exception) -> NoReturn:

@@ -115,8 +115,7 @@ class Resizer:
             obj,
             "Normal",
             "Resized",
-            f"{alias} width {applied[alias]} → {width} (generation {generation}): {len(diff.changed)} PEs "
-            f"changed, {len(diff.added)} added, {len(diff.removed)} removed, {len(diff.unchanged)} unchanged",
+            f"{alias} width {applied[alias]} → {width} (generation {generation}): {diff.summary()}",
         )
         return obj, status_written(obj, status), generation
 

@@ -166,10 +166,10 @@ class Rollout:
             bundle_digest=target.digest,
             generation_id=(status.generation_id or 0) + 1,
             started=utc_now(),
-            kept=diff.kept,
-            replaced=sorted(diff.replaced),
-            added=diff.added,
-            removed=diff.removed,
+            kept=diff.pes.kept,
+            replaced=sorted(diff.pes.replaced),
+            added=diff.pes.added,
+            removed=diff.pes.removed,
             widths={r.alias: r.width for r in target.running.parallel_regions},
             next_pe_id=max((pe.id for pe in target.running.pes), default=-1) + 1,
             checkpoint=regions_prepared(target),
@@ -342,7 +342,7 @@ class Rollout:
 
 
 def _started_note(generation: int, diff: UpgradeDiff) -> str:
-    replaced = ", ".join(f"{i} ({'/'.join(diff.replaced[i])})" for i in sorted(diff.replaced))
+    replaced = ", ".join(f"{i} ({'/'.join(why)})" for i, why in diff.pes.replaced.items())
     return f"applying generation {generation}: {diff.summary()}" + (
         f"; replaced: {replaced}" if replaced else ""
     )

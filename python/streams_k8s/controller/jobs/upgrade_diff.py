@@ -1,12 +1,11 @@
-"""What an edit of a running job does, PE by PE: the one diff the job controller applies and
-`streams-k8s plan NEW --against OLD` shows before the edit is made.
+"""What an edit of a running job does: the plan's diff (`app.plan_diff`, the one `plan --diff`
+prints) with what the job's settings add, as the job controller applies it and `streams-k8s plan
+NEW --against OLD` shows it before the edit is made.
 
-A PE of the new plan is *added* (a new id), *replaced* (its pod is made again: its code changed,
-its pod settings did, or its placement did; or it goes or comes back with a suspend or resume; the
-reasons are listed), *updated* (only settings that
-steer the controllers changed: restart policies; its pod is kept) or *kept*. A PE of the old plan
-that the new one lacks is *removed*. PE settings are compared as the PE objects carry them
-(`children.processing_elements.PeTemplate`) and pods as `children.pod.pod_template_hash` sees them.
+The job's settings replace a PE's pod for its share of the job's resources, a suspend or resume,
+or any other setting its pods are made from (as `children.pod.pod_template_hash` sees them), and
+update a PE in place when only settings that steer the controllers change (restart policies);
+PE settings are compared as the PE objects carry them (`children.processing_elements.PeTemplate`).
 Operators in a consistent region of both plans keep their state (`state_kept`), as the upgrade
 mode (`upgrade_mode`) carries it across.
 
@@ -17,13 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from streams_k8s.api.job import Job, JobSpec, UpgradeMode
 from streams_k8s.api.processing_element import ProcessingElementSpec
 from streams_k8s.app.model import Application
 from streams_k8s.app.plan import Plan, plan_at_widths
+from streams_k8s.app.plan_diff import PlanDiff, Why, diff_plans
 from streams_k8s.app.submission import (
     SubmissionError,
     WidthOverride,
@@ -32,7 +31,7 @@ from streams_k8s.app.submission import (
     resolve_widths,
 )
 from streams_k8s.controller.children.pod import pod_template_hash
-from streams_k8s.controller.children.processing_elements import PeTemplate, spec_inputs
+from streams_k8s.controller.children.processing_elements import PeTemplate
 from streams_k8s.controller.planning import plan_job, replan_job
 
 
@@ -76,94 +75,67 @@ def state_kept(old_plan: Plan, new_plan: Plan) -> StateKept:
     )
 
 
-class Why(StrEnum):
-    """Why a PE's pod is replaced."""
-
-    CONTENT = "content"
-    POD_TEMPLATE = "pod template"
-    PLACEMENT = "placement"
-    STATE = "state"  # suspended (the pod goes) or resumed (a new one comes)
-
-
 @dataclass(frozen=True, slots=True)
 class UpgradeDiff:
-    kept: list[int] = field(default_factory=list)
-    updated: list[int] = field(default_factory=list)
-    replaced: dict[int, list[Why]] = field(default_factory=dict)
-    added: list[int] = field(default_factory=list)
-    removed: list[int] = field(default_factory=list)
+    """What an edit does: to its PEs (`app.plan_diff`, the job's settings' reasons added), and to
+    the state of its consistent regions."""
+
+    pes: PlanDiff
     # Operators in a consistent region in both plans (the same name and region): their state is kept.
     state_kept: list[str] = field(default_factory=list)
     upgrade_mode: UpgradeMode = UpgradeMode.STATELESS  # how consistent-region state crosses the edit
 
-    @property
-    def touched(self) -> bool:
-        return bool(self.updated or self.replaced or self.added or self.removed)
-
     def summary(self) -> str:
-        """One line: what the edit does."""
-        return (
-            f"{len(self.replaced)} PEs replaced, {len(self.added)} added, {len(self.removed)} removed, "
-            f"{len(self.updated)} updated in place, {len(self.kept)} kept"
-        )
+        return self.pes.summary()
 
     def to_wire(self) -> dict[str, Any]:
-        """The JSON form `plan --against -o json` prints."""
-        return {
-            "kept": self.kept,
-            "updated": self.updated,
-            "replaced": [
-                {"id": i, "reasons": [str(w) for w in why]} for i, why in sorted(self.replaced.items())
-            ],
-            "added": self.added,
-            "removed": self.removed,
-            "stateKept": self.state_kept,
-            "upgradeMode": self.upgrade_mode.value,
-            "summary": self.summary(),
-        }
+        """The JSON form `plan --against -o json` prints: `plan --diff`'s, and the state's."""
+        return {**self.pes.to_wire(), "stateKept": self.state_kept, "upgradeMode": self.upgrade_mode.value}
 
 
-def _why(old: ProcessingElementSpec, new: ProcessingElementSpec) -> list[Why]:
-    if old == new:  # their pod templates need no hashing
-        return []
+# What the plan gives a PE's spec (compared by `app.plan_diff`), and the job's resources (a reason
+# of their own): the rest of the spec is the job's PE template.
+_PLANNED = ("content_id", "operators", "regions", "placement", "input_ports", "restartable", "resources")
+
+
+def _settings_why(old: ProcessingElementSpec, new: ProcessingElementSpec) -> list[Why]:
+    """Why the job's settings replace the pod of a PE of specs ``old`` and then ``new``."""
     reasons = []
-    if old.content_id != new.content_id:
-        reasons.append(Why.CONTENT)
-    if old.placement != new.placement:
-        reasons.append(Why.PLACEMENT)
+    if old.resources != new.resources:
+        reasons.append(Why.RESOURCES)
     if old.suspended != new.suspended:
         reasons.append(Why.STATE)
-    unplaced_old = old.model_copy(update={"placement": new.placement})
-    if pod_template_hash(unplaced_old) != pod_template_hash(new):
+    as_planned = old.model_copy(update={name: getattr(new, name) for name in _PLANNED})
+    if pod_template_hash(as_planned) != pod_template_hash(new):
         reasons.append(Why.POD_TEMPLATE)
     return reasons
 
 
 def upgrade_diff(old_job: Job, old_plan: Plan, new_job: Job, new_plan: Plan) -> UpgradeDiff:
     """What applying ``new_job`` (planned as ``new_plan``) to a job running ``old_job`` does."""
-    old, new = {pe.id: pe for pe in old_plan.pes}, {pe.id: pe for pe in new_plan.pes}
-    old_template, new_template = PeTemplate(old_job.spec, len(old)), PeTemplate(new_job.spec, len(new))
-    same_template = old_template == new_template
-    diff = UpgradeDiff(
-        added=sorted(set(new) - set(old)),
-        removed=sorted(set(old) - set(new)),
+    pes = diff_plans(old_plan, new_plan)
+    old_template = PeTemplate(old_job.spec, len(old_plan.pes))
+    new_template = PeTemplate(new_job.spec, len(new_plan.pes))
+    if old_template != new_template:  # most edits keep it: no PE's spec is built
+        old, new = {pe.id: pe for pe in old_plan.pes}, {pe.id: pe for pe in new_plan.pes}
+        reasons: dict[int, list[Why]] = {}
+        updated = []
+        for pe_id in sorted(old.keys() & new.keys()):
+            old_spec, new_spec = old_template.spec(old[pe_id]), new_template.spec(new[pe_id])
+            if old_spec == new_spec:  # their pod templates need no hashing
+                continue
+            if why := _settings_why(old_spec, new_spec):
+                reasons[pe_id] = why
+            else:
+                updated.append(pe_id)
+        pes = pes.with_settings(reasons, updated)
+    return UpgradeDiff(
+        pes=pes,
         state_kept=sorted(op for ops in state_kept(old_plan, new_plan).kept.values() for op in ops),
         upgrade_mode=upgrade_mode(
             new_job.spec, bool(old_plan.consistent_regions or new_plan.consistent_regions)
         ),
     )
-    for pe_id in sorted(set(new) & set(old)):
-        if same_template and spec_inputs(old[pe_id]) == spec_inputs(new[pe_id]):
-            diff.kept.append(pe_id)  # most PEs of an edit: kept without building their specs
-            continue
-        old_spec, new_spec = old_template.spec(old[pe_id]), new_template.spec(new[pe_id])
-        if why := _why(old_spec, new_spec):
-            diff.replaced[pe_id] = why
-        elif old_spec != new_spec:
-            diff.updated.append(pe_id)
-        else:
-            diff.kept.append(pe_id)
-    return diff
 
 
 def pe_operators(plan: Plan) -> dict[int, list[str]]:

@@ -38,7 +38,8 @@ from streams_k8s.api.contract import (
     SVC_LABEL,
     pe_service_name,
 )
-from streams_k8s.app.plan import Plan, PlanDiff, diff_plans
+from streams_k8s.app.plan import Plan
+from streams_k8s.app.plan_diff import PlanDiff, diff_plans
 from streams_k8s.controller.children.desired import Desired
 from streams_k8s.controller.children.limits import REFUSED, refused
 from streams_k8s.controller.jobs.keeping import CREATE_CONCURRENCY
@@ -161,7 +162,7 @@ async def apply(client: KubeClient, change: WidthChange) -> None:
     wanted = {(d.resource, d.name): d for d in change.desired}
     before = {(d.resource, d.name): d for d in change.running_desired}
     added = {pe_service_name(job, i) for i in diff.added}
-    changed = {pe_service_name(job, i) for i in diff.changed}
+    changed = {pe_service_name(job, i) for i in [*diff.replaced, *diff.updated]}
     for resource in (CONFIGMAPS, SERVICES, PES):
         for name in sorted(added):
             child = wanted[(resource, name)]
