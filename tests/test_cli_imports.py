@@ -138,6 +138,7 @@ def test_plan_of_a_bundle_to_any_output_imports_no_pydantic(tmp_path: Path, opti
     sab = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=4, length=5, regions=1, consistent_chains=1))
     loaded = _loaded_after("plan", str(sab), *options)
     assert "streams_k8s.app.plan" in loaded
+    assert ("streams_k8s.app.plan_diff" in loaded) == ("--diff" in options)  # the one diff, when asked
     assert _heavy(loaded, PLAN_OF_A_BUNDLE_FORBIDDEN) == []
     assert _api_modules(loaded) == PLAN_API
 

@@ -135,3 +135,17 @@ def test_plan_diff_and_plan_against_print_one_diff_for_one_width_change(tmp_path
     against_table = CliRunner().invoke(main, ["plan", str(new), "--against", str(old)]).output.splitlines()
     assert table == against_table[:-1]  # --against adds the state line: the job's, not its PEs'
     assert against_table[-1] == "state kept: - (upgradeMode stateless)"
+
+
+def test_resources_and_a_suspend_replace_every_pe_for_reasons_of_their_own(tmp_path: Path) -> None:
+    sab = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=3, length=2))
+    old = manifest(tmp_path, "old.yaml", sab, fusion={"manual": 3})
+    more = {"processingElement": {"resources": {"requests": {"cpu": "200m"}}}}
+    found = preview(manifest(tmp_path, "cpu.yaml", sab, fusion={"manual": 3}, **more), old)
+    assert [(r["id"], r["reasons"]) for r in found["replaced"]] == [(i, ["resources"]) for i in range(3)]
+    job_wide = manifest(tmp_path, "job.yaml", sab, fusion={"manual": 3}, resources={"requests": {"cpu": "3"}})
+    found = preview(job_wide, old)  # a third of the Job's each
+    assert [(r["id"], r["reasons"]) for r in found["replaced"]] == [(i, ["resources"]) for i in range(3)]
+    suspended = manifest(tmp_path, "suspended.yaml", sab, fusion={"manual": 3}, state="Suspended")
+    found = preview(suspended, old)
+    assert [(r["id"], r["reasons"]) for r in found["replaced"]] == [(i, ["state"]) for i in range(3)]

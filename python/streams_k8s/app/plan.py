@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from streams_k8s.api.spec_values import ThreadingMode
 from streams_k8s.app.aadl import AadlError, pe_aadls
@@ -26,7 +26,6 @@ from streams_k8s.app.collector import collector_paused
 from streams_k8s.app.fusion import Fusion, FusionConstraintError, FusionInputs, Resources, fuse_topology
 from streams_k8s.app.model import Application
 from streams_k8s.app.physical import PlannedPe, PortIndex, assign_ports
-from streams_k8s.app.plan_diff import PlanDiff, diff_plans
 from streams_k8s.app.plan_regions import (
     consistent_region_pes,
     consistent_regions,
@@ -52,6 +51,9 @@ from streams_k8s.app.submission import (
 )
 from streams_k8s.app.topology import Edge, Node, Topology, TopologyError, build_topology
 from streams_k8s.naming.table import render_name_table
+
+if TYPE_CHECKING:
+    from streams_k8s.app.plan_diff import PlanDiff
 
 # What planning raises for the application itself (a submission-time value or width, its topology,
 # its fusion constraints, a value its AADL cannot hold): a new spec or bundle is needed.
@@ -318,6 +320,8 @@ def refuse_with_widths(
     This is the time-sensitive path (a resize): only what the change touches is rebuilt and
     re-rendered (with the collector paused, see `collector`).
     """
+    from streams_k8s.app.plan_diff import diff_plans  # a plain plan diffs nothing: it loads no diff
+
     topo = previous.topology
     new_widths = apply_overrides(topo.app, topo.widths, widths)
     with collector_paused():
