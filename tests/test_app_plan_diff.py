@@ -70,7 +70,7 @@ def test_pes_of_new_ids_are_added_and_those_gone_removed() -> None:
     diff = diff_plans(before, after)
     assert (diff.added, diff.removed, diff.replaced) == ([100], [first.id], {})
     assert diff.summary() == f"0 PEs replaced, 1 added, 1 removed, 0 updated in place, {len(others)} kept"
-    assert not diff_plans(before, before).touched
+    assert diff_plans(before, before) == PlanDiff(kept=[pe.id for pe in before.pes])
 
 
 def test_the_job_settings_add_their_reasons_to_the_plans_and_update_pes_in_place() -> None:

@@ -68,10 +68,6 @@ class PlanDiff:
     added: list[int] = field(default_factory=list)
     removed: list[int] = field(default_factory=list)
 
-    @property
-    def touched(self) -> bool:
-        return bool(self.updated or self.replaced or self.added or self.removed)
-
     def with_settings(self, reasons: Mapping[int, Sequence[Why]], updated: Iterable[int]) -> PlanDiff:
         """This diff with what the job's settings do to the PEs both plans have: ``reasons`` to
         replace them (added to the plan's), ``updated``: their PE objects change, not their pods."""
