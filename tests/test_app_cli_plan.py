@@ -20,6 +20,10 @@ def test_plan_json_and_diff(tmp_path: Path) -> None:
     diff = CliRunner().invoke(main, ["plan", str(sab), "--fusion", "legacy", "--diff", "--width", "C0_1=3"])
     assert diff.exit_code == 0, diff.output
     assert "added" in diff.output
+    for flag in (["--diff", "--width", "C0_1=3"], ["--against", str(sab)]):  # a diff is no graph
+        picture = CliRunner().invoke(main, ["plan", str(sab), *flag, "-o", "html"])
+        assert picture.exit_code == 2
+        assert "a diff prints as a table, json or yaml" in picture.output
 
 
 def test_plan_errors_are_one_line(tmp_path: Path) -> None:

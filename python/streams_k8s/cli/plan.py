@@ -247,6 +247,8 @@ def plan(
     **cluster: str | None,
 ) -> None:
     """Show the PEs a bundle (.sab/.adl) or Job manifest becomes."""
+    if (diff or against is not None) and output in ("html", "svg"):
+        raise click.BadParameter("a diff prints as a table, json or yaml", param_hint="-o")
     if against is not None:
         _emit_upgrade(source, against, nodes, output, cluster)
         return
@@ -360,9 +362,6 @@ def _emit_upgrade(
     from pydantic import ValidationError
 
     from streams_k8s.controller.planning import JobFailure
-
-    if output in ("html", "svg"):
-        raise click.BadParameter("--against prints a table, json or yaml", param_hint="-o")
 
     try:
         if live := _LIVE_JOB.match(against):
