@@ -11,6 +11,7 @@ operator reviews the token the CLI repeats as `X-Streams-Authorization`.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 from collections.abc import AsyncIterator
@@ -27,6 +28,7 @@ from streams_k8s.control_plane.cluster import ControlPlane
 from streams_k8s.controller.bundles.uploads import CHUNK_BYTES, UploadedBundles
 from streams_k8s.controller.kinds import JOBS, PARALLEL_REGIONS
 from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.kinds import SERVICES
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -99,6 +101,44 @@ async def test_a_user_submits_a_local_bundle_with_kubectl_streams_and_walks_the_
     )
     assert code == 0, err
     assert out == "streamsjob.streams.ibm.com/app deleted\n"
+
+
+async def test_an_upload_waits_out_the_proxys_503_until_the_operator_is_served(
+    cluster: RealCluster, tmp_path: Path
+) -> None:
+    """While `streams-api` has no ready endpoint (a leader's hand-over: no pod carries the serving
+    label), kube-apiserver's proxy answers 503 itself; the CLI sends the upload again until the
+    operator takes it."""
+    await cluster.kubectl("apply", "-f", "-", stdin=USER_ROLE)
+    carol = await user(cluster, "carol", "streams-user", NAMESPACE, tmp_path)
+    plugins = plugin_directory(tmp_path / "plugins")
+    sab = write_sab(tmp_path / "handover.sab", SyntheticSpec(chains=1, length=2))
+    await cluster.operator_proxied()
+    service = await cluster.client.get(SERVICES, "streams-api", NAMESPACE)
+    selector = service["spec"]["selector"]
+    nobody = {"spec": {"selector": {**selector, "streams.ibm.com/serving": "nobody"}}}
+    await cluster.client.patch(SERVICES, "streams-api", nobody, NAMESPACE)
+    try:
+
+        async def refused() -> bool:  # what the CLI meets first
+            path = f"/api/v1/namespaces/{NAMESPACE}/services/streams-api:api/proxy/healthz"
+            try:
+                await cluster.kubectl("get", "--raw", path)
+            except AssertionError as failed:  # kubectl's exit status
+                return "no endpoints available" in str(failed)
+            return False
+
+        await eventually(refused, 60, "the proxy answering 503 for streams-api")
+        submitted = asyncio.create_task(in_streams(carol, plugins, "submitjob", str(sab)))
+        await asyncio.sleep(2)
+        assert not submitted.done()
+    finally:
+        await cluster.client.patch(SERVICES, "streams-api", {"spec": {"selector": selector}}, NAMESPACE)
+    code, out, err = await submitted
+    assert code == 0, err
+    assert out == "streamsjob.streams.ibm.com/handover created\n"
+    code, _, err = await in_streams(carol, plugins, "canceljob", "handover")
+    assert code == 0, err
 
 
 async def test_the_real_api_server_keeps_an_upload_of_several_full_chunks(cluster: RealCluster) -> None:

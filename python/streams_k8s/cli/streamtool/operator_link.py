@@ -9,6 +9,11 @@ request it authenticated before it proxies it, so the user's bearer token travel
 create Jobs in the namespace (SubjectAccessReview). A kubeconfig user with no bearer token (a client
 certificate) cannot be named to the operator this way: the error says so.
 
+While the operator has no ready endpoint (it is starting, or its leadership is moving to a standby)
+the API server's proxy answers 503 itself and the upload never reached the operator: it is sent
+again for a while (`PROXY_WAITS`) before the CLI gives up. An upload is named by its content's
+digest, so sending it twice keeps one.
+
 ``--operator-service`` names another Service (and port) of the operator's namespace that reaches
 its REST API. ``--operator-url`` (or ``$STREAMS_K8S_OPERATOR_URL``) calls the API directly instead, e.g. after
 ``kubectl port-forward -n <ns> svc/streams-api 10000``; the token is then sent as ``Authorization``.
@@ -16,6 +21,7 @@ its REST API. ``--operator-url`` (or ``$STREAMS_K8S_OPERATOR_URL``) calls the AP
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +52,13 @@ class OperatorAddress:
 
 
 _TIMEOUT = aiohttp.ClientTimeout(total=600, connect=15)
+# Seconds between attempts while the API server's proxy finds no operator to pass the upload to: a
+# leader's hand-over and a pod's readiness take seconds (31 s in all before the CLI gives up).
+PROXY_WAITS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+
+
+class NotPassed(StreamtoolError):
+    """kube-apiserver's proxy answered 503 itself: no operator endpoint was ready to take it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,10 +110,24 @@ async def upload(
         sent["Content-Type"] = "application/octet-stream"
         connector = api.rest_client.pool_manager.connector if not operator.url else None
         async with aiohttp.ClientSession(connector=connector, connector_owner=connector is None) as session:
-            answer = await _put(session, url, data, sent)
+            answer = await _put_until_passed(session, url, data, sent)
     return Uploaded(
         str(answer["name"]), str(answer["sha256"]), int(answer["size"]), str(answer["uploadedBy"])
     )
+
+
+async def _put_until_passed(
+    session: aiohttp.ClientSession, url: str, data: bytes, headers: dict[str, str]
+) -> Any:
+    for wait in PROXY_WAITS:
+        try:
+            return await _put(session, url, data, headers)
+        except NotPassed:
+            await asyncio.sleep(wait)
+    try:
+        return await _put(session, url, data, headers)
+    except NotPassed as err:
+        raise StreamtoolError(f"{err} (still, {sum(PROXY_WAITS):g} s later)") from None
 
 
 async def _put(session: aiohttp.ClientSession, url: str, data: bytes, headers: dict[str, str]) -> Any:
@@ -118,9 +145,8 @@ async def _put(session: aiohttp.ClientSession, url: str, data: bytes, headers: d
         found = answer if isinstance(answer, dict) else {}
         message = found.get("message") or "no reason given"
         if found.get("kind") == "Status":  # kube-apiserver's own answer (its proxy's)
-            raise StreamtoolError(
-                f"the API server did not pass the upload to the operator ({status}): {message}"
-            )
+            refusal = NotPassed if status == 503 else StreamtoolError
+            raise refusal(f"the API server did not pass the upload to the operator ({status}): {message}")
         if {"status", "reason", "message"} <= found.keys():  # every answer of the operator's
             raise StreamtoolError(f"the operator refused the upload ({status}): {message}")
         raise StreamtoolError(f"the upload was answered {status}, not by the operator: {message}")
