@@ -153,6 +153,46 @@ async def test_a_change_recorded_before_a_restart_is_finished_with_its_generatio
         assert (await client.get(JOBS, "again", "default"))["status"]["generationId"] == 7
 
 
+@pytest.mark.sandbox(nodes=1)
+async def test_a_width_change_the_release_before_left_under_way_is_finished(
+    sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The operator of the release before wrote a width change ahead in the region's condition alone
+    (Resized=False, Resizing, "as job generation N"), then the Job's generationId, and was upgraded
+    before it wrote the children: this one finishes the change, as job generation N, through its
+    own change record, touching only the PEs the change touches."""
+    bundle = write_sab(tmp_path / "app.sab", SyntheticSpec(chains=2, length=3, regions=1, width=2))
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await client.create(JOBS, job_manifest("upgraded", bundle, fusion={"legacy": True}))
+        await wait_for_phase(client, "upgraded", "Running")
+        (region,) = (await client.list_all(PARALLEL_REGIONS, "default"))[0]
+        name = region["metadata"]["name"]
+        await eventually_async(lambda: _has_width(client, name, 2), within=10)
+    before, pods_before = await pes_of(client, "upgraded"), await pods_of(client, "upgraded")
+    edited = await client.patch(PARALLEL_REGIONS, name, {"spec": {"width": 3}}, "default")
+    intent = {
+        "type": "Resized",
+        "status": "False",
+        "reason": "Resizing",
+        "message": "to width 3 as job generation 5",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+        "observedGeneration": edited["metadata"]["generation"],
+    }
+    await client.patch_status(PARALLEL_REGIONS, name, {"conditions": [intent]}, "default")
+    await client.patch_status(JOBS, "upgraded", {"generationId": 5}, "default")
+    async with operator(sandbox, monkeypatch, tmp_path / "cache"):
+        await eventually_async(lambda: _has_width(client, name, 3), within=20)
+        await wait_for_phase(client, "upgraded", "Running")
+        status = (await client.get(JOBS, "upgraded", "default"))["status"]
+        assert (status["generationId"], status.get("upgrade")) == (5, None)
+        after, pods_after = await pes_of(client, "upgraded"), await pods_of(client, "upgraded")
+        assert status["processingElements"] == len(after) > len(before)
+        unchanged = [i for i in before if before[i]["spec"]["contentId"] == after[i]["spec"]["contentId"]]
+        assert len(unchanged) < len(before)  # the change touched some
+        assert unchanged
+        assert {i: pods_after[i] for i in unchanged} == {i: pods_before[i] for i in unchanged}
+
+
 @pytest.mark.sandbox(nodes=2)
 async def test_replicated_host_pools_follow_the_width_and_bad_widths_are_refused(
     sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -1,4 +1,7 @@
-"""Job: a Streams application submitted to the cluster."""
+"""Job: a Streams application submitted to the cluster.
+
+Long: the Job's wire schema, field by field (its CRD is generated from it).
+"""
 
 import re
 from datetime import datetime
@@ -250,7 +253,7 @@ class UndoneEdit(WireModel):
 
 
 class UpgradeRecord(WireModel):
-    """An edit being applied, written before any child is touched (write-ahead)."""
+    """A change being applied (an edit, a width change), written before any child is touched."""
 
     target_generation: Annotated[int, Field(ge=1)] = Field(description="The spec generation being applied.")
     spec: dict[str, Any] = Field(
@@ -279,13 +282,17 @@ class UpgradeRecord(WireModel):
     undone: UndoneEdit | None = Field(
         None, description="A rollback's: the edit it undoes, whose Exports, Imports and regions it puts back."
     )
+    target_widths: dict[str, int] | None = Field(
+        None, description="A width change's: the widths it gives the regions, by alias (same spec)."
+    )
+    refused: str | None = Field(None, description="A width change going back: why its children were refused.")
 
 
 class JobStatus(Status):
     phase: JobPhase = JobPhase.SUBMITTING
     id: Annotated[int, Field(ge=0)] | None = Field(None, description="Numeric job id, unique per namespace.")
     generation_id: Annotated[int, Field(ge=0)] | None = Field(
-        None, description="0 at submission, +1 at each parallel-width change."
+        None, description="0 at submission, +1 at each change of what runs (an edit, a width change)."
     )
     application_name: str | None = None
     processing_elements: Annotated[int, Field(ge=0)] = 0

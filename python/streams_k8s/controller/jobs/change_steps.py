@@ -2,27 +2,35 @@
 pure, so every transition is in one table (`tests/test_controller_change_steps.py`) and the
 rollout (`jobs.rollout`) only performs what it says.
 
-A change (an edit, a suspend or resume, a rollback) is written ahead in ``status.upgrade``; its
-state is named from that record (`state_of`), never from which fields happen to be set elsewhere:
+A change (an edit, a suspend or resume, a rollback, a width change) is written ahead in
+``status.upgrade``; its state is named from that record (`state_of`), never from which fields
+happen to be set elsewhere. A width change is an edit whose record carries ``targetWidths`` (the
+spec stays the applied one); one the API server refused goes back the same way, its record
+saying why (``refused``):
 
 | state | the record |
 |---|---|
 | `IDLE` | none: what runs is the applied spec |
-| `PREPARING` | an edit whose consistent regions are still to be prepared (``checkpoint`` unset) |
-| `REPLACING` | an edit whose regions are prepared, or that has none to prepare |
+| `PREPARING` | a change whose consistent regions are still to be prepared (``checkpoint`` unset) |
+| `REPLACING` | a change whose regions are prepared, or that has none to prepare |
 | `ROLLBACK_PREPARING`, `ROLLBACK_REPLACING` | the same, for a rollback to the last stable spec |
 
 The steps, in the order `decide` weighs them:
 
-- no record: `NONE` (nothing edited, the edit not valid, or its generation settled: refused or
-  rolled back), `PAUSE` (the pause annotation holds it back) or `START` (plan it, write it ahead);
+- no record: `PAUSE` (the pause annotation holds an edit back, and a width change after it),
+  `START` (plan the edit, write it ahead), else `RESIZE` when a ParallelRegion's width is edited
+  and not applied (plan the width change, write it ahead; an edit goes first), else `NONE`
+  (nothing edited, the edit not valid, or its generation settled: refused or rolled back);
 - past ``submissionTimeOutInSeconds`` with PEs still to replace or coming up: `FAIL` for a
-  rollback (it never loops), `ROLL_BACK` when the edit allows it and a last stable spec exists,
-  else the edit goes on, ``late`` saying so;
+  rollback (it never loops), `ROLL_BACK` when the edit allows it and a last stable spec exists
+  (never a width change), else the change goes on, ``late`` saying so;
 - `PREPARE_REGIONS` before the first disruptive PE is patched;
-- `REPLACE` the next ``batch`` of disruptive PEs (``maxUnavailable`` less those coming up);
+- `REPLACE` the next ``batch`` of disruptive PEs (``maxUnavailable`` less those coming up; by
+  default a quarter of the job's PEs for an edit, all of them for a width change);
 - `WAIT` while PEs are patched or coming up;
-- `COMMIT` once every PE runs the target.
+- `COMMIT` once every PE runs the target; a width change's once every PE is at it (its pods
+  then come up as PodsReady says: a region reports the width its PEs are at, as it always has,
+  so a job whose pods cannot start yet still follows its widths).
 
 The Job's phase follows the record too (`phase_during`, `phase_after`): Upgrading, Suspending or
 RollingBack while it is under way; Running, Suspended or RolledBack once it is committed.
@@ -80,6 +88,7 @@ class Action(StrEnum):
     NONE = "None"
     PAUSE = "Pause"
     START = "Start"
+    RESIZE = "Resize"
     PREPARE_REGIONS = "PrepareRegions"
     REPLACE = "Replace"
     WAIT = "Wait"
@@ -90,13 +99,14 @@ class Action(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Observed:
-    """What the rollout found. Without a record: the Job's spec and annotations; with one: the
+    """What the rollout found. Without a record: the Job's spec, annotations and regions; with one: the
     target's survey of the job's PEs (`jobs.target.Target.survey`) and the clock."""
 
     edited: bool = False  # the spec's generation is not the applied one
     valid: bool = True  # the edited spec is valid (an invalid one is refused elsewhere)
     paused: bool = False  # streams.ibm.com/pause-reconciliation
     settled: bool = False  # this generation was refused or rolled back: not tried again
+    resized: bool = False  # a region's width is edited, neither applied nor refused
     quiet: int = 0  # PEs patched this pass whose pods stay
     disruptive: int = 0  # PEs whose pods are still to replace
     in_flight: int = 0  # PEs being created or whose pods are coming up
@@ -116,11 +126,12 @@ def decide(record: UpgradeRecord | None, observed: Observed) -> Step:
     """The next step of the change ``record`` (see the module docs)."""
     state = state_of(record)
     if state is ChangeState.IDLE:
-        if not observed.valid or not observed.edited:
-            return Step(Action.NONE)
-        if observed.paused:
-            return Step(Action.PAUSE)
-        return Step(Action.NONE) if observed.settled else Step(Action.START)
+        if observed.valid and observed.edited:
+            if observed.paused:
+                return Step(Action.PAUSE)
+            if not observed.settled:
+                return Step(Action.START)
+        return Step(Action.RESIZE) if observed.resized else Step(Action.NONE)
     late = observed.overdue and bool(observed.disruptive or observed.in_flight)
     if late and state in _ROLLBACK:
         return Step(Action.FAIL)
@@ -131,6 +142,7 @@ def decide(record: UpgradeRecord | None, observed: Observed) -> Step:
     batch = min(observed.disruptive, max(observed.batch_size - observed.in_flight, 0))
     if batch:
         return Step(Action.REPLACE, batch, late)
-    if observed.quiet or observed.disruptive or observed.in_flight:
+    coming_up = observed.in_flight and record is not None and record.target_widths is None
+    if observed.quiet or observed.disruptive or coming_up:
         return Step(Action.WAIT, late=late)
     return Step(Action.COMMIT)

@@ -46,14 +46,15 @@ a submitted job's spec is applied: re-planned, written ahead in ``status.upgrade
 replacing only the PEs it changes (`jobs.rollout`), rolled back when it does not reach Running in
 time (`jobs.rollback`); an edit that is not valid is refused and the job keeps running its applied
 spec. A failed Job, or one still submitting, starts over with an edited spec from a clean slate.
-A ParallelRegion's width edits are applied too: the job is re-fused and only what changed is
-updated (`jobs.resizing`, steps in `jobs.widths`).
+A ParallelRegion's width edits are applied too, as changes of the job like an edit: re-fused at
+the new widths, written ahead in ``status.upgrade`` and rolled out the same way (`jobs.resizing`).
 
 `JobController.reconcile` is the dispatcher; the work is done by collaborators, each given the
 client, the caches (`jobs.caches`) and the recorder: `Submission` (the submission and its
 retries), `Planner` (the plan, kept per Job), `ChildKeeper` (children created and kept),
 `Cleanup` (a clean slate), `RunningJobs` (a submitted job's pass), `Rollout` with `EditTargets`,
-`EditRegions`, `EditNotes` and `Rollback` (edits), `Resizer` (width changes) and `CountWriter`
+`TargetFollower`, `EditRegions`, `EditNotes` and `Rollback` (every change: edits, width changes,
+suspend/resume, rollbacks), `Resizer` (the widths wanted and reported) and `CountWriter`
 (counts and phase). What they keep in memory for a Job (its plan, an edit's target, the time of
 its last count write, the children to check) is dropped once the Job is gone from the cache
 (`retained` counts it).

@@ -1,6 +1,8 @@
-"""The plan of an edit (`jobs.target.Target`): made when the edit starts, made again from its
-record (`status.upgrade`) after a restart, and kept per Job while the edit is applied; each PE or
-pod event of a job being edited is noted on its target (the next pass looks at that PE again).
+"""The plan of a change (`jobs.target.Target`): made when the change starts, made again from its
+record (`status.upgrade`) after a restart, and kept per Job while the change is applied; each PE or
+pod event of a job being changed is noted on its target (the next pass looks at that PE again).
+An edit's is planned from its spec; a width change's is the applied spec's plan re-fused at its
+target widths (`resized`).
 """
 
 from __future__ import annotations
@@ -11,18 +13,20 @@ from collections.abc import Mapping, Sequence
 
 from streams_k8s.api.contract import JOB_LABEL, PE_LABEL, SVC_LABEL, SVC_PE, name_table_stamp, pe_service_name
 from streams_k8s.api.job import Job, JobSpec, UpgradeRecord
-from streams_k8s.app.plan import plan_at_widths
+from streams_k8s.app.plan import PLANNING_ERRORS, plan_at_widths
 from streams_k8s.controller.bundles.fetch import BundleError, FetchedBundle
 from streams_k8s.controller.children.certificates import needs_transport_certificate, transport_certificate
 from streams_k8s.controller.children.changes import status_only
 from streams_k8s.controller.children.desired import Rendered, desired_objects
 from streams_k8s.controller.children.limits import check_children
 from streams_k8s.controller.jobs.caches import JobCaches
+from streams_k8s.controller.jobs.health import PLANNED
 from streams_k8s.controller.jobs.plans import KeptPlan, Planner, bundle_failure, schedulable_nodes
 from streams_k8s.controller.jobs.status import JobStatusView
 from streams_k8s.controller.jobs.status_writes import utc_now
 from streams_k8s.controller.jobs.target import Target
 from streams_k8s.controller.jobs.upgrade_diff import given_back, pe_operators, plan_edit, resumed_ids
+from streams_k8s.controller.jobs.widths import RESIZE_FAILED, width_change_note
 from streams_k8s.controller.planning import JobFailure, check_placement, read_application
 from streams_k8s.k8s.informer import EventType
 from streams_k8s.k8s.objects import Object, ObjectKey, meta
@@ -35,13 +39,14 @@ class EditTargets:
 
     def __init__(self, caches: JobCaches, planner: Planner) -> None:
         self.caches, self.planner = caches, planner
-        self._targets: dict[str, tuple[int, Target]] = {}  # by Job uid: (generation, plan) of the edit
+        # by Job uid: the change's (spec generation, job generation) and its plan
+        self._targets: dict[str, tuple[tuple[int, int], Target]] = {}
         caches.pes.add_handler(self._on_pe)
         caches.pods.add_handler(self._on_pod)
 
-    def keep(self, obj: Object, generation: int, target: Target) -> None:
+    def keep(self, obj: Object, record: UpgradeRecord, target: Target) -> None:
         if self.caches.holds(obj):
-            self._targets[str(meta(obj)["uid"])] = (generation, target)
+            self._targets[str(meta(obj)["uid"])] = ((record.target_generation, record.generation_id), target)
 
     def forget(self, uid: str) -> None:
         self._targets.pop(uid, None)
@@ -149,10 +154,16 @@ class EditTargets:
         """The target ``record`` says (kept, else planned again from the record)."""
         uid = str(meta(obj)["uid"])
         kept = self._targets.get(uid)
-        if kept is not None and kept[0] == record.target_generation:
+        if kept is not None and kept[0] == (record.target_generation, record.generation_id):
             return kept[1]
         job = Job.from_wire({**obj, "spec": record.spec})
         widths = self.started_widths(obj, record, applied)
+        if record.target_widths is not None:
+            target = self.resized(
+                obj, job, status, applied, (widths, record.target_widths), record.generation_id
+            )
+            self.keep(obj, record, target)
+            return target
         ids = None
         if record.next_pe_id is not None:
             live = self.caches.live_ids(str(job.metadata.namespace), str(job.metadata.name), uid)
@@ -163,8 +174,37 @@ class EditTargets:
         target = await self._plan_recorded(
             obj, status, record, applied, job, record.bundle_digest, (widths, ids)
         )
-        self.keep(obj, record.target_generation, target)
+        self.keep(obj, record, target)
         return target
+
+    def resized(
+        self,
+        obj: Object,
+        job: Job,
+        status: JobStatusView,
+        applied: KeptPlan,
+        widths: tuple[dict[str, int], dict[str, int]],
+        generation_id: int,
+    ) -> Target:
+        """A width change's plan: the applied spec ``job`` from the ``widths`` it starts from to
+        those it goes to, as job generation ``generation_id`` (`JobFailure` ResizeFailed when it
+        cannot be planned, placed or accepted: nothing is written)."""
+        start, wanted = widths
+        what = width_change_note(start, wanted)
+        try:
+            running = plan_at_widths(applied.plan, start)
+            plan, children = self.planner.children_at(
+                job, str(meta(obj)["uid"]), applied, wanted, generation_id
+            )
+        except (*PLANNING_ERRORS, ValueError) as err:
+            raise JobFailure(PLANNED, RESIZE_FAILED, f"{what}: {err}") from None
+        check_placement(job, plan, schedulable_nodes(self.caches.nodes.store.select()))
+        try:
+            check_children(children, checked=applied.children)
+        except JobFailure as failure:
+            raise JobFailure(PLANNED, RESIZE_FAILED, f"{what}: {failure}") from None
+        kept = KeptPlan(applied.generation, applied.job_id, plan, children)
+        return Target(job, kept, str(status.bundle_digest), running)
 
     async def undone(
         self, obj: Object, status: JobStatusView, record: UpgradeRecord, applied: KeptPlan

@@ -1,4 +1,4 @@
-"""Edits of a running job applied: re-plan, diff, write ahead, then replace only what changed.
+"""Changes of a running job applied: re-plan, diff, write ahead, then replace only what changed.
 
 A running job's children follow ``status.appliedSpec`` (generation ``status.appliedGeneration``).
 When the spec's generation is another one, the edit is planned from the new spec (the bundle
@@ -15,9 +15,7 @@ which the edit keeps unless it sets a region's width itself (`jobs.upgrade_diff.
    Suspending), condition SpecApplied=False (Upgrading) and an UpgradeStarted Event with the summary;
 2. the name table is rewritten, added PEs (ConfigMap, Service, PE) created, removed ones deleted,
    PEs whose changed settings steer only the controllers patched; Exports, Imports and
-   ConsistentRegions follow (compared with the applied spec's at the widths that run, a
-   rollback's with the undone edit's: what the user, the runtime or the coordinator set on one
-   the edit leaves as it was is kept);
+   ConsistentRegions follow (`jobs.following`);
 3. before the first pod is replaced the consistent regions are prepared (`jobs.edit_regions`);
    replaced PEs get their ConfigMap and PE spec, at most ``spec.maxUnavailable`` at a time (a
    quarter of the job's PEs by default): the PE controller replaces each one's pod (launch count
@@ -35,9 +33,15 @@ annotation ``streams.ibm.com/pause-reconciliation: "true"`` holds edits back (Sp
 ReconciliationPaused) so several can be staged and applied at once. An edit not Running in time is
 rolled back (`jobs.rollback`).
 
-Which step a pass takes (start, pause, prepare the regions, replace a batch, wait, commit, roll
-back, fail) is decided by the pure `jobs.change_steps.decide` from the state the record names and
-what the pass observed; `Rollout` performs it.
+A width change (a ParallelRegion's ``spec.width``: `jobs.resizing`) is such a change too: its
+record carries the target widths (``targetWidths``) and the applied spec; step 2 and 3 as above
+(every changed PE at once unless ``maxUnavailable`` is set), the commit writes the job generation
+then the regions' widths. One whose children the API server refuses goes back to the widths it
+started from, as a change of its own.
+
+Which step a pass takes (start an edit or a width change, pause, prepare the regions, replace a
+batch, wait, commit, roll back, fail) is decided by the pure `jobs.change_steps.decide` from the
+state the record names and what the pass observed; `Rollout` performs it.
 """
 
 from __future__ import annotations
@@ -46,13 +50,14 @@ import asyncio
 
 from streams_k8s.api.contract import pe_id_of
 from streams_k8s.api.job import Job, JobPhase, JobState, UpgradeMode, UpgradeRecord
-from streams_k8s.controller.jobs import widths as widths_module
+from streams_k8s.controller.jobs import child_writes
 from streams_k8s.controller.jobs.caches import JobCaches
 from streams_k8s.controller.jobs.change_steps import Action, Observed, decide, phase_after, phase_during
 from streams_k8s.controller.jobs.count_writes import CountWriter
 from streams_k8s.controller.jobs.edit_notes import EditNotes
-from streams_k8s.controller.jobs.edit_regions import EditRegions, edit_nonce, regions_prepared
+from streams_k8s.controller.jobs.edit_regions import NO_REGIONS, EditRegions, edit_nonce, regions_prepared
 from streams_k8s.controller.jobs.edit_targets import EditTargets
+from streams_k8s.controller.jobs.following import TargetFollower
 from streams_k8s.controller.jobs.health import (
     APPLIED,
     EDIT_REFUSED,
@@ -69,18 +74,11 @@ from streams_k8s.controller.jobs.status import JobStatusView
 from streams_k8s.controller.jobs.status_writes import applied_job, status_written, utc_now, write_status
 from streams_k8s.controller.jobs.target import Target
 from streams_k8s.controller.jobs.upgrade_diff import UpgradeDiff, upgrade_diff, upgrade_mode
-from streams_k8s.controller.kinds import (
-    CONSISTENT_REGION_OPERATORS,
-    CONSISTENT_REGIONS,
-    HOSTPOOLS,
-    PARALLEL_REGIONS,
-    PES,
-)
+from streams_k8s.controller.jobs.widths import width_change_note
 from streams_k8s.controller.planning import JobFailure
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.conditions import set_condition
 from streams_k8s.k8s.events import EventRecorder
-from streams_k8s.k8s.kinds import CONFIGMAPS, SERVICES
 from streams_k8s.k8s.objects import Object, ObjectKey, meta
 
 PAUSE_ANNOTATION = "streams.ibm.com/pause-reconciliation"
@@ -91,23 +89,19 @@ FINAL = frozenset({EDIT_REFUSED, ROLLED_BACK, "RollbackFailed"})
 # How soon to look again while replaced pods come up (their events also bring the job back).
 ROLL_POLL = 1.0
 
-# Children of a plan's host pools and regions: an edit deletes those of what it drops.
-_PLANNED_KINDS = (HOSTPOOLS, PARALLEL_REGIONS, CONSISTENT_REGION_OPERATORS, CONSISTENT_REGIONS)
-# Those whose spec an edit writes where the target's differs from what runs (a ParallelRegion's is
-# the width, which the commit writes).
-_FOLLOWED_KINDS = (HOSTPOOLS, CONSISTENT_REGION_OPERATORS, CONSISTENT_REGIONS)
-
 
 def paused(obj: Object) -> bool:
     return (meta(obj).get("annotations") or {}).get(PAUSE_ANNOTATION) == "true"
 
 
-def batch_size(job: Job, pes: int) -> int:
-    return job.spec.max_unavailable or max(1, pes // 4)
+def batch_size(job: Job, pes: int, resize: bool = False) -> int:
+    """``maxUnavailable``; else a quarter of the PEs for an edit, all of them for a width change
+    (time-sensitive, an autoscaler's: every changed PE at once, as before it was a change)."""
+    return job.spec.max_unavailable or (pes if resize else max(1, pes // 4))
 
 
 class Rollout:
-    """Applies edits of a running job (see the module docs)."""
+    """Applies the changes of a running job (see the module docs)."""
 
     def __init__(
         self,
@@ -120,94 +114,141 @@ class Rollout:
         self.client, self.caches, self.recorder = client, caches, recorder
         self.planner, self.keeper, self.resizer, self.counts = parts
         self.targets, self.notes, self.regions, self.rollback = edits
+        self.following = TargetFollower(client, caches, self.keeper, self.planner, self.targets)
 
     async def follow(
         self, obj: Object, job: Job | None, status: JobStatusView, applied: KeptPlan, running: Job
     ) -> tuple[Object, JobStatusView, bool]:
-        """Start or continue applying an edit; (obj, status, whether an upgrade is under way).
+        """Start or continue a change (an edit, a width change); (obj, status, whether one is under way).
 
         ``job`` is the edited spec (None when it is not valid: that refusal is already recorded)."""
         generation = int(meta(obj).get("generation") or 1)
         record = status.upgrade
         if record is None:
             settled = status.condition(SPEC_APPLIED) or {}
+            wanted = self.resizer.wanted(obj, applied)
             observed = Observed(
                 edited=status.applied_generation != generation,
                 valid=job is not None,
                 paused=paused(obj),
                 settled=settled.get("reason") in FINAL and settled.get("observedGeneration") == generation,
+                resized=wanted is not None,
             )
             step = decide(None, observed)
             if step.action is Action.PAUSE:
                 return *await self.notes.note(obj, status, PAUSED, "reconciliation is paused"), False
-            if step.action is not Action.START or job is None:
+            if step.action is Action.RESIZE and wanted is not None:
+                generation_id = wanted.pending or (status.generation_id or 0) + 1
+                widths = (wanted.running, wanted.target)
+                try:
+                    target = self.targets.resized(obj, running, status, applied, widths, generation_id)
+                except JobFailure as failure:
+                    await self.resizer.refuse(obj, wanted.region, failure.message)
+                    return obj, status, False
+                obj, status = await self._start(obj, status, running, target, (generation_id, wanted.target))
+                await self.resizer.started(wanted, generation_id)
+            elif step.action is Action.START and job is not None:
+                try:
+                    target = await self.targets.plan(obj, job, status, applied, running)
+                except JobFailure as failure:
+                    return *await self.notes.refuse(obj, status, failure), False
+                obj, status = await self._start(obj, status, running, target)
+            else:
                 return obj, status, False
-            try:
-                target = await self.targets.plan(obj, job, status, applied, running)
-            except JobFailure as failure:
-                return *await self.notes.refuse(obj, status, failure), False
-            obj, status = await self._start(obj, status, running, target)
             record = status.upgrade
             assert record is not None
         obj, status = await self._roll(obj, status, record, applied)
         return obj, status, status.upgrade is not None
 
     async def _start(
-        self, obj: Object, status: JobStatusView, running: Job, target: Target
+        self,
+        obj: Object,
+        status: JobStatusView,
+        running: Job,
+        target: Target,
+        resize: tuple[int, dict[str, int]] | None = None,
     ) -> tuple[Object, JobStatusView]:
-        """Step 1, the write-ahead record."""
+        """Step 1, the write-ahead record: of an edit, or of a width change (``resize``: the job
+        generation it becomes and its target widths)."""
         generation = int(meta(obj).get("generation") or 1)
         # In a thread, as the plan: an edit of the PE template builds, compares and hashes every
         # PE's spec twice.
         diff = await asyncio.to_thread(upgrade_diff, running, target.running, target.job, target.planned.plan)
         record = UpgradeRecord(
-            target_generation=generation,
+            target_generation=generation if resize is None else int(status.applied_generation or generation),
             spec=target.job.spec.to_wire(),
             bundle_digest=target.digest,
-            generation_id=(status.generation_id or 0) + 1,
+            generation_id=(status.generation_id or 0) + 1 if resize is None else resize[0],
             started=utc_now(),
             kept=diff.pes.kept,
             replaced=sorted(diff.pes.replaced),
             added=diff.pes.added,
             removed=diff.pes.removed,
             widths={r.alias: r.width for r in target.running.parallel_regions},
-            next_pe_id=max((pe.id for pe in target.running.pes), default=-1) + 1,
-            checkpoint=regions_prepared(target),
+            next_pe_id=max((pe.id for pe in target.running.pes), default=-1) + 1 if resize is None else None,
+            # a width change prepares its regions only where the job sets how (upgradeMode)
+            checkpoint=regions_prepared(target)
+            if resize is None or target.job.spec.upgrade_mode
+            else NO_REGIONS,
+            target_widths=None if resize is None else resize[1],
         )
-        conditions = status.conditions
-        set_condition(conditions, SPEC_APPLIED, "False", UPGRADING, diff.summary(), generation)
-        status = status.with_(
-            phase=phase_during(record), upgrade=record, observed_generation=generation, conditions=conditions
-        )
+        if resize is not None:  # the spec's generation and SpecApplied stay: it is not an edit
+            status = status.with_(phase=phase_during(record), upgrade=record)
+        else:
+            conditions = status.conditions
+            set_condition(conditions, SPEC_APPLIED, "False", UPGRADING, diff.summary(), generation)
+            status = status.with_(
+                phase=phase_during(record),
+                upgrade=record,
+                observed_generation=generation,
+                conditions=conditions,
+            )
         written = await write_status(self.client, obj, status)
-        self.targets.keep(obj, generation, target)
-        await self.recorder.record(written, "Normal", "UpgradeStarted", _started_note(generation, diff))
+        self.targets.keep(obj, record, target)
+        if resize is None:
+            await self.recorder.record(written, "Normal", "UpgradeStarted", _started_note(generation, diff))
         return written, status_written(written, status)
 
     async def _roll(
         self, obj: Object, status: JobStatusView, record: UpgradeRecord, applied: KeptPlan
     ) -> tuple[Object, JobStatusView]:
-        """Steps 2 to 4 (idempotent): bring the children to the target, a batch of PEs at a time."""
+        """Steps 2 to 4 (idempotent): bring the children to the target, a batch of PEs at a time.
+        A width change whose children the API server refuses goes back."""
+        try:
+            return await self._roll_target(obj, status, record, applied)
+        except (JobFailure, child_writes.ChildRefused) as err:
+            if record.target_widths is None or record.refused is not None:
+                raise
+            failure = err.failure if isinstance(err, child_writes.ChildRefused) else err
+            return await self._go_back(obj, status, record, failure)
+
+    async def _roll_target(
+        self, obj: Object, status: JobStatusView, record: UpgradeRecord, applied: KeptPlan
+    ) -> tuple[Object, JobStatusView]:
         try:
             target = await self.targets.recorded(obj, status, record, applied)
         except JobFailure as failure:  # the recorded content is gone: the edit cannot finish
+            if record.target_widths is not None:
+                raise  # a width change that cannot be planned again goes back (`_roll`)
             return await self._abandon(obj, status, failure)
         namespace, name = str(meta(obj)["namespace"]), str(meta(obj)["name"])
         wanted = target.wanted
-        await self._follow_target(obj, status, applied, target)
+        await self.following.follow(obj, status, applied, target)
         quiet, disruptive, content, in_flight = target.survey(
             self.caches.pes.store, self.caches.pods.store, namespace, name
         )
         pes = (self.caches.pes.store.get(ObjectKey(namespace, n)) for n in (*quiet, *disruptive))
         live = {str(meta(pe)["name"]): pe for pe in pes if pe is not None}  # those patched
-        await widths_module.patch_pes(self.client, wanted, namespace, quiet, content, live)
+        await child_writes.patch_pes(self.client, wanted, namespace, quiet, content, live)
         observed = Observed(
             quiet=len(quiet),
             disruptive=len(disruptive),
             in_flight=in_flight,
-            batch_size=batch_size(target.job, len(target.pes)),
+            batch_size=batch_size(target.job, len(target.pes), record.target_widths is not None),
             overdue=_overdue(record, target),
-            may_roll_back=bool(record.spec.get("rollback", True) and status.last_stable_spec),
+            may_roll_back=bool(
+                record.target_widths is None and record.spec.get("rollback", True) and status.last_stable_spec
+            ),
         )
         step = decide(record, observed)
         if step.action is Action.FAIL:
@@ -222,66 +263,19 @@ class Rollout:
                     obj, status, record, target, disruptive
                 )
             except JobFailure as failure:  # the checkpoint failed: nothing replaced
+                if record.target_widths is not None:
+                    raise  # a width change goes back (`_roll`)
                 return await self._abandon(obj, status, failure)
             if not ready:
                 return obj, status
             step = decide(record, observed)  # prepared: the first batch goes now
         if step.action is Action.REPLACE:
-            await widths_module.patch_pes(
+            await child_writes.patch_pes(
                 self.client, wanted, namespace, disruptive[: step.batch], content, live
             )
         if step.action is not Action.COMMIT:
             return obj, status
         return await self._commit(obj, status, record, target)
-
-    async def _follow_target(
-        self, obj: Object, status: JobStatusView, applied: KeptPlan, target: Target
-    ) -> None:
-        """Step 2 (idempotent): the name table, the target's new children, the removal of what it
-        drops (PEs, and the host pools and regions of a plan change), Exports, Imports, regions and
-        their coordinator following. Done in full once per target (and after a restart); later
-        passes check the name table and the children with an event since (one deleted meanwhile is
-        created again: `children.changes`)."""
-        namespace, name = str(meta(obj)["namespace"]), str(meta(obj)["name"])
-        wanted = target.wanted
-        table = self.caches.configmaps.store.get(ObjectKey(namespace, name))
-        if not widths_module.name_table_written(table, wanted[(CONFIGMAPS, name)]):
-            await widths_module.write_name_table(self.client, wanted, namespace, name)
-        with self.keeper.changes.to_check(ObjectKey(namespace, name), target.planned.children) as pending:
-            await self.keeper.create_missing(pending, lambda c: True)
-            if not target.followed:
-                await self._drop_and_follow(obj, status, applied, target)
-        target.followed = True
-
-    async def _drop_and_follow(
-        self, obj: Object, status: JobStatusView, applied: KeptPlan, target: Target
-    ) -> None:
-        """Step 2's removal of what the target drops, and Exports, Imports and regions following."""
-        namespace, name = str(meta(obj)["namespace"]), str(meta(obj)["name"])
-        wanted = target.wanted
-        live = self.caches.labelled(self.caches.pes, obj)
-        for pe_name in sorted({str(meta(pe)["name"]) for pe in live} - {pe.name for pe in target.pes}):
-            for resource in (PES, SERVICES, CONFIGMAPS):
-                await self.client.delete_if_present(resource, pe_name, namespace)
-        for resource in _PLANNED_KINDS:
-            for child in self.caches.labelled(self.caches.children[resource], obj):
-                if (resource, child_name := str(meta(child)["name"])) not in wanted:
-                    await self.client.delete_if_present(resource, child_name, namespace)
-        record = status.upgrade
-        undone = await self.targets.undone(obj, status, record, applied) if record is not None else None
-        if undone is not None:  # a rollback: what the undone edit wrote is put back
-            running = undone.wanted
-        else:  # what runs: the applied spec's children at the widths its regions run at
-            _, running_children = self.planner.children_at(
-                applied_job(obj, status),
-                str(meta(obj)["uid"]),
-                applied,
-                self.planner.running_widths(obj, applied),
-                status.generation_id or 0,
-            )
-            running = {(d.resource, d.name): d for d in running_children}
-        await widths_module.follow_ports(self.client, wanted, namespace, name, running)
-        await widths_module.follow_regions(self.client, wanted, namespace, running, _FOLLOWED_KINDS)
 
     async def _commit(
         self, obj: Object, status: JobStatusView, record: UpgradeRecord, target: Target
@@ -289,8 +283,9 @@ class Rollout:
         """Step 4: the target is what runs."""
         generation = record.target_generation
         suspended = target.job.spec.state is JobState.SUSPENDED
+        resized = record.target_widths is not None
         conditions = status.conditions
-        if not record.rollback:
+        if not record.rollback and not resized:
             set_condition(
                 conditions, SPEC_APPLIED, "True", APPLIED, f"generation {generation} runs", generation
             )
@@ -307,7 +302,8 @@ class Rollout:
         mode = upgrade_mode(target.job.spec, bool(target.planned.plan.consistent_regions))
         if not suspended and mode is UpgradeMode.CHECKPOINT_FIRST:
             await self.regions.release_hold(target.job, None)
-        await self.resizer.apply_widths(obj, target.planned.plan)
+        if not resized:
+            await self.resizer.apply_widths(obj, target.planned.plan)
         written = await write_status(self.client, obj, status)
         uid = str(meta(obj)["uid"])
         self.targets.forget(uid)
@@ -315,6 +311,10 @@ class Rollout:
         # What runs is checked in full next (PE Services healed to the target's ports, ...): the
         # edit checked its children only for what it needed.
         self.keeper.changes.forget(ObjectKey(str(meta(obj)["namespace"]), str(meta(obj)["name"])))
+        if resized:  # the plan kept stays the spec's: every width is re-fused from it
+            summary = upgrade_diff(target.job, target.running, target.job, target.planned.plan).summary()
+            await self.resizer.committed(written, record, summary)
+            return written, status_written(written, status)
         self.planner.keep(obj, target.planned)
         what = "rolled back to" if record.rollback else "runs"
         note = (
@@ -325,6 +325,29 @@ class Rollout:
             written, "Normal", "RolledBack" if record.rollback else "UpgradeSucceeded", note
         )
         return written, status_written(written, status)
+
+    async def _go_back(
+        self, obj: Object, status: JobStatusView, record: UpgradeRecord, failure: JobFailure
+    ) -> tuple[Object, JobStatusView]:
+        """The width change ``record`` cannot be applied: written ahead, the change back to the
+        widths it started from, saying why (the regions say it once it is back)."""
+        start, target = record.widths or {}, record.target_widths or {}
+        back = record.model_copy(
+            update={
+                "widths": target,
+                "target_widths": start,
+                "generation_id": record.generation_id + 1,
+                "started": utc_now(),
+                "refused": f"{width_change_note(start, target)}: {failure.message}",
+                "checkpoint": record.checkpoint or NO_REGIONS,  # its regions are told once
+                "replaced": record.replaced,
+                "added": record.removed,
+                "removed": record.added,
+            }
+        )
+        self.targets.forget(str(meta(obj)["uid"]))
+        written = await write_status(self.client, obj, status.with_(upgrade=back))
+        return written, status_written(written, status.with_(upgrade=back))
 
     async def _abandon(
         self, obj: Object, status: JobStatusView, failure: JobFailure

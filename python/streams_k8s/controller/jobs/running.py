@@ -1,6 +1,7 @@
-"""A submitted job kept as planned, one pass at a time: an edit started or stepped (`jobs.rollout`),
-else a width change (`jobs.resizing`), deleted children recreated (`jobs.keeping`), the last stable
-spec recorded, and the PE/pod counts, PodsReady and the phase kept current (`jobs.count_writes`).
+"""A submitted job kept as planned, one pass at a time: a change (an edit, a width change) started
+or stepped (`jobs.rollout`), else deleted children recreated at the widths that run
+(`jobs.keeping`, `jobs.resizing`), the last stable spec recorded, and the PE/pod counts, PodsReady
+and the phase kept current (`jobs.count_writes`).
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ class RunningJobs:
             return wait or Requeue(ROLL_POLL)
         if changed_before:  # the submitted content is back: the warning no longer holds
             status = status.with_(message=submitted_message(len(planned.plan.pes)))
-        obj, status, plan, children = await self.resizer.follow(obj, running, planned, status)
+        plan, children = await self.resizer.running(obj, running, planned, status)
         refusal = await self.keeper.keep(obj, plan, children)
         table = self.caches.configmaps.store.get(object_key(obj))  # an earlier release's transport pair
         await retire_config_map_transport(self.client, table)

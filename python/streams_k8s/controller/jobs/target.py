@@ -32,7 +32,7 @@ from streams_k8s.api.processing_element import ProcessingElementSpec
 from streams_k8s.app.plan import Plan
 from streams_k8s.controller.children.desired import Desired
 from streams_k8s.controller.children.pod import pod_template_hash
-from streams_k8s.controller.jobs import widths as widths_module
+from streams_k8s.controller.jobs import child_writes
 from streams_k8s.controller.jobs.counts import pod_ready
 from streams_k8s.controller.jobs.plans import KeptPlan
 from streams_k8s.controller.kinds import PES
@@ -138,7 +138,7 @@ class Target:
             return kept[1], kept[2]
         change, content = Change.NONE, False
         live = current["spec"]
-        if live != pe.body and widths_module.without_own_settings(live) != pe.body:
+        if live != pe.body and child_writes.without_own_settings(live) != pe.body:
             now = ProcessingElementSpec.model_validate(live)
             content = now.content_id != pe.spec.content_id
             disruptive = (
