@@ -162,6 +162,7 @@ class EditTargets:
             target = self.resized(
                 obj, job, status, applied, (widths, record.target_widths), record.generation_id
             )
+            target.leave(record.kept)
             self.keep(obj, record, target)
             return target
         ids = None

@@ -21,7 +21,9 @@ from streams_k8s.controller.jobs.target import Target
 from streams_k8s.controller.kinds import (
     CONSISTENT_REGION_OPERATORS,
     CONSISTENT_REGIONS,
+    EXPORTS,
     HOSTPOOLS,
+    IMPORTS,
     PARALLEL_REGIONS,
     PES,
 )
@@ -70,7 +72,8 @@ class TargetFollower:
         refused: JobFailure | None = None
         with self.keeper.changes.to_check(ObjectKey(namespace, name), target.planned.children) as pending:
             try:
-                await self.keeper.create_missing(pending, lambda c: True)
+                # Exports and Imports are made by `follow_ports`, with what the runtime edited in them
+                await self.keeper.create_missing(pending, lambda c: c.resource not in (EXPORTS, IMPORTS))
             except JobFailure as failure:  # raised below: a context manager cannot re-raise it (frozen)
                 refused = failure
             if refused is None and not target.followed:
@@ -112,5 +115,8 @@ class TargetFollower:
                 status.generation_id or 0,
             )
             running = {(d.resource, d.name): d for d in running_children}
-        await child_writes.follow_ports(self.client, wanted, namespace, name, running)
+        # a width change leaves the application as it is: what the runtime edited in the Exports and
+        # Imports is kept wherever the re-fusion moves their ports
+        resized = record is not None and record.target_widths is not None
+        await child_writes.follow_ports(self.client, wanted, namespace, name, None if resized else running)
         await child_writes.follow_regions(self.client, wanted, namespace, running, _FOLLOWED_KINDS)

@@ -205,7 +205,9 @@ class Rollout:
             )
         written = await write_status(self.client, obj, status)
         self.targets.keep(obj, record, target)
-        if resize is None:
+        if resize is not None:
+            target.leave(record.kept)
+        else:
             await self.recorder.record(written, "Normal", "UpgradeStarted", _started_note(generation, diff))
         return written, status_written(written, status)
 

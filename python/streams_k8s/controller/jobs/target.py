@@ -16,6 +16,7 @@ of 1,000 PEs went over all of them, its 100 replaced ones looked at again, on ea
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from enum import Enum
 
@@ -86,6 +87,12 @@ class Target:
     def note(self, pe: str) -> None:
         """An event on the PE or one of its pods: the next pass looks at it again."""
         self._noted.add(pe)
+
+    def leave(self, pes: Collection[int]) -> None:
+        """The PEs (by id) a width change keeps: not its business, looked at only after an event
+        on them (a width change of 1,000 PEs looks at the ten it touches, not at every one)."""
+        kept = set(pes)
+        self._every_pass.difference_update(pe.name for pe in self.pes if pe.spec.id in kept)
 
     def survey(
         self, pes: Store, pods: Store, namespace: str, job: str
