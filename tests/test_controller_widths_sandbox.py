@@ -25,6 +25,7 @@ from streams_k8s.controller.kinds import CONSISTENT_REGIONS, HOSTPOOLS, JOBS, PA
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.kinds import CONFIGMAPS, PODS, SERVICES
+from streams_k8s.k8s.objects import Object
 from streams_k8s.naming import NameTable
 from streams_k8s.sandbox import Sandbox
 
@@ -124,6 +125,23 @@ async def _has_width(client: KubeClient, name: str, width: int) -> bool:
     )
 
 
+async def _resizing_as_the_release_before_wrote_it(
+    client: KubeClient, region: Object, generation: int
+) -> None:
+    """The write-ahead of a width change (to 3) as the release before kept it: the region's
+    condition alone, naming the job generation the change becomes."""
+    intent = {
+        "type": "Resized",
+        "status": "False",
+        "reason": "Resizing",
+        "message": f"to width 3 as job generation {generation}",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+        "observedGeneration": region["metadata"]["generation"],
+    }
+    name = region["metadata"]["name"]
+    await client.patch_status(PARALLEL_REGIONS, name, {"conditions": [intent]}, "default")
+
+
 @pytest.mark.sandbox(nodes=1)
 async def test_a_change_recorded_before_a_restart_is_finished_with_its_generation(
     sandbox: Sandbox, client: KubeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -138,15 +156,7 @@ async def test_a_change_recorded_before_a_restart_is_finished_with_its_generatio
     # The operator died right after its write-ahead: the edit and the intent are recorded.
     edited = await client.patch(PARALLEL_REGIONS, name, {"spec": {"width": 3}}, "default")
     status = await region_status(client, name)
-    intent = {
-        "type": "Resized",
-        "status": "False",
-        "reason": "Resizing",
-        "message": "to width 3 as job generation 7",
-        "lastTransitionTime": "2026-01-01T00:00:00Z",
-        "observedGeneration": edited["metadata"]["generation"],
-    }
-    await client.patch_status(PARALLEL_REGIONS, name, {"conditions": [intent]}, "default")
+    await _resizing_as_the_release_before_wrote_it(client, edited, 7)
     assert status["width"] == 2
     async with operator(sandbox, monkeypatch, tmp_path / "cache"):
         await eventually_async(lambda: _has_width(client, name, 3), within=20)
@@ -170,15 +180,7 @@ async def test_a_width_change_the_release_before_left_under_way_is_finished(
         await eventually_async(lambda: _has_width(client, name, 2), within=10)
     before, pods_before = await pes_of(client, "upgraded"), await pods_of(client, "upgraded")
     edited = await client.patch(PARALLEL_REGIONS, name, {"spec": {"width": 3}}, "default")
-    intent = {
-        "type": "Resized",
-        "status": "False",
-        "reason": "Resizing",
-        "message": "to width 3 as job generation 5",
-        "lastTransitionTime": "2026-01-01T00:00:00Z",
-        "observedGeneration": edited["metadata"]["generation"],
-    }
-    await client.patch_status(PARALLEL_REGIONS, name, {"conditions": [intent]}, "default")
+    await _resizing_as_the_release_before_wrote_it(client, edited, 5)
     await client.patch_status(JOBS, "upgraded", {"generationId": 5}, "default")
     async with operator(sandbox, monkeypatch, tmp_path / "cache"):
         await eventually_async(lambda: _has_width(client, name, 3), within=20)
