@@ -204,6 +204,42 @@ async def test_graceful_shutdown_lets_in_flight_reconciles_finish() -> None:
     assert sorted(k.name for k in finished) == ["a", "b"]  # c was never started
 
 
+async def test_a_pause_cancels_the_reconciles_under_way_and_resume_runs_their_keys_again() -> None:
+    started: list[str] = []
+    finished: list[str] = []
+
+    async def slow(key: ObjectKey) -> None:
+        started.append(key.name)
+        await asyncio.sleep(0.2)
+        finished.append(key.name)
+
+    controller = Controller("p", slow, workers=2)
+    for name in ("a", "b"):
+        controller.queue.add(ObjectKey("ns", name))
+    task = asyncio.create_task(controller.run())
+    await eventually(lambda: sorted(started) == ["a", "b"])
+    controller.pause()  # the Lease is lost: no write may follow
+    controller.queue.add(ObjectKey("ns", "c"))  # events go on queueing keys
+    await asyncio.sleep(0.4)
+    assert finished == []
+    assert sorted(started) == ["a", "b"]  # c waits
+    assert not task.done()
+    controller.resume()
+    await eventually(lambda: sorted(finished) == ["a", "b", "c"])
+    await controller.shutdown(grace=1.0)
+    await task
+
+
+async def test_a_paused_controller_shuts_down() -> None:
+    controller = Controller("q", Instrumented())
+    task = asyncio.create_task(controller.run())
+    await asyncio.sleep(0.01)
+    controller.pause()
+    await asyncio.sleep(0.01)
+    await controller.shutdown(grace=1.0)
+    await asyncio.wait_for(task, 1.0)
+
+
 def test_generation_predicate_skips_status_only_updates() -> None:
     old = {"metadata": {"generation": 1, "resourceVersion": "1"}, "status": {"phase": "A"}}
     status_only = {"metadata": {"generation": 1, "resourceVersion": "2"}, "status": {"phase": "B"}}

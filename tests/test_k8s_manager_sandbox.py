@@ -86,6 +86,10 @@ async def child_data(client: KubeClient, name: str) -> dict[str, Any] | None:
         raise
 
 
+async def has_child(client: KubeClient, name: str) -> bool:
+    return await child_data(client, name) is not None
+
+
 async def get_status(http: aiohttp.ClientSession, url: str) -> int:
     async with http.get(url) as response:
         return response.status
@@ -301,6 +305,37 @@ async def test_a_leader_that_cannot_renew_stops_reconciling_and_fails(
         with pytest.raises(aiohttp.ClientConnectionError):
             await get_status(http, health)  # the servers are down: the pod gets restarted
     assert await holder(client) == "usurper"  # a deposed leader never releases someone else's lease
+
+
+async def test_a_leader_the_api_server_lets_no_renewal_through_pauses_serves_and_resumes(
+    sandbox: Sandbox, client: KubeClient
+) -> None:
+    run = await start(sandbox, "unrenewed", ready_requires_leader=True)
+    manager = run.manager
+    try:
+        await eventually(lambda: manager.leader is not None and manager.leader.is_leader, within=10)
+        await client.create(CONFIGMAPS, parent("before", v="1"))
+        await eventually_async(lambda: has_child(client, "before"), within=10)
+        sandbox.faults.fail(500, None, resource="leases")  # every read and write of the Lease
+        await eventually(lambda: manager.leader is not None and not manager.leader.is_leader, within=10)
+        await client.create(CONFIGMAPS, parent("meanwhile", v="2"))
+        await asyncio.sleep(1.0)
+        assert await child_data(client, "meanwhile") is None  # paused: no write without the lease
+        assert not run.task.done()
+        assert manager.readiness() == []  # still what the Service routes to
+        assert "lease not renewed: controllers paused until it is held again" in manager.warnings()
+        async with aiohttp.ClientSession() as http:
+            assert await get_status(http, run.base + "/readyz") == 200
+
+        sandbox.faults.clear()
+        await eventually(lambda: manager.leader is not None and manager.leader.is_leader, within=10)
+        await eventually_async(lambda: has_child(client, "meanwhile"), within=10)  # resumed
+        lease = await client.get(LEASES, "streams-k8s-controller", "default")
+        assert lease["spec"]["holderIdentity"] == "unrenewed"
+        assert lease["spec"].get("leaseTransitions", 0) == 0  # regained, never handed over
+    finally:
+        manager.stop()
+        assert await asyncio.wait_for(run.task, 10) == 0
 
 
 async def test_caches_that_never_sync_fail_the_manager(sandbox: Sandbox) -> None:

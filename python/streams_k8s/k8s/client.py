@@ -223,6 +223,15 @@ class KubeClient:
         other._bucket = TokenBucket(qps, burst)
         return other
 
+    def with_own_lane(self, qps: float, burst: int, concurrency: int) -> KubeClient:
+        """This client (connections, credentials, metrics) with a token bucket and a bound on
+        requests in flight of its own: for the few requests that must go out while the
+        controllers' queue for theirs, as leader election's renewals (a sick API server's retries
+        fill the shared slots and bucket)."""
+        other = self.with_rate_limit(qps, burst)
+        other._slots = asyncio.Semaphore(concurrency)
+        return other
+
     def with_retries(self, max_retries: int) -> KubeClient:
         """This client (everything shared, the session too: never closed) retrying each request at
         most ``max_retries`` times: for callers that retry later on their own rather than wait

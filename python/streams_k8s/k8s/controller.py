@@ -131,6 +131,9 @@ class Controller:
         self.queue: WorkQueue[ObjectKey] = WorkQueue(name, limiter, self.metrics)
         self.informers: list[Informer] = []
         self._tasks: list[asyncio.Task[None]] = []
+        self._working = asyncio.Event()  # cleared while paused
+        self._working.set()
+        self._shut_down = False
         # Keys whose last reconcile met a 409: any event mapping to them means a fresher cache.
         self._stale: set[ObjectKey] = set()
         self._m_duration = self.metrics.reconcile_duration.labels(name)
@@ -176,18 +179,44 @@ class Controller:
         return self.watch(informer, owner_mapper(kind, api_version), predicates)
 
     async def run(self) -> None:
-        """Run the workers until ``shutdown``; returns when they have all stopped."""
-        self._tasks = [
-            asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}") for i in range(self.workers)
-        ]
-        try:
-            await asyncio.gather(*self._tasks)
-        finally:
-            for task in self._tasks:
-                task.cancel()
+        """Run the workers until ``shutdown``; returns when they have all stopped. While paused
+        (`pause`) no worker runs; `resume` starts them again."""
+        while True:
+            await self._working.wait()
+            if self._shut_down:
+                return
+            self._tasks = [
+                asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}")
+                for i in range(self.workers)
+            ]
+            try:
+                done, _ = await asyncio.wait(self._tasks, return_when=asyncio.FIRST_EXCEPTION)
+            finally:
+                for task in self._tasks:
+                    task.cancel()
+            await asyncio.wait(self._tasks)
+            for task in done:
+                failure = None if task.cancelled() else task.exception()
+                if failure is not None:
+                    raise failure
+            if self._shut_down:
+                return
+
+    def pause(self) -> None:
+        """Stop reconciling at once (the Lease is lost: another replica may lead soon). The
+        reconciles under way are cancelled and their keys queued again; events keep queueing keys,
+        so `resume` goes on from everything that changed meanwhile."""
+        self._working.clear()
+        for task in self._tasks:
+            task.cancel()
+
+    def resume(self) -> None:
+        self._working.set()
 
     async def shutdown(self, grace: float = 30.0) -> None:
         """Stop taking keys; let in-flight reconciles finish for up to ``grace`` seconds."""
+        self._shut_down = True
+        self._working.set()  # a paused `run` returns
         self.queue.shut_down()
         pending = [t for t in self._tasks if not t.done()]
         if not pending:
@@ -207,6 +236,10 @@ class Controller:
                 return
             try:
                 await self.reconcile_once(key)
+            except asyncio.CancelledError:
+                if not self._working.is_set():
+                    self.queue.add(key)  # paused under it: reconciled again once resumed
+                raise
             finally:
                 self.queue.done(key)
 

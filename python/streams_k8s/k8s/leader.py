@@ -11,6 +11,11 @@ more than a poll). The leader renews every ``retry_period``; if it cannot renew 
 never both win. Releasing clears the holder so a successor takes over at once instead of after
 the lease expires; every change of holder, a handover after a release too, counts in
 ``leaseTransitions`` (as client-go counts them).
+
+A leader renews by writing the Lease it last wrote (one request; client-go's optimistic renewal),
+and reads it first only when that write fails. A lost lease is one of two `LeaseLoss`es: another
+holder was seen (deposed), or the API server let no renewal through in time (unanswered), after
+which the holder may `regain` it: nobody else took it meanwhile.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import logging
 import random
 import time
 from datetime import UTC, datetime
+from enum import Enum
 
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
@@ -29,6 +35,13 @@ from streams_k8s.k8s.objects import Object
 log = logging.getLogger(__name__)
 
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+
+
+class LeaseLoss(Enum):
+    """Why a leader stopped leading."""
+
+    DEPOSED = "another holder was seen"
+    UNANSWERED = "the API server let no renewal through"
 
 
 def _micro_time(moment: datetime) -> str:
@@ -60,6 +73,7 @@ class LeaderElector:
         self._observed_at = 0.0  # the read before the one that first showed it: renewed after this
         self._last_read = 0.0
         self._expires_at = 0.0  # when another holder's lease runs out, by our clock
+        self._written: Object | None = None  # the Lease as this holder last wrote it
         metrics = metrics if metrics is not None else client.metrics
         self._m_leader = metrics.leader.labels(f"{namespace}/{name}")
         self._m_leader.set(0)
@@ -68,19 +82,36 @@ class LeaderElector:
     def is_leader(self) -> bool:
         return self.leading.is_set()
 
+    @property
+    def deposed(self) -> bool:
+        """Another holder's live lease was the last one read."""
+        holder = self._observed[0] if self._observed is not None else ""
+        return bool(holder) and holder != self.identity and time.monotonic() < self._expires_at
+
     async def acquire(self) -> None:
         """Return once this candidate holds the Lease."""
+        await self._campaign(yield_to_another=False)
+
+    async def regain(self) -> bool:
+        """After an unanswered loss: True once the Lease is held again, False as soon as another
+        holder's live lease is read (that one leads now)."""
+        return await self._campaign(yield_to_another=True)
+
+    async def _campaign(self, *, yield_to_another: bool) -> bool:
         while True:
             if await self._try_acquire_or_renew():
                 break
+            if yield_to_another and self.deposed:
+                return False
             poll = self.retry_period * (1 + 0.2 * random.random())
             await asyncio.sleep(max(0.0, min(poll, self._expires_at - time.monotonic())))
         self.leading.set()
         self._m_leader.set(1)
         log.info("became leader of lease %s/%s as %s", self.namespace, self.name, self.identity)
+        return True
 
-    async def hold(self) -> None:
-        """Renew until a renewal cannot succeed within ``renew_deadline``; then return (leadership lost)."""
+    async def hold(self) -> LeaseLoss:
+        """Renew until a renewal cannot succeed within ``renew_deadline``; then return why."""
         last_renewed = time.monotonic()
         try:
             while True:
@@ -94,13 +125,15 @@ class LeaderElector:
                             await asyncio.sleep(self.retry_period / 4)
                     last_renewed = time.monotonic()
                 except TimeoutError:
+                    loss = LeaseLoss.DEPOSED if self.deposed else LeaseLoss.UNANSWERED
                     log.error(
-                        "lost leadership of lease %s/%s: no renewal within %.1fs",
+                        "lost leadership of lease %s/%s: no renewal within %.1fs (%s)",
                         self.namespace,
                         self.name,
                         self.renew_deadline,
+                        loss.value,
                     )
-                    return
+                    return loss
         finally:
             self.leading.clear()
             self._m_leader.set(0)
@@ -124,6 +157,8 @@ class LeaderElector:
 
     async def _try_acquire_or_renew(self) -> bool:
         now = datetime.now(UTC)
+        if self.is_leader and self._written is not None and await self._renew_as_written(now):
+            return True
         try:
             lease = await self.client.get(LEASES, self.name, self.namespace)
         except ApiError as exc:
@@ -181,7 +216,22 @@ class LeaderElector:
             return False
         return True
 
+    async def _renew_as_written(self, now: datetime) -> bool:
+        """Write the Lease as this holder last wrote it, renewed: no read first (a write another
+        made since is refused by its resourceVersion, and the caller reads)."""
+        assert self._written is not None
+        lease = {**self._written, "spec": {**self._written["spec"], "renewTime": _micro_time(now)}}
+        try:
+            self._remember(await self.client.replace(LEASES, lease))
+        except ApiError as exc:
+            log.info(
+                "lease %s/%s: renewal as last written failed (%s); reading it", self.namespace, self.name, exc
+            )
+            return False
+        return True
+
     def _remember(self, lease: Object) -> None:
+        self._written = lease
         spec = lease.get("spec") or {}
         self._observed = (spec.get("holderIdentity") or "", str(spec.get("renewTime") or ""))
         self._observed_at = self._last_read = time.monotonic()

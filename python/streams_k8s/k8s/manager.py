@@ -3,9 +3,10 @@
 Startup: connect, serve health/metrics, start every informer, wait for their caches, then (as
 leader, when leader election is on) start the controllers. Every long-running task is supervised:
 if one ends, liveness turns red and the manager shuts down with a failure exit code instead of
-running half-blind. Shutdown (SIGTERM/SIGINT or ``stop``): controllers finish in-flight reconciles,
-Events still pending get the same grace to be delivered, the Lease is released at once, then
-watches, servers and the client close.
+running half-blind. A leader whose renewals the API server does not let through pauses its
+controllers and keeps serving until it holds the Lease again (`_lead`). Shutdown (SIGTERM/SIGINT
+or ``stop``): controllers finish in-flight reconciles, Events still pending get the same grace to
+be delivered, the Lease is released at once, then watches, servers and the client close.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from streams_k8s.k8s.controller import Controller, Reconciler
 from streams_k8s.k8s.events import EventRecorder
 from streams_k8s.k8s.health import HealthServer
 from streams_k8s.k8s.informer import Informer, Scope
-from streams_k8s.k8s.leader import LeaderElector
+from streams_k8s.k8s.leader import LeaderElector, LeaseLoss
 from streams_k8s.k8s.loop_monitor import LoopMonitor
 from streams_k8s.k8s.metrics import RuntimeMetrics
 from streams_k8s.k8s.settings import RuntimeSettings
@@ -36,7 +37,7 @@ _InformerKey = tuple[Resource, Scope, str | None, str | None]
 
 
 class LeadershipLost(Exception):
-    """The Lease could not be renewed in time; another replica may already be reconciling."""
+    """Another replica holds the Lease: this one stops (and comes back as a standby)."""
 
 
 class Manager:
@@ -149,11 +150,19 @@ class Manager:
         failure. A failing API server or a silent watch is no reason: the caches still answer, and a
         pod out of the Service's endpoints would leave every PE without its API (`warnings`)."""
         problems = [f"cache {i.name} not synced" for i in self._informers.values() if not i.synced.is_set()]
-        if self.settings.ready_requires_leader and self.leader is not None and not self.leader.is_leader:
+        if self.settings.ready_requires_leader and self._standby():
             problems.append("not the leader")
         if self._failure:
             problems.append(self._failure)
         return problems
+
+    def _standby(self) -> bool:
+        """Not leading and not about to lead again: it never led, or another holder was seen. A
+        leader whose renewals the API server let through no more (`_lead`) still serves."""
+        leader = self.leader
+        if leader is None or leader.is_leader:
+            return False
+        return not self._controller_tasks or leader.deposed
 
     def warnings(self) -> list[str]:
         """What is wrong around the operator but is no reason to stop serving (health answers say it)."""
@@ -163,6 +172,8 @@ class Manager:
             for i in self._informers.values()
             if i.synced.is_set() and i.age() > s.watch_ready_budget
         ]
+        if self.leader is not None and self._controller_tasks and not self.leader.is_leader:
+            found.append("lease not renewed: controllers paused until it is held again")
         if self._client is not None and self.api_server is ApiServerState.FAILING:
             requests, failures = self._client.errors.counts()
             found.append(
@@ -230,11 +241,26 @@ class Manager:
         return False
 
     async def _lead(self) -> None:
+        """Lead while the Lease is held. Deposed (another holder seen), the manager stops; when the
+        API server only let no renewal through, the controllers pause (another replica may take
+        the Lease once it runs out) while the pod goes on serving from its caches, and resume
+        once the Lease is held again: a restart would leave the PEs without their API until the
+        caches synced again, through the same sick API server."""
         assert self.leader is not None
         await self.leader.acquire()
         self._start_controllers()
-        await self.leader.hold()
-        raise LeadershipLost(f"lease {self.leader.namespace}/{self.leader.name}")
+        loss = await self.leader.hold()
+        while loss is LeaseLoss.UNANSWERED:
+            for controller in self.controllers:
+                controller.pause()
+            log.warning("controllers paused until the lease is held again; serving from the caches meanwhile")
+            if not await self.leader.regain():
+                loss = LeaseLoss.DEPOSED
+                break
+            for controller in self.controllers:
+                controller.resume()
+            loss = await self.leader.hold()
+        raise LeadershipLost(f"lease {self.leader.namespace}/{self.leader.name}: {loss.value}")
 
     def _start_controllers(self) -> None:
         for controller in self.controllers:
@@ -295,7 +321,8 @@ class Manager:
         s = self.settings
         if s.leader_election:
             self.leader = LeaderElector(
-                self.client,
+                # its renewals never wait behind the controllers' requests (and their retries)
+                self.client.with_own_lane(qps=5.0, burst=10, concurrency=2),
                 s.effective_lease_namespace(),
                 s.lease_name,
                 s.identity,
