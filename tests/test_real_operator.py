@@ -126,16 +126,20 @@ async def test_every_pe_service_has_ready_endpoints_at_its_pods_addresses(cluste
 async def test_kubectl_scale_resizes_a_parallel_region(cluster: RealCluster) -> None:
     await cluster.apply(*cluster.example("parallel"))
     await cluster.wait_ready("parallel")
-    before = len(await pe_pods_by_id(cluster, "parallel"))
+    before = set(await pe_pods_by_id(cluster, "parallel"))
     regions = await cluster.kubectl_json("get", "stpr", "-l", f"{JOB_LABEL}=parallel")
     region = next(r for r in regions["items"] if r["spec"]["alias"] == "C0_1")
     await cluster.kubectl("scale", "stpr", region["metadata"]["name"], "--replicas=5")
 
     async def resized() -> bool:
         found = await cluster.kubectl_json("get", "stpr", region["metadata"]["name"])
-        return bool(found["spec"]["width"] == 5 and len(await pe_pods_by_id(cluster, "parallel")) > before)
+        running = set(await pe_pods_by_id(cluster, "parallel"))
+        # Fused into exactly five PEs (`manual: 5`): the five channels are fused anew, into PEs
+        # of new ids, rather than into more PEs.
+        at_width = found["spec"]["width"] == 5 and (found.get("status") or {}).get("width") == 5
+        return at_width and len(running) == len(before) and running != before
 
-    await eventually(resized, 90, "the region at width 5 with more PEs running")
+    await eventually(resized, 90, "the region at width 5, its channels in new PEs running")
     await cluster.wait_ready("parallel")
 
 
