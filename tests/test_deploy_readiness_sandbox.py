@@ -68,8 +68,8 @@ async def test_the_leader_stays_behind_streams_api_while_the_api_server_fails(
     address = host_address(pod["status"]["podIP"])
     readyz = f"http://{address}:8081/readyz"
 
-    # 70% of every request of the operator's fails (its watches, lists, reads and lease renewals;
-    # the client's retries still renew the Lease).
+    # 70% of every request of the operator's fails (its watches, lists, reads and lease renewals:
+    # when no renewal gets through for 10 s, the controllers pause and the pod goes on serving).
     sandbox.faults.random.seed(35)
     sandbox.faults.fail(500, None, user=USER, probability=0.7)
     async with aiohttp.ClientSession() as http:
