@@ -10,7 +10,8 @@ its own in a cluster; here each process-running pod listens on a loopback addres
 (``STREAMS_K8S_BIND_ADDRESS`` and ``STREAMS_K8S_CR_BIND_ADDRESS``: 127.245.N.M for pod address
 10.244.N.M, `pod_network`), entered in the `HostNetwork` table that callers of the pod's address
 read. Its output (stdout and stderr) is the container's log. Stopping it is SIGTERM, then SIGKILL
-once the grace period is over; its exit code is the container's.
+once the grace period is over; its exit code is the container's. A simulation killed takes its
+processes with it (`process_leash`).
 
 The process also inherits what a Python program needs from this host's environment (PATH,
 PYTHONPATH, HOME, locale, temporary directory, virtualenv), nothing else: ``KUBERNETES_SERVICE_HOST``
@@ -37,11 +38,17 @@ from streams_k8s.sandbox.cluster.container_env import command_line, environment,
 from streams_k8s.sandbox.cluster.container_logs import ContainerLog
 from streams_k8s.sandbox.cluster.container_mounts import empty_dirs, mounted_environment, translate
 from streams_k8s.sandbox.cluster.pod_tokens import PodRef, PodTokens
+from streams_k8s.sandbox.cluster.process_leash import PARENT
 
 log = logging.getLogger(__name__)
 
 _HOST_VARIABLES = ("PATH", "PYTHONPATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV", "PYTHONHASHSEED")
-_PROGRAM = (sys.executable, "-c", "from streams_k8s.cli import main; main()")
+_PROGRAM = (
+    sys.executable,
+    "-c",
+    "from streams_k8s.sandbox.cluster.process_leash import die_with_parent; die_with_parent()\n"
+    "from streams_k8s.cli import main; main()",
+)
 RENEW_CHECK = 60.0
 
 # (pod uid, container, exit code) when a process ends on its own.
@@ -156,6 +163,7 @@ class PodProcesses:
             "STREAMS_K8S_BIND_ADDRESS": held.address,
             "STREAMS_K8S_CR_BIND_ADDRESS": held.address,
             "PYTHONUNBUFFERED": "1",
+            PARENT: str(os.getpid()),
         }
         process = await asyncio.create_subprocess_exec(
             *_PROGRAM,
