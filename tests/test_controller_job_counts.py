@@ -106,8 +106,27 @@ def test_a_check_sees_all_children_once_then_only_those_with_an_event_since() ->
     assert seen == {"app-1", "app-2"}
     with changes.to_check(JOB, children) as pending:  # kept for the next check
         assert {c.name for c in pending} == {"app-1", "app-2"}
-    replanned = list(children)
-    with changes.to_check(JOB, replanned) as pending:
-        assert pending == replanned  # a new plan is checked in full
     changes.forget(JOB)
     assert len(changes) == 0
+
+
+def test_a_new_plan_checks_what_it_renders_anew_and_what_the_caches_lack() -> None:
+    """A change's target reuses the children it leaves (the same `Desired`): its check takes the
+    others, those with an event since and those missing (a deleted PE the last check left alone)."""
+    jobs, cms = informer(JOBS), informer(CONFIGMAPS)
+    event(jobs, "ADDED", {"metadata": {"name": "app", "namespace": "default"}})
+    changes = ChildChanges(jobs, {CONFIGMAPS: cms})
+    children = [Desired(CONFIGMAPS, config_map(f"app-{i}", "x")) for i in range(4)]
+    for child in children[:3]:
+        event(cms, "ADDED", config_map(child.name, "x"))
+    with changes.to_check(JOB, children) as pending:
+        assert pending == children  # app-3 is left missing, as `keep` leaves a PE not restartable
+    event(cms, "MODIFIED", config_map("app-1", "y"))
+    rendered_anew = Desired(CONFIGMAPS, config_map("app-2", "z"))
+    target = [children[0], children[1], rendered_anew, children[3]]
+    with changes.to_check(JOB, target) as pending:
+        assert [c.name for c in pending] == ["app-1", "app-2", "app-3"]
+    with changes.to_check(JOB, target) as pending:
+        assert pending == []  # then only those with an event since
+    with changes.to_check(JOB, list(children)) as pending:  # back: app-2 as the last check did not see it
+        assert [c.name for c in pending] == ["app-2", "app-3"]

@@ -6,6 +6,13 @@ checking its 30,000 children each time made the operator's CPU per PE grow with 
 can only need one of those checks after an event on it (created, deleted, its metadata or spec
 changed; a status-only write cannot), so after one full check of a plan's children a reconcile
 checks the children with an event since. A check that fails keeps them for the next one.
+
+A new plan of the job (a change's target, re-fused or re-planned from what runs) renders anew only
+what the change touches: the rest are the same `Desired` the last check saw (`desired_objects`
+reuses them). Its check takes those rendered anew, those with an event since and those the caches
+lack (a deleted PE that is not restartable, which the last check left and a change makes again),
+not all of them: a width change of a 1,000-PE job checked its 3,000 children before it created the
+12 new ones.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ class ChildChanges:
         self._changed: dict[ObjectKey, set[ChildKey]] = {}  # by Job key: children with an event since
         # by Job key: the children list checked in full last, and its index by child key
         self._checked: dict[ObjectKey, tuple[list[Desired], dict[ChildKey, Desired]]] = {}
+        self._caches = caches
         for resource, informer in caches.items():
             informer.add_handler(self._noter(resource.plural))
 
@@ -48,13 +56,19 @@ class ChildChanges:
 
     @contextmanager
     def to_check(self, job: ObjectKey, children: list[Desired]) -> Iterator[list[Desired]]:
-        """The children to check: all of them the first time (and for a new plan), then those with
-        an event since the last check; kept for the next check if this one raises."""
+        """The children to check: all of them the first time, those of a new plan the last check
+        did not see as they are (see the module docs), then those with an event since the last
+        check; kept for the next check if this one raises."""
         changed = self._changed.pop(job, set())
         checked = self._checked.get(job)
-        if checked is None or checked[0] is not children:
+        if checked is None:
             index = {(c.resource.plural, c.key): c for c in children}
             pending = children
+        elif checked[0] is not children:
+            index, seen = {(c.resource.plural, c.key): c for c in children}, checked[1]
+            pending = [
+                c for k, c in index.items() if seen.get(k) is not c or k in changed or not self._cached(c)
+            ]
         else:
             index = checked[1]
             pending = [index[k] for k in changed if k in index]
@@ -64,6 +78,11 @@ class ChildChanges:
             self._changed.setdefault(job, set()).update(changed)
             raise
         self._checked[job] = (children, index)
+
+    def _cached(self, child: Desired) -> bool:
+        """The cache of its kind holds ``child`` (False for a kind without one)."""
+        cache = self._caches.get(child.resource)
+        return cache is not None and cache.store.get(child.key) is not None
 
     def forget(self, job: ObjectKey) -> None:
         self._changed.pop(job, None)

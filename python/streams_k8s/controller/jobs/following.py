@@ -1,10 +1,12 @@
 """Step 2 of a change of a running job (`jobs.rollout`): the job's children brought to the
 change's target, in full once per target (and after a restart), later passes checking only the
-name table and the children with an event since: the name table, the target's new children, the
-removal of what it drops (PEs, and the host pools and regions of a plan change), Exports, Imports,
-regions and their coordinator following (compared with the plan that runs, a rollback's with the
-undone edit's: what the user, the runtime or the coordinator set on one the change leaves as it was
-is kept). A child the API server refuses raises (`JobFailure`, `child_writes.ChildRefused`).
+name table and the children with an event since. First the target's new children (`create`: what
+the change renders anew, so a width change of 1,000 PEs creates its 12 before anything else), then,
+once the rollout has patched its first PEs, the rest (`follow`): the name table, the removal of what
+it drops (PEs, and the host pools and regions of a plan change), Exports, Imports, regions and their
+coordinator following (compared with the plan that runs, a rollback's with the undone edit's: what
+the user, the runtime or the coordinator set on one the change leaves as it was is kept). A child
+the API server refuses raises (`JobFailure`, `child_writes.ChildRefused`).
 """
 
 from __future__ import annotations
@@ -58,29 +60,35 @@ class TargetFollower:
             targets,
         )
 
+    async def create(self, obj: Object, target: Target) -> None:
+        """Step 2's first writes: the target's children the caches lack (the PEs a change adds,
+        their ConfigMaps and Services, the job's children a new plan adds), of those the change
+        renders anew (`children.changes`; later passes: those with an event since, one deleted
+        meanwhile is created again). Exports and Imports are made by `follow`, with what the
+        runtime edited in them."""
+        key = ObjectKey(str(meta(obj)["namespace"]), str(meta(obj)["name"]))
+        refused: JobFailure | None = None
+        with self.keeper.changes.to_check(key, target.planned.children) as pending:
+            try:
+                await self.keeper.create_missing(pending, lambda c: c.resource not in (EXPORTS, IMPORTS))
+            except JobFailure as failure:  # raised below: a context manager cannot re-raise it (frozen)
+                refused = failure
+        if refused is not None:
+            self.keeper.changes.forget(key)  # all checked again next time
+            raise refused
+
     async def follow(self, obj: Object, status: JobStatusView, applied: KeptPlan, target: Target) -> None:
-        """Step 2 (idempotent): the name table, the target's new children, the removal of what it
-        drops (PEs, and the host pools and regions of a plan change), Exports, Imports, regions and
-        their coordinator following. Done in full once per target (and after a restart); later
-        passes check the name table and the children with an event since (one deleted meanwhile is
-        created again: `children.changes`)."""
+        """The rest of step 2 (idempotent), once `create` has run and the first PEs are patched:
+        the name table, the removal of what the target drops (PEs, and the host pools and regions
+        of a plan change), Exports, Imports, regions and their coordinator following. Done in full
+        once per target (and after a restart); later passes check the name table."""
         namespace, name = str(meta(obj)["namespace"]), str(meta(obj)["name"])
         wanted = target.wanted
         table = self.caches.configmaps.store.get(ObjectKey(namespace, name))
         if not child_writes.name_table_written(table, wanted[(CONFIGMAPS, name)]):
             await child_writes.write_name_table(self.client, wanted, namespace, name)
-        refused: JobFailure | None = None
-        with self.keeper.changes.to_check(ObjectKey(namespace, name), target.planned.children) as pending:
-            try:
-                # Exports and Imports are made by `follow_ports`, with what the runtime edited in them
-                await self.keeper.create_missing(pending, lambda c: c.resource not in (EXPORTS, IMPORTS))
-            except JobFailure as failure:  # raised below: a context manager cannot re-raise it (frozen)
-                refused = failure
-            if refused is None and not target.followed:
-                await self._drop_and_follow(obj, status, applied, target)
-        if refused is not None:
-            self.keeper.changes.forget(ObjectKey(namespace, name))  # all checked again next time
-            raise refused
+        if not target.followed:
+            await self._drop_and_follow(obj, status, applied, target)
         target.followed = True
 
     async def _drop_and_follow(

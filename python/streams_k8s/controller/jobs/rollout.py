@@ -13,9 +13,10 @@ which the edit keeps unless it sets a region's width itself (`jobs.upgrade_diff.
    the id of the first PE it adds (`upgrade_diff.resumed_ids`: a plan of the applied spec made
    again after a restart may number the PEs it started from otherwise); phase Upgrading (or
    Suspending), condition SpecApplied=False (Upgrading) and an UpgradeStarted Event with the summary;
-2. the name table is rewritten, added PEs (ConfigMap, Service, PE) created, removed ones deleted,
-   PEs whose changed settings steer only the controllers patched; Exports, Imports and
-   ConsistentRegions follow (`jobs.following`);
+2. added PEs (ConfigMap, Service, PE) created, PEs whose changed settings steer only the
+   controllers patched; then (after 3's first batch, when there are no regions to prepare: what
+   the diff renders anew goes first) the name table rewritten, removed PEs deleted, Exports,
+   Imports and ConsistentRegions following (`jobs.following`);
 3. before the first pod is replaced the consistent regions are prepared (`jobs.edit_regions`);
    replaced PEs get their ConfigMap and PE spec, at most ``spec.maxUnavailable`` at a time (a
    quarter of the job's PEs by default): the PE controller replaces each one's pod (launch count
@@ -234,14 +235,13 @@ class Rollout:
                 raise  # a width change that cannot be planned again goes back (`_roll`)
             return await self._abandon(obj, status, failure)
         namespace, name = str(meta(obj)["namespace"]), str(meta(obj)["name"])
-        wanted = target.wanted
-        await self.following.follow(obj, status, applied, target)
+        await self.following.create(obj, target)
         quiet, disruptive, content, in_flight = target.survey(
             self.caches.pes.store, self.caches.pods.store, namespace, name
         )
         pes = (self.caches.pes.store.get(ObjectKey(namespace, n)) for n in (*quiet, *disruptive))
         live = {str(meta(pe)["name"]): pe for pe in pes if pe is not None}  # those patched
-        await child_writes.patch_pes(self.client, wanted, namespace, quiet, content, live)
+        await _patch(self.client, target, namespace, quiet, content, live)
         observed = Observed(
             quiet=len(quiet),
             disruptive=len(disruptive),
@@ -253,6 +253,11 @@ class Rollout:
             ),
         )
         step = decide(record, observed)
+        # Nothing to prepare: the batch goes before the rest of step 2, as the diff has it.
+        early = step.action is Action.REPLACE
+        if early:
+            await _patch(self.client, target, namespace, disruptive[: step.batch], content, live)
+        await self.following.follow(obj, status, applied, target)
         if step.action is Action.FAIL:
             return await self.rollback.fail(obj, status, record)
         if step.action is Action.ROLL_BACK:
@@ -271,10 +276,8 @@ class Rollout:
             if not ready:
                 return obj, status
             step = decide(record, observed)  # prepared: the first batch goes now
-        if step.action is Action.REPLACE:
-            await child_writes.patch_pes(
-                self.client, wanted, namespace, disruptive[: step.batch], content, live
-            )
+        if step.action is Action.REPLACE and not early:
+            await _patch(self.client, target, namespace, disruptive[: step.batch], content, live)
         if step.action is not Action.COMMIT:
             return obj, status
         return await self._commit(obj, status, record, target)
@@ -371,6 +374,19 @@ def _started_note(generation: int, diff: UpgradeDiff) -> str:
     return f"applying generation {generation}: {diff.summary()}" + (
         f"; replaced: {replaced}" if replaced else ""
     )
+
+
+async def _patch(
+    client: KubeClient,
+    target: Target,
+    namespace: str,
+    names: list[str],
+    content: set[str],
+    live: dict[str, Object],
+) -> None:
+    """The PEs ``names`` patched to the target (their ConfigMaps first where ``content`` changes)."""
+    await child_writes.patch_pes(client, target.wanted, namespace, names, content, live)
+    target.written(names, live)
 
 
 def _overdue(record: UpgradeRecord, target: Target) -> bool:

@@ -16,7 +16,7 @@ of 1,000 PEs went over all of them, its 100 replaced ones looked at again, on ea
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
@@ -83,6 +83,8 @@ class Target:
         self._every_pass: set[str] = set(self._order)
         self._in_flight: set[str] = set()
         self._noted: set[str] = set()  # PEs with an event on them or their pods since the last pass
+        # by PE patched: the resourceVersion it was patched from, until the cache holds a later one
+        self._written: dict[str, str] = {}
 
     def note(self, pe: str) -> None:
         """An event on the PE or one of its pods: the next pass looks at it again."""
@@ -93,6 +95,14 @@ class Target:
         on them (a width change of 1,000 PEs looks at the ten it touches, not at every one)."""
         kept = set(pes)
         self._every_pass.difference_update(pe.name for pe in self.pes if pe.spec.id in kept)
+
+    def written(self, names: Collection[str], live: Mapping[str, Object]) -> None:
+        """The PEs ``names`` were patched to the target from the ``live`` objects: in flight until
+        the cache holds a later version (a pass right after the patches, on another event, found
+        them as they were and patched them all again while their pods were being replaced)."""
+        for name in names:
+            if (current := live.get(name)) is not None:
+                self._written[name] = str(meta(current).get("resourceVersion"))
 
     def survey(
         self, pes: Store, pods: Store, namespace: str, job: str
@@ -112,6 +122,11 @@ class Target:
             if current is None:
                 self._in_flight.add(pe.name)  # being created
                 continue
+            if self._written.get(pe.name) == str(meta(current).get("resourceVersion")):
+                self._every_pass.add(pe.name)  # patched: the cache has not seen it yet
+                self._in_flight.add(pe.name)
+                continue
+            self._written.pop(pe.name, None)
             change, changed_content = self.change(pe, current)
             if change is not Change.NONE:
                 self._every_pass.add(pe.name)
