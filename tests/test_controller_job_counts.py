@@ -110,23 +110,26 @@ def test_a_check_sees_all_children_once_then_only_those_with_an_event_since() ->
     assert len(changes) == 0
 
 
-def test_a_new_plan_checks_what_it_renders_anew_and_what_the_caches_lack() -> None:
+def test_a_new_plan_checks_what_it_renders_anew_and_the_pes_the_cache_lacks() -> None:
     """A change's target reuses the children it leaves (the same `Desired`): its check takes the
-    others, those with an event since and those missing (a deleted PE the last check left alone)."""
-    jobs, cms = informer(JOBS), informer(CONFIGMAPS)
+    others, those with an event since and the PEs missing (one the last check left deleted, as
+    `keep` leaves a PE that is not restartable)."""
+    jobs, cms, pes = informer(JOBS), informer(CONFIGMAPS), informer(PES)
     event(jobs, "ADDED", {"metadata": {"name": "app", "namespace": "default"}})
-    changes = ChildChanges(jobs, {CONFIGMAPS: cms})
-    children = [Desired(CONFIGMAPS, config_map(f"app-{i}", "x")) for i in range(4)]
-    for child in children[:3]:
-        event(cms, "ADDED", config_map(child.name, "x"))
+    changes = ChildChanges(jobs, {CONFIGMAPS: cms, PES: pes})
+    children = [Desired(CONFIGMAPS, config_map(f"app-{i}", "x")) for i in range(3)]
+    children += [Desired(PES, pe(i)) for i in (3, 4)]
+    for child in children[:4]:
+        live = {**child.body, "metadata": dict(child.body["metadata"])}
+        event(cms if child.resource == CONFIGMAPS else pes, "ADDED", live)
     with changes.to_check(JOB, children) as pending:
-        assert pending == children  # app-3 is left missing, as `keep` leaves a PE not restartable
+        assert pending == children  # the PE app-4 is left missing
     event(cms, "MODIFIED", config_map("app-1", "y"))
     rendered_anew = Desired(CONFIGMAPS, config_map("app-2", "z"))
-    target = [children[0], children[1], rendered_anew, children[3]]
+    target = [children[0], children[1], rendered_anew, *children[3:]]
     with changes.to_check(JOB, target) as pending:
-        assert [c.name for c in pending] == ["app-1", "app-2", "app-3"]
+        assert [c.name for c in pending] == ["app-1", "app-2", "app-4"]
     with changes.to_check(JOB, target) as pending:
         assert pending == []  # then only those with an event since
     with changes.to_check(JOB, list(children)) as pending:  # back: app-2 as the last check did not see it
-        assert [c.name for c in pending] == ["app-2", "app-3"]
+        assert [c.name for c in pending] == ["app-2", "app-4"]

@@ -9,8 +9,8 @@ checks the children with an event since. A check that fails keeps them for the n
 
 A new plan of the job (a change's target, re-fused or re-planned from what runs) renders anew only
 what the change touches: the rest are the same `Desired` the last check saw (`desired_objects`
-reuses them). Its check takes those rendered anew, those with an event since and those the caches
-lack (a deleted PE that is not restartable, which the last check left and a change makes again),
+reuses them). Its check takes those rendered anew, those with an event since and the PEs the cache
+lacks (a deleted PE that is not restartable, which the last check left and a change makes again),
 not all of them: a width change of a 1,000-PE job checked its 3,000 children before it created the
 12 new ones.
 """
@@ -22,6 +22,7 @@ from contextlib import contextmanager
 
 from streams_k8s.api.contract import JOB_LABEL
 from streams_k8s.controller.children.desired import Desired
+from streams_k8s.controller.kinds import PES
 from streams_k8s.k8s.client import Resource
 from streams_k8s.k8s.informer import EventType, Handler, Informer
 from streams_k8s.k8s.objects import Object, ObjectKey, meta, object_key
@@ -65,10 +66,7 @@ class ChildChanges:
             index = {(c.resource.plural, c.key): c for c in children}
             pending = children
         elif checked[0] is not children:
-            index, seen = {(c.resource.plural, c.key): c for c in children}, checked[1]
-            pending = [
-                c for k, c in index.items() if seen.get(k) is not c or k in changed or not self._cached(c)
-            ]
+            index, pending = self._new_plan(children, checked[1], changed)
         else:
             index = checked[1]
             pending = [index[k] for k in changed if k in index]
@@ -79,10 +77,25 @@ class ChildChanges:
             raise
         self._checked[job] = (children, index)
 
-    def _cached(self, child: Desired) -> bool:
-        """The cache of its kind holds ``child`` (False for a kind without one)."""
-        cache = self._caches.get(child.resource)
-        return cache is not None and cache.store.get(child.key) is not None
+    def _new_plan(
+        self, children: list[Desired], seen: dict[ChildKey, Desired], changed: set[ChildKey]
+    ) -> tuple[dict[ChildKey, Desired], list[Desired]]:
+        """The index of a new plan's ``children`` and those to check (see the module docs): a
+        child the last check saw is there unless an event since says otherwise, but a PE that is
+        not restartable is left deleted (`jobs.keeping`)."""
+        pes = self._caches.get(PES)
+        index: dict[ChildKey, Desired] = {}
+        pending: list[Desired] = []
+        for child in children:
+            key = (child.resource.plural, child.key)
+            index[key] = child
+            if (
+                seen.get(key) is not child
+                or key in changed
+                or (child.resource == PES and (pes is None or pes.store.get(child.key) is None))
+            ):
+                pending.append(child)
+        return index, pending
 
     def forget(self, job: ObjectKey) -> None:
         self._changed.pop(job, None)
