@@ -22,6 +22,7 @@ from streams_k8s.controller.children.desired import Desired
 from streams_k8s.controller.children.limits import REFUSED, refused
 from streams_k8s.controller.jobs.keeping import CREATE_CONCURRENCY
 from streams_k8s.controller.kinds import CONSISTENT_REGIONS, EXPORTS, IMPORTS, PES
+from streams_k8s.controller.planning import JobFailure
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.kinds import CONFIGMAPS
@@ -131,10 +132,15 @@ async def patch_pes(
             changed = content is None or name in content
             await patch_pe(client, wanted, namespace, name, changed, (current or {}).get(name))
 
-    results = await asyncio.gather(*(one(n) for n in names), return_exceptions=True)
+    await at_once(*(one(n) for n in names))
+
+
+async def at_once(*writes: Awaitable[None]) -> None:
+    """``writes`` concurrently; the first error raised once all have ended (a refusal first)."""
+    results = await asyncio.gather(*writes, return_exceptions=True)
     errors = [r for r in results if isinstance(r, BaseException)]
     if errors:
-        raise errors[0]
+        raise next((e for e in errors if isinstance(e, JobFailure)), errors[0])
 
 
 def without_own_settings(spec: dict[str, Any]) -> dict[str, Any]:

@@ -13,10 +13,10 @@ which the edit keeps unless it sets a region's width itself (`jobs.upgrade_diff.
    the id of the first PE it adds (`upgrade_diff.resumed_ids`: a plan of the applied spec made
    again after a restart may number the PEs it started from otherwise); phase Upgrading (or
    Suspending), condition SpecApplied=False (Upgrading) and an UpgradeStarted Event with the summary;
-2. added PEs (ConfigMap, Service, PE) created, PEs whose changed settings steer only the
-   controllers patched; then (after 3's first batch, when there are no regions to prepare: what
-   the diff renders anew goes first) the name table rewritten, removed PEs deleted, Exports,
-   Imports and ConsistentRegions following (`jobs.following`);
+2. added PEs (ConfigMap, Service, PE) created and PEs whose changed settings steer only the
+   controllers patched, at once with 3's first batch when there are no regions to prepare (what
+   the diff renders anew goes first); then the name table rewritten, removed PEs deleted,
+   Exports, Imports and ConsistentRegions following (`jobs.following`);
 3. before the first pod is replaced the consistent regions are prepared (`jobs.edit_regions`);
    replaced PEs get their ConfigMap and PE spec, at most ``spec.maxUnavailable`` at a time (a
    quarter of the job's PEs by default): the PE controller replaces each one's pod (launch count
@@ -235,13 +235,11 @@ class Rollout:
                 raise  # a width change that cannot be planned again goes back (`_roll`)
             return await self._abandon(obj, status, failure)
         namespace, name = str(meta(obj)["namespace"]), str(meta(obj)["name"])
-        await self.following.create(obj, target)
         quiet, disruptive, content, in_flight = target.survey(
             self.caches.pes.store, self.caches.pods.store, namespace, name
         )
         pes = (self.caches.pes.store.get(ObjectKey(namespace, n)) for n in (*quiet, *disruptive))
         live = {str(meta(pe)["name"]): pe for pe in pes if pe is not None}  # those patched
-        await _patch(self.client, target, namespace, quiet, content, live)
         observed = Observed(
             quiet=len(quiet),
             disruptive=len(disruptive),
@@ -253,10 +251,13 @@ class Rollout:
             ),
         )
         step = decide(record, observed)
-        # Nothing to prepare: the batch goes before the rest of step 2, as the diff has it.
-        early = step.action is Action.REPLACE
-        if early:
-            await _patch(self.client, target, namespace, disruptive[: step.batch], content, live)
+        # What the diff renders anew goes first, at once: the new children, the PEs patched quietly
+        # and, with no regions to prepare, the first batch replaced; then the rest of step 2.
+        early = disruptive[: step.batch] if step.action is Action.REPLACE else []
+        await child_writes.at_once(
+            self.following.create(obj, target),
+            _patch(self.client, target, namespace, [*quiet, *early], content, live),
+        )
         await self.following.follow(obj, status, applied, target)
         if step.action is Action.FAIL:
             return await self.rollback.fail(obj, status, record)
