@@ -180,7 +180,8 @@ class Controller:
 
     async def run(self) -> None:
         """Run the workers until ``shutdown``; returns when they have all stopped. While paused
-        (`pause`) no worker runs; `resume` starts them again."""
+        (`pause`) no worker runs; `resume` starts them again (``shutdown`` wakes a paused run to
+        return)."""
         while True:
             await self._working.wait()
             if self._shut_down:
@@ -199,8 +200,6 @@ class Controller:
                 failure = None if task.cancelled() else task.exception()
                 if failure is not None:
                     raise failure
-            if self._shut_down:
-                return
 
     def pause(self) -> None:
         """Stop reconciling at once (the Lease is lost: another replica may lead soon). The

@@ -157,12 +157,19 @@ class Manager:
         return problems
 
     def _standby(self) -> bool:
-        """Not leading and not about to lead again: it never led, or another holder was seen. A
-        leader whose renewals the API server let through no more (`_lead`) still serves."""
+        """Not leading, and not a leader paused while it regains the Lease (`_regaining`)."""
+        return self.leader is not None and not self.leader.is_leader and not self._regaining()
+
+    def _regaining(self) -> bool:
+        """It led, lost the Lease to an API server that let no renewal through, and has seen no
+        other holder since: its controllers are paused (`_lead`), it still serves."""
         leader = self.leader
-        if leader is None or leader.is_leader:
-            return False
-        return not self._controller_tasks or leader.deposed
+        return (
+            leader is not None
+            and bool(self._controller_tasks)
+            and not leader.is_leader
+            and not leader.deposed
+        )
 
     def warnings(self) -> list[str]:
         """What is wrong around the operator but is no reason to stop serving (health answers say it)."""
@@ -172,7 +179,7 @@ class Manager:
             for i in self._informers.values()
             if i.synced.is_set() and i.age() > s.watch_ready_budget
         ]
-        if self.leader is not None and self._controller_tasks and not self.leader.is_leader:
+        if self._regaining():
             found.append("lease not renewed: controllers paused until it is held again")
         if self._client is not None and self.api_server is ApiServerState.FAILING:
             requests, failures = self._client.errors.counts()
