@@ -48,6 +48,8 @@ state the record names and what the pass observed; `Rollout` performs it.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
+from typing import Any
 
 from streams_k8s.api.contract import pe_id_of
 from streams_k8s.api.job import Job, JobPhase, JobState, UpgradeMode, UpgradeRecord
@@ -125,6 +127,7 @@ class Rollout:
         ``job`` is the edited spec (None when it is not valid: that refusal is already recorded)."""
         generation = int(meta(obj).get("generation") or 1)
         record = status.upgrade
+        started: Coroutine[Any, Any, None] | None = None
         if record is None:
             settled = status.condition(SPEC_APPLIED) or {}
             wanted = self.resizer.wanted(obj, applied)
@@ -146,19 +149,24 @@ class Rollout:
                 except JobFailure as failure:
                     await self.resizer.refuse(obj, wanted.region, failure.message)
                     return obj, status, False
-                obj, status = await self._start(obj, status, running, target, (generation_id, wanted.target))
+                obj, status, _ = await self._start(
+                    obj, status, running, target, (generation_id, wanted.target)
+                )
                 await self.resizer.started(wanted, generation_id)
             elif step.action is Action.START and job is not None:
                 try:
                     target = await self.targets.plan(obj, job, status, applied, running)
                 except JobFailure as failure:
                     return *await self.notes.refuse(obj, status, failure), False
-                obj, status = await self._start(obj, status, running, target)
+                obj, status, note = await self._start(obj, status, running, target)
+                started = self.recorder.record(obj, "Normal", "UpgradeStarted", note)
             else:
                 return obj, status, False
             record = status.upgrade
             assert record is not None
-        obj, status = await self._roll(obj, status, record, applied)
+        # an edit's UpgradeStarted Event goes alongside its first writes, not a round trip before them
+        rolled = self._roll(obj, status, record, applied)
+        (obj, status), _ = await asyncio.gather(rolled, started or asyncio.sleep(0))
         return obj, status, status.upgrade is not None
 
     async def _start(
@@ -168,9 +176,10 @@ class Rollout:
         running: Job,
         target: Target,
         resize: tuple[int, dict[str, int]] | None = None,
-    ) -> tuple[Object, JobStatusView]:
+    ) -> tuple[Object, JobStatusView, str]:
         """Step 1, the write-ahead record: of an edit, or of a width change (``resize``: the job
-        generation it becomes and its target widths)."""
+        generation it becomes and its target widths); and the note of an edit's UpgradeStarted
+        Event, for the caller to record ("" for a width change)."""
         generation = int(meta(obj).get("generation") or 1)
         # In a thread, as the plan: an edit of the PE template builds, compares and hashes every
         # PE's spec twice.
@@ -209,8 +218,9 @@ class Rollout:
         if resize is not None:
             target.leave(record.kept)
         else:
-            await self.recorder.record(written, "Normal", "UpgradeStarted", _started_note(generation, diff))
-        return written, status_written(written, status)
+            target.defer(record.kept)
+        note = "" if resize is not None else _started_note(generation, diff)
+        return written, status_written(written, status), note
 
     async def _roll(
         self, obj: Object, status: JobStatusView, record: UpgradeRecord, applied: KeptPlan

@@ -12,6 +12,8 @@ spec the target's, its pod ready with the target's content and settings) or in f
 the target's, its pod not yet) is looked at again only after an event on it or its pods (`note`):
 a pass takes the PEs still to patch and those with an event, not all of the job's (a 10% upgrade
 of 1,000 PEs went over all of them, its 100 replaced ones looked at again, on each of ~40 passes).
+An edit's first pass takes only the PEs it changes, the ones it keeps from the second pass on: its
+first writes went out after a look at all 1,000 PEs (some 15-20 ms of a 10% upgrade's first child).
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ class Target:
         self._every_pass: set[str] = set(self._order)
         self._in_flight: set[str] = set()
         self._noted: set[str] = set()  # PEs with an event on them or their pods since the last pass
+        self._deferred: set[str] = set()  # PEs an edit keeps, looked at from its second pass on
         # by PE patched: the resourceVersion it was patched from, until the cache holds a later one
         self._written: dict[str, str] = {}
 
@@ -95,6 +98,15 @@ class Target:
         on them (a width change of 1,000 PEs looks at the ten it touches, not at every one)."""
         kept = set(pes)
         self._every_pass.difference_update(pe.name for pe in self.pes if pe.spec.id in kept)
+
+    def defer(self, pes: Collection[int]) -> None:
+        """The PEs (by id) an edit keeps: looked at in full from its second pass on, so its first
+        writes wait only for the PEs it changes (its first pass counts a kept PE with no ready pod
+        as coming up, as the batch it replaces first must)."""
+        ids = set(pes)
+        kept = {pe.name for pe in self.pes if pe.spec.id in ids}
+        self._deferred |= kept & self._every_pass
+        self._every_pass -= kept
 
     def written(self, names: Collection[str], live: Mapping[str, Object]) -> None:
         """The PEs ``names`` were patched to the target from the ``live`` objects: in flight until
@@ -117,6 +129,7 @@ class Target:
         for i in sorted(self._order[name] for name in (noted & self._order.keys()) | self._every_pass):
             pe = self.pes[i]
             self._every_pass.discard(pe.name)
+            self._deferred.discard(pe.name)
             self._in_flight.discard(pe.name)
             current = pes.get(ObjectKey(namespace, pe.name))
             if current is None:
@@ -138,7 +151,16 @@ class Target:
                 pods, namespace, job, pe.spec, self.template(pe, current["spec"].get("restartNonce"))
             ):
                 self._in_flight.add(pe.name)
-        return quiet, disruptive, content, len(self._in_flight)
+        coming_up = 0
+        if self._deferred:
+            ready = _ready_pes(pods, namespace, job)
+            coming_up = sum(1 for name in self._deferred if self._id(name) not in ready)
+            self._every_pass |= self._deferred
+            self._deferred = set()
+        return quiet, disruptive, content, len(self._in_flight) + coming_up
+
+    def _id(self, name: str) -> str:
+        return str(self.pes[self._order[name]].spec.id)
 
     def template(self, pe: WantedPe, nonce: str | None) -> str:
         """The pod template hash of ``pe`` with the restart nonce the user set on the PE itself."""
@@ -178,6 +200,12 @@ def _wanted(child: Desired) -> WantedPe:
     assert isinstance(child.spec, ProcessingElementSpec)
     assert child.pod_template is not None
     return WantedPe(child.name, child.body["spec"], child.spec, child.pod_template)
+
+
+def _ready_pes(pods: Store, namespace: str, job: str) -> set[str]:
+    """The PE ids (as labelled) of the job's ready PE pods."""
+    found = pods.select_by_labels({JOB_LABEL: job, SVC_LABEL: SVC_PE}, namespace)
+    return {str((meta(pod).get("labels") or {}).get(PE_LABEL)) for pod in found if pod_ready(pod)}
 
 
 def _settled(pods: Store, namespace: str, job: str, spec: ProcessingElementSpec, template: str) -> bool:
