@@ -21,6 +21,9 @@ from streams_k8s.app.safe_xml import UnsafeXmlError, parse_untrusted
 
 BUNDLE_INFO = "bundleInfo.xml"
 BUNDLE_TAR = "tar/bundle.tar"
+# The tar is read from the inflating zip stream in blocks of this size, not tarfile's 10 KiB: the
+# 9 MB ADL of 10,000 operators took some 900 small reads (bundle read 39 -> 33 ms, medians of 7).
+TAR_BLOCK = 1 << 20
 _BUNDLE_INFO_NS = "{http://www.ibm.com/xmlns/prod/streams/spl/bundleInfoModel}"
 
 
@@ -158,7 +161,8 @@ def _adl_from_tar(zf: zipfile.ZipFile, info: zipfile.ZipInfo, adl_name: str, lim
     seen: set[str] = set()
     with zf.open(info) as raw:
         try:
-            with tarfile.open(fileobj=_CountingReader(raw, info.file_size), mode="r|") as tar:  # type: ignore[call-overload]
+            counted = _CountingReader(raw, info.file_size)
+            with tarfile.open(fileobj=counted, mode="r|", bufsize=TAR_BLOCK) as tar:  # type: ignore[call-overload]
                 for member in tar:
                     entries += 1
                     if entries > limits.max_tar_entries:
