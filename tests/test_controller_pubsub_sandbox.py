@@ -414,7 +414,8 @@ async def test_the_real_pubsub_bundles_subscribe(
         async def matched() -> bool:
             for name, obj in imports.items():
                 doc = await board(http, running, "importer", obj["spec"]["peId"])
-                if set(doc["imports"][name]["entries"]) != wanted[name]:
+                known = doc["imports"].get(name)  # the REST API's cache may not hold the Import yet
+                if known is None or set(known["entries"]) != wanted[name]:
                     return False
             return True
 
