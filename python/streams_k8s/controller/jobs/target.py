@@ -13,7 +13,7 @@ the target's, its pod not yet) is looked at again only after an event on it or i
 a pass takes the PEs still to patch and those with an event, not all of the job's (a 10% upgrade
 of 1,000 PEs went over all of them, its 100 replaced ones looked at again, on each of ~40 passes).
 An edit's first pass takes only the PEs it changes, the ones it keeps from the second pass on: its
-first writes went out after a look at all 1,000 PEs (some 15-20 ms of a 10% upgrade's first child).
+first writes went out after a look at all 1,000 PEs (17-22 ms of CPU in a 10% upgrade; now 9-11).
 """
 
 from __future__ import annotations
