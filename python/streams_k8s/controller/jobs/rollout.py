@@ -48,8 +48,6 @@ state the record names and what the pass observed; `Rollout` performs it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
-from typing import Any
 
 from streams_k8s.api.contract import pe_id_of
 from streams_k8s.api.job import Job, JobPhase, JobState, UpgradeMode, UpgradeRecord
@@ -127,7 +125,7 @@ class Rollout:
         ``job`` is the edited spec (None when it is not valid: that refusal is already recorded)."""
         generation = int(meta(obj).get("generation") or 1)
         record = status.upgrade
-        started: Coroutine[Any, Any, None] | None = None
+        note = ""  # an edit's UpgradeStarted Event, once it has started
         if record is None:
             settled = status.condition(SPEC_APPLIED) or {}
             wanted = self.resizer.wanted(obj, applied)
@@ -149,9 +147,7 @@ class Rollout:
                 except JobFailure as failure:
                     await self.resizer.refuse(obj, wanted.region, failure.message)
                     return obj, status, False
-                obj, status, _ = await self._start(
-                    obj, status, running, target, (generation_id, wanted.target)
-                )
+                obj, status, _ = await self._start(obj, status, running, target, (generation_id, widths[1]))
                 await self.resizer.started(wanted, generation_id)
             elif step.action is Action.START and job is not None:
                 try:
@@ -159,14 +155,13 @@ class Rollout:
                 except JobFailure as failure:
                     return *await self.notes.refuse(obj, status, failure), False
                 obj, status, note = await self._start(obj, status, running, target)
-                started = self.recorder.record(obj, "Normal", "UpgradeStarted", note)
             else:
                 return obj, status, False
             record = status.upgrade
             assert record is not None
-        # an edit's UpgradeStarted Event goes alongside its first writes, not a round trip before them
-        rolled = self._roll(obj, status, record, applied)
-        (obj, status), _ = await asyncio.gather(rolled, started or asyncio.sleep(0))
+        # the Event goes alongside the first writes, not a round trip before them
+        started = self.recorder.record(obj, "Normal", "UpgradeStarted", note) if note else asyncio.sleep(0)
+        (obj, status), _ = await asyncio.gather(self._roll(obj, status, record, applied), started)
         return obj, status, status.upgrade is not None
 
     async def _start(
@@ -178,8 +173,7 @@ class Rollout:
         resize: tuple[int, dict[str, int]] | None = None,
     ) -> tuple[Object, JobStatusView, str]:
         """Step 1, the write-ahead record: of an edit, or of a width change (``resize``: the job
-        generation it becomes and its target widths); and the note of an edit's UpgradeStarted
-        Event, for the caller to record ("" for a width change)."""
+        generation it becomes and its target widths); and the note of an edit's UpgradeStarted."""
         generation = int(meta(obj).get("generation") or 1)
         # In a thread, as the plan: an edit of the PE template builds, compares and hashes every
         # PE's spec twice.
@@ -217,10 +211,9 @@ class Rollout:
         self.targets.keep(obj, record, target)
         if resize is not None:
             target.leave(record.kept)
-        else:
-            target.defer(record.kept)
-        note = "" if resize is not None else _started_note(generation, diff)
-        return written, status_written(written, status), note
+            return written, status_written(written, status), ""
+        target.defer(record.kept)
+        return written, status_written(written, status), _started_note(generation, diff)
 
     async def _roll(
         self, obj: Object, status: JobStatusView, record: UpgradeRecord, applied: KeptPlan
