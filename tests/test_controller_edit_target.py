@@ -14,9 +14,11 @@ from streams_k8s.api.contract import (
     SVC_LABEL,
     SVC_PE,
 )
+from streams_k8s.api.job import Job
 from streams_k8s.app.adl import parse_adl
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl
 from streams_k8s.controller.children.desired import Desired, Rendered, desired_objects
+from streams_k8s.controller.jobs.counts import pod_ready
 from streams_k8s.controller.jobs.plans import KeptPlan
 from streams_k8s.controller.jobs.target import Target
 from streams_k8s.controller.kinds import PES
@@ -28,7 +30,7 @@ UID = "0f7e2b0c-1111-2222-3333-444455556666"
 STAMP = "Sun Nov 29 10:00:00 UTC 2026"
 
 
-def _job() -> Any:
+def _job() -> Job:
     return validate_job(
         {
             "apiVersion": "streams.ibm.com/v1",
@@ -90,13 +92,14 @@ def test_an_edits_first_pass_looks_at_the_pes_it_changes_and_counts_kept_ones_co
         pes.put(ObjectKey("ns", child.name), body)
         pods.put(ObjectKey("ns", f"{child.name}-pod"), _pod(child, ready=child.name != unready))
 
+    ready = {pod["metadata"]["labels"][PE_LABEL] for pod in pods.select() if pod_ready(pod)}  # as JobCounts
     target.defer(kept)
-    quiet, disruptive, replaced, in_flight = target.survey(pes, pods, "ns", "unit")
+    quiet, disruptive, replaced, in_flight = target.survey(pes, pods, "ns", "unit", ready)
     assert (quiet, disruptive) == ([], [f"unit-{i}" for i in changed])
     assert replaced == set(disruptive)
     assert in_flight == 1  # the kept PE whose pod is not ready
 
-    quiet, disruptive, _, in_flight = target.survey(pes, pods, "ns", "unit")
+    quiet, disruptive, _, in_flight = target.survey(pes, pods, "ns", "unit", ready)
     assert sorted(quiet + disruptive) == sorted(
         [drifted, *(f"unit-{i}" for i in changed)]
     )  # none patched yet

@@ -9,6 +9,8 @@ what that object counted before, whatever the event carries as the old state.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from streams_k8s.api.contract import JOB_LABEL, PE_LABEL, SVC_LABEL, SVC_PE
 from streams_k8s.controller.pes.lifecycle import DELETED
 from streams_k8s.k8s.informer import EventType, Informer
@@ -47,6 +49,10 @@ class JobCounts:
     def pods_ready(self, job: ObjectKey) -> int:
         """PEs with a ready pod."""
         return len(self._ready.get(job, ()))
+
+    def ready_pes(self, job: ObjectKey) -> Collection[str | None]:
+        """The PE labels (ids) of the job's PEs with a ready pod."""
+        return self._ready.get(job, {}).keys()
 
     def pes_running(self, job: ObjectKey) -> int:
         """PEs connected and not stopped (a stopped PE's last connectivity report is stale)."""

@@ -238,8 +238,9 @@ class Rollout:
                 raise  # a width change that cannot be planned again goes back (`_roll`)
             return await self._abandon(obj, status, failure)
         namespace, name = str(meta(obj)["namespace"]), str(meta(obj)["name"])
+        ready_pes = self.counts.counts.ready_pes(ObjectKey(namespace, name))
         quiet, disruptive, content, in_flight = target.survey(
-            self.caches.pes.store, self.caches.pods.store, namespace, name
+            self.caches.pes.store, self.caches.pods.store, namespace, name, ready_pes
         )
         pes = (self.caches.pes.store.get(ObjectKey(namespace, n)) for n in (*quiet, *disruptive))
         live = {str(meta(pe)["name"]): pe for pe in pes if pe is not None}  # those patched
