@@ -358,7 +358,10 @@ async def test_generated_exporter_and_importer_jobs_subscribe(
                 if err.not_found:
                     return False
                 raise
-            return obj["metadata"]["uid"] != named["metadata"]["uid"]
+            if obj["metadata"]["uid"] == named["metadata"]["uid"]:
+                return False
+            # and on the board again: else the job's deletion below would change no document
+            return bool((await board(http, running, "imp", imp_spec["peId"]))["imports"][by_name]["entries"])
 
         await eventually_async(back, within=10)
 
