@@ -347,19 +347,25 @@ async def test_caches_that_never_sync_fail_the_manager(sandbox: Sandbox) -> None
     assert run.manager.liveness() == ["caches not synced within 1s"]
 
 
-async def test_events_have_a_rate_limit_of_their_own(sandbox: Sandbox, client: KubeClient) -> None:
-    """A burst of Events (one per PE an upgrade replaces) never holds the controllers' writes: with
-    a budget of one request and practically no refill, an Event and a write after it both go."""
+async def test_events_and_a_servers_answers_have_a_rate_limit_of_their_own(
+    sandbox: Sandbox, client: KubeClient
+) -> None:
+    """A burst of Events (one per PE an upgrade replaces) and of the REST API's writes for its
+    callers (the PEs' reports) never holds the controllers' writes: with a budget of one request
+    and practically no refill, an Event, a server's write and a controller's write all go."""
     owner = await client.create(CONFIGMAPS, parent("budget"))
     manager = Manager(settings(sandbox, "events", qps=0.001, burst=1))
     await manager.connect()
     try:
         recorder = manager.event_recorder("budget")
+        serving = manager.client_of_its_own()
         async with asyncio.timeout(10):  # a request waiting for a next token would wait ~1,000 s
             await recorder.record(owner, "Normal", "Burst", "an Event on its own budget")
+            await serving.patch(CONFIGMAPS, "budget", {"data": {"reported": "by a PE"}}, "default")
             await manager.client.patch(CONFIGMAPS, "budget", {"data": {"written": "after"}}, "default")
         events, _ = await client.list_all(EVENTS, "default")
         assert [e["reason"] for e in events if e["regarding"]["name"] == "budget"] == ["Burst"]
-        assert (await client.get(CONFIGMAPS, "budget", "default"))["data"] == {"written": "after"}
+        data = (await client.get(CONFIGMAPS, "budget", "default"))["data"]
+        assert data == {"reported": "by a PE", "written": "after"}
     finally:
         await manager.client.close()

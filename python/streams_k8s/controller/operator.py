@@ -185,9 +185,12 @@ async def setup(manager: Manager) -> InstanceOperator:
     # Who is at a request's address: PE pods may write on their job's API without credentials
     # and get their job's bundle from the repository.
     pods_by_address = PodsByAddress(pes.pods)
-    tokens, access = TokenReviewer(client), AccessReviewer(client)
+    # The REST API answers its callers (the PEs' reports, one per state or connectivity change;
+    # tools) on a rate limit of its own: a 10% upgrade's reports never queue the rollout's writes.
+    serving = manager.client_of_its_own()
+    tokens, access = TokenReviewer(serving), AccessReviewer(serving)
     rest = InstanceRestApi(
-        client,
+        serving,
         caches.jobs,
         caches.pes,
         caches.services,
@@ -205,7 +208,7 @@ async def setup(manager: Manager) -> InstanceOperator:
     )
     broker = SubscriptionBroker(manager, caches.jobs, caches.exports, caches.imports, datagrams)
     app = rest.app()
-    SubscriptionApi(rest, client, broker).add_routes(app)
+    SubscriptionApi(rest, serving, broker).add_routes(app)
     BundleUploadApi(watched, uploads, cache, tokens, access).mount(app)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()

@@ -120,12 +120,18 @@ class Manager:
         self.controllers.append(controller)
         return controller
 
+    def client_of_its_own(self) -> KubeClient:
+        """The client with a rate limit of its own (qps and burst as the client's), as each client
+        controller-runtime builds from one rest.Config has: for requests that are no controller's
+        (Events, a server's answers to its callers), which must not spend the controllers' budget."""
+        return self.client.with_rate_limit(self.settings.qps, self.settings.burst)
+
     def event_recorder(self, controller: str) -> EventRecorder:
-        """A recorder whose Events have a rate limit of their own (qps and burst as the client's),
-        as controller-runtime's recorders have a client of their own: a burst of Events (one per PE
+        """A recorder whose Events have a rate limit of their own (`client_of_its_own`), as
+        controller-runtime's recorders have a client of their own: a burst of Events (one per PE
         a 10% upgrade of 1,000 PEs replaces) never delays the controllers' writes behind it."""
         if self._event_client is None:
-            self._event_client = self.client.with_rate_limit(self.settings.qps, self.settings.burst)
+            self._event_client = self.client_of_its_own()
         recorder = EventRecorder(self._event_client, controller, self.settings.identity)
         self._recorders.append(recorder)
         return recorder
