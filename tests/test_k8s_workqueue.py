@@ -33,6 +33,20 @@ async def test_a_key_in_flight_is_not_handed_out_twice_and_re_adds_run_once_more
     assert len(queue) == 0
 
 
+async def test_a_queue_is_idle_with_no_key_ready_or_in_flight() -> None:
+    """What the idle collection (`k8s.idle_collection`) waits for."""
+    queue: WorkQueue[str] = WorkQueue("q")
+    assert queue.idle
+    queue.add("a")
+    assert not queue.idle
+    key = await queue.get()
+    assert not queue.idle  # being reconciled
+    queue.done(key)
+    assert queue.idle
+    queue.add_after("b", 60.0)
+    assert queue.idle  # due later: nothing to do now
+
+
 async def test_getters_wait_for_keys() -> None:
     queue: WorkQueue[str] = WorkQueue("q")
     getter = asyncio.create_task(queue.get())

@@ -21,6 +21,7 @@ import click
 from pydantic import ValidationError
 
 from streams_k8s.cli.cluster_flags import cluster_flags
+from streams_k8s.k8s.idle_collection import collect_while_idle
 from streams_k8s.k8s.logs import configure_logging
 from streams_k8s.k8s.manager import Manager
 from streams_k8s.k8s.settings import RuntimeSettings
@@ -69,7 +70,9 @@ def _long_lived_heap() -> None:
     with the event loop stopped (one fell into an upgrade's re-plan, tripling it), and at 3,000
     PEs they were 1.7 s of a submission's 12.9 s of CPU. What the imports made is frozen (never
     walked again) and young collections are made as rare as a sandbox makes them (`heap.hold`),
-    for the rest of the process; reference counting still frees everything as before.
+    for the rest of the process; reference counting still frees everything as before. Young
+    garbage is also collected while the controllers are idle (`k8s.idle_collection`, started
+    with the manager).
     """
     gc.freeze()
     heap.hold()
@@ -103,7 +106,11 @@ async def _serve(settings: RuntimeSettings, setups: list[Setup], console: Consol
             await client.close()  # run() would close it; a failed setup never gets there
             raise
         _long_lived_heap()
-        return await manager.run()
+        collecting = asyncio.create_task(collect_while_idle(manager.idle), name="idle-collection")
+        try:
+            return await manager.run()
+        finally:
+            collecting.cancel()
     raise AssertionError("unreachable")  # pragma: no cover
 
 

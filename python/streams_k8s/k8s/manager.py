@@ -120,6 +120,10 @@ class Manager:
         self.controllers.append(controller)
         return controller
 
+    def idle(self) -> bool:
+        """No controller has a key queued or being reconciled."""
+        return all(c.queue.idle for c in self.controllers)
+
     def client_of_its_own(self) -> KubeClient:
         """The client with a rate limit of its own (qps and burst as the client's), as each client
         controller-runtime builds from one rest.Config has: for requests that are no controller's

@@ -56,6 +56,11 @@ class WorkQueue(Generic[K]):
     def __len__(self) -> int:
         return len(self._ready)
 
+    @property
+    def idle(self) -> bool:
+        """No key ready and none being processed (keys due later do not count)."""
+        return not self._ready and not self._processing
+
     def add(self, key: K) -> None:
         if self._shutting_down or key in self._dirty:
             return
