@@ -6,6 +6,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from streams_k8s.k8s.client import Resource
+from streams_k8s.k8s.informer import Informer
+from streams_k8s.k8s.metrics import RuntimeMetrics
 from streams_k8s.k8s.settings import RuntimeSettings
 from streams_k8s.sandbox import Sandbox
 
@@ -43,3 +46,8 @@ async def eventually_async(
             if await check():
                 return
             await asyncio.sleep(every)
+
+
+def hand_fed_informer(resource: Resource) -> Informer:
+    """An informer never started: a test fills its cache (or applies its events) by hand."""
+    return Informer(None, resource, metrics=RuntimeMetrics())  # type: ignore[arg-type]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from k8s_support import hand_fed_informer
 from streams_k8s.api.contract import (
     CONTENT_ID_ANNOTATION,
     JOB_LABEL,
@@ -18,13 +19,13 @@ from streams_k8s.api.job import Job
 from streams_k8s.app.adl import parse_adl
 from streams_k8s.app.synthetic import SyntheticSpec, synthetic_adl
 from streams_k8s.controller.children.desired import Desired, Rendered, desired_objects
-from streams_k8s.controller.jobs.counts import pod_ready
+from streams_k8s.controller.jobs.counts import JobCounts
 from streams_k8s.controller.jobs.plans import KeptPlan
 from streams_k8s.controller.jobs.target import Target
 from streams_k8s.controller.kinds import PES
 from streams_k8s.controller.planning import plan_job, validate_job
+from streams_k8s.k8s.kinds import PODS
 from streams_k8s.k8s.objects import ObjectKey
-from streams_k8s.k8s.store import Store
 
 UID = "0f7e2b0c-1111-2222-3333-444455556666"
 STAMP = "Sun Nov 29 10:00:00 UTC 2026"
@@ -80,7 +81,9 @@ def test_an_edits_first_pass_looks_at_the_pes_it_changes_and_counts_kept_ones_co
     assert changed
     assert len(kept) >= 2
 
-    pes, pods = Store(), Store()
+    # caches filled by hand, as an informer would (the job counts read them when made)
+    pe_cache, pod_cache = hand_fed_informer(PES), hand_fed_informer(PODS)
+    pes, pods = pe_cache.store, pod_cache.store
     pods.index_label(JOB_LABEL)
     unready, drifted = f"unit-{kept[0]}", f"unit-{kept[1]}"
     for child in running:
@@ -92,7 +95,7 @@ def test_an_edits_first_pass_looks_at_the_pes_it_changes_and_counts_kept_ones_co
         pes.put(ObjectKey("ns", child.name), body)
         pods.put(ObjectKey("ns", f"{child.name}-pod"), _pod(child, ready=child.name != unready))
 
-    ready = {pod["metadata"]["labels"][PE_LABEL] for pod in pods.select() if pod_ready(pod)}  # as JobCounts
+    ready = JobCounts(pe_cache, pod_cache).ready_pes(ObjectKey("ns", "unit"))
     target.defer(kept)
     quiet, disruptive, replaced, in_flight = target.survey(pes, pods, "ns", "unit", ready)
     assert (quiet, disruptive) == ([], [f"unit-{i}" for i in changed])

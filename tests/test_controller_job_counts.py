@@ -8,23 +8,18 @@ from typing import Any
 
 import pytest
 
+from k8s_support import hand_fed_informer
 from streams_k8s.api.contract import JOB_LABEL, PE_LABEL, SVC_LABEL, SVC_PE
 from streams_k8s.controller.children.changes import ChildChanges
 from streams_k8s.controller.children.desired import Desired
 from streams_k8s.controller.jobs.counts import JobCounts
 from streams_k8s.controller.kinds import JOBS, PES
-from streams_k8s.k8s.client import Resource
 from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.kinds import CONFIGMAPS, PODS
-from streams_k8s.k8s.metrics import RuntimeMetrics
 from streams_k8s.k8s.objects import ObjectKey
 
 JOB = ObjectKey("default", "app")
 _versions = iter(range(1, 1_000_000))
-
-
-def informer(resource: Resource) -> Informer:
-    return Informer(None, resource, metrics=RuntimeMetrics())  # type: ignore[arg-type]  # fed by hand
 
 
 def event(inf: Informer, kind: str, obj: dict[str, Any]) -> None:
@@ -46,7 +41,7 @@ def pe(pe_id: int, **status: str) -> dict[str, Any]:
 
 
 def test_ready_pods_count_each_pe_once_and_follow_every_change() -> None:
-    pes, pods = informer(PES), informer(PODS)
+    pes, pods = hand_fed_informer(PES), hand_fed_informer(PODS)
     counts = JobCounts(pes, pods)
     event(pods, "ADDED", pod("app-0-a", 0, ready=False))
     assert counts.pods_ready(JOB) == 0
@@ -63,7 +58,7 @@ def test_ready_pods_count_each_pe_once_and_follow_every_change() -> None:
 
 
 def test_running_and_stopped_pes_follow_their_status() -> None:
-    pes, pods = informer(PES), informer(PODS)
+    pes, pods = hand_fed_informer(PES), hand_fed_informer(PODS)
     counts = JobCounts(pes, pods)
     event(pes, "ADDED", pe(0, connectivity="Full"))
     event(pes, "ADDED", pe(1, connectivity="Partial"))
@@ -82,7 +77,7 @@ def config_map(name: str, data: str) -> dict[str, Any]:
 
 
 def test_a_check_sees_all_children_once_then_only_those_with_an_event_since() -> None:
-    jobs, cms = informer(JOBS), informer(CONFIGMAPS)
+    jobs, cms = hand_fed_informer(JOBS), hand_fed_informer(CONFIGMAPS)
     event(jobs, "ADDED", {"metadata": {"name": "app", "namespace": "default"}})
     changes = ChildChanges(jobs, {CONFIGMAPS: cms})
     children = [Desired(CONFIGMAPS, config_map(f"app-{i}", "x")) for i in range(3)]
@@ -114,7 +109,7 @@ def test_a_new_plan_checks_what_it_renders_anew_and_the_pes_the_cache_lacks() ->
     """A change's target reuses the children it leaves (the same `Desired`): its check takes the
     others, those with an event since and the PEs missing (one the last check left deleted, as
     `keep` leaves a PE that is not restartable)."""
-    jobs, cms, pes = informer(JOBS), informer(CONFIGMAPS), informer(PES)
+    jobs, cms, pes = hand_fed_informer(JOBS), hand_fed_informer(CONFIGMAPS), hand_fed_informer(PES)
     event(jobs, "ADDED", {"metadata": {"name": "app", "namespace": "default"}})
     changes = ChildChanges(jobs, {CONFIGMAPS: cms, PES: pes})
     children = [Desired(CONFIGMAPS, config_map(f"app-{i}", "x")) for i in range(3)]
