@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -40,8 +41,10 @@ class PeServers:
     def __init__(self) -> None:
         self.texts: dict[int, str] = {}
         self.base = ""
+        self.requests = 0
 
     async def handle(self, request: web.Request) -> web.Response:
+        self.requests += 1
         pe = int(request.match_info["pe"])
         if pe not in self.texts:
             return web.Response(status=503, text="not up")
@@ -98,6 +101,23 @@ async def test_the_scraper_reads_each_pe_and_derives_the_job_flow(servers: PeSer
     assert (route.tuples_in, route.tuples_out) == (400, 400)
     assert told == [{JOB}, {JOB}]
     assert (scraper.counts.reads, scraper.counts.failures) == (2, 2)
+
+
+async def test_no_pe_is_read_while_the_controllers_are_busy(servers: PeServers) -> None:
+    busy = True
+    scraper = FlowScraper(lambda: [servers.target(1), servers.target(2)], idle=lambda: not busy)
+    servers.texts[1] = servers.texts[2] = pe_text(1, 2, [OperatorCounts("a", 10, 10)], {})
+    try:
+        reading = asyncio.create_task(scraper.scrape_once())
+        await asyncio.sleep(0.3)
+        assert servers.requests == 0
+        assert scraper.flow("ns", "shop") is None
+        busy = False
+        await asyncio.wait_for(reading, 5.0)
+    finally:
+        await scraper.stop()
+    assert servers.requests == 2
+    assert scraper.counts.reads == 2
 
 
 async def test_a_pe_serving_no_exposition_is_failing_and_a_gone_pe_is_forgotten(servers: PeServers) -> None:

@@ -3,7 +3,8 @@ or a Prometheus that already scrapes them (`PrometheusReader`, one query a round
 
 A reader answers each target with a reading (when it was taken, the sample) or why it has none; a
 target it has nothing about (Prometheus has not scraped the pod yet) is left out: the PE stays
-pending, not failing.
+pending, not failing. It awaits ``turn`` before each request it sends (`k8s.idle_turn`: the
+scraper's readers give way to the controllers).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import orjson
 
 from streams_k8s.app.flow_samples import FAMILIES, ExpositionError, PeSample, parse_exposition, record
 from streams_k8s.controller.flow.targets import Target
+from streams_k8s.k8s.idle_turn import Turn, now
 from streams_k8s.k8s.objects import ObjectKey
 
 PeRef = tuple[ObjectKey, int]
@@ -26,7 +28,7 @@ Reading = tuple[float, PeSample] | str  # (when, what was read) or why nothing w
 
 
 class Reader(Protocol):
-    async def read(self, targets: Sequence[Target]) -> dict[PeRef, Reading]: ...
+    async def read(self, targets: Sequence[Target], turn: Turn = now) -> dict[PeRef, Reading]: ...
 
     async def close(self) -> None: ...
 
@@ -60,9 +62,10 @@ class PodReader:
     ) -> None:
         self._session, self._gate, self._clock = _Session(concurrency, timeout), concurrency, clock
 
-    async def _one(self, target: Target, gate: asyncio.Semaphore) -> Reading:
+    async def _one(self, target: Target, gate: asyncio.Semaphore, turn: Turn) -> Reading:
         assert target.url is not None
         async with gate:
+            await turn()
             try:
                 async with self._session.get().get(target.url) as response:
                     if response.status != 200:
@@ -72,10 +75,10 @@ class PodReader:
             except (aiohttp.ClientError, TimeoutError, ExpositionError, UnicodeDecodeError) as err:
                 return f"{target.url}: {err or type(err).__name__}"
 
-    async def read(self, targets: Sequence[Target]) -> dict[PeRef, Reading]:
+    async def read(self, targets: Sequence[Target], turn: Turn = now) -> dict[PeRef, Reading]:
         gate = asyncio.Semaphore(self._gate)
         wanted = [t for t in targets if t.url is not None]
-        found = await asyncio.gather(*(self._one(t, gate) for t in wanted))
+        found = await asyncio.gather(*(self._one(t, gate, turn) for t in wanted))
         return {(t.job, t.pe): reading for t, reading in zip(wanted, found, strict=True)}
 
     async def close(self) -> None:
@@ -112,10 +115,11 @@ class PrometheusReader:
             raise ExpositionError(f"{self.url}: no vector in the answer")
         return result
 
-    async def read(self, targets: Sequence[Target]) -> dict[PeRef, Reading]:
+    async def read(self, targets: Sequence[Target], turn: Turn = now) -> dict[PeRef, Reading]:
         by_pod = {(t.job.namespace, t.pod): (t.job, t.pe) for t in targets if t.pod and t.url is not None}
         if not by_pod:
             return {}
+        await turn()
         try:
             series = await self._series({namespace for namespace, _ in by_pod})
         except (aiohttp.ClientError, TimeoutError, ExpositionError, orjson.JSONDecodeError) as err:

@@ -52,6 +52,7 @@ def start_reading(
         reader=PrometheusReader(settings.flow_prometheus) if settings.flow_prometheus else None,
         shape_of=shape_of,
         should_read=leading,
+        idle=manager.idle,
     )
     scraper.add_listener(forget)
     manager.metrics.registry.register(FlowCollector(scraper))

@@ -1,11 +1,12 @@
 """Reads every PE's metrics on a period, keeps a bounded window per PE, derives each job's flow.
 
 One round: the targets (`targets.pod_targets`) read by the reader (`readers`: each pod's port by
-default, or a Prometheus); each reading kept in its PE's `PeWindow`; windows of PEs no longer
-targeted dropped (memory follows the cluster); each job's `JobFlow` derived anew, and the
-listeners told which jobs' flows were derived. A reading that fails (no answer, not 200, text
-that is not the exposition) marks the PE failing with the reason; its window is kept, so the
-PE's rates come back with its next good reading.
+default, or a Prometheus), each read in its turn (`k8s.idle_turn`: while the controllers are busy
+it waits, one interval at most, so a round does not hold back a change); each reading kept in its
+PE's `PeWindow`; windows of PEs no longer targeted dropped (memory follows the cluster); each
+job's `JobFlow` derived anew, and the listeners told which jobs' flows were derived. A reading
+that fails (no answer, not 200, text that is not the exposition) marks the PE failing with the
+reason; its window is kept, so the PE's rates come back with its next good reading.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from streams_k8s.app.flow_samples import PeSample
 from streams_k8s.app.flow_window import DEFAULT_READINGS, PeWindow
 from streams_k8s.controller.flow.readers import PeRef, PodReader, Reader, Reading
 from streams_k8s.controller.flow.targets import Target
+from streams_k8s.k8s.idle_turn import IdleTurn
 from streams_k8s.k8s.objects import ObjectKey
 
 log = logging.getLogger(__name__)
@@ -51,12 +53,14 @@ class FlowScraper:
         reader: Reader | None = None,
         shape_of: Callable[[ObjectKey], FlowShape | None] = lambda _: None,
         should_read: Callable[[], bool] = lambda: True,
+        idle: Callable[[], bool] = lambda: True,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """``reader``: where readings come from (default: each PE pod's port, `PodReader`);
-        ``clock`` paces the rounds and times the pods' readings."""
+        ``idle``: whether the controllers are (reads wait for it); ``clock`` paces the rounds and
+        times the pods' readings."""
         self._targets, self._shape_of, self._clock = targets, shape_of, clock
-        self._should_read = should_read
+        self._should_read, self._idle = should_read, idle
         self.interval, self.readings = interval, readings
         self.reader: Reader = reader if reader is not None else PodReader(clock=clock)
         self._windows: dict[PeRef, PeWindow] = {}
@@ -108,7 +112,8 @@ class FlowScraper:
         """One round (see the module docs)."""
         started = time.perf_counter()
         targets = list(self._targets())
-        for ref, reading in (await self.reader.read(targets)).items():
+        turn = IdleTurn(self._idle, self._clock() + self.interval, self._clock)
+        for ref, reading in (await self.reader.read(targets, turn)).items():
             self._keep(ref, reading)
         wanted = {(t.job, t.pe) for t in targets}
         for ref in [r for r in self._windows if r not in wanted]:
