@@ -138,7 +138,7 @@ class FlowCollector(Collector):
         )
         yield GaugeMetricFamily(
             "streams_k8s_flow_round_seconds",
-            "Duration of the last round of readings.",
+            "Duration of the last round of readings, its waits for the controllers included.",
             counts.last_round_seconds,
         )
 
