@@ -101,6 +101,30 @@ async def test_a_pes_reports_land_in_the_order_they_arrive(
 
 
 @pytest.mark.sandbox(nodes=1)
+async def test_a_report_lands_when_the_operator_has_not_seen_the_relaunch_before_it(
+    sandbox: Sandbox, running: Running, client: KubeClient
+) -> None:
+    # A relaunch was written ahead (connectivity None) and its new pod reports Full, as the last
+    # launch did, before the operator's PE watch shows the relaunch: the report must not be taken
+    # for one already written (on a real API server 2 of 100 replaced PEs stayed None so).
+    url = f"{running.api}/api/state/job/rest/pe/1/connectivity"
+    async with as_pe(client, "rest", 1) as http:
+        assert (await call(http, "PUT", url, "Full"))[0] == 204
+
+        async def shown() -> bool:
+            return bool((await call(http, "GET", url))[2] == "Full")
+
+        await eventually_async(shown, within=5)  # the operator's cache holds the Full
+        assert sandbox.faults.stall_watches("streamspes") >= 1
+        try:
+            await client.patch_status(PES, "rest-1", {"connectivity": "None"}, "default")
+            assert (await call(http, "PUT", url, "Full"))[0] == 204
+        finally:
+            sandbox.faults.resume_watches("streamspes")
+    assert (await client.get(PES, "rest-1", "default"))["status"]["connectivity"] == "Full"
+
+
+@pytest.mark.sandbox(nodes=1)
 async def test_user_endpoints_become_service_ports(
     running: Running, http: aiohttp.ClientSession, client: KubeClient
 ) -> None:

@@ -113,9 +113,7 @@ class InstanceRestApi:
         the TokenReview and SubjectAccessReview of bearer tokens (None: no token is accepted)."""
         self.client = client
         self.jobs, self.pes, self.services = jobs, pes, services
-        self.parallel_regions = parallel_regions
-        self.pods = pods
-        self.scope = scope
+        self.parallel_regions, self.pods, self.scope = parallel_regions, pods, scope
         self.guard = write_guard(self.write_target, writers, tokens, access)
         # A PE's reports written in arrival order (one whose answer timed out must not land after
         # the next), and the value each PE's last write set (the PE cache may not show it yet).
@@ -234,6 +232,9 @@ class InstanceRestApi:
                         raise
                 pe = await self.client.get(PES, name, namespace)
             shown = (pe.get("status") or {}).get("connectivity"), self._written.get(key, value)
+            if started is None and shown == (value, value):  # unless the cache missed a relaunch since
+                held = await self.client.get(PES, name, namespace)
+                shown = (held.get("status") or {}).get("connectivity"), value
             if started is not None or shown != (value, value):
                 await self.client.patch_status(PES, name, {"connectivity": value}, namespace)
                 self._written[key] = value
