@@ -65,6 +65,15 @@ async def call(
         return response.status, kind, orjson.loads(text) if kind == "application/json" and text else text
 
 
+async def served(http: aiohttp.ClientSession, url: str, value: str) -> None:
+    """Wait until the operator answers a GET of ``url`` with ``value`` (its PE cache shows it)."""
+
+    async def shows() -> bool:
+        return bool((await call(http, "GET", url))[2] == value)
+
+    await eventually_async(shows, within=5)
+
+
 @pytest.mark.sandbox(nodes=1)
 async def test_the_runtime_calls(running: Running, client: KubeClient) -> None:
     async with as_pe(client, "rest", 1) as http:
@@ -75,11 +84,7 @@ async def test_the_runtime_calls(running: Running, client: KubeClient) -> None:
         assert (await call(http, "PUT", url, "Partial"))[0] == 204
         pe = await client.get(PES, "rest-1", "default")
         assert pe["status"]["connectivity"] == "Partial"
-
-        async def reported() -> bool:
-            return bool((await call(http, "GET", url))[2] == "Partial")
-
-        await eventually_async(reported, within=5)
+        await served(http, url, "Partial")
 
 
 @pytest.mark.sandbox(nodes=1)
@@ -110,11 +115,7 @@ async def test_a_report_lands_when_the_operator_has_not_seen_the_relaunch_before
     url = f"{running.api}/api/state/job/rest/pe/1/connectivity"
     async with as_pe(client, "rest", 1) as http:
         assert (await call(http, "PUT", url, "Full"))[0] == 204
-
-        async def shown() -> bool:
-            return bool((await call(http, "GET", url))[2] == "Full")
-
-        await eventually_async(shown, within=5)  # the operator's cache holds the Full
+        await served(http, url, "Full")
         assert sandbox.faults.stall_watches("streamspes") >= 1
         try:
             await client.patch_status(PES, "rest-1", {"connectivity": "None"}, "default")
