@@ -600,6 +600,12 @@ async def test_crd_defaulting_and_pruning(widgets: Client) -> None:
     assert "unknown" not in w["spec"]
     assert "topLevel" not in w
     assert w["spec"]["extra"] == {"anything": {"goes": 1}}
+    # A null is kept where the schema allows it, defaulted where it has a default, dropped elsewhere
+    # (what a JSON patch's add of null does to a field without `nullable`).
+    ops = [{"op": "add", "path": f"/spec/{k}", "value": None} for k in ("note", "mode", "label")]
+    status, w = await widgets.call("PATCH", f"{WIDGETS}/d", ops, JSONPATCH)
+    assert status == 200
+    assert (w["spec"]["note"], w["spec"]["mode"], "label" in w["spec"]) == (None, "fast", False)
 
 
 async def test_crd_cel_rule_is_enforced(widgets: Client) -> None:

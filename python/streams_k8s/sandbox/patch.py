@@ -94,12 +94,8 @@ def json_patch(target: Any, operations: Any) -> Any:
         elif kind == "copy":
             doc = _add(doc, op["path"], copy.deepcopy(_get(doc, op["from"])))
         elif kind == "test":
-            if _get(doc, op["path"]) != _value(op):
-                raise ApiError(
-                    422,
-                    f"the server rejected our request due to an error in our request: "
-                    f"testing value {op['path']} failed",
-                )
+            if _get(doc, op["path"]) != _value(op):  # the API server says no more than this
+                raise ApiError(422, "the server rejected our request due to an error in our request")
         else:
             raise bad_request(f"unknown json patch operation {kind!r}")
     return doc

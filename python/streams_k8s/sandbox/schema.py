@@ -44,9 +44,13 @@ def prune(
 
 
 def apply_defaults(obj: Any, schema: dict[str, Any]) -> Any:
-    """Fill in `default:` values of absent fields (and of nulls in non-nullable fields)."""
+    """Fill in `default:` values of absent fields (and of nulls in non-nullable fields); a null in
+    a non-nullable field without a default is dropped, as the API server prunes it (a merge patch's
+    null and a JSON patch's ``add`` of null both unset such a field)."""
     if isinstance(obj, dict):
         for key, sub in (schema.get("properties") or {}).items():
+            if key in obj and obj[key] is None and not sub.get("nullable") and "default" not in sub:
+                del obj[key]
             if "default" in sub and (key not in obj or (obj[key] is None and not sub.get("nullable"))):
                 obj[key] = copy.deepcopy(sub["default"])
             if key in obj:
