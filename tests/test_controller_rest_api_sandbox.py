@@ -4,6 +4,7 @@ write, user endpoints, bad input, OpenAPI."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -123,6 +124,34 @@ async def test_a_report_lands_when_the_operator_has_not_seen_the_relaunch_before
         finally:
             sandbox.faults.resume_watches("streamspes")
     assert (await client.get(PES, "rest-1", "default"))["status"]["connectivity"] == "Full"
+
+
+@pytest.mark.sandbox(nodes=1)
+async def test_a_started_pod_is_recorded_once_by_its_reports(
+    sandbox: Sandbox, running: Running, client: KubeClient
+) -> None:
+    # A just-started pod reports Partial, then Full at once: the first report records the pod, the
+    # second writes its connectivity alone, not the record again from a cache behind the first
+    # (which the API server refuses, a 409 and a read each time).
+    url = f"{running.api}/api/state/job/rest/pe/1/connectivity"
+    async with as_pe(client, "rest", 1) as http:
+        await client.patch_status(PES, "rest-1", {"phase": "Pending", "connectivity": "None"}, "default")
+        await served(http, url, "None")
+        assert sandbox.faults.stall_watches("streamspes") >= 1
+        try:
+            assert (await call(http, "PUT", url, "Partial"))[0] == 204
+            since = time.time()
+            assert (await call(http, "PUT", url, "Full"))[0] == 204
+            writes = [
+                (r.info.verb, r.status)
+                for r in sandbox.requests
+                if r.time >= since and r.info is not None and r.info.name == "rest-1"
+            ]
+        finally:
+            sandbox.faults.resume_watches("streamspes")
+    assert writes == [("patch", 200)]
+    status = (await client.get(PES, "rest-1", "default"))["status"]
+    assert (status["phase"], status["connectivity"]) == ("Running", "Full")
 
 
 @pytest.mark.sandbox(nodes=1)

@@ -2,8 +2,8 @@
 
 - `GET /api/state/job/by-id/{id}/name`: the Job's name (text/plain), to resolve PE port labels.
 - `GET|PUT /api/state/job/{job}/pe/{pe}/connectivity`: a JSON string `"Full"|"Partial"|"None"`;
-  PUT writes the PE's `status.connectivity` and answers 204. The PE's first report after its pod
-  started also records the pod as running, in the same write (`pes.lifecycle.started_status`).
+  PUT writes the PE's `status.connectivity` (`rest.connectivity_reports`) and answers 204. The PE's
+  first report after its pod started also records the pod as running, in the same write.
 - `GET|PUT /api/state/job/{job}/pr/{alias}/width`: a JSON integer from 1 to 1,000, the region's
   `spec.width`; PUT sets it (204; the job controller re-fuses the job).
 - `GET /api/endpoints/job/{job}/pe/{pe}`: the PE Service's ports by name.
@@ -43,18 +43,17 @@ from streams_k8s.api.contract import (
     USER_PORT_PREFIX,
     pe_service_name,
 )
-from streams_k8s.api.processing_element import Connectivity, ProcessingElement
+from streams_k8s.api.processing_element import Connectivity
 from streams_k8s.api.spec_values import MAX_WIDTH
-from streams_k8s.controller.kinds import JOBS, PARALLEL_REGIONS, PES
-from streams_k8s.controller.pes.lifecycle import PENDING, pod_phase, started_status
+from streams_k8s.controller.kinds import JOBS, PARALLEL_REGIONS
 from streams_k8s.controller.pes.pods_by_owner import PodsByOwner
 from streams_k8s.controller.rest.caller_scope import CallerScope
+from streams_k8s.controller.rest.connectivity_reports import ConnectivityReports
 from streams_k8s.controller.rest.openapi import ID, MAX_HOST_NAME, NAME, OPENAPI, PROTOCOLS
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.http_errors import json_error, json_errors
 from streams_k8s.k8s.informer import Informer
-from streams_k8s.k8s.keyed_locks import KeyedLocks
 from streams_k8s.k8s.kinds import SERVICES
 from streams_k8s.k8s.objects import Object, ObjectKey, meta, object_key
 from streams_k8s.k8s.pod_addresses import PodsByAddress
@@ -63,9 +62,6 @@ from streams_k8s.k8s.write_guard import WriteTarget, write_guard
 
 _MAX_BODY = 64 * 1024
 _EDIT_ATTEMPTS = 5
-# How long a connectivity report waits for the pod cache to show its pod running: the watch lags
-# by far less, and the runtime's HTTP calls time out after about a second.
-REPORT_SETTLE = 0.5
 
 
 class RestError(Exception):
@@ -115,9 +111,7 @@ class InstanceRestApi:
         self.jobs, self.pes, self.services = jobs, pes, services
         self.parallel_regions, self.pods, self.scope = parallel_regions, pods, scope
         self.guard = write_guard(self.write_target, writers, tokens, access)
-        # A PE's reports written in arrival order (one whose answer timed out must not land after
-        # the next), and the value each PE's last write set (the PE cache may not show it yet).
-        self._reports, self._written = KeyedLocks(), dict[ObjectKey, str]()
+        self.reports = ConnectivityReports(client, pes, pods)
 
     def app(self) -> web.Application:
         middlewares = [json_errors, _errors, self.scope.middleware, self.guard]
@@ -208,51 +202,13 @@ class InstanceRestApi:
         allowed = [c.value for c in Connectivity]
         if value not in allowed:
             raise RestError(400, "BadRequest", f"connectivity must be one of {allowed} as a JSON string")
-        key = object_key(cached)
-        async with self._reports.hold(f"{key.namespace}/{key.name}"):
-            await self._write_connectivity(key, self.pes.store.get(key) or cached, value)
-        return web.Response(status=204)
-
-    async def _write_connectivity(self, key: ObjectKey, pe: Object, value: str) -> None:
-        name, namespace, started = key.name, key.namespace, None
         try:
-            for _ in range(_EDIT_ATTEMPTS):
-                if (started := await self._started_status(pe)) is None:
-                    break
-                # Conditional on the PE the pod facts were read against; a conflict reads both again
-                # (the controller would record the pod itself only after its report grace: seconds)
-                status = {**started, "connectivity": value}
-                patch = {"metadata": {"resourceVersion": meta(pe).get("resourceVersion")}, "status": status}
-                try:
-                    await self.client.patch(PES, name, patch, namespace, subresource="status")
-                    self._written[key] = value
-                    return
-                except ApiError as err:
-                    if not err.conflict:
-                        raise
-                pe = await self.client.get(PES, name, namespace)
-            shown = (pe.get("status") or {}).get("connectivity"), self._written.get(key, value)
-            if started is None and shown == (value, value):  # unless the cache missed a relaunch since
-                held = await self.client.get(PES, name, namespace)
-                shown = (held.get("status") or {}).get("connectivity"), value
-            if started is not None or shown != (value, value):
-                await self.client.patch_status(PES, name, {"connectivity": value}, namespace)
-                self._written[key] = value
+            await self.reports.write(object_key(cached), cached, value)
         except ApiError as err:
             if err.not_found:
-                self._written.pop(key, None)
-                raise RestError(404, "NotFound", f"PE {name} no longer exists") from None
+                raise RestError(404, "NotFound", f"PE {meta(cached).get('name')} no longer exists") from None
             raise
-
-    async def _started_status(self, pe: Object) -> dict[str, Any] | None:
-        """The record of a just-started pod, when this report can carry it (see `pes.lifecycle`)."""
-        if self.pods is None:
-            return None
-        # A report comes from a running pod; the pod watch may not have shown it running yet.
-        pods = await self.pods.live_pe_pods_when(
-            str(meta(pe).get("uid")), lambda ps: any(pod_phase(p) != PENDING for p in ps), REPORT_SETTLE
-        )
-        return started_status(ProcessingElement.from_wire(pe), pods) if pods else None
+        return web.Response(status=204)
 
     def _region(self, request: web.Request) -> Object:
         assert self.parallel_regions is not None

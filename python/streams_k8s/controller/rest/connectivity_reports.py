@@ -1,0 +1,88 @@
+"""A PE's connectivity reports, written into its status in arrival order.
+
+The runtime reports each change of a PE's connectivity once, so no report may be lost to a stale
+cache: one the PE cache shows already (and that was the last written) is checked against the PE the
+API server holds before it is skipped, as a relaunch written ahead may not be in the cache yet. The
+first report of a just-started pod also records the pod (`pes.lifecycle.started_status`), in one
+write conditional on the PE the pod facts were read against; a conflict reads both again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streams_k8s.api.processing_element import ProcessingElement
+from streams_k8s.controller.kinds import PES
+from streams_k8s.controller.pes.lifecycle import PENDING, pod_phase, started_status
+from streams_k8s.controller.pes.pods_by_owner import PodsByOwner
+from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.errors import ApiError
+from streams_k8s.k8s.informer import Informer
+from streams_k8s.k8s.keyed_locks import KeyedLocks
+from streams_k8s.k8s.objects import Object, ObjectKey, meta, object_key
+
+_ATTEMPTS = 5
+# How long a report waits for the pod cache to show its pod running: the watch lags by far less,
+# and the runtime's HTTP calls time out after about a second.
+REPORT_SETTLE = 0.5
+
+
+class ConnectivityReports:
+    def __init__(self, client: KubeClient, pes: Informer, pods: PodsByOwner | None) -> None:
+        self.client, self.pes, self.pods = client, pes, pods
+        # A PE's reports in arrival order (one whose answer timed out must not land after the next).
+        self._order = KeyedLocks()
+        self._written: dict[ObjectKey, str] = {}  # each PE's last value written (the cache may lag)
+        # The launch (PE uid, launch count) whose start a report recorded: the next report of that
+        # pod, often the moment after (Partial, then Full), need not record it again from a cache
+        # that has not shown the first yet, which cost a 409 and a read.
+        self._recorded: dict[ObjectKey, tuple[str, int]] = {}
+        pes.add_handler(self._forget)
+
+    def _forget(self, kind: str, old: Object | None, new: Object | None) -> None:
+        if kind == "delete" and old is not None:
+            self._written.pop(object_key(old), None)
+            self._recorded.pop(object_key(old), None)
+
+    async def write(self, key: ObjectKey, cached: Object, value: str) -> None:
+        """Write ``value`` as the PE's connectivity; `ApiError` 404 when the PE is gone."""
+        async with self._order.hold(f"{key.namespace}/{key.name}"):
+            await self._write(key, self.pes.store.get(key) or cached, value)
+
+    async def _write(self, key: ObjectKey, pe: Object, value: str) -> None:
+        name, namespace, started = key.name, key.namespace, None
+        for _ in range(_ATTEMPTS):
+            if (started := await self._started_status(key, pe)) is None:
+                break
+            status = {**started, "connectivity": value}
+            patch = {"metadata": {"resourceVersion": meta(pe).get("resourceVersion")}, "status": status}
+            try:
+                await self.client.patch(PES, name, patch, namespace, subresource="status")
+                self._written[key] = value
+                self._recorded[key] = (str(meta(pe).get("uid")), int(started["launchCount"]))
+                return
+            except ApiError as err:
+                if not err.conflict:
+                    raise
+            pe = await self.client.get(PES, name, namespace)
+        shown = (pe.get("status") or {}).get("connectivity"), self._written.get(key, value)
+        if started is None and shown == (value, value):  # unless the cache missed a relaunch since
+            held = await self.client.get(PES, name, namespace)
+            shown = (held.get("status") or {}).get("connectivity"), value
+        if started is not None or shown != (value, value):
+            await self.client.patch_status(PES, name, {"connectivity": value}, namespace)
+            self._written[key] = value
+
+    async def _started_status(self, key: ObjectKey, pe: Object) -> dict[str, Any] | None:
+        """The record of a just-started pod, when this report can carry it (see `pes.lifecycle`)."""
+        if self.pods is None:
+            return None
+        # A report comes from a running pod; the pod watch may not have shown it running yet.
+        uid = str(meta(pe).get("uid"))
+        pods = await self.pods.live_pe_pods_when(
+            uid, lambda ps: any(pod_phase(p) != PENDING for p in ps), REPORT_SETTLE
+        )
+        started = started_status(ProcessingElement.from_wire(pe), pods) if pods else None
+        if started is not None and self._recorded.get(key) == (uid, started["launchCount"]):
+            return None  # recorded by this launch's previous report
+        return started
