@@ -155,6 +155,26 @@ async def test_a_started_pod_is_recorded_once_by_its_reports(
 
 
 @pytest.mark.sandbox(nodes=1)
+async def test_a_report_from_a_replaced_launch_is_refused(
+    sandbox: Sandbox, running: Running, client: KubeClient
+) -> None:
+    # Launch 2 was written ahead; launch 1's pod, stopping, reports its connections going: that
+    # speaks for no launch that runs, and written it would show launch 2 connected before it runs.
+    url = f"{running.api}/api/state/job/rest/pe/1/connectivity"
+    async with as_pe(client, "rest", 1) as http:
+        assert sandbox.faults.stall_watches("pods") >= 1  # launch 1's pod stays in the operator's cache
+        try:
+            await client.patch_status(PES, "rest-1", {"launchCount": 2, "connectivity": "None"}, "default")
+            await served(http, url, "None")
+            code, _, body = await call(http, "PUT", url, "Partial")
+        finally:
+            sandbox.faults.resume_watches("pods")
+    assert (code, body["reason"]) == (409, "Superseded")
+    assert "launch 2 replaced it" in body["message"]
+    assert (await client.get(PES, "rest-1", "default"))["status"]["connectivity"] == "None"
+
+
+@pytest.mark.sandbox(nodes=1)
 async def test_user_endpoints_become_service_ports(
     running: Running, http: aiohttp.ClientSession, client: KubeClient
 ) -> None:

@@ -41,6 +41,9 @@ from streams_k8s.k8s.reviews import Access, AccessReviews, Decision, Review, Tok
 
 # The reviewed user of a request that presented a token.
 USER = web.RequestKey("user", str)
+# The trusted pods a write came from, for the handler: the one its token is bound to, or those at its
+# address (several only where pods share one: the host's network).
+CALLER_PODS = web.RequestKey("caller_pods", list)
 POD_NAME_EXTRA = "authentication.kubernetes.io/pod-name"
 POD_UID_EXTRA = "authentication.kubernetes.io/pod-uid"
 _SERVICE_ACCOUNT_USER = "system:serviceaccount:"
@@ -110,11 +113,11 @@ def bound_pod(review: Review) -> tuple[str, str, str] | None:
     return (namespace, names[0], uids[0]) if namespace and account else None
 
 
-def from_trusted_pod_token(review: Review, target: WriteTarget, pods: PodsByAddress | None) -> bool:
-    """The reviewed token is bound to a live pod (of that uid) the target trusts."""
+def from_trusted_pod_token(review: Review, target: WriteTarget, pods: PodsByAddress | None) -> Object | None:
+    """The live pod (of that uid) the reviewed token is bound to, if the target trusts it."""
     bound = bound_pod(review)
     pod = pods.bound(*bound) if pods is not None and bound is not None else None
-    return pod is not None and target.trusts(pod)
+    return pod if pod is not None and target.trusts(pod) else None
 
 
 def peer(request: web.Request) -> str:
@@ -151,8 +154,9 @@ def write_guard(
             return _unauthorized(f"the token was refused{': ' + review.error if review.error else ''}")
         return review
 
-    async def allowed(review: Review, target: WriteTarget) -> web.Response | None:
-        if from_trusted_pod_token(review, target, pods):
+    async def allowed(request: web.Request, review: Review, target: WriteTarget) -> web.Response | None:
+        if (pod := from_trusted_pod_token(review, target, pods)) is not None:
+            request[CALLER_PODS] = [pod]
             return None
         if access is None:
             return _forbidden(f"{review.user} may not write on {target.description} (only its pods may)")
@@ -169,7 +173,8 @@ def write_guard(
     def from_trusted_pod(request: web.Request, target: WriteTarget | None) -> web.Response | None:
         address = peer(request)
         found = pods.at(address) if pods is not None and address else []
-        if target is not None and any(target.trusts(p) for p in found):
+        if target is not None and (trusted := [p for p in found if target.trusts(p)]):
+            request[CALLER_PODS] = trusted
             return None
         what = f" on {target.description}" if target is not None else ""
         if found:
@@ -189,7 +194,7 @@ def write_guard(
                 return review
             request[USER] = review.user
             if request.method not in _SAFE_METHODS and (target := target_of(request)) is not None:
-                refused = await allowed(review, target)
+                refused = await allowed(request, review, target)
                 if refused is not None:
                     return refused
             return await handler(request)

@@ -3,7 +3,8 @@
 - `GET /api/state/job/by-id/{id}/name`: the Job's name (text/plain), to resolve PE port labels.
 - `GET|PUT /api/state/job/{job}/pe/{pe}/connectivity`: a JSON string `"Full"|"Partial"|"None"`;
   PUT writes the PE's `status.connectivity` (`rest.connectivity_reports`) and answers 204. The PE's
-  first report after its pod started also records the pod as running, in the same write.
+  first report after its pod started also records the pod as running, in the same write; a report
+  from a pod of a launch since replaced is a 409 (reason `Superseded`), not written.
 - `GET|PUT /api/state/job/{job}/pr/{alias}/width`: a JSON integer from 1 to 1,000, the region's
   `spec.width`; PUT sets it (204; the job controller re-fuses the job).
 - `GET /api/endpoints/job/{job}/pe/{pe}`: the PE Service's ports by name.
@@ -46,6 +47,7 @@ from streams_k8s.api.contract import (
 from streams_k8s.api.processing_element import Connectivity
 from streams_k8s.api.spec_values import MAX_WIDTH
 from streams_k8s.controller.kinds import JOBS, PARALLEL_REGIONS
+from streams_k8s.controller.pes.lifecycle import pod_launch
 from streams_k8s.controller.pes.pods_by_owner import PodsByOwner
 from streams_k8s.controller.rest.caller_scope import CallerScope
 from streams_k8s.controller.rest.connectivity_reports import ConnectivityReports
@@ -58,7 +60,7 @@ from streams_k8s.k8s.kinds import SERVICES
 from streams_k8s.k8s.objects import Object, ObjectKey, meta, object_key
 from streams_k8s.k8s.pod_addresses import PodsByAddress
 from streams_k8s.k8s.reviews import Access, AccessReviews, TokenReviews
-from streams_k8s.k8s.write_guard import WriteTarget, write_guard
+from streams_k8s.k8s.write_guard import CALLER_PODS, WriteTarget, write_guard
 
 _MAX_BODY = 64 * 1024
 _EDIT_ATTEMPTS = 5
@@ -202,6 +204,13 @@ class InstanceRestApi:
         allowed = [c.value for c in Connectivity]
         if value not in allowed:
             raise RestError(400, "BadRequest", f"connectivity must be one of {allowed} as a JSON string")
+        # A pod of a launch since replaced (stopping, its connections going) speaks for no launch
+        # that runs: written, its report showed the new launch connected before its pod ran.
+        launch = int((cached.get("status") or {}).get("launchCount") or 0)
+        callers = request.get(CALLER_PODS) or []
+        if callers and all(0 <= pod_launch(p) < launch for p in callers):
+            caller = f"pod {meta(callers[0]).get('name')} of launch {pod_launch(callers[0])}"
+            raise RestError(409, "Superseded", f"{caller}: launch {launch} replaced it; report not written")
         try:
             await self.reports.write(object_key(cached), cached, value)
         except ApiError as err:

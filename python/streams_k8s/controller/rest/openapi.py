@@ -122,13 +122,14 @@ OPENAPI: dict[str, Any] = {
             "put": _guarded(
                 {
                     "summary": "Report the PE's connectivity",
+                    "description": "A pod of a launch since replaced gets 409 (reason Superseded).",
                     "requestBody": {
                         "required": True,
                         "content": {"application/json": {"schema": _CONNECTIVITY}},
                     },
                     "responses": {
                         "204": {"description": "recorded in the PE status"},
-                        **_errors_for(400, 404),
+                        **_errors_for(400, 404, 409),
                     },
                 }
             ),
