@@ -54,7 +54,7 @@ import pytest
 
 from job_inventory import NS, pe_pods, synthetic_job
 from operator_process import require_operator
-from operator_rig import Rig, operator_rig, seconds_until_status, spread, until
+from operator_rig import Rig, applied_and_ready, operator_rig, seconds_until_status, spread, until
 from streams_k8s.api.contract import JOB_LABEL
 from streams_k8s.controller.kinds import JOBS, PES
 from streams_k8s.k8s.client import KubeClient
@@ -90,18 +90,6 @@ def _frozen_heap() -> Iterator[None]:
         gc.unfreeze()
 
 
-def _ready(generation: int) -> Callable[[dict[str, Any]], bool]:
-    """The Job's ``generation`` applied with Ready=True (raises on Failed)."""
-
-    def reached(status: dict[str, Any]) -> bool:
-        if status.get("phase") == "Failed":
-            raise AssertionError(f"job failed: {status}")
-        ready: dict[str, Any] = next((c for c in status.get("conditions") or () if c["type"] == "Ready"), {})
-        return status.get("appliedGeneration") == generation and ready.get("status") == "True"
-
-    return reached
-
-
 async def _pe_specs(client: KubeClient, name: str) -> dict[int, dict[str, Any]]:
     pes, _ = await client.list_all(PES, NS, label_selector=f"{JOB_LABEL}={name}")
     return {int(pe["spec"]["id"]): pe["spec"] for pe in pes}
@@ -131,7 +119,12 @@ async def _create(rig: Rig, job: dict[str, Any]) -> float:
     await rig.quiet()
     with _frozen_heap():
         elapsed = await seconds_until_status(
-            rig.client, NS, job["metadata"]["name"], lambda: rig.client.create(JOBS, job), _ready(1), 900
+            rig.client,
+            NS,
+            job["metadata"]["name"],
+            lambda: rig.client.create(JOBS, job),
+            applied_and_ready(1),
+            900,
         )
     await _reconnected(rig.client)
     return elapsed
@@ -211,7 +204,7 @@ async def _edit(rig: Rig, name: str, spec: dict[str, Any]) -> Edit:
         await rig.client.patch(JOBS, name, {"spec": spec}, NS)
 
     with _frozen_heap():
-        elapsed = await seconds_until_status(rig.client, NS, name, edit, _ready(2), 900)
+        elapsed = await seconds_until_status(rig.client, NS, name, edit, applied_and_ready(2), 900)
     planned = await _upgrade_started(rig.client, name) - wall
     partial = await _reconnected(rig.client)
     cpu = _cpu_seconds(rig.operator.process.pid) - cpu

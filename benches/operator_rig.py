@@ -74,6 +74,18 @@ async def seconds_until_status(
     return time.monotonic() - started
 
 
+def applied_and_ready(generation: int) -> Callable[[dict[str, Any]], bool]:
+    """The Job's ``generation`` applied with Ready=True (raises on Failed)."""
+
+    def reached(status: dict[str, Any]) -> bool:
+        if status.get("phase") == "Failed":
+            raise AssertionError(f"job failed: {status}")
+        ready: dict[str, Any] = next((c for c in status.get("conditions") or () if c["type"] == "Ready"), {})
+        return status.get("appliedGeneration") == generation and ready.get("status") == "True"
+
+    return reached
+
+
 async def listed(sandbox: Sandbox, plural: str) -> bool:
     """The operator has listed ``plural`` (a watch is logged only when it ends; the simulated
     cluster's own lists, user sandbox:simulation, do not count)."""

@@ -12,25 +12,21 @@ its path printed.
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
 import uuid
 from collections.abc import AsyncIterator, Generator, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
 import yaml
 
-from repo_paths import REPO
+from control_plane_install import binaries, kubectl
 from sandbox_crds import widget_crd
-from streams_k8s.control_plane.cluster import BIN_ENV, ControlPlane
+from streams_k8s.control_plane.cluster import ControlPlane
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
 
 MARKER = "control_plane"
-BUILD = REPO / "tools" / "build-control-plane"
 # What every test namespace enforces: the level the operator's deploy/ namespace enforces.
 POD_SECURITY = {f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "warn", "audit")}
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
@@ -40,7 +36,6 @@ _version = pytest.StashKey[str]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", f"{MARKER}: needs the real control plane (`pytest -m {MARKER}`)")
     config.stash[_failures] = 0
 
 
@@ -57,18 +52,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         item.config.stash[_failures] += 1
 
 
-def _binaries() -> Path:
-    given = os.environ.get(BIN_ENV)
-    if given:
-        return Path(given)
-    built = subprocess.run([str(BUILD)], capture_output=True, text=True, check=False)
-    if built.returncode != 0:
-        pytest.fail(
-            f"tools/build-control-plane failed ({built.returncode}):\n{built.stderr[-4000:]}", pytrace=False
-        )
-    return Path(built.stdout.strip().splitlines()[-1])
-
-
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     if _version in config.stash:
         terminalreporter.write_line(f"real control plane: /version {config.stash[_version]}")
@@ -76,7 +59,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 @pytest.fixture(scope="session")
 def control_plane(pytestconfig: pytest.Config) -> Iterator[ControlPlane]:
-    plane = ControlPlane(_binaries()).start()
+    plane = ControlPlane(binaries()).start()
     pytestconfig.stash[_version] = plane.version()
     try:
         yield plane
@@ -118,27 +101,14 @@ async def cluster_namespace(admin: KubeClient) -> AsyncIterator[str]:
         await admin.delete_if_present(NAMESPACES, name)
 
 
-def _kubectl(plane: ControlPlane, *args: str) -> str:
-    done = subprocess.run(
-        ["kubectl", "--kubeconfig", str(plane.admin_kubeconfig), *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=REPO,
-    )
-    if done.returncode != 0:
-        pytest.fail(f"kubectl {' '.join(args)} failed: {done.stderr.strip()}", pytrace=False)
-    return done.stdout
-
-
 @pytest.fixture(scope="session")
 def control_plane_crds(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> ControlPlane:
     """The real control plane with the project's CRDs, as the README installs them (server-side
     apply), and the tests' Widget CRD (`sandbox_crds`), Established."""
     widgets = tmp_path_factory.mktemp("crds") / "widgets.yaml"
     widgets.write_text(yaml.safe_dump(widget_crd()))
-    _kubectl(control_plane, "apply", "--server-side", "-f", "crds/", "-f", str(widgets))
-    _kubectl(control_plane, "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+    kubectl(control_plane, "apply", "--server-side", "-f", "crds/", "-f", str(widgets))
+    kubectl(control_plane, "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
     return control_plane
 
 
@@ -146,5 +116,5 @@ def control_plane_crds(control_plane: ControlPlane, tmp_path_factory: pytest.Tem
 def installed(control_plane_crds: ControlPlane) -> ControlPlane:
     """The project installed as its README says: the CRDs, then `kubectl apply -k deploy/`
     (namespace `streams` enforcing Pod Security restricted, RBAC, the operator's Deployment)."""
-    _kubectl(control_plane_crds, "apply", "-k", "deploy/")
+    kubectl(control_plane_crds, "apply", "-k", "deploy/")
     return control_plane_crds

@@ -31,7 +31,7 @@ from streams_k8s.k8s.kinds import PODS
 from streams_k8s.k8s.objects import Object
 from streams_k8s.sandbox.cluster.container_logs import LogDirectory
 from streams_k8s.sandbox.cluster.egress_proxy import ClusterEgress
-from streams_k8s.sandbox.cluster.nodes import load_nodes
+from streams_k8s.sandbox.cluster.nodes import NodeSpec, load_nodes
 from streams_k8s.sandbox.cluster.pe_identity import is_ready
 from streams_k8s.sandbox.cluster.pod_processes import ApiServerAccess
 from streams_k8s.sandbox.cluster.simulation import Simulation, SimulationOptions
@@ -150,13 +150,16 @@ class RealCluster:
         return where
 
 
-async def deployed(plane: ControlPlane, workdir: Path) -> AsyncIterator[RealCluster]:
-    """The examples' nodes joined to `plane` (where `deploy/` is installed), until the operator's
-    pod serves; stopped with its nodes removed. The simulation's pods are reached by kube-apiserver
-    through the plane's cluster egress socket (`sandbox.cluster.egress_proxy`)."""
+async def deployed(
+    plane: ControlPlane, workdir: Path, nodes: list[NodeSpec] | None = None
+) -> AsyncIterator[RealCluster]:
+    """The examples' nodes (or ``nodes``) joined to `plane` (where `deploy/` is installed), until the
+    operator's pod serves; stopped with its nodes removed. The simulation's pods are reached by
+    kube-apiserver through the plane's cluster egress socket (`sandbox.cluster.egress_proxy`)."""
     client = await KubeClient.connect(str(plane.admin_kubeconfig))
     assert plane.pki is not None
-    options = SimulationOptions(nodes=load_nodes(EXAMPLES / "nodes.yaml"), controller_url=CONTROLLER_URL)
+    nodes = nodes if nodes is not None else load_nodes(EXAMPLES / "nodes.yaml")
+    options = SimulationOptions(nodes=nodes, controller_url=CONTROLLER_URL)
     # The pods' logs next to the control plane's, kept with them when a test fails.
     simulation = Simulation(options, LogDirectory(plane.directory / "pod-logs"))
     await simulation.start(client, ApiServerAccess(plane.url, plane.pki.ca.cert))
