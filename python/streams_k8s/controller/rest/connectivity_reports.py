@@ -4,7 +4,8 @@ The runtime reports each change of a PE's connectivity once, so no report may be
 cache: one the PE cache shows already (and that was the last written) is checked against the PE the
 API server holds before it is skipped, as a relaunch written ahead may not be in the cache yet. The
 first report of a just-started pod also records the pod (`pes.lifecycle.started_status`), in one
-write conditional on the PE the pod facts were read against; a conflict reads both again.
+write conditional on the launch and phase the pod facts were read against (`_record`); when they
+no longer hold, both are read again.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from streams_k8s.api.processing_element import ProcessingElement
 from streams_k8s.controller.kinds import PES
 from streams_k8s.controller.pes.lifecycle import PENDING, pod_phase, started_status
 from streams_k8s.controller.pes.pods_by_owner import PodsByOwner
-from streams_k8s.k8s.client import KubeClient
+from streams_k8s.k8s.client import KubeClient, PatchType
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.keyed_locks import KeyedLocks
@@ -54,15 +55,14 @@ class ConnectivityReports:
         for _ in range(_ATTEMPTS):
             if (started := await self._started_status(key, pe)) is None:
                 break
-            status = {**started, "connectivity": value}
-            patch = {"metadata": {"resourceVersion": meta(pe).get("resourceVersion")}, "status": status}
+            patch, kind = _record(pe, {**started, "connectivity": value})
             try:
-                await self.client.patch(PES, name, patch, namespace, subresource="status")
+                await self.client.patch(PES, name, patch, namespace, patch_type=kind, subresource="status")
                 self._written[key] = value
                 self._recorded[key] = (str(meta(pe).get("uid")), int(started["launchCount"]))
                 return
             except ApiError as err:
-                if not err.conflict:
+                if not (err.conflict or err.status == 422):  # 422: a failed test, or a refused value
                     raise
             pe = await self.client.get(PES, name, namespace)
         shown = (pe.get("status") or {}).get("connectivity"), self._written.get(key, value)
@@ -86,3 +86,14 @@ class ConnectivityReports:
         if started is not None and self._recorded.get(key) == (uid, started["launchCount"]):
             return None  # recorded by this launch's previous report
         return started
+
+
+def _record(pe: Object, status: dict[str, Any]) -> tuple[Object | list[Object], PatchType]:
+    """The record written on the condition that the PE still holds the launch and phase it was
+    read against (a JSON patch ``test`` of both): the reports of its own pod and of its neighbours'
+    change its resourceVersion meanwhile. A PE with neither recorded yet: on that version."""
+    held = pe.get("status") or {}
+    if "launchCount" not in held or "phase" not in held:
+        return {"metadata": {"resourceVersion": meta(pe).get("resourceVersion")}, "status": status}, "merge"
+    tests = [{"op": "test", "path": f"/status/{k}", "value": held[k]} for k in ("launchCount", "phase")]
+    return [*tests, *({"op": "add", "path": f"/status/{k}", "value": v} for k, v in status.items())], "json"
