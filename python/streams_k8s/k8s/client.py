@@ -618,6 +618,28 @@ class KubeClient:
         """Merge-patch the status subresource (spec writers can never clobber it, nor it them)."""
         return await self.patch(resource, name, {"status": status}, namespace, subresource="status")
 
+    async def patch_status_if(
+        self,
+        resource: Resource,
+        name: str,
+        namespace: str | None,
+        status: Object,
+        *,
+        held: Mapping[str, Any],
+        resource_version: str | None,
+    ) -> Object:
+        """Set the ``status`` fields on the condition that the status still holds ``held``: a JSON
+        patch of `test`s, narrower than a resourceVersion, which every other writer of the status
+        moves (a failed test is a bare 422 Invalid, as a refused value is). With nothing ``held``,
+        on ``resource_version`` (409). A null unsets a field (the API server prunes a null that
+        its schema does not allow; a merge patch's null removes)."""
+        if not held:
+            body = {"metadata": {"resourceVersion": resource_version}, "status": status}
+            return await self.patch(resource, name, body, namespace, subresource="status")
+        ops = [{"op": "test", "path": f"/status/{k}", "value": v} for k, v in held.items()]
+        ops += [{"op": "add", "path": f"/status/{k}", "value": v} for k, v in status.items()]
+        return await self.patch(resource, name, ops, namespace, patch_type="json", subresource="status")
+
     async def scale(
         self, resource: Resource, name: str, replicas: int, namespace: str | None = None
     ) -> Object:

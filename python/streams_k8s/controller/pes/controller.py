@@ -353,36 +353,32 @@ class PeController:
                     if not deleted:  # no deletion of ours to wait for
                         self.expected.delete_failed(pod)
 
-    async def _write_status(self, pe: ProcessingElement, fields: dict[str, Any]) -> ProcessingElement:
-        """Merge-patch the PE status, conditional on the version the decision was made on."""
-        body = {"metadata": {"resourceVersion": pe.metadata.resource_version}, "status": fields}
-        name, ns = str(pe.metadata.name), pe.metadata.namespace
-        return self._wrote(pe, await self.client.patch(PES, name, body, ns, subresource="status"))
+    async def _write_status(
+        self, pe: ProcessingElement, fields: dict[str, Any], held: dict[str, Any] | None = None
+    ) -> ProcessingElement:
+        """Patch the PE status, conditional on the version the decision was made on, or on the
+        ``held`` status fields alone (`KubeClient.patch_status_if`)."""
+        name, ns, version = str(pe.metadata.name), pe.metadata.namespace, pe.metadata.resource_version
+        written = await self.client.patch_status_if(
+            PES, name, ns, fields, held=held or {}, resource_version=version
+        )
+        if (written.get("metadata") or {}).get("resourceVersion") != version:
+            self._written_on[ObjectKey(ns or "", name)] = str(version)  # a change: its event comes
+        return ProcessingElement.from_wire(written)
 
     async def _write_ahead(self, pe: ProcessingElement, fields: dict[str, Any]) -> ProcessingElement:
         """A relaunch written ahead on the condition that the launch decided on is still the one
-        recorded (a JSON patch ``test``): connectivity reports change the PE's version all through
-        an upgrade, and 409s on it held a quarter of the relaunches back seconds on a real cluster."""
+        recorded: connectivity reports change the PE's version all through an upgrade, and 409s
+        on it held a quarter of the relaunches back seconds on a real cluster."""
         launch = pe.status.launch_count if pe.status is not None else 0
-        if launch == 0:  # nothing recorded to test
-            return await self._write_status(pe, fields)
-        ops = [{"op": "test", "path": "/status/launchCount", "value": launch}]
-        ops += ({"op": "add", "path": f"/status/{k}", "value": v} for k, v in fields.items())
-        name, ns = str(pe.metadata.name), pe.metadata.namespace
-        try:
-            written = await self.client.patch(PES, name, ops, ns, patch_type="json", subresource="status")
+        try:  # nothing recorded (launch 0): on the version
+            return await self._write_status(pe, fields, {"launchCount": launch} if launch else None)
         except ApiError as err:  # a failed test is a bare 422 Invalid, as a refused value is
+            name, ns = str(pe.metadata.name), pe.metadata.namespace
             held = await self.client.get(PES, name, ns) if err.status == 422 else {}
             if (held.get("status") or {}).get("launchCount", launch) == launch:
                 raise
             raise ApiError(409, "Conflict", f"PE {name}: launch {launch} was replaced") from err
-        return self._wrote(pe, written)
-
-    def _wrote(self, pe: ProcessingElement, written: Object) -> ProcessingElement:
-        key = ObjectKey(pe.metadata.namespace or "", str(pe.metadata.name))
-        if (written.get("metadata") or {}).get("resourceVersion") != pe.metadata.resource_version:
-            self._written_on[key] = str(pe.metadata.resource_version)  # a change: its event comes
-        return ProcessingElement.from_wire(written)
 
 
 def _job_came_or_goes(old: Object | None, new: Object | None) -> bool:

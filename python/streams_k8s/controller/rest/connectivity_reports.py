@@ -4,8 +4,8 @@ The runtime reports each change of a PE's connectivity once, so no report may be
 cache: one the PE cache shows already (and that was the last written) is checked against the PE the
 API server holds before it is skipped, as a relaunch written ahead may not be in the cache yet. The
 first report of a just-started pod also records the pod (`pes.lifecycle.started_status`), in one
-write conditional on the launch and phase the pod facts were read against (`_record`); when they
-no longer hold, both are read again.
+write conditional on the launch and phase the pod facts were read against; when they no longer
+hold, both are read again.
 """
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ from streams_k8s.api.processing_element import ProcessingElement
 from streams_k8s.controller.kinds import PES
 from streams_k8s.controller.pes.lifecycle import PENDING, pod_phase, started_status
 from streams_k8s.controller.pes.pods_by_owner import PodsByOwner
-from streams_k8s.k8s.client import KubeClient, PatchType
+from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.errors import ApiError
 from streams_k8s.k8s.informer import Informer
 from streams_k8s.k8s.keyed_locks import KeyedLocks
 from streams_k8s.k8s.objects import Object, ObjectKey, meta, object_key
 
 _ATTEMPTS = 5
+_HELD = ("launchCount", "phase")  # what a started pod's record is conditional on
 # How long a report waits for the pod cache to show its pod running: the watch lags by far less,
 # and the runtime's HTTP calls time out after about a second.
 REPORT_SETTLE = 0.5
@@ -55,9 +56,16 @@ class ConnectivityReports:
         for _ in range(_ATTEMPTS):
             if (started := await self._started_status(key, pe)) is None:
                 break
-            patch, kind = _record(pe, {**started, "connectivity": value})
+            # On the launch and phase the pod facts were read against, not on the PE's version,
+            # which the reports of its pod and of its neighbours' move meanwhile.
+            recorded = pe.get("status") or {}
+            tested = {k: recorded[k] for k in _HELD} if all(k in recorded for k in _HELD) else {}
+            version = meta(pe).get("resourceVersion")
+            status = {**started, "connectivity": value}
             try:
-                await self.client.patch(PES, name, patch, namespace, patch_type=kind, subresource="status")
+                await self.client.patch_status_if(
+                    PES, name, namespace, status, held=tested, resource_version=version
+                )
                 self._written[key] = value
                 self._recorded[key] = (str(meta(pe).get("uid")), int(started["launchCount"]))
                 return
@@ -86,14 +94,3 @@ class ConnectivityReports:
         if started is not None and self._recorded.get(key) == (uid, started["launchCount"]):
             return None  # recorded by this launch's previous report
         return started
-
-
-def _record(pe: Object, status: dict[str, Any]) -> tuple[Object | list[Object], PatchType]:
-    """The record written on the condition that the PE still holds the launch and phase it was
-    read against (a JSON patch ``test`` of both): the reports of its own pod and of its neighbours'
-    change its resourceVersion meanwhile. A PE with neither recorded yet: on that version."""
-    held = pe.get("status") or {}
-    if "launchCount" not in held or "phase" not in held:
-        return {"metadata": {"resourceVersion": meta(pe).get("resourceVersion")}, "status": status}, "merge"
-    tests = [{"op": "test", "path": f"/status/{k}", "value": held[k]} for k in ("launchCount", "phase")]
-    return [*tests, *({"op": "add", "path": f"/status/{k}", "value": v} for k, v in status.items())], "json"
