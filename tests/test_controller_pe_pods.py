@@ -194,8 +194,8 @@ async def test_a_relaunch_is_not_held_back_by_a_report_the_operator_has_not_seen
         await create_pe(client, job, 0, restartDeletedPod=True)
         await create_pe_config_map(client, job, 0)
         first = await running_pod(client, "app", 0, 1)
-        assert sandbox.faults.stall_watches("streamspes") >= 1
-        try:
+        with sandbox.faults.watches_stalled("streamspes") as stalled:
+            assert stalled >= 1
             await client.patch_status(PES, "app-0", {"connectivity": "Partial"}, NS)
             await client.delete(PODS, first["metadata"]["name"], NS)
 
@@ -207,8 +207,6 @@ async def test_a_relaunch_is_not_held_back_by_a_report_the_operator_has_not_seen
             status = await pe_status(client, "app-0")
             assert (status["launchCount"], status["connectivity"]) == (2, "None")
             assert "nodeName" not in status  # the relaunch's null unsets it, as on a real API server
-        finally:
-            sandbox.faults.resume_watches("streamspes")
         await running_pod(client, "app", 0, 2)
 
 

@@ -117,12 +117,10 @@ async def test_a_report_lands_when_the_operator_has_not_seen_the_relaunch_before
     async with as_pe(client, "rest", 1) as http:
         assert (await call(http, "PUT", url, "Full"))[0] == 204
         await served(http, url, "Full")
-        assert sandbox.faults.stall_watches("streamspes") >= 1
-        try:
+        with sandbox.faults.watches_stalled("streamspes") as stalled:
+            assert stalled >= 1
             await client.patch_status(PES, "rest-1", {"connectivity": "None"}, "default")
             assert (await call(http, "PUT", url, "Full"))[0] == 204
-        finally:
-            sandbox.faults.resume_watches("streamspes")
     assert (await client.get(PES, "rest-1", "default"))["status"]["connectivity"] == "Full"
 
 
@@ -139,8 +137,8 @@ async def test_a_started_pod_is_recorded_in_one_write(
     async with as_pe(client, "rest", 1) as http:
         await client.patch_status(PES, "rest-1", {"phase": "Pending", "connectivity": "None"}, "default")
         await served(http, url, "None")
-        assert sandbox.faults.stall_watches("streamspes") >= 1
-        try:
+        with sandbox.faults.watches_stalled("streamspes") as stalled:
+            assert stalled >= 1
             if before == "its first report":
                 assert (await call(http, "PUT", url, "Partial"))[0] == 204
             else:
@@ -152,8 +150,6 @@ async def test_a_started_pod_is_recorded_in_one_write(
                 for r in sandbox.requests
                 if r.time >= since and r.info is not None and r.info.name == "rest-1"
             ]
-        finally:
-            sandbox.faults.resume_watches("streamspes")
     assert writes == [("patch", 200)]
     status = (await client.get(PES, "rest-1", "default"))["status"]
     assert (status["phase"], status["connectivity"]) == ("Running", "Full")
@@ -167,13 +163,11 @@ async def test_a_report_from_a_replaced_launch_is_refused(
     # speaks for no launch that runs, and written it would show launch 2 connected before it runs.
     url = f"{running.api}/api/state/job/rest/pe/1/connectivity"
     async with as_pe(client, "rest", 1) as http:
-        assert sandbox.faults.stall_watches("pods") >= 1  # launch 1's pod stays in the operator's cache
-        try:
+        with sandbox.faults.watches_stalled("pods") as stalled:
+            assert stalled >= 1  # launch 1's pod stays in the operator's cache
             await client.patch_status(PES, "rest-1", {"launchCount": 2, "connectivity": "None"}, "default")
             await served(http, url, "None")
             code, _, body = await call(http, "PUT", url, "Partial")
-        finally:
-            sandbox.faults.resume_watches("pods")
     assert (code, body["reason"]) == (409, "Superseded")
     assert "launch 2 replaced it" in body["message"]
     assert (await client.get(PES, "rest-1", "default"))["status"]["connectivity"] == "None"

@@ -16,7 +16,8 @@ fault says ``simulation=True``.
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -235,6 +236,14 @@ class Faults:
     def resume_watches(self, resource: str | None = None, *, simulation: bool = True) -> int:
         """Let stalled watches flow again (by default the simulated cluster's too)."""
         return self._signal("resume", resource, simulation)
+
+    @contextmanager
+    def watches_stalled(self, resource: str) -> Iterator[int]:
+        """`stall_watches` of ``resource`` (how many) for the block, resumed after it."""
+        try:
+            yield self.stall_watches(resource)
+        finally:
+            self.resume_watches(resource)
 
     def expire_watches(self, resource: str | None = None, *, simulation: bool = False) -> int:
         """Send an in-stream 410 Expired ERROR event to open watches, then close them."""
