@@ -174,6 +174,23 @@ async def test_a_report_from_a_replaced_launch_is_refused(
 
 
 @pytest.mark.sandbox(nodes=1)
+async def test_a_report_from_a_replaced_launch_is_refused_before_the_operator_sees_the_relaunch(
+    sandbox: Sandbox, running: Running, client: KubeClient
+) -> None:
+    # As above, but the report arrives before the operator's PE cache shows launch 2 written ahead:
+    # the API server's PE, not the cache, tells that launch 1 was replaced.
+    url = f"{running.api}/api/state/job/rest/pe/1/connectivity"
+    async with as_pe(client, "rest", 1) as http:
+        with sandbox.faults.watches_stalled("pods"), sandbox.faults.watches_stalled("streamspes") as stalled:
+            assert stalled >= 1
+            await client.patch_status(PES, "rest-1", {"launchCount": 2, "connectivity": "None"}, "default")
+            code, _, body = await call(http, "PUT", url, "Partial")
+    assert (code, body["reason"]) == (409, "Superseded")
+    assert "launch 2 replaced it" in body["message"]
+    assert (await client.get(PES, "rest-1", "default"))["status"]["connectivity"] == "None"
+
+
+@pytest.mark.sandbox(nodes=1)
 async def test_user_endpoints_become_service_ports(
     running: Running, http: aiohttp.ClientSession, client: KubeClient
 ) -> None:

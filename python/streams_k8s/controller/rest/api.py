@@ -47,10 +47,9 @@ from streams_k8s.api.contract import (
 from streams_k8s.api.processing_element import Connectivity
 from streams_k8s.api.spec_values import MAX_WIDTH
 from streams_k8s.controller.kinds import JOBS, PARALLEL_REGIONS
-from streams_k8s.controller.pes.lifecycle import pod_launch
 from streams_k8s.controller.pes.pods_by_owner import PodsByOwner
 from streams_k8s.controller.rest.caller_scope import CallerScope
-from streams_k8s.controller.rest.connectivity_reports import ConnectivityReports
+from streams_k8s.controller.rest.connectivity_reports import ConnectivityReports, SupersededReport, reporter
 from streams_k8s.controller.rest.openapi import ID, MAX_HOST_NAME, NAME, OPENAPI, PROTOCOLS
 from streams_k8s.k8s.client import KubeClient, Resource
 from streams_k8s.k8s.errors import ApiError
@@ -204,15 +203,12 @@ class InstanceRestApi:
         allowed = [c.value for c in Connectivity]
         if value not in allowed:
             raise RestError(400, "BadRequest", f"connectivity must be one of {allowed} as a JSON string")
-        # A pod of a launch since replaced (stopping, its connections going) speaks for no launch
-        # that runs: written, its report showed the new launch connected before its pod ran.
-        launch = int((cached.get("status") or {}).get("launchCount") or 0)
-        callers = request.get(CALLER_PODS) or []
-        if callers and all(0 <= pod_launch(p) < launch for p in callers):
-            caller = f"pod {meta(callers[0]).get('name')} of launch {pod_launch(callers[0])}"
-            raise RestError(409, "Superseded", f"{caller}: launch {launch} replaced it; report not written")
         try:
-            await self.reports.write(object_key(cached), cached, value)
+            await self.reports.write(
+                object_key(cached), cached, value, reporter(request.get(CALLER_PODS) or [])
+            )
+        except SupersededReport as err:
+            raise RestError(409, "Superseded", str(err)) from None
         except ApiError as err:
             if err.not_found:
                 raise RestError(404, "NotFound", f"PE {meta(cached).get('name')} no longer exists") from None

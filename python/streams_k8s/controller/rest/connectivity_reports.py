@@ -6,15 +6,22 @@ API server holds before it is skipped, as a relaunch written ahead may not be in
 first report of a just-started pod also records the pod (`pes.lifecycle.started_status`), in one
 write conditional on the launch and phase the pod facts were read against; when they no longer
 hold, both are read again.
+
+A report from a pod of a launch since replaced (stopping, its connections going) speaks for no launch
+that runs: written, it would show the new launch connected before its pod runs. It is refused
+(409 `Superseded`) on the PE the cache holds and, as the cache may not show a relaunch written ahead
+yet, on the API server's: every write of a pod's report is conditional on the pod's launch.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from streams_k8s.api.processing_element import ProcessingElement
 from streams_k8s.controller.kinds import PES
-from streams_k8s.controller.pes.lifecycle import PENDING, pod_phase, started_status
+from streams_k8s.controller.pes.lifecycle import PENDING, pod_launch, pod_phase, started_status
 from streams_k8s.controller.pes.pods_by_owner import PodsByOwner
 from streams_k8s.k8s.client import KubeClient
 from streams_k8s.k8s.errors import ApiError
@@ -27,6 +34,39 @@ _HELD = ("launchCount", "phase")  # what a started pod's record is conditional o
 # How long a report waits for the pod cache to show its pod running: the watch lags by far less,
 # and the runtime's HTTP calls time out after about a second.
 REPORT_SETTLE = 0.5
+
+
+@dataclass(frozen=True)
+class Reporter:
+    """The pod a report came from, and its launch."""
+
+    pod: str
+    launch: int
+
+
+def reporter(callers: Sequence[Object]) -> Reporter | None:
+    """The reporting pod of the newest launch among ``callers`` (the pods the write guard trusted
+    the request from); None when it is not known (no caller pod, or one without a launch)."""
+    launches = [(pod_launch(p), str(meta(p).get("name"))) for p in callers]
+    if not launches or min(launches)[0] < 0:
+        return None
+    launch, pod = max(launches)
+    return Reporter(pod, launch)
+
+
+class SupersededReport(Exception):
+    """A report from a pod of a launch the PE has since replaced; not written."""
+
+    def __init__(self, by: Reporter, launch: int) -> None:
+        super().__init__(
+            f"pod {by.pod} of launch {by.launch}: launch {launch} replaced it; report not written"
+        )
+
+
+def _refuse_if_superseded(pe: Object, by: Reporter | None) -> None:
+    launch = int((pe.get("status") or {}).get("launchCount") or 0)
+    if by is not None and by.launch < launch:
+        raise SupersededReport(by, launch)
 
 
 class ConnectivityReports:
@@ -46,12 +86,14 @@ class ConnectivityReports:
             self._written.pop(object_key(old), None)
             self._recorded.pop(object_key(old), None)
 
-    async def write(self, key: ObjectKey, cached: Object, value: str) -> None:
-        """Write ``value`` as the PE's connectivity; `ApiError` 404 when the PE is gone."""
+    async def write(self, key: ObjectKey, cached: Object, value: str, by: Reporter | None) -> None:
+        """Write ``value``, reported ``by`` a pod, as the PE's connectivity; `SupersededReport` when the
+        pod's launch was replaced, `ApiError` 404 when the PE is gone."""
+        _refuse_if_superseded(cached, by)
         async with self._order.hold(f"{key.namespace}/{key.name}"):
-            await self._write(key, self.pes.store.get(key) or cached, value)
+            await self._write(key, self.pes.store.get(key) or cached, value, by)
 
-    async def _write(self, key: ObjectKey, pe: Object, value: str) -> None:
+    async def _write(self, key: ObjectKey, pe: Object, value: str, by: Reporter | None) -> None:
         name, namespace, started = key.name, key.namespace, None
         for _ in range(_ATTEMPTS):
             if (started := await self._started_status(key, pe)) is None:
@@ -73,13 +115,33 @@ class ConnectivityReports:
                 if not (err.conflict or err.status == 422):  # 422: a failed test, or a refused value
                     raise
             pe = await self.client.get(PES, name, namespace)
+            _refuse_if_superseded(pe, by)
         shown = (pe.get("status") or {}).get("connectivity"), self._written.get(key, value)
         if started is None and shown == (value, value):  # unless the cache missed a relaunch since
-            held = await self.client.get(PES, name, namespace)
-            shown = (held.get("status") or {}).get("connectivity"), value
+            pe = await self.client.get(PES, name, namespace)
+            _refuse_if_superseded(pe, by)
+            shown = (pe.get("status") or {}).get("connectivity"), value
         if started is not None or shown != (value, value):
-            await self.client.patch_status(PES, name, {"connectivity": value}, namespace)
-            self._written[key] = value
+            await self._write_value(key, value, by)
+
+    async def _write_value(self, key: ObjectKey, value: str, by: Reporter | None) -> None:
+        """The connectivity alone, on the condition that the reporter's launch is still the PE's."""
+        name, namespace = key.name, key.namespace
+        if by is not None:
+            try:
+                held = {"launchCount": by.launch}
+                await self.client.patch_status_if(
+                    PES, name, namespace, {"connectivity": value}, held=held, resource_version=None
+                )
+                self._written[key] = value
+                return
+            except ApiError as err:
+                if err.status != 422:
+                    raise
+            # The test failed: a relaunch the cache did not show yet, or no launch recorded.
+            _refuse_if_superseded(await self.client.get(PES, name, namespace), by)
+        await self.client.patch_status(PES, name, {"connectivity": value}, namespace)
+        self._written[key] = value
 
     async def _started_status(self, key: ObjectKey, pe: Object) -> dict[str, Any] | None:
         """The record of a just-started pod, when this report can carry it (see `pes.lifecycle`)."""
