@@ -113,28 +113,36 @@ async def _no_partial(client: KubeClient) -> bool:
     return await _partial(client) == 0
 
 
-async def _create(rig: Rig, job: dict[str, Any]) -> float:
+@dataclass
+class UntilReady:
+    seconds: float
+    # This process's CPU seconds over them: the sandbox's, the API server's stand-in with its
+    # simulated kubelets and PEs, whose CPU bounds both figures of a ratio.
+    sandbox_cpu: float
+
+
+async def _until_ready(rig: Rig, name: str, act: Callable[[], Any], generation: int) -> UntilReady:
+    with _frozen_heap():
+        cpu = time.process_time()
+        elapsed = await seconds_until_status(rig.client, NS, name, act, applied_and_ready(generation), 900)
+        return UntilReady(elapsed, time.process_time() - cpu)
+
+
+async def _create(rig: Rig, job: dict[str, Any]) -> UntilReady:
     """Create ``job``; seconds to its first generation Ready (then its PEs get the time to
     connect, so their reports are not counted as the next edit's writes)."""
     await rig.quiet()
-    with _frozen_heap():
-        elapsed = await seconds_until_status(
-            rig.client,
-            NS,
-            job["metadata"]["name"],
-            lambda: rig.client.create(JOBS, job),
-            applied_and_ready(1),
-            900,
-        )
+    created = await _until_ready(rig, job["metadata"]["name"], lambda: rig.client.create(JOBS, job), 1)
     await _reconnected(rig.client)
-    return elapsed
+    return created
 
 
 @dataclass
 class Edit:
-    seconds: float  # edit -> Ready
+    ready: UntilReady  # edit -> Ready
     planned: float  # edit -> UpgradeStarted (re-plan, diff, write-ahead); the rest is the rollout
-    writes: list[RequestRecord]
+    writes: list[RequestRecord]  # the operator's
+    simulation_writes: int  # the simulated cluster's (kubelets, PEs) over the same span
     cpu: float  # the operator's CPU seconds
     partial: int  # PEs still not reporting full connectivity RECONNECT_WITHIN after Ready
     wall: float  # when the edit was made (epoch seconds, as the sandbox's request log)
@@ -148,6 +156,7 @@ class Edit:
             "pes_not_reconnected": self.partial,
             "operator_cpu_s": round(self.cpu, 2),
             "api_writes_per_replaced_pe": round(len(self.writes) / max(replaced, 1), 2),
+            "simulation_writes_per_replaced_pe": round(self.simulation_writes / max(replaced, 1), 2),
             "writes_by_kind": dict(kinds),
         }
 
@@ -203,13 +212,30 @@ async def _edit(rig: Rig, name: str, spec: dict[str, Any]) -> Edit:
         wall = time.time()
         await rig.client.patch(JOBS, name, {"spec": spec}, NS)
 
-    with _frozen_heap():
-        elapsed = await seconds_until_status(rig.client, NS, name, edit, applied_and_ready(2), 900)
+    ready = await _until_ready(rig, name, edit, 2)
     planned = await _upgrade_started(rig.client, name) - wall
     partial = await _reconnected(rig.client)
     cpu = _cpu_seconds(rig.operator.process.pid) - cpu
-    writes = [r for r in list(rig.sandbox.requests)[mark:] if r.method in WRITES and r.user != SIMULATION]
-    return Edit(elapsed, planned, writes, cpu, partial, wall)
+    writes, simulation = _writes(rig, mark)
+    return Edit(ready, planned, writes, simulation, cpu, partial, wall)
+
+
+def _writes(rig: Rig, mark: int) -> tuple[list[RequestRecord], int]:
+    """The operator's writes in the sandbox's request log since ``mark``, and how many the
+    simulated cluster made."""
+    writes = [r for r in list(rig.sandbox.requests)[mark:] if r.method in WRITES]
+    ours = [r for r in writes if r.user != SIMULATION]
+    return ours, len(writes) - len(ours)
+
+
+def _sandbox_cpu(edit: UntilReady, created: UntilReady) -> dict[str, float]:
+    return {
+        "sandbox_cpu_s": round(edit.sandbox_cpu, 2),
+        "peer_sandbox_cpu_s": round(created.sandbox_cpu, 2),
+        "sandbox_cpu_ratio": round(edit.sandbox_cpu / created.sandbox_cpu, 2),
+        "sandbox_busy": round(edit.sandbox_cpu / edit.seconds, 2),
+        "peer_sandbox_busy": round(created.sandbox_cpu / created.seconds, 2),
+    }
 
 
 async def _template_edit(pes: int, tmp: Path) -> dict[str, Any]:
@@ -221,9 +247,10 @@ async def _template_edit(pes: int, tmp: Path) -> dict[str, Any]:
     replaced = sum(1 for i in after if after[i][0] != before[i][0])
     assert {i: n for i, (_, n) in after.items()} == {i: n + 1 for i, (_, n) in before.items()}
     return {
-        "create_to_ready_s": round(created, 2),
-        "edit_to_ready_s": round(edit.seconds, 2),
-        "ratio": round(edit.seconds / created, 2),
+        "create_to_ready_s": round(created.seconds, 2),
+        "edit_to_ready_s": round(edit.ready.seconds, 2),
+        "ratio": round(edit.ready.seconds / created.seconds, 2),
+        **_sandbox_cpu(edit.ready, created),
         "replaced": replaced,
         **edit.figures(replaced),
         "load_average": round(os.getloadavg()[0], 2),
@@ -249,9 +276,7 @@ async def _bundle_upgrade(
         replaced = {i for i in after if after[i] != before[i]}
         mark = len(rig.sandbox.requests)
         created = await _create(rig, synthetic_job("floor", tmp, len(replaced)))
-        peer_writes = [
-            r for r in list(rig.sandbox.requests)[mark:] if r.method in WRITES and r.user != SIMULATION
-        ]
+        peer_writes, peer_simulation_writes = _writes(rig, mark)
     changed = {i for i in specs if specs[i]["contentId"] != specs_after[i]["contentId"]}
     assert sorted(specs_after) == sorted(specs)  # no PE added or removed
     assert 0 < len(changed) <= len(rebuilt)  # a PE holds one or two operators
@@ -261,19 +286,23 @@ async def _bundle_upgrade(
     peer_planning = _until_first_child(peer_writes, "floor")
     return {
         "rebuilt_operators": len(rebuilt),
-        "upgrade_to_ready_s": round(edit.seconds, 2),
-        "create_same_count_s": round(created, 2),
-        "ratio": round(edit.seconds / created, 2),
+        "upgrade_to_ready_s": round(edit.ready.seconds, 2),
+        "create_same_count_s": round(created.seconds, 2),
+        "ratio": round(edit.ready.seconds / created.seconds, 2),
+        **_sandbox_cpu(edit.ready, created),
         # the ratio split where each figure writes its first child: the upgrade re-plans the whole
         # job before it, its peer plans as many PEs as were replaced
         "edit_to_first_child_written_s": round(planning, 2),
         "peer_to_first_child_written_s": round(peer_planning, 2),
-        "ratio_from_first_child_written": round((edit.seconds - planning) / (created - peer_planning), 2),
+        "ratio_from_first_child_written": round(
+            (edit.ready.seconds - planning) / (created.seconds - peer_planning), 2
+        ),
         "replaced": len(replaced),
         "unchanged": len(after) - len(replaced),
         **edit.figures(len(replaced)),
         # as the edit's: until every PE has reported full connectivity (`_create`)
         "peer_api_writes_per_pe": round(len(peer_writes) / len(replaced), 2),
+        "peer_simulation_writes_per_pe": round(peer_simulation_writes / len(replaced), 2),
         "load_average": round(os.getloadavg()[0], 2),
     }
 
