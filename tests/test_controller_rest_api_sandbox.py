@@ -4,6 +4,7 @@ write, user endpoints, bad input, OpenAPI."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -156,34 +157,31 @@ async def test_a_started_pod_is_recorded_in_one_write(
 
 
 @pytest.mark.sandbox(nodes=1)
+@pytest.mark.parametrize(
+    ("seen", "recorded"),
+    [(True, True), (False, True), (False, False)],
+    ids=["relaunch-seen", "relaunch-not-seen", "neither-start-nor-relaunch-seen"],
+)
 async def test_a_report_from_a_replaced_launch_is_refused(
-    sandbox: Sandbox, running: Running, client: KubeClient
+    sandbox: Sandbox, running: Running, client: KubeClient, seen: bool, recorded: bool
 ) -> None:
     # Launch 2 was written ahead; launch 1's pod, stopping, reports its connections going: that
     # speaks for no launch that runs, and written it would show launch 2 connected before it runs.
+    # Refused whether the operator's PE cache shows launch 2 yet or not (then the API server's PE
+    # tells), and whether the report would write its connectivity alone (launch 1 recorded as
+    # started) or with the start's record; launch 1's pod stays in the operator's pod cache.
     url = f"{running.api}/api/state/job/rest/pe/1/connectivity"
     async with as_pe(client, "rest", 1) as http:
-        with sandbox.faults.watches_stalled("pods") as stalled:
-            assert stalled >= 1  # launch 1's pod stays in the operator's cache
+        if recorded:
+            assert (await call(http, "PUT", url, "Full"))[0] == 204
+            await served(http, url, "Full")
+        with contextlib.ExitStack() as stalls:
+            assert stalls.enter_context(sandbox.faults.watches_stalled("pods")) >= 1
+            if not seen:
+                assert stalls.enter_context(sandbox.faults.watches_stalled("streamspes")) >= 1
             await client.patch_status(PES, "rest-1", {"launchCount": 2, "connectivity": "None"}, "default")
-            await served(http, url, "None")
-            code, _, body = await call(http, "PUT", url, "Partial")
-    assert (code, body["reason"]) == (409, "Superseded")
-    assert "launch 2 replaced it" in body["message"]
-    assert (await client.get(PES, "rest-1", "default"))["status"]["connectivity"] == "None"
-
-
-@pytest.mark.sandbox(nodes=1)
-async def test_a_report_from_a_replaced_launch_is_refused_before_the_operator_sees_the_relaunch(
-    sandbox: Sandbox, running: Running, client: KubeClient
-) -> None:
-    # As above, but the report arrives before the operator's PE cache shows launch 2 written ahead:
-    # the API server's PE, not the cache, tells that launch 1 was replaced.
-    url = f"{running.api}/api/state/job/rest/pe/1/connectivity"
-    async with as_pe(client, "rest", 1) as http:
-        with sandbox.faults.watches_stalled("pods"), sandbox.faults.watches_stalled("streamspes") as stalled:
-            assert stalled >= 1
-            await client.patch_status(PES, "rest-1", {"launchCount": 2, "connectivity": "None"}, "default")
+            if seen:
+                await served(http, url, "None")
             code, _, body = await call(http, "PUT", url, "Partial")
     assert (code, body["reason"]) == (409, "Superseded")
     assert "launch 2 replaced it" in body["message"]

@@ -89,9 +89,10 @@ class ConnectivityReports:
     async def write(self, key: ObjectKey, cached: Object, value: str, by: Reporter | None) -> None:
         """Write ``value``, reported ``by`` a pod, as the PE's connectivity; `SupersededReport` when the
         pod's launch was replaced, `ApiError` 404 when the PE is gone."""
-        _refuse_if_superseded(cached, by)
         async with self._order.hold(f"{key.namespace}/{key.name}"):
-            await self._write(key, self.pes.store.get(key) or cached, value, by)
+            pe = self.pes.store.get(key) or cached
+            _refuse_if_superseded(pe, by)
+            await self._write(key, pe, value, by)
 
     async def _write(self, key: ObjectKey, pe: Object, value: str, by: Reporter | None) -> None:
         name, namespace, started = key.name, key.namespace, None
